@@ -1,0 +1,580 @@
+/* uvtasks: a background task registry for programs built on a libuv loop.
+ *
+ * Producers start work (a shell command, a thread, a child agent) and report
+ * how it ended; the registry gives each piece of work an id ("bash-1"),
+ * fences it to its owner's session, lets the owner read its output, wait for
+ * it with a deadline and kill it, tells listeners exactly once when it ends,
+ * and on disposal stops everything and waits until it is quiet.
+ *
+ * The contract is SPEC.md; clause names (R-START-1, ...) are cited beside
+ * the items that implement them.  Conventions, as in libuv:
+ *
+ *  - Errors are 0 or a negative int.  Generic failures reuse libuv's codes
+ *    (UV_EINVAL, UV_ENOMEM, ...); registry codes live in their own band
+ *    (UVT_E*), see uvt_strerror().
+ *  - Everything runs on the loop thread, except uvt_task_settle(), which any
+ *    thread may call.  Every callback of ours runs on the loop thread.
+ *  - A function that takes a callback never runs it on an error return;
+ *    otherwise it runs it exactly once, and never inside the call itself.
+ *  - Handles the host embeds (uvt_agent_t, uvt_surface_t, uvt_listener_t,
+ *    uvt_wait_t) are caller-allocated with a public `data` field; the other
+ *    fields are read-only or private.  They must not move while registered.
+ *  - Every snapshot handed to the host is its own copy (free it with
+ *    uvt_snapshot_cleanup()); one handed to a callback is valid for that
+ *    callback only (copy it with uvt_snapshot_copy() to keep it).
+ *
+ * Deviations from SPEC.md §1, and why:
+ *  - uvt_hooks_t has two optional hooks more than the SPEC lists: `settled`
+ *    (the producer's last step towards quiescence, run when its outcome is
+ *    recorded: the thread producer joins its thread there, SPEC §4) and
+ *    `quiesce` (disposal asks a terminal task to stop what its work left
+ *    behind, P-KILL-4, and waits for uvt_task_quiescent(), bounded by
+ *    teardown_grace_ms).  The SPEC's three hooks alone cannot express a
+ *    disposal that waits for a process group's survivors.
+ *  - uvt_replace_allocator() lets tests fail the n-th allocation (R-START-3)
+ *    and lets hosts route our memory through their allocator, as libuv's
+ *    uv_replace_allocator() does.
+ *  - A disposed agent's `id` and `session` become NULL; a caller whose
+ *    session is NULL is treated as a NULL caller (sees unowned tasks only).
+ */
+#ifndef UVTASKS_H
+#define UVTASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define UVT_EXTERN __attribute__((visibility("default")))
+#else
+#define UVT_EXTERN
+#endif
+
+#define UVT_VERSION_MAJOR 0
+#define UVT_VERSION_MINOR 1
+#define UVT_VERSION_PATCH 0
+#define UVT_VERSION_STRING "0.1.0"
+
+/* Buffer size for a task id, NUL included: a kind of at most 64 bytes, '-',
+ * and a decimal counter of at most 20 digits. */
+#define UVT_ID_MAX 96
+
+/* Longest kind accepted by uvt_start(), in bytes (R-START-1). */
+#define UVT_KIND_MAX 64
+
+/* ---------------------------------------------------------------------- */
+/* Errors                                                                  */
+
+/* The registry's own codes, in a band below libuv's (whose codes end near
+ * -4095 and whose getaddrinfo codes sit near -3000). */
+#define UVT_ERRNO_MAP(XX)                                                      \
+  XX(ENOTASK, -20001, "no task with that id")                                  \
+  XX(EFOREIGN, -20002, "the task belongs to another session")                  \
+  XX(ESTALE, -20003, "owner is not the live agent registered under its id")    \
+  XX(ENOSURFACE, -20004, "no control surface is attached")                     \
+  XX(ECLOSING, -20005, "the registry or the owner agent is being disposed")    \
+  XX(ELIMIT, -20006, "the owner already has its maximum of live tasks")        \
+  XX(EWAITTIMEOUT, -20007, "the wait's deadline passed")                       \
+  XX(EABORTED, -20008, "the wait was aborted by its caller")
+
+typedef enum {
+#define UVT__ERRNO_ENUM(name, code, msg) UVT_##name = (code),
+  UVT_ERRNO_MAP(UVT__ERRNO_ENUM)
+#undef UVT__ERRNO_ENUM
+  UVT_ERRNO_MAX = -20000
+} uvt_errno_t;
+
+/* Human-readable text for `err`.  Returns a static string; codes outside the
+ * registry's band fall back to uv_strerror(). Thread: any. */
+UVT_EXTERN const char *uvt_strerror(int err);
+
+/* The code's name ("UVT_ENOTASK"; "EINVAL" style names for libuv's codes, as
+ * uv_err_name() gives them).  Returns a static string.  Thread: any. */
+UVT_EXTERN const char *uvt_err_name(int err);
+
+/* ---------------------------------------------------------------------- */
+/* Types                                                                   */
+
+typedef struct uvt_registry_s uvt_registry_t;
+typedef struct uvt_task_s uvt_task_t;
+typedef struct uvt_agent_s uvt_agent_t;
+typedef struct uvt_surface_s uvt_surface_t;
+typedef struct uvt_listener_s uvt_listener_t;
+typedef struct uvt_wait_s uvt_wait_t;
+typedef struct uvt_snapshot_s uvt_snapshot_t;
+typedef struct uvt_read_s uvt_read_t;
+typedef struct uvt_buf_s uvt_buf_t;
+typedef struct uvt_options_s uvt_options_t;
+typedef struct uvt_metrics_s uvt_metrics_t;
+
+/* Status is a closed set: running -> (stopping once a kill was requested) ->
+ * exactly one of completed, killed, failed. */
+typedef enum {
+  UVT_RUNNING = 0,
+  UVT_STOPPING,
+  UVT_COMPLETED,
+  UVT_KILLED,
+  UVT_FAILED
+} uvt_status_t;
+
+/* "running", "stopping", "completed", "killed", "failed"; "unknown" for a
+ * value outside the set.  Static string.  Thread: any. */
+UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
+
+/* Nonzero for completed, killed and failed. Thread: any. */
+UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
+
+typedef enum {
+  UVT_KILL_REQUESTED = 1,      /* the task was live; it is now stopping */
+  UVT_KILL_ALREADY_TERMINAL = 2 /* it had ended; nothing was cancelled */
+} uvt_kill_result_t;
+
+/* Log levels handed to uvt_options_t.log. */
+enum { UVT_LOG_ERROR = 0, UVT_LOG_WARN = 1, UVT_LOG_INFO = 2, UVT_LOG_DEBUG = 3 };
+
+/* Private: an intrusive doubly-linked list node. */
+struct uvt__link {
+  struct uvt__link *next;
+  struct uvt__link *prev;
+};
+
+/* Private: a node of the registry's deadline heap. */
+struct uvt__deadline {
+  struct uvt__deadline *child;
+  struct uvt__deadline *sibling;
+  struct uvt__deadline *prev; /* parent if first child, else left sibling */
+  uint64_t due_ms;            /* loop time (uv_now) */
+  int kind;
+};
+
+/* A point-in-time copy of a task record (SPEC §1). */
+struct uvt_snapshot_s {
+  const char *id;
+  const char *kind;
+  const char *label;
+  const char *owner_session; /* NULL if unowned */
+  uvt_status_t status;
+  const char *detail;       /* NULL if none; "exit code: 3", "signal: SIGTERM" */
+  int64_t started_at_ms;    /* epoch milliseconds */
+  int64_t finished_at_ms;   /* epoch milliseconds; 0 while live */
+  int reported;             /* 0 or 1 */
+  const char *kill_reason;  /* NULL unless a kill or teardown asked */
+  /* private */
+  void *mem_; /* one block holding the strings above; NULL if not owned */
+};
+
+/* The result of uvt_read(). `text` is NUL-terminated, `len` bytes long (the
+ * bytes may include NULs), and owned by the struct. */
+struct uvt_read_s {
+  char *text;
+  size_t len;
+  uvt_snapshot_t snapshot;
+};
+
+/* Growable bytes handed to a producer's read_output hook.  Read-only fields;
+ * append with uvt_buf_append(). */
+struct uvt_buf_s {
+  char *base;
+  size_t len;
+  /* private */
+  size_t cap_;
+};
+
+/* How a task ended, handed to uvt_task_settle(); copied by it. */
+typedef struct {
+  uvt_status_t status;  /* UVT_COMPLETED, UVT_KILLED or UVT_FAILED */
+  const char *detail;   /* NULL = none; copied */
+  const char *output;   /* final output (final kinds) or unread remainder
+                           (stream kinds); NULL = none; copied */
+  size_t output_len;
+} uvt_outcome_t;
+
+typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
+
+/* Registry options.  Initialise with uvt_options_init(). */
+struct uvt_options_s {
+  /* How long disposal waits, per task, for a cancelled producer to settle
+   * (R-AGENT-4) and for a terminal task's leftover work to stop (P-KILL-4),
+   * in milliseconds.  Default 10000; 0 = wait for ever. */
+  uint64_t teardown_grace_ms;
+  /* Live (running or stopping) tasks one owner may hold; unowned tasks share
+   * one bucket.  Default 0 = no limit (R-LIMIT-1). */
+  unsigned max_live_per_owner;
+  /* Where warnings go; NULL = one line on stderr, prefixed "uvtasks: ". */
+  uvt_log_cb log;
+  void *log_data;
+};
+
+/* Counters since the registry was created (R-METRICS-1). */
+struct uvt_metrics_s {
+  uint64_t started;
+  uint64_t completed;
+  uint64_t killed;
+  uint64_t failed;
+  uint64_t kills;          /* uvt_kill() calls that returned 0 */
+  uint64_t force_failed;   /* records failed by teardown (R-AGENT-3/4) */
+  uint64_t waits_timed_out;
+  uint64_t waits_aborted;
+  uint64_t live;           /* running + stopping now */
+  uint64_t records;        /* records held now, live or terminal */
+};
+
+typedef void (*uvt_close_cb)(void *data);
+typedef void (*uvt_agent_cb)(uvt_agent_t *agent);
+typedef void (*uvt_done_cb)(uvt_listener_t *listener,
+                            const uvt_snapshot_t *snap,
+                            uvt_agent_t *owner);
+typedef void (*uvt_wait_cb)(uvt_wait_t *req, int status,
+                            const uvt_snapshot_t *snap);
+
+/* An agent: the owner of tasks, belonging to a session. */
+struct uvt_agent_s {
+  void *data;
+  /* read-only */
+  const char *id;      /* copies, owned by the registry; NULL once disposed */
+  const char *session;
+  uvt_registry_t *registry;
+  /* private */
+  uv_loop_t *loop_;
+  struct uvt__link link_;  /* registry's agent list */
+  struct uvt__link tasks_; /* tasks owned by this agent */
+  void *hash_next_;
+  void *session_;
+  void *mem_;
+  uvt_agent_cb dispose_cb_;
+  uv_idle_t *idle_;        /* deferral after the registry closed */
+  size_t teardown_pending_;
+  unsigned live_;
+  int state_;
+};
+
+/* A control surface: anything able to read and stop tasks for a user. */
+struct uvt_surface_s {
+  void *data;
+  /* read-only */
+  const char *name; /* copy, owned by the registry while attached */
+  uvt_registry_t *registry;
+  /* private */
+  struct uvt__link link_;
+  int attached_;
+};
+
+/* A completion listener (R-DONE-3). */
+struct uvt_listener_s {
+  void *data;
+  /* read-only */
+  uvt_registry_t *registry;
+  /* private */
+  uvt_done_cb cb_;
+  struct uvt__link link_;
+  int active_;
+};
+
+/* A wait request (R-WAIT-*). */
+struct uvt_wait_s {
+  void *data;
+  /* read-only */
+  uvt_registry_t *registry;
+  /* private */
+  uvt_wait_cb cb_;
+  uvt_task_t *task_;
+  struct uvt__link link_;     /* task's waits, or the registry's deferred list */
+  struct uvt__deadline deadline_;
+  int state_;
+  int status_;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Memory                                                                  */
+
+typedef void *(*uvt_malloc_func)(size_t size);
+typedef void *(*uvt_realloc_func)(void *ptr, size_t size);
+typedef void *(*uvt_calloc_func)(size_t count, size_t size);
+typedef void (*uvt_free_func)(void *ptr);
+
+/* Route every allocation of the library through these functions.  Call it
+ * before any other function of the library, or while no registry exists.
+ * Returns 0, or UV_EINVAL if a function is NULL.  Thread: not thread-safe. */
+UVT_EXTERN int uvt_replace_allocator(uvt_malloc_func malloc_func,
+                                     uvt_realloc_func realloc_func,
+                                     uvt_calloc_func calloc_func,
+                                     uvt_free_func free_func);
+
+/* ---------------------------------------------------------------------- */
+/* Registry                                                                */
+
+/* Fill `o` with the defaults: teardown_grace_ms 10000, no admission limit,
+ * log to stderr. */
+UVT_EXTERN void uvt_options_init(uvt_options_t *o);
+
+/* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied.
+ *
+ * Returns 0, UV_EINVAL (NULL loop or out), UV_ENOMEM, or an error of
+ * uv_async_init()/uv_timer_init().  On error *out is untouched.
+ * Ownership: the library allocates the registry and frees it after the
+ * uvt_registry_close() callback returns.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
+                                uvt_registry_t **out);
+
+/* Dispose of the registry (R-CLOSE-1): listeners stop first, starts and
+ * waits are refused (UVT_ECLOSING), every live task is cancelled with reason
+ * "tasks service disposed", settlement is awaited (bounded by
+ * teardown_grace_ms), pending waits get their terminal snapshots, every
+ * record is dropped, registered agents are detached, every libuv handle of
+ * ours is closed; then `cb(data)` runs once.
+ *
+ * Returns 0, or UVT_ECLOSING if close was already requested (`cb` will not
+ * run for this call).  `cb` may be NULL.
+ * Callback: once, on the loop thread, never inside this call; after it the
+ * host's uv_run() returns with nothing of ours active (R-CLOSE-2).
+ * Ownership: `reg` is freed by the library right after `cb` returns.
+ * Thread: the loop thread; may be called from any of our callbacks
+ * (R-CLOSE-3). */
+UVT_EXTERN int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb,
+                                  void *data);
+
+/* The loop the registry runs on. */
+UVT_EXTERN uv_loop_t *uvt_registry_loop(const uvt_registry_t *reg);
+
+/* Copy the counters into *m (R-METRICS-1).  Thread: loop thread. */
+UVT_EXTERN void uvt_registry_metrics(const uvt_registry_t *reg,
+                                     uvt_metrics_t *m);
+
+/* Write a human-readable dump of tasks, agents, surfaces, listeners and
+ * pending waits to `fp` (R-DUMP-1).  Returns 0 or UV_EIO if writing failed.
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
+
+/* ---------------------------------------------------------------------- */
+/* Surfaces (R-SURF-1)                                                     */
+
+/* Declare that a control surface exists; uvt_start() refuses work while no
+ * surface is attached.  Each attach counts on its own.
+ * Returns 0, UV_EINVAL (NULL argument or empty name), UV_EBUSY (`s` is
+ * already attached), UVT_ECLOSING, UV_ENOMEM.
+ * Ownership: `name` is copied.  Thread: loop thread. */
+UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
+                                  const char *name);
+
+/* Detach; idempotent, accepts NULL; never touches tasks (R-DONE-5). */
+UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
+
+/* ---------------------------------------------------------------------- */
+/* Agents (R-OWN-*, R-AGENT-*)                                             */
+
+/* Register `a` under `agent_id` in session `session_id`.
+ * Returns 0, UV_EINVAL (NULL or empty argument), UV_EEXIST (an agent with
+ * that id is registered, R-OWN-3), UV_EBUSY (`a` itself is registered),
+ * UVT_ECLOSING, UV_ENOMEM.
+ * Ownership: both strings are copied; a->id and a->session point at the
+ * copies until disposal completes.  Thread: loop thread. */
+UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
+                                  const char *agent_id,
+                                  const char *session_id);
+
+/* Dispose of `a` (R-AGENT-1..4): refuse its new starts (UVT_ECLOSING), mark
+ * its tasks reported, cancel the live ones with reason "owner disposed",
+ * wait for each to settle (bounded by teardown_grace_ms), stop what their
+ * work left behind (P-KILL-4), drop their records, unregister the agent, then
+ * call `cb(a)`.  Only tasks owned by this exact agent object are drained
+ * (R-AGENT-2).  After the registry closed, it only calls `cb`.
+ *
+ * Returns 0, UV_EINVAL (never registered), UVT_ECLOSING (dispose already
+ * requested; `cb` will not run for this call).  `cb` may be NULL.
+ * Callback: once, on the loop thread, never inside this call.  `a` may be
+ * freed or registered again from `cb` on.
+ * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */
+UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
+
+/* ---------------------------------------------------------------------- */
+/* Listeners (R-DONE-3..5)                                                 */
+
+/* Call `cb` once for every task record that becomes terminal from now on,
+ * with its terminal snapshot and its owner (the exact agent, or NULL).
+ * Returns 0, UV_EINVAL, UV_EBUSY (already started), UVT_ECLOSING.
+ * Callback: on the loop thread; listeners run in start order, after the
+ * record is final and before wait callbacks; a listener started during a
+ * dispatch is not called for it; none runs once registry close began.
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l,
+                                  uvt_done_cb cb);
+
+/* Stop; idempotent, accepts NULL; never touches tasks.  Safe inside any
+ * callback, including the listener's own. */
+UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
+
+/* ---------------------------------------------------------------------- */
+/* Producers (R-START-*, R-DONE-*)                                         */
+
+/* The producer's hooks, filled by spec->run. */
+typedef struct {
+  /* Required.  Ask the work to stop (R-KILL-1..3).  A repeated call means
+   * "stop now".  Return 0 or a negative error (the kill then fails and the
+   * task is untouched).  Loop thread. */
+  int (*cancel)(uvt_task_t *t, const char *reason);
+  /* Stream kinds: append what was produced since the last call to `out`
+   * and consume it (R-READ-1).  NULL = a final-output kind (R-READ-2).
+   * Return 0 or a negative error.  Loop thread. */
+  int (*read_output)(uvt_task_t *t, uvt_buf_t *out);
+  /* Optional.  Called once, on the loop thread, when the record is dropped;
+   * no hook is called after it. */
+  void (*release)(uvt_task_t *t);
+  /* Optional.  Called once, on the loop thread, when the producer's outcome
+   * is recorded, before any listener or wait sees it; the last step towards
+   * quiescence (the thread producer joins its thread here). */
+  void (*settled)(uvt_task_t *t);
+  /* Optional.  Disposal calls it once, on the loop thread, for a terminal
+   * task before dropping the record: stop whatever the work left behind
+   * (P-KILL-4).  Return 0 if nothing is left, or 1 to make disposal wait
+   * (bounded by teardown_grace_ms) until uvt_task_quiescent(t). */
+  int (*quiesce)(uvt_task_t *t);
+} uvt_hooks_t;
+
+/* What a producer declares before its work starts. */
+typedef struct {
+  const char *kind;   /* 1-64 bytes of printable ASCII, no space; id prefix */
+  const char *label;  /* non-empty, human-readable */
+  uvt_agent_t *owner; /* NULL = unowned */
+  /* Start the work and fill *hooks_out.  Called exactly once, synchronously,
+   * inside uvt_start().  On error return nothing is registered and the
+   * producer must undo its own partial start (and must not have settled). */
+  int (*run)(uvt_task_t *t, void *arg, uvt_hooks_t *hooks_out);
+  void *arg;
+} uvt_spec_t;
+
+/* Register and start a task (R-START-1..5).  Every check runs before `run`:
+ * the surface fence, validation of kind and label, the owner check, the
+ * admission limit and every allocation the commit needs; once `run` returns
+ * 0 nothing can fail.  The id "<kind>-<n>" is written to `id_out` (may be
+ * NULL) and the record exists when this returns.
+ *
+ * Returns 0, UVT_ENOSURFACE, UV_EINVAL (bad kind, label, NULL spec or run),
+ * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ECLOSING
+ * (registry or owner being disposed), UVT_ELIMIT (R-LIMIT-1), UV_ENOMEM, or
+ * the error `run` returned.  On error nothing is registered and no id
+ * number is used.
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
+                         char id_out[UVT_ID_MAX]);
+
+/* The spec's `arg`.  Thread: any (the value never changes). */
+UVT_EXTERN void *uvt_task_arg(const uvt_task_t *t);
+
+/* The task's id; valid from the commit (after `run` returns) until the
+ * record is dropped.  Thread: loop thread. */
+UVT_EXTERN const char *uvt_task_id(const uvt_task_t *t);
+
+/* The registry the task belongs to.  Thread: any. */
+UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
+
+/* Report how the work ended, at quiescence (R-DONE-1..3).  The outcome is
+ * copied and applied on the loop thread through the registry's async
+ * handle.  The first outcome wins; later ones are ignored and logged.  After
+ * the first settle no hook other than `settled` and `release` is called.
+ * A settle after the record was force-failed or dropped, or after the
+ * registry closed, is harmless.
+ *
+ * Returns 0, or UV_EINVAL (NULL, or a status that is not terminal).  If the
+ * copies cannot be allocated the status is still recorded, with detail
+ * "outcome text lost: out of memory".
+ * Ownership: the task handle stays valid until the producer settles; once
+ * the record is also dropped, it is freed, so a producer must not use `t`
+ * after both its settle and its release hook.
+ * Thread: any. */
+UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
+
+/* Tell disposal that the leftover work its `quiesce` hook stopped is gone.
+ * Only after `quiesce` returned 1, at most once, before `release`.
+ * Thread: loop thread. */
+UVT_EXTERN void uvt_task_quiescent(uvt_task_t *t);
+
+/* Append `len` bytes to `b`.  Returns 0 or UV_ENOMEM (b unchanged). */
+UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
+
+/* ---------------------------------------------------------------------- */
+/* Operations (loop thread)                                                */
+
+/* Snapshot one task without changing anything (R-GET-1).
+ * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN
+ * (R-OWN-2), UV_ENOMEM.  Ownership: *out is the caller's; free it with
+ * uvt_snapshot_cleanup(). */
+UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller, uvt_snapshot_t *out);
+
+/* Snapshots of the caller's session's tasks plus unowned ones, in
+ * registration order; a NULL caller sees unowned tasks only (R-LIST-1).
+ * Cost grows with what is returned.
+ * Returns 0, UV_EINVAL, UV_ENOMEM.  Ownership: *out (NULL when *count is 0)
+ * is the caller's; free with uvt_snapshots_free(*out, *count). */
+UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
+                        uvt_snapshot_t **out, size_t *count);
+
+/* Read the task's output (R-READ-1..3): a stream kind returns what was
+ * produced since the previous read and consumes it; a final kind returns
+ * nothing while live and its whole output once terminal, on every read.  A
+ * read that finds the task terminal marks it reported.
+ * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
+ * producer's read_output error.  Ownership: *out is the caller's; free with
+ * uvt_read_cleanup(). */
+UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
+                        const uvt_agent_t *caller, uvt_read_t *out);
+
+/* Kill (R-KILL-1..4).  A live task's producer cancel(reason) runs first; if
+ * it fails, that error is returned and the task is untouched.  Otherwise the
+ * task becomes stopping, is marked reported, keeps the first reason, and
+ * *result is UVT_KILL_REQUESTED.  A terminal task is marked reported and
+ * *result is UVT_KILL_ALREADY_TERMINAL.  `reason` NULL = "killed";
+ * `result` may be NULL.
+ * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
+ * producer's cancel error. */
+UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
+                        const uvt_agent_t *caller, const char *reason,
+                        uvt_kill_result_t *result);
+
+/* Wait for a task to end, at most `timeout_ms` milliseconds from this call
+ * (R-WAIT-1..7).
+ * Returns 0, UV_EINVAL (NULL argument, timeout 0, `req` already pending),
+ * UVT_ENOTASK, UVT_EFOREIGN, UVT_ECLOSING.
+ * Callback: once, never inside this call, with
+ *   status 0 and the terminal snapshot (marked reported), or
+ *   UVT_EWAITTIMEOUT and the live snapshot (task and `reported` untouched),
+ *   or UVT_EABORTED and NULL (see uvt_wait_abort()).
+ * `req` may be reused or freed from the callback on. */
+UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
+                        uint64_t timeout_ms, const uvt_agent_t *caller,
+                        uvt_wait_cb cb);
+
+/* Abort a pending wait (R-WAIT-5): its callback gets UVT_EABORTED and NULL,
+ * unless settlement already counted the waiter, in which case it still gets
+ * status 0 and the terminal snapshot.  Either way the task is untouched.
+ * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran or is
+ * already due with UVT_EABORTED). */
+UVT_EXTERN int uvt_wait_abort(uvt_wait_t *req);
+
+/* Free a snapshot's memory and zero it; accepts NULL and snapshots that own
+ * nothing (those handed to callbacks). */
+UVT_EXTERN void uvt_snapshot_cleanup(uvt_snapshot_t *s);
+
+/* Free an array from uvt_list(); accepts NULL. */
+UVT_EXTERN void uvt_snapshots_free(uvt_snapshot_t *a, size_t n);
+
+/* Free a read's text and snapshot and zero it; accepts NULL. */
+UVT_EXTERN void uvt_read_cleanup(uvt_read_t *r);
+
+/* Make *dst an owned copy of *src.  Returns 0, UV_EINVAL or UV_ENOMEM
+ * (*dst zeroed). */
+UVT_EXTERN int uvt_snapshot_copy(uvt_snapshot_t *dst,
+                                 const uvt_snapshot_t *src);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UVTASKS_H */

@@ -1,0 +1,124 @@
+#include "test-util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void fixture_log(void *log_data, int level, const char *message) {
+  fixture_t *f = log_data;
+  if (level <= UVT_LOG_WARN) {
+    f->warnings++;
+    snprintf(f->last_warning, sizeof(f->last_warning), "%s", message);
+  }
+}
+
+void fixture_init(fixture_t *f, const uvt_options_t *o) {
+  uvt_options_t opts;
+  memset(f, 0, sizeof(*f));
+  if (o != NULL)
+    opts = *o;
+  else
+    uvt_options_init(&opts);
+  if (opts.log == NULL) {
+    opts.log = fixture_log;
+    opts.log_data = f;
+  }
+  assert_int_equal(uv_loop_init(&f->loop), 0);
+  assert_int_equal(uvt_registry_new(&f->loop, &opts, &f->reg), 0);
+  assert_int_equal(uvt_surface_attach(f->reg, &f->surface, "test"), 0);
+}
+
+static void fixture_closed(void *data) {
+  fixture_t *f = data;
+  f->closed++;
+}
+
+void fixture_close(fixture_t *f) {
+  if (f->reg != NULL) {
+    assert_int_equal(uvt_registry_close(f->reg, fixture_closed, f), 0);
+    f->reg = NULL;
+  }
+  assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(f->closed, 1);
+  assert_int_equal(uv_loop_close(&f->loop), 0);
+}
+
+void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg) {
+  while (!pred(arg)) {
+    if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && !pred(arg))
+      break;
+  }
+}
+
+static int fake_cancel(uvt_task_t *t, const char *reason) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->cancels++;
+  snprintf(fk->last_reason, sizeof(fk->last_reason), "%s",
+           reason ? reason : "");
+  if (fk->cancel_error)
+    return fk->cancel_error;
+  if (fk->settle_on_cancel)
+    fake_settle(fk, UVT_KILLED, "cancelled", NULL);
+  return 0;
+}
+
+static int fake_read(uvt_task_t *t, uvt_buf_t *out) {
+  fake_t *fk = uvt_task_arg(t);
+  int err = uvt_buf_append(out, fk->pending, fk->pending_len);
+  if (err == 0)
+    fk->pending_len = 0;
+  return err;
+}
+
+static void fake_release(uvt_task_t *t) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->releases++;
+}
+
+static void fake_settled(uvt_task_t *t) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->settled_hooks++;
+}
+
+static int fake_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
+  fake_t *fk = arg;
+  fk->runs++;
+  if (fk->run_error)
+    return fk->run_error;
+  fk->task = t;
+  hooks->cancel = fake_cancel;
+  hooks->read_output = fk->stream ? fake_read : NULL;
+  hooks->release = fake_release;
+  hooks->settled = fake_settled;
+  return 0;
+}
+
+int fake_start(uvt_registry_t *reg, fake_t *fk, const char *kind,
+               const char *label, uvt_agent_t *owner, char id[UVT_ID_MAX]) {
+  uvt_spec_t spec;
+  memset(&spec, 0, sizeof(spec));
+  spec.kind = kind ? kind : "fake";
+  spec.label = label ? label : "a fake task";
+  spec.owner = owner;
+  spec.run = fake_run;
+  spec.arg = fk;
+  return uvt_start(reg, &spec, id);
+}
+
+int fake_settle(fake_t *fk, uvt_status_t status, const char *detail,
+                const char *output) {
+  uvt_outcome_t o;
+  memset(&o, 0, sizeof(o));
+  o.status = status;
+  o.detail = detail;
+  o.output = output;
+  o.output_len = output ? strlen(output) : 0;
+  return uvt_task_settle(fk->task, &o);
+}
+
+void fake_emit(fake_t *fk, const char *text) {
+  size_t n = strlen(text);
+  if (n > sizeof(fk->pending) - fk->pending_len)
+    n = sizeof(fk->pending) - fk->pending_len;
+  memcpy(fk->pending + fk->pending_len, text, n);
+  fk->pending_len += n;
+}

@@ -1,0 +1,63 @@
+/* Shared helpers for the cmocka suites: loops, registries, a controllable
+ * producer, and child accounting (L-1, L-2). */
+#ifndef UVTASKS_TEST_UTIL_H
+#define UVTASKS_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <uv.h>
+
+#include "uvtasks.h"
+
+/* A registry on a fresh loop with one surface attached and a quiet log that
+ * records warnings. */
+typedef struct {
+  uv_loop_t loop;
+  uvt_registry_t *reg;
+  uvt_surface_t surface;
+  int closed;    /* close callback count */
+  int warnings;  /* log lines at UVT_LOG_WARN or worse */
+  char last_warning[512];
+} fixture_t;
+
+/* Init loop + registry (options may be NULL) + attach one surface. */
+void fixture_init(fixture_t *f, const uvt_options_t *o);
+/* Close the registry, run the loop to the end, assert the close callback ran
+ * once, uv_run returned 0 and uv_loop_close returned 0 (L-1). */
+void fixture_close(fixture_t *f);
+/* Run the loop until pred(arg) is true or the loop has nothing left to do. */
+void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg);
+/* Log callback counting warnings into a fixture_t (log_data). */
+void fixture_log(void *log_data, int level, const char *message);
+
+/* A controllable producer ("fake"): the test decides when it settles and
+ * what cancel returns. */
+typedef struct {
+  uvt_task_t *task;
+  int runs;
+  int run_error;        /* returned by run when nonzero */
+  int cancels;
+  int cancel_error;     /* returned by cancel when nonzero */
+  int settle_on_cancel; /* cancel settles killed at once */
+  int stream;           /* 1: read_output hook present */
+  char pending[4096];   /* stream output not yet read */
+  size_t pending_len;
+  int releases;
+  int settled_hooks;
+  char last_reason[128];
+} fake_t;
+
+/* Start a fake task; returns uvt_start's result.  kind NULL = "fake". */
+int fake_start(uvt_registry_t *reg, fake_t *fk, const char *kind,
+               const char *label, uvt_agent_t *owner, char id[UVT_ID_MAX]);
+/* Settle a fake task with `status` and `detail`/`output` (may be NULL). */
+int fake_settle(fake_t *fk, uvt_status_t status, const char *detail,
+                const char *output);
+/* Append stream output to a fake task. */
+void fake_emit(fake_t *fk, const char *text);
+
+#endif
