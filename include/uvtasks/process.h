@@ -39,7 +39,7 @@ typedef struct {
   /* The command, run by bash (sh if there is no bash).  Exactly one of
    * `command` and `argv` must be set.  The text never appears in any
    * process's argv (P-SPAWN-2): a fixed wrapper reads it from its
-   * environment and unsets it before evaluating it.  At most 128 KiB
+   * environment and unsets it before evaluating it.  Less than 128 KiB
    * (the kernel's limit for one environment string; longer is UV_E2BIG). */
   const char *command;
   /* NULL-terminated; argv[0] is looked up in PATH and run directly. */
@@ -55,7 +55,9 @@ typedef struct {
   /* Extra "NAME=value" entries, NULL-terminated; they win over the
    * inherited environment and the fixed additions (P-SPAWN-3). */
   const char *const *env;
-  /* Bytes for the child's stdin, then end of file; NULL = /dev/null. */
+  /* Bytes for the child's stdin, then end of file; NULL = /dev/null.  They
+   * are copied into an in-memory file (memfd) that becomes the child's
+   * stdin, so the host never blocks on a child that does not read. */
   const char *stdin_data;
   size_t stdin_len;
   /* SIGTERM -> SIGKILL delay after a kill request, default 3000. */
