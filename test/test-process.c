@@ -188,7 +188,10 @@ static int helper(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &set, NULL);
     write_all(1, "a\xe4\xbd", 3);
     sigwait(&set, &sig);
-    write_all(1, "\xa0" "b\n", 3);
+    write_all(1,
+              "\xa0"
+              "b\n",
+              3);
     return 0;
   }
   fprintf(stderr, "unknown helper %s\n", mode);
@@ -718,9 +721,8 @@ static void test_pid(void **state) {
   agent_setup(&f, &a, "A", "S1");
   agent_setup(&f, &b, "B", "S2");
   test_opts(&o);
-  assert_int_equal(start_helper(&f, &a, &o, "--helper=sleep", "10000", NULL,
-                                id),
-                   0);
+  assert_int_equal(
+      start_helper(&f, &a, &o, "--helper=sleep", "10000", NULL, id), 0);
   pid = uvt_process_pid(f.reg, id, &a);
   assert_true(pid > 0);
   assert_int_equal(getpgid(pid), pid);
@@ -1164,8 +1166,7 @@ static void test_out_streams(void **state) {
 
   /* Live reads consume what they return. */
   assert_int_equal(
-      start_sh(&f, NULL, "echo one; echo two >&2; read x; echo three", id),
-      0);
+      start_sh(&f, NULL, "echo one; echo two >&2; read x; echo three", id), 0);
   /* stdin is /dev/null: `read` returns at once; wait for the end. */
   wait_task(&f, &w, id, 5000, NULL);
   read_into(&f, id, NULL, &sb);
@@ -1258,7 +1259,8 @@ static void test_out_utf8_hold(void **state) {
   assert_int_equal(kill(pid, SIGUSR1), 0);
   wait_task(&f, &w, id, 5000, NULL);
   read_into(&f, id, NULL, &sb);
-  assert_string_equal(sb.buf, "\xe4\xbd\xa0" "b\n");
+  assert_string_equal(sb.buf, "\xe4\xbd\xa0"
+                              "b\n");
   wait_end(&w);
   sb_free(&sb);
   fixture_close(&f);
@@ -1320,10 +1322,10 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
 typedef struct {
   fixture_t *f;
   const char *id;
-  sbuf_t all;        /* text without drop notices */
+  sbuf_t all; /* text without drop notices */
   int reads;
-  int bad_reads;     /* reads that were not whole UTF-8 */
-  uint64_t dropped;  /* sum of the notices */
+  int bad_reads;    /* reads that were not whole UTF-8 */
+  uint64_t dropped; /* sum of the notices */
   int notices;
   uvt_status_t status;
 } utf8_reader_t;
@@ -1472,8 +1474,8 @@ static void test_c11_exact(void **state) {
   fixture_init(&f, NULL);
   for (i = 0; i < N; i += PAR) {
     for (j = 0; j < PAR; j++)
-      assert_int_equal(
-          start_sh(&f, NULL, "head -c 1048576 /dev/zero", id[j]), 0);
+      assert_int_equal(start_sh(&f, NULL, "head -c 1048576 /dev/zero", id[j]),
+                       0);
     for (j = 0; j < PAR; j++) {
       wait_task(&f, &w, id[j], 10000, NULL);
       assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
@@ -1912,8 +1914,8 @@ static void test_c02_dispose(void **state) {
   memset(&d, 0, sizeof(d));
   a.data = &d;
   assert_int_equal(
-      start_sh(&f, &a,
-               "for i in 1 2 3; do yes >/dev/null & done; sleep 0.2", id),
+      start_sh(&f, &a, "for i in 1 2 3; do yes >/dev/null & done; sleep 0.2",
+               id),
       0);
   d.pgid = uvt_process_pid(f.reg, id, &a);
   wait_task(&f, &w, id, 5000, &a);
@@ -1973,8 +1975,7 @@ static void test_registry_close_live(void **state) {
 
   fixture_init(&f, NULL);
   assert_int_equal(
-      start_sh(&f, NULL, "trap '' TERM; sleep 1000 & echo ready; wait", id),
-      0);
+      start_sh(&f, NULL, "trap '' TERM; sleep 1000 & echo ready; wait", id), 0);
   pgid = uvt_process_pid(f.reg, id, NULL);
   read_until_has(&f, id, NULL, &sb, "ready\n");
   fixture_close(&f);

@@ -142,8 +142,8 @@ static size_t incomplete_tail(const uvt__outbuf_t *b, size_t from) {
 }
 
 typedef struct {
-  size_t skip;  /* continuation bytes of a character cut by a drop */
-  size_t emit;  /* bytes handed out now */
+  size_t skip; /* continuation bytes of a character cut by a drop */
+  size_t emit; /* bytes handed out now */
   uint64_t dropped;
 } plan_t;
 

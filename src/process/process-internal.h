@@ -52,11 +52,11 @@ int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
 /* ---- spawn.c: everything that talks to the operating system ----------- */
 
 typedef struct {
-  const char *command;          /* shell mode, or NULL */
-  const char *const *argv;      /* argv mode (PATH lookup), or NULL */
-  const char *cwd;              /* NULL = inherit */
-  const char *const *env;       /* extra entries, or NULL */
-  int stdin_fd;                 /* -1 = /dev/null */
+  const char *command;     /* shell mode, or NULL */
+  const char *const *argv; /* argv mode (PATH lookup), or NULL */
+  const char *cwd;         /* NULL = inherit */
+  const char *const *env;  /* extra entries, or NULL */
+  int stdin_fd;            /* -1 = /dev/null */
   int stdout_fd;
   int stderr_fd;
 } uvt__spawn_req_t;

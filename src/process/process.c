@@ -37,12 +37,7 @@ typedef struct {
   int closed; /* uv_close called: no more bytes will arrive */
 } stream_t;
 
-enum {
-  H_POLL = 1 << 0,
-  H_KILL = 1 << 1,
-  H_DRAIN = 1 << 2,
-  H_RUNTIME = 1 << 3
-};
+enum { H_POLL = 1 << 0, H_KILL = 1 << 1, H_DRAIN = 1 << 2, H_RUNTIME = 1 << 3 };
 
 struct uvt__proc_s {
   uvt_task_t *task;
@@ -70,20 +65,20 @@ struct uvt__proc_s {
   uint64_t drain_ms;
   uint64_t max_runtime_ms;
 
-  unsigned live;   /* H_* handles initialised, uv_close not yet called */
+  unsigned live;    /* H_* handles initialised, uv_close not yet called */
   unsigned closing; /* handles whose close callback has not run */
 
-  int status;       /* waitpid status of the leader */
-  int reaped;       /* the leader's exit was seen and reaped */
-  int status_lost;  /* someone else reaped the leader */
+  int status;         /* waitpid status of the leader */
+  int reaped;         /* the leader's exit was seen and reaped */
+  int status_lost;    /* someone else reaped the leader */
   int kill_requested; /* cancel (or the runtime limit) before the reap */
-  int killed_now;   /* SIGKILL was sent */
+  int killed_now;     /* SIGKILL was sent */
   int timed_out;
-  int finishing;    /* closing the last handles towards settle */
-  int run_failed;   /* run() returned an error: free after the closes */
+  int finishing;  /* closing the last handles towards settle */
+  int run_failed; /* run() returned an error: free after the closes */
   int settled;
   int released;
-  int quiescing;    /* the quiesce hook is waiting for the group */
+  int quiescing; /* the quiesce hook is waiting for the group */
   uint64_t quiesce_start;
 };
 
@@ -122,16 +117,16 @@ static const char *signal_name(int sig, char *buf, size_t size) {
     int sig;
     const char *name;
   } names[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"},
-      {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"},
-      {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},       {SIGKILL, "SIGKILL"},
-      {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},     {SIGUSR2, "SIGUSR2"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"},
-      {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"},
-      {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},     {SIGTTOU, "SIGTTOU"},
-      {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},     {SIGXFSZ, "SIGXFSZ"},
+      {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+      {SIGILL, "SIGILL"},       {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+      {SIGBUS, "SIGBUS"},       {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+      {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+      {SIGCHLD, "SIGCHLD"},     {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},
+      {SIGTSTP, "SIGTSTP"},     {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},
+      {SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
       {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
-      {SIGIO, "SIGIO"},     {SIGSYS, "SIGSYS"},
+      {SIGIO, "SIGIO"},         {SIGSYS, "SIGSYS"},
 #ifdef SIGPWR
       {SIGPWR, "SIGPWR"},
 #endif
@@ -430,8 +425,7 @@ static void settle(uvt__proc_t *p) {
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
    * it to later reads. */
-  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g) ==
-      0) {
+  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g) == 0) {
     o.output = g.base;
     o.output_len = g.len;
   }

@@ -46,8 +46,8 @@ static const char wrapper[] =
     "__uvt_c=$" CMD_VAR "; unset " CMD_VAR "; eval \"unset __uvt_c\n$__uvt_c\"";
 
 /* Fixed additions to every child's environment (P-SPAWN-3). */
-static const char *const fixed_env[] = {"NO_COLOR=1", "TERM=dumb",
-                                        "PAGER=cat", "GIT_PAGER=cat"};
+static const char *const fixed_env[] = {"NO_COLOR=1", "TERM=dumb", "PAGER=cat",
+                                        "GIT_PAGER=cat"};
 #define FIXED_ENV_N (sizeof(fixed_env) / sizeof(fixed_env[0]))
 
 static size_t name_len(const char *entry) {
@@ -159,8 +159,8 @@ static int build_env(const uvt__spawn_req_t *req, char ***envp_out,
 }
 
 static const char *find_shell(void) {
-  static const char *const shells[] = {"/bin/bash", "/usr/bin/bash",
-                                       "/bin/sh", "/usr/bin/sh"};
+  static const char *const shells[] = {"/bin/bash", "/usr/bin/bash", "/bin/sh",
+                                       "/usr/bin/sh"};
   size_t i;
   for (i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
     if (access(shells[i], X_OK) == 0)
