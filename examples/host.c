@@ -40,8 +40,13 @@ static void on_disposed(uvt_agent_t *a) {
 static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
   uvt_read_t r;
   const char *id = req->data;
+  uvt_kill_result_t kr;
   if (status == UVT_EWAITTIMEOUT) {
+    /* The deadline was the wait's own; the task is untouched.  Stop it. */
     print_snapshot("timed out", snap);
+    if (uvt_kill(reg, id, &agent, "not needed", &kr) == 0)
+      printf("kill %s: %s\n", id,
+             kr == UVT_KILL_REQUESTED ? "requested" : "already ended");
     return;
   }
   print_snapshot("waited", snap);
@@ -59,7 +64,6 @@ int main(void) {
   uvt_surface_t surface;
   uvt_listener_t listener;
   uvt_process_options_t po;
-  uvt_kill_result_t kr;
   static uvt_wait_t w1, w2, w3;
   static char quick_id[UVT_ID_MAX], sleeper_id[UVT_ID_MAX];
   int err;
@@ -93,10 +97,7 @@ int main(void) {
   w3.data = sleeper_id;
   uvt_wait(reg, &w1, quick_id, 5000, &agent, on_wait);
   uvt_wait(reg, &w2, slow_id, 5000, &agent, on_wait);
-  uvt_wait(reg, &w3, sleeper_id, 100, &agent, on_wait); /* times out */
-  if (uvt_kill(reg, sleeper_id, &agent, "not needed", &kr) == 0)
-    printf("kill %s: %s\n", sleeper_id,
-           kr == UVT_KILL_REQUESTED ? "requested" : "already ended");
+  uvt_wait(reg, &w3, sleeper_id, 100, &agent, on_wait);
 
   uv_run(loop, UV_RUN_DEFAULT);
   return uv_loop_close(loop) == 0 ? 0 : 1;
