@@ -73,21 +73,17 @@ static uvt_surface_t surface;
 static uv_check_t check;
 static char task_id[UVT_ID_MAX];
 
-/* Count bytes of a read, minus the producer's drop notices
- * ("[... N bytes dropped ...]"), which zeros can never contain. */
+/* Count the bytes of a read, minus the producer's drop notice, which a
+ * read begins with when bytes were dropped ("[... N bytes dropped ...]"). */
 static void account(const uvt_read_t *r) {
-  const char *p = r->text;
-  const char *end = r->text + r->len;
+  unsigned long long n;
+  const char *nl;
   bytes += r->len;
-  while (p < end && (p = memchr(p, '[', (size_t)(end - p))) != NULL) {
-    unsigned long long n;
-    const char *close;
-    if (sscanf(p, "[... %llu bytes dropped ...]", &n) == 1) {
-      close = memchr(p, '\n', (size_t)(end - p));
-      dropped += n;
-      bytes -= close != NULL ? (uint64_t)(close + 1 - p) : 0;
-    }
-    p++;
+  if (r->len > 4 && memcmp(r->text, "[... ", 5) == 0 &&
+      sscanf(r->text, "[... %llu bytes dropped ...]", &n) == 1 &&
+      (nl = memchr(r->text, '\n', r->len)) != NULL) {
+    dropped += n;
+    bytes -= (uint64_t)(nl + 1 - r->text);
   }
 }
 
