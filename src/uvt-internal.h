@@ -143,11 +143,10 @@ struct uvt_task_s {
   struct uvt__hentry hentry; /* registry's id index */
   uvt_registry_t *reg;
   uvt__hub_t *hub;
-  struct uvt__link all_link;      /* registry's tasks, registration order */
-  struct uvt__link scope_link;    /* session's tasks, or the unowned list */
-  struct uvt__link owner_link;    /* owner agent's tasks */
-  struct uvt__link waits;         /* pending waits, not yet counted */
-  struct uvt__link counted;       /* waits counted at settlement */
+  struct uvt__link all_link;   /* registry's tasks, registration order */
+  struct uvt__link scope_link; /* session's tasks, or the unowned list */
+  struct uvt__link owner_link; /* owner agent's tasks */
+  struct uvt__link waits;      /* pending waits; once terminal, counted ones */
   struct uvt__link dispatch_link; /* registry's dispatch list */
   struct uvt__link sweep_link;    /* a teardown sweep being collected */
   struct uvt__link apply_link;    /* a settle drain in progress */
@@ -158,12 +157,9 @@ struct uvt_task_s {
   uvt_hooks_t hooks;
   void *arg;
   uint64_t seq;
-  char *id; /* "<kind>-" preformatted; digits written at commit */
-  char *kind;
-  char *label;
+  char *id;            /* "<kind>-" preformatted; digits written at commit */
+  char *label;         /* the kind is the first string after the record */
   char *owner_session; /* copy, so views never depend on the session */
-  size_t id_prefix_len;
-  uvt_status_t status;
   char *detail;
   const char *kill_reason;
   char *output;
@@ -171,6 +167,9 @@ struct uvt_task_s {
   size_t output_pos; /* stream kinds: what reads consumed of `output` */
   int64_t started_at_ms;
   int64_t finished_at_ms;
+  /* Small loop-side fields, packed: the record's size is what a host
+   * holding many tasks pays (bench-core memory). */
+  uvt_status_t status;
   unsigned pins; /* callbacks in flight that hold a view of the record */
   unsigned reported : 1;
   unsigned committed : 1;
@@ -184,20 +183,27 @@ struct uvt_task_s {
   unsigned kill_reason_owned : 1;
   unsigned producer_done : 1; /* the outcome was taken off the hub */
   unsigned in_quiesce_hook : 1;
-  unsigned hidden : 1; /* out of the id index and the list views */
+  unsigned hidden : 1;         /* out of the id index and the list views */
+  unsigned char id_prefix_len; /* strlen("<kind>-"), at most 65 */
+  unsigned dups_seen; /* loop side: taken from dup_settles by the drain */
 
-  /* Guarded by hub->mutex. */
+  /* Guarded by hub->mutex (separate memory locations from the loop-side
+   * fields above). */
   struct uvt__link queue_link;
   atomic_int settle_called;
-  int queued;
   unsigned dup_settles;
-  unsigned dups_seen; /* loop side: taken from dup_settles by the drain */
   uvt_status_t o_status;
+  unsigned char queued;
+  unsigned char o_lost;
   char *o_detail;
   char *o_output;
   size_t o_output_len;
-  int o_lost;
 };
+
+/* The kind is stored right after the record (one block, see start.c). */
+static inline const char *uvt__task_kind(const uvt_task_t *t) {
+  return (const char *)(t + 1);
+}
 
 enum {
   UVT__AGENT_IDLE = 0,
@@ -209,7 +215,7 @@ enum {
 enum {
   UVT__WAIT_IDLE = 0,
   UVT__WAIT_PENDING, /* on task->waits with a deadline */
-  UVT__WAIT_COUNTED, /* on task->counted: settlement delivers status 0 */
+  UVT__WAIT_COUNTED, /* still on task->waits: dispatch delivers status 0 */
   UVT__WAIT_DUE,     /* on reg->deferred: delivered in the next drain */
   UVT__WAIT_EXPIRED  /* collected by the deadline sweep */
 };
