@@ -138,37 +138,31 @@ struct uvt__change {
   unsigned char fed;    /* queued once: each transition happens once */
 };
 
-/* ---- The record. */
+/* ---- The record.  Fields are ordered by when they are touched: what
+ * settlement reads and writes first (the hub-guarded outcome, then the
+ * loop-side state a settle drain applies), then the views, then what only
+ * starts, lookups and teardown use.  A drain of many settles from other
+ * threads reaches records that are no longer in cache; keeping its fields
+ * in the first cache lines is what bench-core xsettle measures. */
 struct uvt_task_s {
-  struct uvt__hentry hentry; /* registry's id index */
+  /* Guarded by hub->mutex (separate memory locations from the loop-side
+   * fields below). */
+  struct uvt__link queue_link;
+  atomic_int settle_called;
+  unsigned dup_settles;
+  uvt_status_t o_status;
+  unsigned char queued;
+  unsigned char o_lost;
+  char *o_detail;
+  char *o_output;
+  size_t o_output_len;
+
+  /* Loop side from here on. */
+  struct uvt__link apply_link; /* a settle drain in progress */
   uvt_registry_t *reg;
   uvt__hub_t *hub;
-  struct uvt__link all_link;   /* registry's tasks, registration order */
-  struct uvt__link scope_link; /* session's tasks, or the unowned list */
-  struct uvt__link owner_link; /* owner agent's tasks */
-  struct uvt__link waits;      /* pending waits; once terminal, counted ones */
-  struct uvt__link dispatch_link; /* registry's dispatch list */
-  struct uvt__link sweep_link;    /* a teardown sweep being collected */
-  struct uvt__link apply_link;    /* a settle drain in progress */
-  struct uvt__deadline teardown_deadline;
-  struct uvt__change changes[UVT__CHANGE_COUNT];
-  uvt_agent_t *owner;
-  uvt__session_t *session;
-  uvt_hooks_t hooks;
-  void *arg;
-  uint64_t seq;
-  char *id;            /* "<kind>-" preformatted; digits written at commit */
-  char *label;         /* the kind is the first string after the record */
-  char *owner_session; /* copy, so views never depend on the session */
-  char *detail;
-  const char *kill_reason;
-  char *output;
-  size_t output_len;
-  size_t output_pos; /* stream kinds: what reads consumed of `output` */
-  int64_t started_at_ms;
-  int64_t finished_at_ms;
-  /* Small loop-side fields, packed: the record's size is what a host
-   * holding many tasks pays (bench-core memory). */
+  /* Small fields, packed: the record's size is what a host holding many
+   * tasks pays (bench-core memory). */
   uvt_status_t status;
   unsigned pins; /* callbacks in flight that hold a view of the record */
   unsigned reported : 1;
@@ -185,19 +179,31 @@ struct uvt_task_s {
   unsigned in_quiesce_hook : 1;
   unsigned hidden : 1;         /* out of the id index and the list views */
   unsigned char id_prefix_len; /* strlen("<kind>-"), at most 65 */
-  unsigned dups_seen; /* loop side: taken from dup_settles by the drain */
-
-  /* Guarded by hub->mutex (separate memory locations from the loop-side
-   * fields above). */
-  struct uvt__link queue_link;
-  atomic_int settle_called;
-  unsigned dup_settles;
-  uvt_status_t o_status;
-  unsigned char queued;
-  unsigned char o_lost;
-  char *o_detail;
-  char *o_output;
-  size_t o_output_len;
+  unsigned dups_seen;          /* taken from dup_settles by the drain */
+  uvt_agent_t *owner;
+  struct uvt__link waits; /* pending waits; once terminal, counted ones */
+  uvt_hooks_t hooks;
+  char *detail;
+  char *output;
+  size_t output_len;
+  size_t output_pos;   /* stream kinds: what reads consumed of `output` */
+  char *id;            /* "<kind>-" preformatted; digits written at commit */
+  char *label;         /* the kind is the first string after the record */
+  char *owner_session; /* copy, so views never depend on the session */
+  const char *kill_reason;
+  int64_t started_at_ms;
+  int64_t finished_at_ms;
+  void *arg;
+  uint64_t seq;
+  uvt__session_t *session;
+  struct uvt__hentry hentry;      /* registry's id index */
+  struct uvt__link all_link;      /* registry's tasks, registration order */
+  struct uvt__link scope_link;    /* session's tasks, or the unowned list */
+  struct uvt__link owner_link;    /* owner agent's tasks */
+  struct uvt__link dispatch_link; /* registry's dispatch list */
+  struct uvt__link sweep_link;    /* a teardown sweep being collected */
+  struct uvt__deadline teardown_deadline;
+  struct uvt__change changes[UVT__CHANGE_COUNT];
 };
 
 /* The kind is stored right after the record (one block, see start.c). */
