@@ -2237,6 +2237,83 @@ static void test_c13_pipeline(void **state) {
   fixture_close(&f);
 }
 
+static int fm_armed;
+static int fm_count;
+static int fm_fail_at;
+static int fm_failed;
+
+static int fm_should_fail(void) {
+  if (!fm_armed)
+    return 0;
+  if (++fm_count == fm_fail_at) {
+    fm_failed = 1;
+    return 1;
+  }
+  return 0;
+}
+static void *fm_malloc(size_t n) {
+  return fm_should_fail() ? NULL : malloc(n);
+}
+static void *fm_realloc(void *p, size_t n) {
+  return fm_should_fail() ? NULL : realloc(p, n);
+}
+static void *fm_calloc(size_t c, size_t n) {
+  return fm_should_fail() ? NULL : calloc(c, n);
+}
+
+/* P-SPAWN-4 (and R-START-3 for this producer): failing the n-th allocation
+ * of a start, for every n, is a clean UV_ENOMEM with no id used, no child
+ * and no handle left, or a success. */
+static void test_start_failmalloc(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char want[UVT_ID_MAX];
+  const char *const env[] = {"UVT_X=1", NULL};
+  waitres_t w;
+  int n;
+  int err;
+  int next = 1;
+  int fds;
+  (void)state;
+
+  fds = count_fds();
+  assert_int_equal(uvt_replace_allocator(fm_malloc, fm_realloc, fm_calloc,
+                                         free),
+                   0);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "echo hi";
+  o.env = env;
+  o.stdin_data = "x";
+  o.stdin_len = 1;
+  for (n = 1;; n++) {
+    fm_count = 0;
+    fm_fail_at = n;
+    fm_failed = 0;
+    fm_armed = 1;
+    err = uvt_process_start(f.reg, &o, id);
+    fm_armed = 0;
+    if (err != 0) {
+      assert_int_equal(err, UV_ENOMEM);
+      assert_true(fm_failed);
+      run_for(&f, 5);
+      continue;
+    }
+    snprintf(want, sizeof(want), "bash-%d", next++);
+    assert_string_equal(id, want);
+    wait_task(&f, &w, id, 5000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+    wait_end(&w);
+    if (!fm_failed)
+      break;
+  }
+  assert_true(n > 3);
+  fixture_close(&f);
+  assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+  assert_int_equal(count_fds(), fds);
+}
+
 /* P-END-1, P-END-2, P-KILL-1, C-01 without pidfds (kernels before 5.3,
  * seccomp filters, valgrind): the SIGCHLD fallback gives the same
  * outcomes. */
@@ -2326,6 +2403,7 @@ int main(int argc, char **argv) {
       T(test_c08_races),
       T(test_c13_pipeline),
       T(test_sigchld_fallback),
+      T(test_start_failmalloc),
   };
   ssize_t n;
 
@@ -2335,6 +2413,13 @@ int main(int argc, char **argv) {
   if (n <= 0)
     return 1;
   self_exe[n] = '\0';
+  /* libuv creates process-wide descriptors with the first loop; make them
+   * exist before any test takes a descriptor baseline. */
+  {
+    uv_loop_t warm;
+    if (uv_loop_init(&warm) != 0 || uv_loop_close(&warm) != 0)
+      return 1;
+  }
   /* Grandchildren left by tasks are reparented to us (L-2, C-02). */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     return 1;
