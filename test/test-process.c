@@ -1993,6 +1993,7 @@ static void test_limit_runtime(void **state) {
   char id[UVT_ID_MAX];
   waitres_t w;
   uint64_t t0;
+  uvt_kill_result_t kr;
   (void)state;
 
   fixture_init(&f, NULL);
@@ -2014,6 +2015,33 @@ static void test_limit_runtime(void **state) {
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_KILLED, "timed out after 200 ms");
   wait_end(&w);
+
+  /* The owner's first kill after the timeout's SIGTERM lets the grace
+   * run; only a second one sends SIGKILL at once (P-KILL-1). */
+  o.max_runtime_ms = 100;
+  o.grace_ms = 400;
+  t0 = now_ms();
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  run_for(&f, 200);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "timed out after 100 ms");
+  assert_true(w.at_ms - t0 >= 490);
+  wait_end(&w);
+  o.grace_ms = 20000;
+  t0 = now_ms();
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  run_for(&f, 200);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "timed out after 100 ms");
+  assert_true(w.at_ms - t0 < 10000);
+  wait_end(&w);
+  o.grace_ms = 200;
+  o.max_runtime_ms = 200;
 
   /* A task that ends in time keeps its outcome. */
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
@@ -2278,9 +2306,8 @@ static void test_start_failmalloc(void **state) {
   (void)state;
 
   fds = count_fds();
-  assert_int_equal(uvt_replace_allocator(fm_malloc, fm_realloc, fm_calloc,
-                                         free),
-                   0);
+  assert_int_equal(
+      uvt_replace_allocator(fm_malloc, fm_realloc, fm_calloc, free), 0);
   fixture_init(&f, NULL);
   test_opts(&o);
   o.command = "echo hi";

@@ -79,8 +79,9 @@ struct uvt__proc_s {
   int kill_requested; /* cancel (or the runtime limit) before the reap */
   int killed_now;     /* SIGKILL was sent */
   int timed_out;
-  int finishing;  /* closing the last handles towards settle */
-  int run_failed; /* run() returned an error: free after the closes */
+  unsigned cancels; /* calls of the cancel hook */
+  int finishing;    /* closing the last handles towards settle */
+  int run_failed;   /* run() returned an error: free after the closes */
   int settled;
   int released;
   int quiescing; /* the quiesce hook is waiting for the group */
@@ -429,9 +430,13 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * signalled. */
   if (check_leader(p))
     return 0;
+  p->cancels++;
   if (!p->kill_requested)
     return request_stop(p);
-  /* A repeated cancel means "stop now" (R-KILL-3). */
+  /* The runtime limit already sent SIGTERM: the owner's first kill lets
+   * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
+  if (p->timed_out && p->cancels == 1)
+    return 0;
   if (p->live & H_KILL)
     uv_timer_stop(&p->kill_timer);
   p->killed_now = 1;
