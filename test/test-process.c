@@ -1986,6 +1986,35 @@ static void test_registry_close_live(void **state) {
   sb_free(&sb);
 }
 
+/* P-KILL-4 through R-FORGET-1: forgetting a finished task stops the group
+ * members its leader left running. */
+static void test_forget_quiesce(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  pid_t pgid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, NULL, &o,
+                                "--helper=hold-stdout-ignore-term", NULL, NULL,
+                                id),
+                   0);
+  pgid = uvt_process_pid(f.reg, id, NULL);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  assert_int_equal(group_live(pgid), 1);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  /* TERM is ignored: SIGKILL follows after the grace. */
+  assert_true(group_gone(&f, pgid));
+  run_for(&f, 20);
+  assert_int_equal(uvt_process_pid(f.reg, id, NULL), UVT_ENOTASK);
+  fixture_close(&f);
+}
+
 /* P-LIMIT-1: max_runtime_ms stops the task like a kill. */
 static void test_limit_runtime(void **state) {
   fixture_t f;
@@ -2424,6 +2453,7 @@ int main(int argc, char **argv) {
       T(test_c02_dispose),
       T(test_quiesce_ignore_term),
       T(test_registry_close_live),
+      T(test_forget_quiesce),
       T(test_limit_runtime),
       T(test_c05_stdin),
       T(test_c06_many),
