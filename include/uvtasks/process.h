@@ -13,6 +13,11 @@
  *                        the task settles (P-END-1, P-END-2, P-KILL-2)
  *   disposal             group members still alive are stopped (P-KILL-4)
  *
+ * The leader is reaped by the library (waitpid on its pid, woken by a
+ * pidfd; by SIGCHLD where pidfds are unavailable).  The host must not reap
+ * children it did not spawn (waitpid(-1, ...)) nor ignore SIGCHLD: a leader
+ * reaped elsewhere settles `failed`, "exit status lost: reaped elsewhere".
+ *
  * Ownership: the producer's per-task state is library-allocated and freed
  * by the library once the task has settled AND its record was dropped (the
  * release hook ran) AND every libuv handle it opened has been closed.  The

@@ -473,7 +473,9 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 static int hook_quiesce(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
-  if (p->pid <= 0 || !uvt__group_alive(p->pid))
+  /* Only a settled task's handles are all closed; before that its own stop
+   * path is still running. */
+  if (!p->settled || p->quiescing || p->pid <= 0 || !uvt__group_alive(p->pid))
     return 0;
   if (uv_timer_init(p->loop, &p->kill_timer) != 0) {
     kill(-p->pid, SIGKILL);
