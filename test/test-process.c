@@ -1674,6 +1674,30 @@ static void test_end_exit_codes(void **state) {
   fixture_close(&f);
 }
 
+/* P-END-2 (beyond it): a leader the host reaped itself cannot report its
+ * exit; the task still settles, `failed`, and says why. */
+static void test_end_reaped_elsewhere(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  pid_t pid;
+  int status;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=sleep", "50", NULL, id),
+                   0);
+  pid = uvt_process_pid(f.reg, id, NULL);
+  /* The loop is not running: the library cannot reap before we do. */
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_FAILED, "exit status lost: reaped elsewhere");
+  wait_end(&w);
+  fixture_close(&f);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Kill                                                                    */
 
@@ -2444,6 +2468,7 @@ int main(int argc, char **argv) {
       T(test_end_handles_closed),
       T(test_c01_background),
       T(test_end_exit_codes),
+      T(test_end_reaped_elsewhere),
       T(test_c07_kill_term),
       T(test_c07_exit_after_kill),
       T(test_c03_kill_grace),
