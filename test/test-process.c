@@ -626,7 +626,8 @@ static void test_defaults(void **state) {
   fixture_close(&f);
 }
 
-/* Kind and label: given ones are used; argv mode labels with its words. */
+/* SPEC §3 kind and label: "bash" and the command unless given; argv mode
+ * labels with its words. */
 static void test_kind_label(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -660,7 +661,8 @@ static void test_kind_label(void **state) {
   fixture_close(&f);
 }
 
-/* Bad options are refused before anything starts; no id is used. */
+/* SPEC §3 options, R-START-1, R-START-2: bad options are refused before
+ * anything starts; no id is used. */
 static void test_invalid_options(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -707,7 +709,8 @@ static void test_invalid_options(void **state) {
   fixture_close(&f);
 }
 
-/* uvt_process_pid: the leader's pid, behind the session fence. */
+/* SPEC §3 uvt_process_pid, R-OWN-2: the leader's pid (= group and session
+ * id), behind the session fence. */
 static void test_pid(void **state) {
   fixture_t f;
   uvt_agent_t a, b;
