@@ -295,6 +295,7 @@ static void test_wait_timeout_is_success(void **state) {
 
   tfix_init(&t);
   memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* teardown settles it */
   fk.stream = 1;
   assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
   fake_emit(&fk, "so far\n");
@@ -329,6 +330,7 @@ static void test_wait_default_and_cap(void **state) {
 
   tfix_init(&t);
   memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* teardown settles it */
   assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
   a = args_id(id);
   a.wait = 1;
@@ -364,6 +366,7 @@ static void test_abort_wait(void **state) {
 
   tfix_init(&t);
   memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* teardown settles it */
   fk.stream = 1;
   assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
   fake_emit(&fk, "kept\n");
