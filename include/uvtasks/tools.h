@@ -52,9 +52,11 @@ typedef void (*uvt_tools_notice_cb)(uvt_tools_t *tools, uvt_agent_t *owner,
                                     const char *text);
 
 /* A tool call ended: `status` is 0 with the result in req->text (see
- * uvt_tools_call_t), or UVT_EABORTED (uvt_tools_call_abort() stopped its
- * wait) or UVT_ECLOSING (uvt_tools_detach() stopped it), with req->text
- * NULL. */
+ * uvt_tools_call_t), or, with req->text NULL, UVT_EABORTED
+ * (uvt_tools_call_abort() stopped its wait), UVT_ECLOSING
+ * (uvt_tools_detach() stopped it) or UV_ENOMEM (the result text could not
+ * be allocated; the tool's effect, such as a started task, may have
+ * happened). */
 typedef void (*uvt_tools_call_cb)(uvt_tools_call_t *req, int status);
 
 /* uvt_tools_detach() finished. */
@@ -197,10 +199,10 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *
  * Returns 0, UV_EINVAL (NULL tools, req, name or cb; NULL args is "nothing
  * given"), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
- * detaching), UV_ENOMEM.  On error `cb` never runs.
+ * detaching).  On error `cb` never runs.
  * Callback: once, on the loop thread, never inside this call: status 0 and
- * the result in req->text / req->is_error, or UVT_EABORTED / UVT_ECLOSING
- * with req->text NULL (see uvt_tools_call_abort(), uvt_tools_detach()).
+ * the result in req->text / req->is_error, or UVT_EABORTED, UVT_ECLOSING or
+ * UV_ENOMEM with req->text NULL (see uvt_tools_call_cb).
  * Ownership: the result text belongs to `req` until
  * uvt_tools_call_cleanup(); `req` may be reused (after cleanup) or freed
  * from the callback on.

@@ -4,19 +4,21 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "uvt-internal.h"
+
+/* Through the library's allocator (uvt_replace_allocator()). */
 void *uvt__tools_malloc(size_t size) {
-  return malloc(size);
+  return uvt__malloc(size);
 }
 
 void *uvt__tools_realloc(void *ptr, size_t size) {
-  return realloc(ptr, size);
+  return uvt__realloc(ptr, size);
 }
 
 void uvt__tools_free(void *ptr) {
-  free(ptr);
+  uvt__free(ptr);
 }
 
 void uvt__text_init(uvt__text_t *t) {

@@ -42,8 +42,8 @@ void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap);
  * `n` > 0.  NUL counts as invalid. */
 int uvt__utf8_seq(const unsigned char *s, size_t n);
 
-/* Allocation for the tool surface (plain libc: the results are freed by
- * uvt_tools_call_cleanup()). */
+/* Allocation for the tool surface, through the library's allocator; result
+ * texts are freed by uvt_tools_call_cleanup(). */
 void *uvt__tools_malloc(size_t size);
 void *uvt__tools_realloc(void *ptr, size_t size);
 void uvt__tools_free(void *ptr);
