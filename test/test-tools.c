@@ -814,6 +814,84 @@ static void test_run_in_background_limit(void **state) {
   tfix_close(&t);
 }
 
+/* Allocation failures (as R-START-3 asks of the core): failing the n-th
+ * allocation of a tool call, for every n, gives a clean tool error or a
+ * UV_ENOMEM callback, never a crash, a lost callback or a leak. */
+static int fail_at; /* 0 = never; else fail when the count reaches it */
+static int alloc_count;
+static int failed_once;
+
+static int should_fail(void) {
+  if (fail_at == 0)
+    return 0;
+  if (++alloc_count == fail_at) {
+    failed_once = 1;
+    return 1;
+  }
+  return 0;
+}
+static void *fail_malloc(size_t n) {
+  return should_fail() ? NULL : malloc(n);
+}
+static void *fail_realloc(void *p, size_t n) {
+  return should_fail() ? NULL : realloc(p, n);
+}
+static void *fail_calloc(size_t c, size_t n) {
+  return should_fail() ? NULL : calloc(c, n);
+}
+
+static void test_allocation_failures(void **state) {
+  const char *tools[] = {"task_output", "task_list", "task_kill"};
+  const char *expect[] = {"hello\n[status: running]",
+                          NULL, /* checked by prefix below */
+                          NULL};
+  size_t k;
+  int n;
+
+  assert_int_equal(
+      uvt_replace_allocator(fail_malloc, fail_realloc, fail_calloc, free), 0);
+  for (k = 0; k < 3; k++) {
+    for (n = 1; n < 200; n++) {
+      tfix_t t;
+      rec_t r;
+      fake_t fk;
+      char id[UVT_ID_MAX];
+      uvt_tools_args_t a;
+
+      tfix_init(&t);
+      memset(&fk, 0, sizeof(fk));
+      fk.stream = 1;
+      fk.settle_on_cancel = 1;
+      assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+      fake_emit(&fk, "hello\n");
+      a = args_id(id);
+      alloc_count = 0;
+      failed_once = 0;
+      fail_at = n;
+      call(&t, &r, &t.a, tools[k], &a);
+      fail_at = 0;
+      if (r.status == 0 && !r.is_error) {
+        if (expect[k] != NULL)
+          assert_string_equal(r.text, expect[k]);
+        else if (k == 1)
+          assert_non_null(strstr(r.text, "1 task (id, kind, status, label)"));
+        else
+          assert_non_null(strstr(r.text, "[status: stopping]"));
+      } else if (r.status == 0) {
+        assert_non_null(strstr(r.text, "not enough memory"));
+      } else {
+        assert_int_equal(r.status, UV_ENOMEM);
+        assert_string_equal(r.text, "");
+      }
+      tfix_close(&t);
+      if (!failed_once)
+        break;
+    }
+    assert_true(n > 1);
+  }
+  assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -831,6 +909,7 @@ int main(void) {
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_utf8_repair),
       cmocka_unit_test(test_attach_detach),
+      cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_run_in_background),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),
