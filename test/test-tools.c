@@ -434,6 +434,33 @@ static void test_abort_after_settlement_keeps_notice(void **state) {
   tfix_close(&t);
 }
 
+/* R-WAIT-5 through the tools, the other order: the abort comes first, in
+ * the same turn as the settle, so the wait no longer counts and the task's
+ * notice is not suppressed; the call ends aborted. */
+static void test_abort_then_settle(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", NULL), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, UVT_EABORTED);
+  assert_int_equal(t.notices, 1);
+  assert_ptr_equal(t.notice_owner, &t.a);
+  tfix_close(&t);
+}
+
 /* M-TOOLS-2: an owned task that settles unreported gives one notice to its
  * owner: one line naming id, kind, label, and the status line last. */
 static void test_notice_unreported(void **state) {
@@ -902,6 +929,7 @@ int main(void) {
       cmocka_unit_test(test_wait_default_and_cap),
       cmocka_unit_test(test_abort_wait),
       cmocka_unit_test(test_abort_after_settlement_keeps_notice),
+      cmocka_unit_test(test_abort_then_settle),
       cmocka_unit_test(test_notice_unreported),
       cmocka_unit_test(test_no_notice_when_reported),
       cmocka_unit_test(test_kill),
