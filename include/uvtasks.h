@@ -87,7 +87,7 @@ typedef enum {
 #define UVT__ERRNO_ENUM(name, code, msg) UVT_##name = (code),
   UVT_ERRNO_MAP(UVT__ERRNO_ENUM)
 #undef UVT__ERRNO_ENUM
-  UVT_ERRNO_MAX = -20000
+      UVT_ERRNO_MAX = -20000
 } uvt_errno_t;
 
 /* Human-readable text for `err`.  Returns a static string; codes outside the
@@ -131,17 +131,29 @@ UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
 UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
 
 typedef enum {
-  UVT_KILL_REQUESTED = 1,      /* the task was live; it is now stopping */
+  UVT_KILL_REQUESTED = 1,       /* the task was live; it is now stopping */
   UVT_KILL_ALREADY_TERMINAL = 2 /* it had ended; nothing was cancelled */
 } uvt_kill_result_t;
 
 /* Log levels handed to uvt_options_t.log. */
-enum { UVT_LOG_ERROR = 0, UVT_LOG_WARN = 1, UVT_LOG_INFO = 2, UVT_LOG_DEBUG = 3 };
+enum {
+  UVT_LOG_ERROR = 0,
+  UVT_LOG_WARN = 1,
+  UVT_LOG_INFO = 2,
+  UVT_LOG_DEBUG = 3
+};
 
 /* Private: an intrusive doubly-linked list node. */
 struct uvt__link {
   struct uvt__link *next;
   struct uvt__link *prev;
+};
+
+/* Private: an entry of a string-keyed hash index. */
+struct uvt__hentry {
+  struct uvt__hentry *next;
+  const char *key;
+  uint32_t hash;
 };
 
 /* Private: a node of the registry's deadline heap. */
@@ -160,11 +172,11 @@ struct uvt_snapshot_s {
   const char *label;
   const char *owner_session; /* NULL if unowned */
   uvt_status_t status;
-  const char *detail;       /* NULL if none; "exit code: 3", "signal: SIGTERM" */
-  int64_t started_at_ms;    /* epoch milliseconds */
-  int64_t finished_at_ms;   /* epoch milliseconds; 0 while live */
-  int reported;             /* 0 or 1 */
-  const char *kill_reason;  /* NULL unless a kill or teardown asked */
+  const char *detail;      /* NULL if none; "exit code: 3", "signal: SIGTERM" */
+  int64_t started_at_ms;   /* epoch milliseconds */
+  int64_t finished_at_ms;  /* epoch milliseconds; 0 while live */
+  int reported;            /* 0 or 1 */
+  const char *kill_reason; /* NULL unless a kill or teardown asked */
   /* private */
   void *mem_; /* one block holding the strings above; NULL if not owned */
 };
@@ -188,10 +200,10 @@ struct uvt_buf_s {
 
 /* How a task ended, handed to uvt_task_settle(); copied by it. */
 typedef struct {
-  uvt_status_t status;  /* UVT_COMPLETED, UVT_KILLED or UVT_FAILED */
-  const char *detail;   /* NULL = none; copied */
-  const char *output;   /* final output (final kinds) or unread remainder
-                           (stream kinds); NULL = none; copied */
+  uvt_status_t status; /* UVT_COMPLETED, UVT_KILLED or UVT_FAILED */
+  const char *detail;  /* NULL = none; copied */
+  const char *output;  /* final output (final kinds) or unread remainder
+                          (stream kinds); NULL = none; copied */
   size_t output_len;
 } uvt_outcome_t;
 
@@ -217,19 +229,18 @@ struct uvt_metrics_s {
   uint64_t completed;
   uint64_t killed;
   uint64_t failed;
-  uint64_t kills;          /* uvt_kill() calls that returned 0 */
-  uint64_t force_failed;   /* records failed by teardown (R-AGENT-3/4) */
+  uint64_t kills;        /* uvt_kill() calls that returned 0 */
+  uint64_t force_failed; /* records failed by teardown (R-AGENT-3/4) */
   uint64_t waits_timed_out;
   uint64_t waits_aborted;
-  uint64_t live;           /* running + stopping now */
-  uint64_t records;        /* records held now, live or terminal */
+  uint64_t live;    /* running + stopping now */
+  uint64_t records; /* records held now, live or terminal */
 };
 
 typedef void (*uvt_close_cb)(void *data);
 typedef void (*uvt_agent_cb)(uvt_agent_t *agent);
 typedef void (*uvt_done_cb)(uvt_listener_t *listener,
-                            const uvt_snapshot_t *snap,
-                            uvt_agent_t *owner);
+                            const uvt_snapshot_t *snap, uvt_agent_t *owner);
 typedef void (*uvt_wait_cb)(uvt_wait_t *req, int status,
                             const uvt_snapshot_t *snap);
 
@@ -237,19 +248,18 @@ typedef void (*uvt_wait_cb)(uvt_wait_t *req, int status,
 struct uvt_agent_s {
   void *data;
   /* read-only */
-  const char *id;      /* copies, owned by the registry; NULL once disposed */
+  const char *id; /* copies, owned by the registry; NULL once disposed */
   const char *session;
   uvt_registry_t *registry;
   /* private */
   uv_loop_t *loop_;
   struct uvt__link link_;  /* registry's agent list */
   struct uvt__link tasks_; /* tasks owned by this agent */
-  void *hash_next_;
+  struct uvt__hentry hentry_;
   void *session_;
   void *mem_;
   uvt_agent_cb dispose_cb_;
-  uv_idle_t *idle_;        /* deferral after the registry closed */
-  size_t teardown_pending_;
+  uv_idle_t *idle_; /* deferral after the registry closed */
   unsigned live_;
   int state_;
 };
@@ -284,7 +294,7 @@ struct uvt_wait_s {
   /* private */
   uvt_wait_cb cb_;
   uvt_task_t *task_;
-  struct uvt__link link_;     /* task's waits, or the registry's deferred list */
+  struct uvt__link link_; /* task's waits, or the registry's deferred list */
   struct uvt__deadline deadline_;
   int state_;
   int status_;
@@ -376,8 +386,7 @@ UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
  * Ownership: both strings are copied; a->id and a->session point at the
  * copies until disposal completes.  Thread: loop thread. */
 UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
-                                  const char *agent_id,
-                                  const char *session_id);
+                                  const char *agent_id, const char *session_id);
 
 /* Dispose of `a` (R-AGENT-1..4): refuse its new starts (UVT_ECLOSING), mark
  * its tasks reported, cancel the live ones with reason "owner disposed",
