@@ -37,9 +37,9 @@ static const char *const schema_parts[] = {
     "\"wait\":{\"type\":\"boolean\",\"description\":"
     "\"Wait for the task to end before reading. Default: false, or true "
     "when timeout_ms is given.\"},"
-    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":600000,"
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"How long to wait, in milliseconds. Default 30000, "
-    "at most 600000.\"}},"
+    "at most 600000 (a longer wait is cut to 600000).\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_list\","
