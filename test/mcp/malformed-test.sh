@@ -151,6 +151,8 @@ fi
 check "a long task" '{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 29 'Started bash-2.'
 check "its pid" '{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","timeout_ms":300}}}' 30 '[status: running]'
 pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+# A call still waiting when the input ends is dropped, not waited out.
+send '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true,"timeout_ms":600000}}}'
 srv=$SRV_PID
 exec {SRV_IN}>&-
 rc=0
@@ -177,6 +179,35 @@ if [ -n "$pid" ] && ! alive "$pid"; then
   ok "SIGTERM: the task's process $pid is gone"
 else
   bad "SIGTERM: the task's process '$pid' is gone"
+fi
+
+# SIGINT too.
+start_server
+check "a long task for SIGINT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 1 'Started bash-1.'
+check "its pid for SIGINT" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 2 '[status: running]'
+pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+srv=$SRV_PID
+kill -INT "$srv"
+rc=0
+wait "$srv" || rc=$?
+if [ "$rc" = 0 ]; then ok "SIGINT: exit status 0"; else bad "SIGINT: exit status $rc"; fi
+if [ -n "$pid" ] && ! alive "$pid"; then
+  ok "SIGINT: the task's process $pid is gone"
+else
+  bad "SIGINT: the task's process '$pid' is gone"
+fi
+
+# stdin and stdout may be regular files; a last line without its newline
+# still counts.
+printf '%s\n%s' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_list"}}' >"$tmp/in.jsonl"
+rc=0
+"$MCP" <"$tmp/in.jsonl" >"$tmp/out.jsonl" 2>/dev/null || rc=$?
+if [ "$rc" = 0 ] && grep -q '"id":1,"result":{}' "$tmp/out.jsonl" &&
+  grep -q '"id":2,"result":{"content":\[{"type":"text","text":"No background tasks."}\]' "$tmp/out.jsonl"; then
+  ok "files as stdin and stdout"
+else
+  bad "files as stdin and stdout (exit $rc)" "$(cat "$tmp/out.jsonl")"
 fi
 
 echo "$passed passed, $failed failed"
