@@ -112,6 +112,7 @@ typedef struct uvt_read_s uvt_read_t;
 typedef struct uvt_buf_s uvt_buf_t;
 typedef struct uvt_options_s uvt_options_t;
 typedef struct uvt_metrics_s uvt_metrics_t;
+typedef struct uvt_watch_s uvt_watch_t;
 
 /* Status is a closed set: running -> (stopping once a kill was requested) ->
  * exactly one of completed, killed, failed. */
@@ -243,6 +244,8 @@ typedef void (*uvt_done_cb)(uvt_listener_t *listener,
                             const uvt_snapshot_t *snap, uvt_agent_t *owner);
 typedef void (*uvt_wait_cb)(uvt_wait_t *req, int status,
                             const uvt_snapshot_t *snap);
+typedef void (*uvt_change_cb)(uvt_watch_t *w, const uvt_snapshot_t *snap,
+                              int dropped);
 
 /* An agent: the owner of tasks, belonging to a session. */
 struct uvt_agent_s {
@@ -298,6 +301,17 @@ struct uvt_wait_s {
   struct uvt__deadline deadline_;
   int state_;
   int status_;
+};
+
+/* A change-feed watcher (R-FEED-1). */
+struct uvt_watch_s {
+  void *data;
+  /* read-only */
+  uvt_registry_t *registry;
+  /* private */
+  uvt_change_cb cb_;
+  struct uvt__link link_;
+  int active_;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -418,6 +432,36 @@ UVT_EXTERN int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l,
 /* Stop; idempotent, accepts NULL; never touches tasks.  Safe inside any
  * callback, including the listener's own. */
 UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
+
+/* ---------------------------------------------------------------------- */
+/* Change feed (R-FEED-1) and retention (R-FORGET-1)                       */
+
+/* Call `cb` once per transition of every task from now on: registered
+ * (running), kill requested (stopping), settled (terminal), record dropped
+ * (`dropped` = 1, the record's last snapshot).  The feed is host-level: it
+ * sees every session's tasks, so a surface that forwards it filters by
+ * owner_session itself.
+ * Returns 0, UV_EINVAL, UV_EBUSY (already started), UVT_ECLOSING.
+ * Callback: on the loop thread, in the order the transitions happened,
+ * never inside the call that caused them; a terminal transition reaches
+ * watchers after the listeners (R-DONE-3); containment as for listeners
+ * (R-DONE-4); silent once registry close began.  The snapshot's status is
+ * the one the transition produced; its other fields are current.
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
+                               uvt_change_cb cb);
+
+/* Stop; idempotent, accepts NULL; never touches tasks. */
+UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
+
+/* Drop a terminal record now (R-FORGET-1): the release hook runs, watchers
+ * get the dropped transition, later lookups give UVT_ENOTASK.  Long-lived
+ * hosts use it to bound retention.
+ * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_EBUSY (the task is
+ * live, or its end is still being dispatched, or disposal holds it).
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
+                          const uvt_agent_t *caller);
 
 /* ---------------------------------------------------------------------- */
 /* Producers (R-START-*, R-DONE-*)                                         */

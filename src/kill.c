@@ -41,6 +41,7 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
    * queues the outcome, so the record is still live here. */
   t->status = UVT_STOPPING;
   t->reported = 1;
+  uvt__feed(t, UVT__CHANGE_STOPPING);
   if (copy != NULL) {
     t->kill_reason = copy;
     t->kill_reason_owned = 1;

@@ -41,10 +41,10 @@ void uvt__update_ref(uvt_registry_t *reg) {
   int pending;
   if (reg->handles_closing)
     return;
-  pending = reg->metrics.live > 0 || reg->closing ||
-            !uvt__list_empty(&reg->deferred) ||
-            !uvt__list_empty(&reg->dispatch) ||
-            !uvt__list_empty(&reg->agents_done);
+  pending =
+      reg->metrics.live > 0 || reg->closing ||
+      !uvt__list_empty(&reg->deferred) || !uvt__list_empty(&reg->dispatch) ||
+      !uvt__list_empty(&reg->agents_done) || !uvt__list_empty(&reg->changes);
   if (pending)
     uv_ref((uv_handle_t *)&reg->async);
   else
@@ -67,6 +67,7 @@ static void async_cb(uv_async_t *handle) {
   uvt__dispatch_drain(reg);
   uvt__waits_drain(reg);
   uvt__agents_drain(reg);
+  uvt__feed_drain(reg);
   uvt__maybe_finish_close(reg);
   uvt__update_ref(reg);
 }
@@ -95,6 +96,9 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   uvt__list_init(&reg->dispatch);
   uvt__list_init(&reg->deferred);
   uvt__list_init(&reg->agents_done);
+  uvt__list_init(&reg->watchers);
+  uvt__list_init(&reg->watch_dispatching);
+  uvt__list_init(&reg->changes);
 
   err = uvt__hub_new(reg, &reg->hub);
   if (err != 0) {
@@ -188,7 +192,8 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
     return;
   if (reg->records > 0 || reg->disposing_agents > 0 ||
       !uvt__list_empty(&reg->deferred) || !uvt__list_empty(&reg->dispatch) ||
-      !uvt__list_empty(&reg->agents_done) || reg->deadlines != NULL)
+      !uvt__list_empty(&reg->agents_done) || !uvt__list_empty(&reg->changes) ||
+      reg->deadlines != NULL)
     return;
 
   uvt__agents_detach_all(reg);
@@ -200,6 +205,10 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
   while ((n = uvt__list_pop(&reg->listeners)) != NULL) {
     uvt_listener_t *l = uvt__container_of(n, uvt_listener_t, link_);
     l->active_ = 0;
+  }
+  while ((n = uvt__list_pop(&reg->watchers)) != NULL) {
+    uvt_watch_t *w = uvt__container_of(n, uvt_watch_t, link_);
+    w->active_ = 0;
   }
   uvt__index_free(&reg->tasks_by_id);
   uvt__index_free(&reg->agents_by_id);

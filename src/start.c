@@ -171,6 +171,7 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   reg->records++;
   reg->metrics.started++;
   reg->metrics.live++;
+  uvt__feed(t, UVT__CHANGE_REGISTERED);
   uvt__update_ref(reg);
   if (id_out != NULL)
     memcpy(id_out, t->id, strlen(t->id) + 1);
@@ -233,6 +234,7 @@ void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
     reg->metrics.failed++;
   uvt__deadline_remove(reg, &t->teardown_deadline);
   uvt__waits_count(t); /* R-DONE-3: reported before any listener runs */
+  uvt__feed(t, UVT__CHANGE_TERMINAL);
 }
 
 void uvt__task_pin(uvt_task_t *t) {

@@ -51,6 +51,7 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason) {
   if (t->kill_reason == NULL)
     t->kill_reason = reason; /* static text, not owned */
   t->status = UVT_STOPPING;
+  uvt__feed(t, UVT__CHANGE_STOPPING);
   if (!atomic_load(&t->settle_called)) {
     err = t->hooks.cancel != NULL ? t->hooks.cancel(t, reason) : UV_ENOTSUP;
     if (err != 0) {
@@ -144,6 +145,7 @@ void uvt__drop(uvt_task_t *t) {
   }
   t->owner = NULL;
   reg->records--;
+  uvt__feed(t, UVT__CHANGE_DROPPED);
   if (t->hooks.release != NULL && !t->release_called) {
     t->release_called = 1;
     t->hooks.release(t);

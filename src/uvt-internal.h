@@ -119,6 +119,22 @@ typedef struct {
   char name[1]; /* flexible */
 } uvt__kind_t;
 
+/* ---- A queued change-feed transition (R-FEED-1); four per record, one
+ * for each transition, so the feed never allocates. */
+enum {
+  UVT__CHANGE_REGISTERED = 0,
+  UVT__CHANGE_STOPPING,
+  UVT__CHANGE_TERMINAL,
+  UVT__CHANGE_DROPPED,
+  UVT__CHANGE_COUNT
+};
+struct uvt__change {
+  struct uvt__link link;
+  struct uvt_task_s *task;
+  uvt_status_t status;
+  int which;
+};
+
 /* ---- The record. */
 struct uvt_task_s {
   struct uvt__hentry hentry; /* registry's id index */
@@ -133,6 +149,7 @@ struct uvt_task_s {
   struct uvt__link sweep_link;    /* a teardown sweep being collected */
   struct uvt__link apply_link;    /* a settle drain in progress */
   struct uvt__deadline teardown_deadline;
+  struct uvt__change changes[UVT__CHANGE_COUNT];
   uvt_agent_t *owner;
   uvt__session_t *session;
   uvt_hooks_t hooks;
@@ -215,6 +232,9 @@ struct uvt_registry_s {
   struct uvt__link dispatch;    /* terminal records awaiting dispatch */
   struct uvt__link deferred;    /* waits due for delivery */
   struct uvt__link agents_done; /* agents whose dispose finished */
+  struct uvt__link watchers;
+  struct uvt__link watch_dispatching;
+  struct uvt__link changes; /* queued change-feed transitions */
 
   size_t records;
   size_t unowned_count;
@@ -285,6 +305,10 @@ void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
 void uvt__drop(uvt_task_t *t);
 void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback);
+
+/* ---- watch.c */
+void uvt__feed(uvt_task_t *t, int which);
+void uvt__feed_drain(uvt_registry_t *reg);
 
 /* ---- agent.c */
 void uvt__agent_task_dropped(uvt_agent_t *a);
