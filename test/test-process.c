@@ -24,6 +24,9 @@
 #include "test-util.h"
 #include "uvtasks/process.h"
 
+/* The library's switch for its SIGCHLD fallback (no pidfd). */
+extern int uvt__process_no_pidfd;
+
 static char self_exe[PATH_MAX];
 
 /* ---------------------------------------------------------------------- */
@@ -2234,6 +2237,52 @@ static void test_c13_pipeline(void **state) {
   fixture_close(&f);
 }
 
+/* P-END-1, P-END-2, P-KILL-1, C-01 without pidfds (kernels before 5.3,
+ * seccomp filters, valgrind): the SIGCHLD fallback gives the same
+ * outcomes. */
+static void test_sigchld_fallback(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uint64_t t0;
+  int i;
+  (void)state;
+
+  uvt__process_no_pidfd = 1;
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  for (i = 0; i < 20; i++) {
+    assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "3", NULL, id),
+                     0);
+    wait_task(&f, &w, id, 5000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 3");
+    wait_end(&w);
+  }
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=out-err", NULL, NULL, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  read_into(&f, id, NULL, &sb);
+  assert_string_equal(sb.buf, "out1\n[stderr]\nerr1\n");
+  wait_end(&w);
+  sb_free(&sb);
+  assert_int_equal(start_sh(&f, NULL, "sleep 100", id), 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGTERM");
+  wait_end(&w);
+  t0 = now_ms();
+  assert_int_equal(start_sh(&f, NULL, "echo started; sleep 30 &", id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_true(w.at_ms - t0 < 1500);
+  wait_end(&w);
+  fixture_close(&f);
+  uvt__process_no_pidfd = 0;
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, teardown_children)
 
 int main(int argc, char **argv) {
@@ -2276,6 +2325,7 @@ int main(int argc, char **argv) {
       T(test_c06_many),
       T(test_c08_races),
       T(test_c13_pipeline),
+      T(test_sigchld_fallback),
   };
   ssize_t n;
 

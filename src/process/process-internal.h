@@ -49,6 +49,12 @@ void uvt__outbuf_free(uvt__outbuf_t *b);
 int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
                         int err_final, uvt__sink_fn sink, void *ctx);
 
+/* ---- process.c -------------------------------------------------------- */
+
+/* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
+ * available (for tests of that path).  Loop thread; set between tasks. */
+extern int uvt__process_no_pidfd;
+
 /* ---- spawn.c: everything that talks to the operating system ----------- */
 
 typedef struct {

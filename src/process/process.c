@@ -2,7 +2,8 @@
  * built on the public producer API (uvt_start + hooks).
  *
  * Handles per task: two pipes (stdout, stderr), a poll handle on the
- * leader's pidfd (exit detection without SIGCHLD), and three timers (kill
+ * leader's pidfd (exit detection without SIGCHLD; a SIGCHLD watcher where
+ * there are no pidfds), and three timers (kill
  * grace, drain, max runtime).  The task settles when the leader was reaped,
  * both pipes are closed and every handle's close callback has run (P-END-1).
  * The per-task state is freed once it has settled, its record was released
@@ -37,7 +38,15 @@ typedef struct {
   int closed; /* uv_close called: no more bytes will arrive */
 } stream_t;
 
-enum { H_POLL = 1 << 0, H_KILL = 1 << 1, H_DRAIN = 1 << 2, H_RUNTIME = 1 << 3 };
+enum {
+  H_POLL = 1 << 0,
+  H_KILL = 1 << 1,
+  H_DRAIN = 1 << 2,
+  H_RUNTIME = 1 << 3,
+  H_SIGNAL = 1 << 4
+};
+
+int uvt__process_no_pidfd;
 
 struct uvt__proc_s {
   uvt_task_t *task;
@@ -53,7 +62,8 @@ struct uvt__proc_s {
 
   pid_t pid;
   int pidfd;
-  uv_poll_t exit_poll;
+  uv_poll_t exit_poll;     /* on the pidfd, or: */
+  uv_signal_t exit_signal; /* SIGCHLD, where pidfds are not available */
   uv_timer_t kill_timer;
   uv_timer_t drain_timer;
   uv_timer_t runtime_timer;
@@ -209,6 +219,7 @@ static void maybe_finish(uvt__proc_t *p) {
     return;
   p->finishing = 1;
   close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
+  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
   close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
   close_handle(p, H_DRAIN, (uv_handle_t *)&p->drain_timer);
   close_handle(p, H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
@@ -284,6 +295,7 @@ static void leader_exited(uvt__proc_t *p, int status, int lost) {
   p->status_lost = lost;
   /* P-KILL-3: nothing is signalled after this point (disposal aside). */
   close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
+  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
   if (p->live & H_KILL)
     uv_timer_stop(&p->kill_timer);
   if (p->live & H_RUNTIME)
@@ -317,6 +329,10 @@ static void on_exit_poll(uv_poll_t *poll, int status, int events) {
      * polling rather than lose its exit. */
     uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
   }
+}
+
+static void on_sigchld(uv_signal_t *handle, int signum) {
+  check_leader(handle->data);
 }
 
 static int signal_group(uvt__proc_t *p, int sig) {
@@ -589,11 +605,15 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     goto fail_fds;
 
   /* From here a child exists: any failure kills and reaps it. */
-  p->pidfd = uvt__pidfd_open(p->pid);
+  p->pidfd = uvt__process_no_pidfd ? UV_ENOSYS : uvt__pidfd_open(p->pid);
   if (p->pidfd < 0) {
     err = p->pidfd;
     p->pidfd = -1;
-    goto fail_child;
+    /* Out of descriptors is an error; no pidfds at all (kernel before 5.3,
+     * a seccomp filter, valgrind) means the SIGCHLD fallback. */
+    if (err == UV_EMFILE || err == UV_ENFILE || err == UV_ENOMEM)
+      goto fail_child;
+    err = 0;
   }
   err = open_pipe(p, &p->out, outp[0]);
   if (err == 0)
@@ -608,11 +628,18 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = init_timer(p, &p->drain_timer, H_DRAIN);
   if (err == 0)
     err = init_timer(p, &p->runtime_timer, H_RUNTIME);
-  if (err == 0) {
+  if (err == 0 && p->pidfd >= 0) {
     err = uv_poll_init(p->loop, &p->exit_poll, p->pidfd);
     if (err == 0) {
       p->exit_poll.data = p;
       p->live |= H_POLL;
+      p->closing++;
+    }
+  } else if (err == 0) {
+    err = uv_signal_init(p->loop, &p->exit_signal);
+    if (err == 0) {
+      p->exit_signal.data = p;
+      p->live |= H_SIGNAL;
       p->closing++;
     }
   }
@@ -620,10 +647,15 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
-  if (err == 0)
+  if (err == 0 && (p->live & H_POLL))
     err = uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
+  if (err == 0 && (p->live & H_SIGNAL))
+    err = uv_signal_start(&p->exit_signal, on_sigchld, SIGCHLD);
   if (err != 0)
     goto fail_child;
+  /* A SIGCHLD from before the watcher started is lost: look once now. */
+  if (p->live & H_SIGNAL)
+    check_leader(p);
   if (p->max_runtime_ms > 0)
     uv_timer_start(&p->runtime_timer, on_runtime_timer, p->max_runtime_ms, 0);
 
@@ -642,6 +674,7 @@ fail_child:
   close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
   close_handle(p, H_DRAIN, (uv_handle_t *)&p->drain_timer);
   close_handle(p, H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
+  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
   if (p->live & H_POLL)
     close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
   else
