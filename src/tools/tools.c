@@ -257,8 +257,8 @@ static void tools_wait_cb(uvt_wait_t *w, int status,
   if (req->aborted_ != ABORT_NONE || status == UVT_EABORTED) {
     /* R-WAIT-5: the task settled and was marked reported on this call's
      * behalf; the call will not show it, so the notice must. */
-    if (status == 0 && snap != NULL && req->aborted_ == ABORT_CALLER &&
-        tools->state_ == TOOLS_ATTACHED)
+    if (status == 0 && snap != NULL && snap->owner_session != NULL &&
+        req->aborted_ == ABORT_CALLER && tools->state_ == TOOLS_ATTACHED)
       tools_notice(tools, snap, req->caller_);
     tools_ready(req,
                 req->aborted_ == ABORT_DETACH ? UVT_ECLOSING : UVT_EABORTED);
