@@ -27,6 +27,8 @@ static const char usage[] =
     "                       (default 0 = no limit)\n"
     "  --grace-ms MS        SIGTERM -> SIGKILL delay when a task is stopped\n"
     "                       (default 3000)\n"
+    "  --keep-finished N    finished tasks whose end was seen that are kept;\n"
+    "                       older ones are forgotten (default 100)\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -131,6 +133,10 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 1000000)
         goto bad;
       c->max_tasks = (unsigned)v;
+    } else if (strcmp(a, "--keep-finished") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 1000000)
+        goto bad;
+      c->keep_finished = (size_t)v;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
         goto bad;
@@ -178,6 +184,7 @@ int main(int argc, char **argv) {
   int tools_attached = 0;
   int err;
 
+  server.config.keep_finished = MCP_KEEP_FINISHED;
   err = parse_args(argc, argv, &server.config);
   if (err != 0)
     return err == 1 ? 0 : 2;

@@ -15,6 +15,9 @@
 /* Longest message line accepted, in bytes (M-MCP-3). */
 #define MCP_LINE_MAX (4u * 1024u * 1024u)
 
+/* Finished tasks whose end the client has seen, kept by default. */
+#define MCP_KEEP_FINISHED 100
+
 /* The protocol version answered when the client's is not one we speak. */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 
@@ -90,6 +93,7 @@ typedef struct {
   size_t output_cap_bytes;
   unsigned max_tasks;
   uint64_t grace_ms;
+  size_t keep_finished; /* finished, seen tasks kept before forgetting */
 } mcp_config_t;
 
 struct mcp_server_s {

@@ -252,6 +252,29 @@ static void tool_error_result(mcp_server_t *server, json_t *id,
   rpc_result(server, id, result);
 }
 
+/* Long sessions: drop the oldest finished tasks whose end the model has
+ * seen (reported) beyond the --keep-finished count (R-FORGET-1), so memory
+ * stays bounded.  Tasks with an unseen end are kept. */
+static void rpc_bound_retention(mcp_server_t *server) {
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  size_t seen = 0;
+  size_t i;
+
+  if (server->reg == NULL ||
+      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
+    return;
+  for (i = 0; i < n; i++)
+    if (uvt_status_is_terminal(snaps[i].status) && snaps[i].reported)
+      seen++;
+  for (i = 0; i < n && seen > server->config.keep_finished; i++) {
+    if (uvt_status_is_terminal(snaps[i].status) && snaps[i].reported &&
+        uvt_forget(server->reg, snaps[i].id, &server->agent) == 0)
+      seen--;
+  }
+  uvt_snapshots_free(snaps, n);
+}
+
 static void call_cb(uvt_tools_call_t *req, int status) {
   mcp_call_t *call = req->data;
   mcp_server_t *server = call->server;
@@ -277,6 +300,7 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   else
     rpc_result(server, call->id, result);
   call_free(call);
+  rpc_bound_retention(server);
 }
 
 /* Read one optional string argument.  Returns 0, or -1 after answering. */

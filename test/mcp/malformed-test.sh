@@ -23,7 +23,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 start_server() {
-  coproc SRV { exec "$MCP" --grace-ms 200 2>"$tmp/stderr"; }
+  coproc SRV { exec "$MCP" --grace-ms 200 "$@" 2>"$tmp/stderr"; }
   SRV_IN=${SRV[1]}
   SRV_OUT=${SRV[0]}
 }
@@ -196,6 +196,19 @@ if [ -n "$pid" ] && ! alive "$pid"; then
 else
   bad "SIGINT: the task's process '$pid' is gone"
 fi
+
+# --keep-finished: finished tasks whose end was seen are forgotten beyond
+# the count (R-FORGET-1), the oldest first.
+start_server --keep-finished 1
+check "keep-finished: a first task" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo a"}}}' 1 'Started bash-1.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 'a\n[status: completed, exit code: 0]'
+check "keep-finished: a second task" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo b"}}}' 3 'Started bash-2.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true}}}' 4 'b\n[status: completed, exit code: 0]'
+check "keep-finished: the older one is forgotten" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"task_list"}}' 5 '1 task (id, kind, status, label):\nbash-2  bash  completed (exit code: 0)  echo b"'
+check "keep-finished: lookups say so" '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1"}}}' 6 '"isError":true' 'No task bash-1.'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
 
 # stdin and stdout may be regular files; a last line without its newline
 # still counts.
