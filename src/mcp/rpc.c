@@ -4,11 +4,13 @@
  * first). */
 #include "mcp.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/tools-int.h"
+#include "uvtasks/process.h"
 
 #define RPC_PARSE_ERROR -32700
 #define RPC_INVALID_REQUEST -32600
@@ -252,26 +254,44 @@ static void tool_error_result(mcp_server_t *server, json_t *id,
   rpc_result(server, id, result);
 }
 
-/* Long sessions: drop the oldest finished tasks whose end the model has
- * seen (reported) beyond the --keep-finished count (R-FORGET-1), so memory
- * stays bounded.  Tasks with an unseen end are kept. */
+/* Long sessions: beyond the --keep-finished count, forget the oldest
+ * finished tasks whose end the model has seen (reported), so memory stays
+ * bounded (R-FORGET-1).  Tasks with an unseen end are kept, and so are
+ * tasks whose process group still has members (`sleep 30 &`): disposal
+ * stops those through the record (P-KILL-4), a forgotten record would
+ * leave them running.  Signal 0 only asks; a reused group id merely keeps
+ * a record a little longer. */
+static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
+  int pid;
+
+  if (!uvt_status_is_terminal(s->status) || !s->reported)
+    return 0;
+  pid = uvt_process_pid(server->reg, s->id, &server->agent);
+  return !(pid > 0 && kill(-pid, 0) == 0);
+}
+
 static void rpc_bound_retention(mcp_server_t *server) {
   uvt_snapshot_t *snaps = NULL;
+  char *forgettable;
   size_t n = 0;
-  size_t seen = 0;
+  size_t count = 0;
   size_t i;
 
   if (server->reg == NULL ||
       uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
     return;
-  for (i = 0; i < n; i++)
-    if (uvt_status_is_terminal(snaps[i].status) && snaps[i].reported)
-      seen++;
-  for (i = 0; i < n && seen > server->config.keep_finished; i++) {
-    if (uvt_status_is_terminal(snaps[i].status) && snaps[i].reported &&
-        uvt_forget(server->reg, snaps[i].id, &server->agent) == 0)
-      seen--;
+  forgettable = n > 0 ? calloc(n, 1) : NULL;
+  if (forgettable != NULL) {
+    for (i = 0; i < n; i++) {
+      forgettable[i] = (char)rpc_forgettable(server, &snaps[i]);
+      count += (size_t)forgettable[i];
+    }
+    for (i = 0; i < n && count > server->config.keep_finished; i++)
+      if (forgettable[i] &&
+          uvt_forget(server->reg, snaps[i].id, &server->agent) == 0)
+        count--;
   }
+  free(forgettable);
   uvt_snapshots_free(snaps, n);
 }
 

@@ -206,9 +206,22 @@ check "keep-finished: a second task" '{"jsonrpc":"2.0","id":3,"method":"tools/ca
 check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true}}}' 4 'b\n[status: completed, exit code: 0]'
 check "keep-finished: the older one is forgotten" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"task_list"}}' 5 '1 task (id, kind, status, label):\nbash-2  bash  completed (exit code: 0)  echo b"'
 check "keep-finished: lookups say so" '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1"}}}' 6 '"isError":true' 'No task bash-1.'
+# A finished task whose group still has a member is kept, so that the end
+# of the session still stops that member (P-KILL-4).
+check "keep-finished: a task leaving a survivor" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"sleep 30 & echo $!"}}}' 7 'Started bash-3.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0]'
+pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+check "keep-finished: one more task" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 9 'Started bash-4.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","wait":true}}}' 10 'c\n[status: completed, exit code: 0]'
+check "keep-finished: the task with a survivor stays" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_list"}}' 11 'bash-3  bash  completed' 'bash-4  bash  completed'
 srv=$SRV_PID
 exec {SRV_IN}>&-
 wait "$srv" || true
+if [ -n "$pid" ] && ! alive "$pid"; then
+  ok "keep-finished: end of input stops the survivor $pid"
+else
+  bad "keep-finished: end of input stops the survivor '$pid'"
+fi
 
 # stdin and stdout may be regular files; a last line without its newline
 # still counts.
