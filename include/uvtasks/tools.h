@@ -135,10 +135,12 @@ struct uvt_tools_call_s {
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
- * host's cwd, the process producer's cap and grace. */
+ * host's cwd, the process producer's cap and grace.  Accepts NULL.
+ * Thread: any. */
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
 
-/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1. */
+/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1.
+ * Accepts NULL.  Thread: any. */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
 
 /* Attach the tool surface to `reg`: a control surface (so tasks may start),
