@@ -255,7 +255,8 @@ static void test_output_status_line(void **state) {
 }
 
 /* M-TOOLS-1: a wait that sees the end returns the output and the terminal
- * status line; the waited task gets no notice (M-TOOLS-2). */
+ * status line; the waited task gets no notice (M-TOOLS-2).  C-14: the wait
+ * is asked in the same loop turn as the start. */
 static void test_wait_completes(void **state) {
   tfix_t t;
   rec_t r;
