@@ -381,8 +381,9 @@ UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
 /* Declare that a control surface exists; uvt_start() refuses work while no
  * surface is attached.  Each attach counts on its own.
- * Returns 0, UV_EINVAL (NULL argument or empty name), UV_EBUSY (`s` is
- * already attached), UVT_ECLOSING, UV_ENOMEM.
+ * Returns 0, UV_EINVAL (NULL argument or empty name), UVT_ECLOSING,
+ * UV_ENOMEM.  As with libuv handles, attaching a surface that is attached
+ * is undefined: the library does not read the caller's memory to guess.
  * Ownership: `name` is copied.  Thread: loop thread. */
 UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
@@ -395,8 +396,8 @@ UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 
 /* Register `a` under `agent_id` in session `session_id`.
  * Returns 0, UV_EINVAL (NULL or empty argument), UV_EEXIST (an agent with
- * that id is registered, R-OWN-3), UV_EBUSY (`a` itself is registered),
- * UVT_ECLOSING, UV_ENOMEM.
+ * that id is registered, R-OWN-3), UVT_ECLOSING, UV_ENOMEM.  Registering
+ * an object that is registered is undefined, as for libuv handles.
  * Ownership: both strings are copied; a->id and a->session point at the
  * copies until disposal completes.  Thread: loop thread. */
 UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
@@ -409,8 +410,10 @@ UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
  * call `cb(a)`.  Only tasks owned by this exact agent object are drained
  * (R-AGENT-2).  After the registry closed, it only calls `cb`.
  *
- * Returns 0, UV_EINVAL (never registered), UVT_ECLOSING (dispose already
- * requested; `cb` will not run for this call).  `cb` may be NULL.
+ * Returns 0, UV_EINVAL (not registered: never, or already disposed),
+ * UVT_ECLOSING (dispose already requested; `cb` will not run for this
+ * call), UV_ENOMEM (only after the registry closed).  `a` must have been
+ * passed to uvt_agent_register() once.  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call.  `a` may be
  * freed or registered again from `cb` on.
  * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */
@@ -421,7 +424,8 @@ UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
 
 /* Call `cb` once for every task record that becomes terminal from now on,
  * with its terminal snapshot and its owner (the exact agent, or NULL).
- * Returns 0, UV_EINVAL, UV_EBUSY (already started), UVT_ECLOSING.
+ * Returns 0, UV_EINVAL, UVT_ECLOSING.  Starting a started listener is
+ * undefined, as for libuv handles.
  * Callback: on the loop thread; listeners run in start order, after the
  * record is final and before wait callbacks; a listener started during a
  * dispatch is not called for it; none runs once registry close began.
@@ -441,7 +445,8 @@ UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
  * (`dropped` = 1, the record's last snapshot).  The feed is host-level: it
  * sees every session's tasks, so a surface that forwards it filters by
  * owner_session itself.
- * Returns 0, UV_EINVAL, UV_EBUSY (already started), UVT_ECLOSING.
+ * Returns 0, UV_EINVAL, UVT_ECLOSING (starting a started watcher is
+ * undefined).
  * Callback: on the loop thread, in the order the transitions happened,
  * never inside the call that caused them; a terminal transition reaches
  * watchers after the listeners (R-DONE-3); containment as for listeners

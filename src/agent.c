@@ -30,15 +30,6 @@ void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s) {
   uvt__free(s);
 }
 
-static int agent_linked_here(const uvt_agent_t *a, const uvt_registry_t *reg) {
-  /* Caller-allocated memory may hold garbage: trust the state only if the
-   * agent is really linked into this registry. */
-  return a->registry == reg &&
-         (a->state_ == UVT__AGENT_REGISTERED ||
-          a->state_ == UVT__AGENT_DISPOSING) &&
-         a->link_.next != NULL && a->link_.next->prev == &a->link_;
-}
-
 int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
                        const char *agent_id, const char *session_id) {
   uvt__session_t *s;
@@ -50,8 +41,6 @@ int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
     return UV_EINVAL;
   if (reg->closing)
     return UVT_ECLOSING;
-  if (agent_linked_here(a, reg))
-    return UV_EBUSY;
   if (uvt__index_find(&reg->agents_by_id, agent_id) != NULL)
     return UV_EEXIST; /* R-OWN-3 */
   if (uvt__index_reserve(&reg->agents_by_id, reg->agents_by_id.count + 1))
@@ -147,7 +136,8 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
   if (a->state_ == UVT__AGENT_DETACHED)
     return UVT_ECLOSING;
   reg = a->registry;
-  if (reg == NULL || !agent_linked_here(a, reg))
+  if (reg == NULL ||
+      (a->state_ != UVT__AGENT_REGISTERED && a->state_ != UVT__AGENT_DISPOSING))
     return UV_EINVAL;
   if (a->state_ == UVT__AGENT_DISPOSING)
     return UVT_ECLOSING;

@@ -13,11 +13,6 @@ int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l, uvt_done_cb cb) {
     return UV_EINVAL;
   if (reg->closing)
     return UVT_ECLOSING;
-  /* Caller-allocated memory may hold garbage: only a listener that is
-   * really linked into this registry counts as started. */
-  if (l->active_ == 1 && l->registry == reg && l->link_.next != NULL &&
-      l->link_.next->prev == &l->link_)
-    return UV_EBUSY;
   l->registry = reg;
   l->cb_ = cb;
   l->active_ = 1;

@@ -10,9 +10,6 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
     return UV_EINVAL;
   if (reg->closing)
     return UVT_ECLOSING;
-  if (s->attached_ == 1 && s->registry == reg && s->link_.next != NULL &&
-      s->link_.next->prev == &s->link_)
-    return UV_EBUSY;
   copy = uvt__strdup(name);
   if (copy == NULL)
     return UV_ENOMEM;

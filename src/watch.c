@@ -9,9 +9,6 @@ int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w, uvt_change_cb cb) {
     return UV_EINVAL;
   if (reg->closing)
     return UVT_ECLOSING;
-  if (w->active_ == 1 && w->registry == reg && w->link_.next != NULL &&
-      w->link_.next->prev == &w->link_)
-    return UV_EBUSY;
   w->registry = reg;
   w->cb_ = cb;
   w->active_ = 1;
