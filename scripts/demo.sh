@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # A short, real session with uvtasks-mcp, printed as a readable transcript.
-# Needs only bash and the built server; builds it first if it is missing
-# (Debian 12: apt-get install build-essential meson ninja-build pkg-config
-# libuv1-dev libjansson-dev).
+# Needs only bash and the built server; builds it first if it is missing,
+# installing the build tools on a fresh Debian 12 machine (as root).
 #
 #   scripts/demo.sh            # uses ./build, or creates ./build-demo
 #   UVTASKS_MCP=/path/to/uvtasks-mcp scripts/demo.sh
@@ -19,6 +18,8 @@ if [ -z "$MCP" ]; then
   done
 fi
 if [ -z "$MCP" ]; then
+  # On a fresh Debian 12 machine (as root) this installs the build tools.
+  bash "$root/scripts/setup.sh" --build
   echo "Building uvtasks-mcp in build-demo/ ..."
   if [ ! -d "$root/build-demo" ]; then
     meson setup "$root/build-demo" "$root" -Dtests=false -Dmcp=enabled >/dev/null
