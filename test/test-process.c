@@ -626,7 +626,8 @@ static void test_defaults(void **state) {
   fixture_close(&f);
 }
 
-/* Kind and label: given ones are used; argv mode labels with its words. */
+/* SPEC §3 kind and label: "bash" and the command unless given; argv mode
+ * labels with its words. */
 static void test_kind_label(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -660,7 +661,8 @@ static void test_kind_label(void **state) {
   fixture_close(&f);
 }
 
-/* Bad options are refused before anything starts; no id is used. */
+/* SPEC §3 options, R-START-1, R-START-2: bad options are refused before
+ * anything starts; no id is used. */
 static void test_invalid_options(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -707,7 +709,8 @@ static void test_invalid_options(void **state) {
   fixture_close(&f);
 }
 
-/* uvt_process_pid: the leader's pid, behind the session fence. */
+/* SPEC §3 uvt_process_pid, R-OWN-2: the leader's pid (= group and session
+ * id), behind the session fence. */
 static void test_pid(void **state) {
   fixture_t f;
   uvt_agent_t a, b;
@@ -1674,6 +1677,30 @@ static void test_end_exit_codes(void **state) {
   fixture_close(&f);
 }
 
+/* P-END-2 (beyond it): a leader the host reaped itself cannot report its
+ * exit; the task still settles, `failed`, and says why. */
+static void test_end_reaped_elsewhere(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  pid_t pid;
+  int status;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=sleep", "50", NULL, id),
+                   0);
+  pid = uvt_process_pid(f.reg, id, NULL);
+  /* The loop is not running: the library cannot reap before we do. */
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_FAILED, "exit status lost: reaped elsewhere");
+  wait_end(&w);
+  fixture_close(&f);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Kill                                                                    */
 
@@ -1986,6 +2013,35 @@ static void test_registry_close_live(void **state) {
   sb_free(&sb);
 }
 
+/* P-KILL-4 through R-FORGET-1: forgetting a finished task stops the group
+ * members its leader left running. */
+static void test_forget_quiesce(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  pid_t pgid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, NULL, &o,
+                                "--helper=hold-stdout-ignore-term", NULL, NULL,
+                                id),
+                   0);
+  pgid = uvt_process_pid(f.reg, id, NULL);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  assert_int_equal(group_live(pgid), 1);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  /* TERM is ignored: SIGKILL follows after the grace. */
+  assert_true(group_gone(&f, pgid));
+  run_for(&f, 20);
+  assert_int_equal(uvt_process_pid(f.reg, id, NULL), UVT_ENOTASK);
+  fixture_close(&f);
+}
+
 /* P-LIMIT-1: max_runtime_ms stops the task like a kill. */
 static void test_limit_runtime(void **state) {
   fixture_t f;
@@ -1993,6 +2049,7 @@ static void test_limit_runtime(void **state) {
   char id[UVT_ID_MAX];
   waitres_t w;
   uint64_t t0;
+  uvt_kill_result_t kr;
   (void)state;
 
   fixture_init(&f, NULL);
@@ -2014,6 +2071,33 @@ static void test_limit_runtime(void **state) {
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_KILLED, "timed out after 200 ms");
   wait_end(&w);
+
+  /* The owner's first kill after the timeout's SIGTERM lets the grace
+   * run; only a second one sends SIGKILL at once (P-KILL-1). */
+  o.max_runtime_ms = 100;
+  o.grace_ms = 400;
+  t0 = now_ms();
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  run_for(&f, 200);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "timed out after 100 ms");
+  assert_true(w.at_ms - t0 >= 490);
+  wait_end(&w);
+  o.grace_ms = 20000;
+  t0 = now_ms();
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  run_for(&f, 200);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "timed out after 100 ms");
+  assert_true(w.at_ms - t0 < 10000);
+  wait_end(&w);
+  o.grace_ms = 200;
+  o.max_runtime_ms = 200;
 
   /* A task that ends in time keeps its outcome. */
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
@@ -2237,6 +2321,82 @@ static void test_c13_pipeline(void **state) {
   fixture_close(&f);
 }
 
+static int fm_armed;
+static int fm_count;
+static int fm_fail_at;
+static int fm_failed;
+
+static int fm_should_fail(void) {
+  if (!fm_armed)
+    return 0;
+  if (++fm_count == fm_fail_at) {
+    fm_failed = 1;
+    return 1;
+  }
+  return 0;
+}
+static void *fm_malloc(size_t n) {
+  return fm_should_fail() ? NULL : malloc(n);
+}
+static void *fm_realloc(void *p, size_t n) {
+  return fm_should_fail() ? NULL : realloc(p, n);
+}
+static void *fm_calloc(size_t c, size_t n) {
+  return fm_should_fail() ? NULL : calloc(c, n);
+}
+
+/* P-SPAWN-4 (and R-START-3 for this producer): failing the n-th allocation
+ * of a start, for every n, is a clean UV_ENOMEM with no id used, no child
+ * and no handle left, or a success. */
+static void test_start_failmalloc(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char want[UVT_ID_MAX];
+  const char *const env[] = {"UVT_X=1", NULL};
+  waitres_t w;
+  int n;
+  int err;
+  int next = 1;
+  int fds;
+  (void)state;
+
+  fds = count_fds();
+  assert_int_equal(
+      uvt_replace_allocator(fm_malloc, fm_realloc, fm_calloc, free), 0);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "echo hi";
+  o.env = env;
+  o.stdin_data = "x";
+  o.stdin_len = 1;
+  for (n = 1;; n++) {
+    fm_count = 0;
+    fm_fail_at = n;
+    fm_failed = 0;
+    fm_armed = 1;
+    err = uvt_process_start(f.reg, &o, id);
+    fm_armed = 0;
+    if (err != 0) {
+      assert_int_equal(err, UV_ENOMEM);
+      assert_true(fm_failed);
+      run_for(&f, 5);
+      continue;
+    }
+    snprintf(want, sizeof(want), "bash-%d", next++);
+    assert_string_equal(id, want);
+    wait_task(&f, &w, id, 5000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+    wait_end(&w);
+    if (!fm_failed)
+      break;
+  }
+  assert_true(n > 3);
+  fixture_close(&f);
+  assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+  assert_int_equal(count_fds(), fds);
+}
+
 /* P-END-1, P-END-2, P-KILL-1, C-01 without pidfds (kernels before 5.3,
  * seccomp filters, valgrind): the SIGCHLD fallback gives the same
  * outcomes. */
@@ -2311,6 +2471,7 @@ int main(int argc, char **argv) {
       T(test_end_handles_closed),
       T(test_c01_background),
       T(test_end_exit_codes),
+      T(test_end_reaped_elsewhere),
       T(test_c07_kill_term),
       T(test_c07_exit_after_kill),
       T(test_c03_kill_grace),
@@ -2320,12 +2481,14 @@ int main(int argc, char **argv) {
       T(test_c02_dispose),
       T(test_quiesce_ignore_term),
       T(test_registry_close_live),
+      T(test_forget_quiesce),
       T(test_limit_runtime),
       T(test_c05_stdin),
       T(test_c06_many),
       T(test_c08_races),
       T(test_c13_pipeline),
       T(test_sigchld_fallback),
+      T(test_start_failmalloc),
   };
   ssize_t n;
 
@@ -2335,6 +2498,13 @@ int main(int argc, char **argv) {
   if (n <= 0)
     return 1;
   self_exe[n] = '\0';
+  /* libuv creates process-wide descriptors with the first loop; make them
+   * exist before any test takes a descriptor baseline. */
+  {
+    uv_loop_t warm;
+    if (uv_loop_init(&warm) != 0 || uv_loop_close(&warm) != 0)
+      return 1;
+  }
   /* Grandchildren left by tasks are reparented to us (L-2, C-02). */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
     return 1;

@@ -13,6 +13,11 @@
  *                        the task settles (P-END-1, P-END-2, P-KILL-2)
  *   disposal             group members still alive are stopped (P-KILL-4)
  *
+ * The leader is reaped by the library (waitpid on its pid, woken by a
+ * pidfd; by SIGCHLD where pidfds are unavailable).  The host must not reap
+ * children it did not spawn (waitpid(-1, ...)) nor ignore SIGCHLD: a leader
+ * reaped elsewhere settles `failed`, "exit status lost: reaped elsewhere".
+ *
  * Ownership: the producer's per-task state is library-allocated and freed
  * by the library once the task has settled AND its record was dropped (the
  * release hook ran) AND every libuv handle it opened has been closed.  The
@@ -73,7 +78,8 @@ typedef struct {
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
  * cwd, no extra environment, stdin /dev/null, grace 3000 ms, drain 500 ms,
- * output cap 1 MiB per stream, no runtime limit.  Thread: any. */
+ * output cap 1 MiB per stream, no runtime limit.  Accepts NULL.
+ * Ownership: nothing is allocated.  Thread: any. */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
 
 /* Start a process task: spawn the command (or argv) in a session and
@@ -85,7 +91,16 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * The task settles at quiescence (P-END-1): `completed` "exit code: N";
  * `killed` "signal: NAME" for any death by signal; after a kill request
  * `killed` "signal: NAME" or "exit code: N after kill request"; after
- * max_runtime_ms `killed` "timed out after N ms".
+ * max_runtime_ms `killed` "timed out after N ms".  A kill (the cancel
+ * hook) sends SIGTERM to the group and SIGKILL after grace_ms unless the
+ * leader exited; a second kill sends SIGKILL at once (P-KILL-1).
+ *
+ * Reads (uvt_read) return the new stdout bytes, then, if stderr has new
+ * bytes, a line "[stderr]" (preceded by a newline when the stdout part
+ * did not end with one) and those bytes (P-OUT-1).  A stream that dropped
+ * bytes at its cap starts with "[... N bytes dropped ...]\n" (P-OUT-2).
+ * An incomplete trailing UTF-8 sequence waits for the rest or the end of
+ * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
  *
  * Returns 0, UV_EINVAL (NULL reg or o; none or both of command and argv;
  * an empty argv; an env entry without '='; output_cap_bytes < 4), the
@@ -106,8 +121,8 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
  * may then belong to another process: signal it only through the registry).
  *
  * Returns the pid (> 0), UV_EINVAL (NULL reg or id, or a task that is not a
- * process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UV_ENOMEM.
- * Thread: the loop thread. */
+ * process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);
 

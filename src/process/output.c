@@ -14,7 +14,7 @@ void uvt__outbuf_init(uvt__outbuf_t *b, size_t cap) {
 }
 
 void uvt__outbuf_free(uvt__outbuf_t *b) {
-  uvt__proc_free(b->ring);
+  uvt__free(b->ring);
   b->ring = NULL;
   b->alloc = 0;
   b->head = 0;
@@ -51,7 +51,7 @@ static size_t grow(uvt__outbuf_t *b, size_t want) {
     n = n > b->cap / 2 ? b->cap : n * 2;
   if (n > b->cap)
     n = b->cap;
-  ring = uvt__proc_malloc(n);
+  ring = uvt__malloc(n);
   if (ring == NULL)
     return b->alloc;
   /* Copy the unread bytes to the start of the new ring, in order. */
@@ -62,7 +62,7 @@ static size_t grow(uvt__outbuf_t *b, size_t want) {
     memcpy(ring, b->ring + b->head, first);
     memcpy(ring + first, b->ring, b->len - first);
   }
-  uvt__proc_free(b->ring);
+  uvt__free(b->ring);
   b->ring = ring;
   b->alloc = n;
   b->head = 0;

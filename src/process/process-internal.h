@@ -4,20 +4,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <sys/types.h>
 
+#include "uvt-internal.h"
 #include "uvtasks.h"
 #include "uvtasks/process.h"
 
 /* libuv's error for an errno value (unix). */
 #define UVT__PERR(e) (-(e))
-
-/* Memory goes through the library's allocator (uvt_replace_allocator). */
-#define uvt__proc_malloc(n) malloc(n)
-#define uvt__proc_calloc(c, n) calloc((c), (n))
-#define uvt__proc_realloc(p, n) realloc((p), (n))
-#define uvt__proc_free(p) free(p)
 
 /* ---- output.c: capped per-stream buffers and the read format ---------- */
 

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,10 +53,6 @@ struct uvt__proc_s {
   uv_loop_t *loop;
   const uvt_process_options_t *opts; /* valid during run() only */
 
-  /* The table of live records for uvt_process_pid(). */
-  uvt__proc_t *next;
-  uvt__proc_t *prev;
-  int in_table;
   char id[UVT_ID_MAX];
 
   pid_t pid;
@@ -84,41 +79,14 @@ struct uvt__proc_s {
   int kill_requested; /* cancel (or the runtime limit) before the reap */
   int killed_now;     /* SIGKILL was sent */
   int timed_out;
-  int finishing;  /* closing the last handles towards settle */
-  int run_failed; /* run() returned an error: free after the closes */
+  unsigned cancels; /* calls of the cancel hook */
+  int finishing;    /* closing the last handles towards settle */
+  int run_failed;   /* run() returned an error: free after the closes */
   int settled;
   int released;
   int quiescing; /* the quiesce hook is waiting for the group */
   uint64_t quiesce_start;
 };
-
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static uvt__proc_t *table_head;
-
-static void table_add(uvt__proc_t *p) {
-  pthread_mutex_lock(&table_lock);
-  p->prev = NULL;
-  p->next = table_head;
-  if (table_head != NULL)
-    table_head->prev = p;
-  table_head = p;
-  p->in_table = 1;
-  pthread_mutex_unlock(&table_lock);
-}
-
-static void table_remove(uvt__proc_t *p) {
-  pthread_mutex_lock(&table_lock);
-  if (p->in_table) {
-    if (p->prev != NULL)
-      p->prev->next = p->next;
-    else
-      table_head = p->next;
-    if (p->next != NULL)
-      p->next->prev = p->prev;
-    p->in_table = 0;
-  }
-  pthread_mutex_unlock(&table_lock);
-}
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -162,11 +130,10 @@ static const char *signal_name(int sig, char *buf, size_t size) {
 /* ---- handles ---------------------------------------------------------- */
 
 static void proc_free(uvt__proc_t *p) {
-  table_remove(p);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
-  uvt__proc_free(p->scratch);
-  uvt__proc_free(p);
+  uvt__free(p->scratch);
+  uvt__free(p);
 }
 
 static void maybe_free(uvt__proc_t *p) {
@@ -234,7 +201,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   uvt__proc_t *p = s->proc;
 
   if (p->scratch == NULL)
-    p->scratch = uvt__proc_malloc(SCRATCH_SIZE);
+    p->scratch = uvt__malloc(SCRATCH_SIZE);
   buf->base = p->scratch;
   buf->len = p->scratch != NULL ? SCRATCH_SIZE : 0;
 }
@@ -264,7 +231,7 @@ static void drain_stream(uvt__proc_t *p, stream_t *s) {
   if (!s->open)
     return;
   if (p->scratch == NULL)
-    p->scratch = uvt__proc_malloc(SCRATCH_SIZE);
+    p->scratch = uvt__malloc(SCRATCH_SIZE);
   if (p->scratch != NULL && uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
     while (total < DRAIN_LIMIT) {
       n = read(fd, p->scratch, SCRATCH_SIZE);
@@ -389,7 +356,7 @@ static int grow_sink(void *ctx, const void *bytes, size_t len) {
     cap = g->cap ? g->cap : 256;
     while (cap < g->len + len)
       cap *= 2;
-    nb = uvt__proc_realloc(g->base, cap);
+    nb = uvt__realloc(g->base, cap);
     if (nb == NULL) {
       g->failed = 1;
       return UV_ENOMEM;
@@ -447,11 +414,11 @@ static void settle(uvt__proc_t *p) {
   }
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
-  uvt__proc_free(p->scratch);
+  uvt__free(p->scratch);
   p->scratch = NULL;
   p->settled = 1;
   uvt_task_settle(p->task, &o);
-  uvt__proc_free(g.base);
+  uvt__free(g.base);
 }
 
 /* ---- hooks ------------------------------------------------------------ */
@@ -463,9 +430,13 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * signalled. */
   if (check_leader(p))
     return 0;
+  p->cancels++;
   if (!p->kill_requested)
     return request_stop(p);
-  /* A repeated cancel means "stop now" (R-KILL-3). */
+  /* The runtime limit already sent SIGTERM: the owner's first kill lets
+   * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
+  if (p->timed_out && p->cancels == 1)
+    return 0;
   if (p->live & H_KILL)
     uv_timer_stop(&p->kill_timer);
   p->killed_now = 1;
@@ -502,7 +473,9 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 static int hook_quiesce(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
-  if (p->pid <= 0 || !uvt__group_alive(p->pid))
+  /* Only a settled task's handles are all closed; before that its own stop
+   * path is still running. */
+  if (!p->settled || p->quiescing || p->pid <= 0 || !uvt__group_alive(p->pid))
     return 0;
   if (uv_timer_init(p->loop, &p->kill_timer) != 0) {
     kill(-p->pid, SIGKILL);
@@ -524,7 +497,6 @@ static void hook_release(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   p->released = 1;
-  table_remove(p);
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;
@@ -707,7 +679,7 @@ static char *join_argv(const char *const *argv) {
 
   for (i = 0; argv[i] != NULL; i++)
     n += strlen(argv[i]) + 1;
-  s = uvt__proc_malloc(n);
+  s = uvt__malloc(n);
   if (s == NULL)
     return NULL;
   w = s;
@@ -739,7 +711,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
     if (strchr(*e, '=') == NULL || **e == '=')
       return UV_EINVAL;
 
-  p = uvt__proc_calloc(1, sizeof(*p));
+  p = uvt__calloc(1, sizeof(*p));
   if (p == NULL)
     return UV_ENOMEM;
   p->reg = reg;
@@ -760,7 +732,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   if (spec.label == NULL) {
     joined = join_argv(o->argv);
     if (joined == NULL) {
-      uvt__proc_free(p);
+      uvt__free(p);
       return UV_ENOMEM;
     }
     spec.label = joined;
@@ -770,7 +742,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   spec.arg = p;
 
   err = uvt_start(reg, &spec, p->id);
-  uvt__proc_free(joined);
+  uvt__free(joined);
   p->opts = NULL;
   if (err != 0) {
     /* run() may have left closes in flight; the last one frees. */
@@ -778,7 +750,6 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
     maybe_free(p);
     return err;
   }
-  table_add(p);
   if (id_out != NULL)
     memcpy(id_out, p->id, UVT_ID_MAX);
   return 0;
@@ -786,24 +757,18 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
 
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
                     const uvt_agent_t *caller) {
-  uvt_snapshot_t snap;
+  uvt_task_t *t;
   uvt__proc_t *p;
-  int pid = UV_EINVAL;
   int err;
 
-  if (reg == NULL || id == NULL)
-    return UV_EINVAL;
-  /* The registry applies the fence (R-OWN-2). */
-  err = uvt_get(reg, id, caller, &snap);
+  /* The registry's lookup applies the fence (R-OWN-2). */
+  err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
     return err;
-  uvt_snapshot_cleanup(&snap);
-  pthread_mutex_lock(&table_lock);
-  for (p = table_head; p != NULL; p = p->next)
-    if (p->reg == reg && strcmp(p->id, id) == 0) {
-      pid = (int)p->pid;
-      break;
-    }
-  pthread_mutex_unlock(&table_lock);
-  return pid;
+  if (t->dropped || t->release_called)
+    return UVT_ENOTASK;
+  if (t->hooks.cancel != hook_cancel)
+    return UV_EINVAL; /* another producer's task */
+  p = t->arg;
+  return (int)p->pid;
 }

@@ -123,7 +123,7 @@ static int build_env(const uvt__spawn_req_t *req, char ***envp_out,
   for (x = req->env; x != NULL && *x != NULL; x++)
     n++;
   n += FIXED_ENV_N + 2;
-  envp = uvt__proc_calloc(n, sizeof(*envp));
+  envp = uvt__calloc(n, sizeof(*envp));
   if (envp == NULL)
     return UV_ENOMEM;
 
@@ -144,9 +144,9 @@ static int build_env(const uvt__spawn_req_t *req, char ***envp_out,
   }
   if (req->command != NULL) {
     clen = strlen(req->command);
-    *cmd_entry = uvt__proc_malloc(sizeof(CMD_VAR "=") + clen);
+    *cmd_entry = uvt__malloc(sizeof(CMD_VAR "=") + clen);
     if (*cmd_entry == NULL) {
-      uvt__proc_free(envp);
+      uvt__free(envp);
       return UV_ENOMEM;
     }
     memcpy(*cmd_entry, CMD_VAR "=", sizeof(CMD_VAR "=") - 1);
@@ -276,8 +276,8 @@ out:
   for (i = 0; i < 3; i++)
     if (tmp[i] >= 0)
       close(tmp[i]);
-  uvt__proc_free(cmd_entry);
-  uvt__proc_free(envp);
+  uvt__free(cmd_entry);
+  uvt__free(envp);
   return err;
 }
 
