@@ -75,6 +75,20 @@ void uvt__hub_cancel(uvt_task_t *t) {
   uv_mutex_unlock(&t->hub->mutex);
 }
 
+/* Queue `t` for the loop; hub->mutex held, hub->async set.  Only a push
+ * onto an empty queue sends: a non-empty queue means an earlier push sent
+ * after the last drain took the queue, and the callback that send
+ * guarantees takes this task too.  Settles from many threads then do not
+ * all touch the async handle's cache line (bench-core xsettle). */
+static void hub_push(uvt__hub_t *hub, uvt_task_t *t) {
+  int was_empty = uvt__list_empty(&hub->queue);
+  uvt__list_insert_tail(&hub->queue, &t->queue_link);
+  t->queued = 1;
+  /* Sent under the lock, so close cannot free the handle in between. */
+  if (was_empty)
+    uv_async_send(hub->async);
+}
+
 int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *o) {
   uvt__hub_t *hub;
   char *detail = NULL;
@@ -100,11 +114,8 @@ int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *o) {
   if (atomic_load(&t->settle_called)) {
     /* R-DONE-2: the first outcome wins; the drain logs the later ones. */
     t->dup_settles++;
-    if (hub->async != NULL && !t->queued) {
-      uvt__list_insert_tail(&hub->queue, &t->queue_link);
-      t->queued = 1;
-      uv_async_send(hub->async);
-    }
+    if (hub->async != NULL && !t->queued)
+      hub_push(hub, t);
     uv_mutex_unlock(&hub->mutex);
     uvt__free(detail);
     uvt__free(output);
@@ -122,10 +133,7 @@ int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *o) {
     uvt__task_free(t);
     return 0;
   }
-  uvt__list_insert_tail(&hub->queue, &t->queue_link);
-  t->queued = 1;
-  /* Sent under the lock, so close cannot free the handle in between. */
-  uv_async_send(hub->async);
+  hub_push(hub, t);
   uv_mutex_unlock(&hub->mutex);
   return 0;
 }
