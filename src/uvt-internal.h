@@ -100,7 +100,7 @@ typedef struct {
   uv_mutex_t mutex;
   struct uvt__link queue; /* tasks whose outcome (or a duplicate) arrived */
   uv_async_t *async;      /* NULL once the registry closed */
-  size_t refs;            /* the registry + every task not yet freed */
+  atomic_size_t refs;     /* the registry + every task not yet freed */
 } uvt__hub_t;
 
 /* ---- Sessions: the per-session index behind uvt_list (R-LIST-1). */
