@@ -41,6 +41,9 @@ if [ -z "$build" ]; then
   if [ ! -f "$build/build.ninja" ]; then
     meson setup "$build" -Dbench=true -Dtests=false -Dbuildtype=release \
       >/dev/null || exit 2
+  else
+    # Layers (src/mcp, ...) are picked up at configure time.
+    meson setup --reconfigure "$build" >/dev/null || exit 2
   fi
   meson compile -C "$build" >/dev/null || exit 2
 fi
@@ -106,7 +109,7 @@ fi
 have valgrind && has_vg=1 ||
   note "instructions per task skipped: valgrind not installed"
 
-echo "bench: $rounds rounds$([ "$quick" = 1 ] && echo ", quick sizes"); machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)"
+echo "bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds$([ "$quick" = 1 ] && echo ", quick sizes"); machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for r in $(seq 1 "$rounds"); do
   echo "bench: round $r of $rounds" >&2
