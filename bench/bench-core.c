@@ -5,6 +5,11 @@
  *       -> get, then forget; `window` tasks in flight, `live` extra tasks
  *       alive (never settled) during the run.  Results: ns_per_task,
  *       settle_ns (the worker's time inside uvt_task_settle, per task).
+ *   bench-core flat [--tasks 200000] [--low 10] [--high 100000]
+ *                   [--chunks 10]
+ *       the same lifecycle on two registries of one loop, one holding `low`
+ *       live tasks and one `high`, in chunks alternating between them.
+ *       Results: ns_low, ns_high (per task), flat_ratio (high / low).
  *   bench-core xsettle [--tasks 400000] [--threads 4]
  *       `tasks` running tasks settled by `threads` threads at once.
  *       Results: settles_per_s (calls, until the last thread is done),
@@ -162,6 +167,8 @@ static struct {
 static char (*forget_ids)[UVT_ID_MAX];
 static size_t forget_n;
 
+static void (*lc_finish)(void);
+
 static void lc_start_more(void) {
   uvt_spec_t spec = {"bench", "task", NULL, run_queued, NULL};
   while (lc.inflight < lc.window && lc.started < lc.tasks) {
@@ -193,9 +200,13 @@ static void lc_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
     lc_start_more();
   if (lc.done == lc.tasks) {
     lc.t1 = bench_now_ns();
-    uvt_listener_stop(&listener);
-    BENCH_CHECK(uvt_registry_close(reg, NULL, NULL));
+    lc_finish();
   }
+}
+
+static void lc_close(void) {
+  uvt_listener_stop(&listener);
+  BENCH_CHECK(uvt_registry_close(reg, NULL, NULL));
 }
 
 static int cmd_lifecycle(int argc, char **argv) {
@@ -218,6 +229,7 @@ static int cmd_lifecycle(int argc, char **argv) {
     BENCH_CHECK(uvt_start(reg, &idle, NULL));
   uv_thread_create(&tid, worker, NULL);
 
+  lc_finish = lc_close;
   lc.t0 = bench_now_ns();
   lc_start_more();
   if (registry_finish() != 0)
@@ -233,6 +245,96 @@ static int cmd_lifecycle(int argc, char **argv) {
   }
   bench_result("ns_per_task", (double)(lc.t1 - lc.t0) / (double)lc.tasks);
   bench_result("settle_ns", (double)wq.settle_ns / (double)lc.tasks);
+  free(wq.items);
+  free(batch);
+  free(forget_ids);
+  return 0;
+}
+
+/* ---- flat: settle cost against the number of live tasks, A/B in one
+ * process.  Two registries on the same loop, one holding `low` live tasks
+ * and one `high`; the lifecycle runs in chunks alternating between them,
+ * so both see the same machine noise. */
+
+static struct {
+  uvt_registry_t *regs[2];
+  uvt_surface_t surfaces[2];
+  uvt_listener_t listeners[2];
+  int cur;
+  long chunks_left;
+  uint64_t elapsed[2];
+} fl;
+
+static void fl_switch(void) {
+  int i;
+  fl.elapsed[fl.cur] += lc.t1 - lc.t0;
+  /* The last record of the chunk is still being dispatched; it stays. */
+  forget_n = 0;
+  if (--fl.chunks_left == 0) {
+    for (i = 0; i < 2; i++) {
+      uvt_listener_stop(&fl.listeners[i]);
+      BENCH_CHECK(uvt_registry_close(fl.regs[i], NULL, NULL));
+    }
+    return;
+  }
+  fl.cur = 1 - fl.cur;
+  reg = fl.regs[fl.cur];
+  lc.started = 0;
+  lc.done = 0;
+  lc.inflight = 0;
+  lc.t0 = bench_now_ns();
+  lc_start_more();
+}
+
+static int cmd_flat(int argc, char **argv) {
+  uvt_spec_t idle = {"idle", "idle task", NULL, run_idle, NULL};
+  long live[2];
+  long tasks = bench_lopt(argc, argv, "--tasks", 200000);
+  long chunks = bench_lopt(argc, argv, "--chunks", 10);
+  uv_thread_t tid;
+  long i;
+  int r;
+
+  live[0] = bench_lopt(argc, argv, "--low", 10);
+  live[1] = bench_lopt(argc, argv, "--high", 100000);
+  lc.window = bench_lopt(argc, argv, "--window", 512);
+  lc.tasks = tasks / chunks;
+  batch = calloc((size_t)lc.window, sizeof(*batch));
+  forget_ids = calloc((size_t)lc.window + 1, sizeof(*forget_ids));
+  if (batch == NULL || forget_ids == NULL)
+    abort();
+  uv_mutex_init(&wq.mutex);
+  uv_cond_init(&wq.cond);
+  BENCH_CHECK(uv_loop_init(&loop));
+  for (r = 0; r < 2; r++) {
+    BENCH_CHECK(uvt_registry_new(&loop, NULL, &fl.regs[r]));
+    BENCH_CHECK(uvt_surface_attach(fl.regs[r], &fl.surfaces[r], "bench"));
+    BENCH_CHECK(uvt_listener_start(fl.regs[r], &fl.listeners[r], lc_done));
+    for (i = 0; i < live[r]; i++)
+      BENCH_CHECK(uvt_start(fl.regs[r], &idle, NULL));
+  }
+  uv_thread_create(&tid, worker, NULL);
+
+  lc_finish = fl_switch;
+  fl.chunks_left = 2 * chunks;
+  fl.cur = 0;
+  reg = fl.regs[0];
+  lc.t0 = bench_now_ns();
+  lc_start_more();
+  if (registry_finish() != 0)
+    return 1;
+  uv_mutex_lock(&wq.mutex);
+  wq.stop = 1;
+  uv_cond_signal(&wq.cond);
+  uv_mutex_unlock(&wq.mutex);
+  uv_thread_join(&tid);
+  if (fl.chunks_left != 0) {
+    fprintf(stderr, "bench-core: %ld chunks left\n", fl.chunks_left);
+    return 1;
+  }
+  bench_result("ns_low", (double)fl.elapsed[0] / (double)(lc.tasks * chunks));
+  bench_result("ns_high", (double)fl.elapsed[1] / (double)(lc.tasks * chunks));
+  bench_result("flat_ratio", (double)fl.elapsed[1] / (double)fl.elapsed[0]);
   free(wq.items);
   free(batch);
   free(forget_ids);
@@ -450,6 +552,8 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   if (strcmp(cmd, "lifecycle") == 0)
     return cmd_lifecycle(argc, argv);
+  if (strcmp(cmd, "flat") == 0)
+    return cmd_flat(argc, argv);
   if (strcmp(cmd, "xsettle") == 0)
     return cmd_xsettle(argc, argv);
   if (strcmp(cmd, "memory") == 0)
@@ -458,7 +562,7 @@ int main(int argc, char **argv) {
     return cmd_list(argc, argv);
   if (strcmp(cmd, "mcp-rss") == 0 && argc > 2)
     return cmd_mcp_rss(argv[2]);
-  fprintf(stderr, "usage: bench-core lifecycle|xsettle|memory|list|"
+  fprintf(stderr, "usage: bench-core lifecycle|flat|xsettle|memory|list|"
                   "mcp-rss PATH [options]\n");
   return 2;
 }
