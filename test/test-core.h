@@ -291,6 +291,15 @@ static inline const uvt_snapshot_t *lrec_find(const lrec_t *r,
   return NULL;
 }
 
+/* Sequence number of the listener's call for task `id` (0 if none). */
+static inline int lrec_seq_of(const lrec_t *r, const char *id) {
+  int i;
+  for (i = 0; i < r->calls && i < LREC_MAX; i++)
+    if (tc_streq(r->snaps[i].id, id))
+      return r->seq[i];
+  return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Agent dispose recorder */
 
