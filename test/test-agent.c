@@ -213,8 +213,7 @@ static void agent_cancel_fails(void **state) {
   lrec_init(&l);
   assert_int_equal(lrec_start(f.reg, &l), 0);
   assert_int_equal(uvt_agent_register(f.reg, &a.a, "A", "s1"), 0);
-  assert_int_equal(start_fake(&f, &bad, "stuck", "cannot stop", &a.a, bid),
-                   0);
+  assert_int_equal(start_fake(&f, &bad, "stuck", "cannot stop", &a.a, bid), 0);
   bad.cancel_error = UV_EPERM;
   assert_int_equal(start_fake(&f, &good, "fine", NULL, &a.a, gid), 0);
   assert_int_equal(uvt_agent_dispose(&a.a, arec_cb), 0);
@@ -511,7 +510,7 @@ static void agent_dispose_then_registry_close(void **state) {
 
 typedef struct {
   arec_t rec;
-  arec_t *next;       /* dispose this one from our callback */
+  arec_t *next;        /* dispose this one from our callback */
   uvt_registry_t *reg; /* or close this registry */
   int err;
   int close_calls;
@@ -619,8 +618,7 @@ static void agent_c19_orphan(void **state) {
   wrec_init(&w);
   memset(&c, 0, sizeof(c));
   assert_int_equal(uvt_agent_register(f.reg, &a.a, "A", "s1"), 0);
-  assert_int_equal(start_fake(&f, &hang, "stuck", "never stops", &a.a, id),
-                   0);
+  assert_int_equal(start_fake(&f, &hang, "stuck", "never stops", &a.a, id), 0);
   hang.settle_on_cancel = 0;
   assert_int_equal(uvt_wait(f.reg, &w.req, id, 60000, &a.a, wrec_cb), 0);
   uv_run(&f.loop, UV_RUN_NOWAIT);

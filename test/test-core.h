@@ -16,18 +16,18 @@
 #include "test-util.h"
 
 #define TC_CONTAINER(ptr, type, field)                                         \
-  ((type *)((char *)(ptr) - offsetof(type, field)))
+  ((type *)((char *)(ptr)-offsetof(type, field)))
 
 /* ---------------------------------------------------------------------- */
 /* Counting allocator.  Installed by each suite's main() before any other
  * call into the library; counters are atomic because settle copies outcomes
  * on producer threads. */
 
-static atomic_long tc_live;      /* allocations not yet freed */
-static atomic_long tc_calls;     /* allocation calls since start */
-static atomic_long tc_fail_at;   /* >0: allocation call number that fails */
-static atomic_int tc_fail_from;  /* 1: every call from tc_fail_at on fails */
-static atomic_long tc_failed;    /* allocations refused so far */
+static atomic_long tc_live;     /* allocations not yet freed */
+static atomic_long tc_calls;    /* allocation calls since start */
+static atomic_long tc_fail_at;  /* >0: allocation call number that fails */
+static atomic_int tc_fail_from; /* 1: every call from tc_fail_at on fails */
+static atomic_long tc_failed;   /* allocations refused so far */
 
 static inline int tc_should_fail(void) {
   long n = atomic_fetch_add(&tc_calls, 1) + 1;
@@ -110,8 +110,25 @@ static inline long tc_live_now(void) {
 
 /* cmocka group setup/teardown: every test must give back every allocation
  * the library made (the registry is closed and the loop closed by then). */
+/* A pool of fake producers: every registered task needs its own fake_t
+ * (its cancel settles through fk->task), so tests that start many tasks take
+ * them from here.  Reset before each test. */
+#define TC_FAKES 512
+static fake_t tc_fakes[TC_FAKES];
+static int tc_nfakes;
+
+static inline fake_t *tc_fake(void) {
+  fake_t *fk;
+  if (tc_nfakes >= TC_FAKES)
+    abort();
+  fk = &tc_fakes[tc_nfakes++];
+  memset(fk, 0, sizeof(*fk));
+  return fk;
+}
+
 static inline int tc_setup(void **state) {
   (void)state;
+  tc_nfakes = 0;
   tc_disarm();
   atomic_store(&tc_live, 0);
   return 0;
@@ -155,8 +172,7 @@ static inline int tc_snap_equal(const uvt_snapshot_t *a,
          tc_streq(a->owner_session, b->owner_session) &&
          a->status == b->status && tc_streq(a->detail, b->detail) &&
          a->started_at_ms == b->started_at_ms &&
-         a->finished_at_ms == b->finished_at_ms &&
-         a->reported == b->reported &&
+         a->finished_at_ms == b->finished_at_ms && a->reported == b->reported &&
          tc_streq(a->kill_reason, b->kill_reason);
 }
 
@@ -282,8 +298,7 @@ static inline int lrec_count(const lrec_t *r, const char *id) {
   return n;
 }
 
-static inline const uvt_snapshot_t *lrec_find(const lrec_t *r,
-                                              const char *id) {
+static inline const uvt_snapshot_t *lrec_find(const lrec_t *r, const char *id) {
   int i;
   for (i = 0; i < r->calls && i < LREC_MAX; i++)
     if (tc_streq(r->snaps[i].id, id))
@@ -305,7 +320,7 @@ static inline int lrec_seq_of(const lrec_t *r, const char *id) {
 
 typedef struct {
   uvt_agent_t a;
-  int disposed;  /* dispose callback count */
+  int disposed; /* dispose callback count */
   int seq;
   const char *id_at_cb; /* a->id seen in the callback (expected NULL) */
   const char *session_at_cb;
@@ -365,9 +380,8 @@ static inline void tc_timer_fire(uv_timer_t *t) {
   uv_close((uv_handle_t *)t, NULL);
 }
 
-static inline void tc_timer_start(uv_loop_t *loop, tc_timer_t *tt,
-                                  uint64_t ms, void (*fn)(void *arg),
-                                  void *arg) {
+static inline void tc_timer_start(uv_loop_t *loop, tc_timer_t *tt, uint64_t ms,
+                                  void (*fn)(void *arg), void *arg) {
   memset(tt, 0, sizeof(*tt));
   tt->fn = fn;
   tt->arg = arg;

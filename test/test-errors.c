@@ -77,9 +77,9 @@ static void errors_names_and_messages(void **state) {
 
 /* SPEC §1 Errors: codes outside the band fall back to libuv's strings. */
 static void errors_fallback_to_libuv(void **state) {
-  static const int codes[] = {UV_EINVAL, UV_ENOMEM, UV_EEXIST, UV_EBUSY,
-                              UV_EPERM,  UV_EIO,    UV_ENOENT, UV_EOF,
-                              UV_EAI_NONAME, UV_ETIMEDOUT, UV_ECANCELED};
+  static const int codes[] = {
+      UV_EINVAL, UV_ENOMEM, UV_EEXIST,     UV_EBUSY,     UV_EPERM,    UV_EIO,
+      UV_ENOENT, UV_EOF,    UV_EAI_NONAME, UV_ETIMEDOUT, UV_ECANCELED};
   size_t i;
   (void)state;
   for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
@@ -141,8 +141,7 @@ static void errors_replace_allocator_einval(void **state) {
   assert_int_equal(uvt_replace_allocator(tc_malloc, tc_realloc, NULL, tc_free),
                    UV_EINVAL);
   assert_int_equal(
-      uvt_replace_allocator(tc_malloc, tc_realloc, tc_calloc, NULL),
-      UV_EINVAL);
+      uvt_replace_allocator(tc_malloc, tc_realloc, tc_calloc, NULL), UV_EINVAL);
   /* The counting allocator stays installed. */
   assert_int_equal(
       uvt_replace_allocator(tc_malloc, tc_realloc, tc_calloc, tc_free), 0);

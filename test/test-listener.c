@@ -63,12 +63,10 @@ static void listener_every_record_once(void **state) {
   for (i = 0; i < 5; i++)
     assert_int_equal(start_fake(&f, &fk[i], "d", i % 2 ? &a.a : NULL, id[i]),
                      0);
-  assert_int_equal(fake_settle(&fk[0], UVT_COMPLETED, "exit code: 0", NULL),
-                   0);
+  assert_int_equal(fake_settle(&fk[0], UVT_COMPLETED, "exit code: 0", NULL), 0);
   assert_int_equal(uvt_kill(f.reg, id[1], &a.a, "k", NULL), 0);
   assert_int_equal(fake_settle(&fk[2], UVT_FAILED, "boom", NULL), 0);
-  assert_int_equal(fake_settle(&fk[3], UVT_KILLED, "signal: SIGINT", NULL),
-                   0);
+  assert_int_equal(fake_settle(&fk[3], UVT_KILLED, "signal: SIGINT", NULL), 0);
   ot.task = fk[4].task;
   assert_int_equal(uv_thread_create(&ot.th, settle_from_thread, &ot), 0);
   assert_int_equal(uv_thread_join(&ot.th), 0);
@@ -174,8 +172,7 @@ static void listener_order(void **state) {
     assert_int_equal(start_fake(&f, &fk, "o", NULL, id), 0);
     if (round == 0)
       assert_int_equal(uvt_wait(f.reg, &w.req, id, 60000, NULL, wrec_cb), 0);
-    assert_int_equal(fake_settle(&fk, UVT_FAILED, "exit code: 7", "final"),
-                     0);
+    assert_int_equal(fake_settle(&fk, UVT_FAILED, "exit code: 7", "final"), 0);
     assert_int_equal(l.calls, 0); /* applied on the loop, never inside */
     tc_run_until(&f, &l.calls, 1);
     if (round == 0)
@@ -344,7 +341,7 @@ static void listener_late_settles(void **state) {
   assert_int_equal(lrec_count(&l, sid), 1);
   assert_int_equal(lrec_find(&l, fid)->status, UVT_FAILED);
   assert_int_equal(lrec_find(&l, sid)->status, UVT_FAILED);
-  assert_int_equal(ff.settled_hooks, 0);   /* no hook after release */
+  assert_int_equal(ff.settled_hooks, 0); /* no hook after release */
   assert_int_equal(slow.settled_hooks, 0);
 
   /* Force-failed by registry close; settles after the registry is gone. */
@@ -418,11 +415,11 @@ static void listener_stop_inside(void **state) {
   tc_run_until(&f, &after.calls, 2);
   uv_run(&f.loop, UV_RUN_NOWAIT);
   fixture_close(&f);
-  assert_int_equal(early.calls, 1);   /* stopped by `after` after its call */
-  assert_int_equal(self.calls, 1);    /* stopped itself */
+  assert_int_equal(early.calls, 1); /* stopped by `after` after its call */
+  assert_int_equal(self.calls, 1);  /* stopped itself */
   assert_int_equal(stopper.calls, 2);
-  assert_int_equal(victim.calls, 0);  /* stopped before its turn */
-  assert_int_equal(after.calls, 2);   /* never skipped */
+  assert_int_equal(victim.calls, 0); /* stopped before its turn */
+  assert_int_equal(after.calls, 2);  /* never skipped */
   lrec_cleanup(&early);
   lrec_cleanup(&self);
   lrec_cleanup(&stopper);
@@ -495,7 +492,7 @@ typedef struct {
   fixture_t *f;
   arec_t *owner_agent; /* disposed from inside the listener */
   arec_t *idle_agent;
-  fake_t *victim;      /* killed from inside */
+  fake_t *victim; /* killed from inside */
   char victim_id[UVT_ID_MAX];
   fake_t *spawned;
   char spawned_id[UVT_ID_MAX];
@@ -534,8 +531,8 @@ static void busy_hook(lrec_t *r, const uvt_snapshot_t *snap,
   if (uvt_wait(b->f->reg, &b->w_victim->req, b->victim_id, 60000, NULL,
                wrec_cb) != 0)
     b->errs++;
-  if (uvt_wait(b->f->reg, &b->w_self->req, snap->id, 60000,
-               &b->owner_agent->a, wrec_cb) != 0)
+  if (uvt_wait(b->f->reg, &b->w_self->req, snap->id, 60000, &b->owner_agent->a,
+               wrec_cb) != 0)
     b->errs++;
   if (uvt_kill(b->f->reg, b->victim_id, NULL, "from listener", &b->kr) != 0)
     b->errs++;
@@ -602,8 +599,7 @@ static void listener_busy_inside(void **state) {
   assert_int_equal(lrec_count(&other, b.victim_id), 1);
   assert_int_equal(busy.calls, 3);
   assert_int_equal(other.calls, 3);
-  assert_string_equal(lrec_find(&other, sibid)->kill_reason,
-                      "owner disposed");
+  assert_string_equal(lrec_find(&other, sibid)->kill_reason, "owner disposed");
   assert_int_equal(lrec_find(&other, sibid)->reported, 1);
   assert_int_equal(wv.status, 0);
   assert_int_equal(wv.snap.status, UVT_KILLED);

@@ -100,7 +100,8 @@ static void registry_get(void **state) {
   assert_string_equal(s.owner_session, "sess-1");
   assert_int_equal(s.status, UVT_RUNNING);
   assert_null(s.detail);
-  assert_true(s.started_at_ms >= before - 1000 && s.started_at_ms <= after + 1000);
+  assert_true(s.started_at_ms >= before - 1000 &&
+              s.started_at_ms <= after + 1000);
   assert_int_equal(s.finished_at_ms, 0);
   assert_int_equal(s.reported, 0);
   assert_null(s.kill_reason);
@@ -206,12 +207,12 @@ static void registry_list(void **state) {
   assert_int_equal(uvt_agent_register(f.reg, &d.a, "D", "s3"), 0);
   expect_list(f.reg, &a.a, NULL, 0);
 
-  assert_int_equal(start_fake(&f, &fk[0], "l", NULL, id), 0);  /* l-1 */
-  assert_int_equal(start_fake(&f, &fk[1], "l", &a.a, id), 0);  /* l-2 */
-  assert_int_equal(start_fake(&f, &fk[2], "l", &c.a, id), 0);  /* l-3 */
-  assert_int_equal(start_fake(&f, &fk[3], "l", &b.a, id), 0);  /* l-4 */
-  assert_int_equal(start_fake(&f, &fk[4], "l", NULL, id), 0);  /* l-5 */
-  assert_int_equal(start_fake(&f, &fk[5], "l", NULL, id), 0);  /* l-6 */
+  assert_int_equal(start_fake(&f, &fk[0], "l", NULL, id), 0); /* l-1 */
+  assert_int_equal(start_fake(&f, &fk[1], "l", &a.a, id), 0); /* l-2 */
+  assert_int_equal(start_fake(&f, &fk[2], "l", &c.a, id), 0); /* l-3 */
+  assert_int_equal(start_fake(&f, &fk[3], "l", &b.a, id), 0); /* l-4 */
+  assert_int_equal(start_fake(&f, &fk[4], "l", NULL, id), 0); /* l-5 */
+  assert_int_equal(start_fake(&f, &fk[5], "l", NULL, id), 0); /* l-6 */
   /* Terminal tasks stay listed, in their place. */
   assert_int_equal(fake_settle(&fk[4], UVT_COMPLETED, NULL, NULL), 0);
   tc_run_settled(&f, &fk[4]);
@@ -290,8 +291,7 @@ static void registry_read_stream(void **state) {
   /* Settle with the unread remainder; later reads serve it once, and the
    * registry never asks the producer again. */
   fake_emit(&fk, "never read");
-  assert_int_equal(fake_settle(&fk, UVT_KILLED, "signal: SIGTERM", "tail"),
-                   0);
+  assert_int_equal(fake_settle(&fk, UVT_KILLED, "signal: SIGTERM", "tail"), 0);
   tc_run_settled(&f, &fk);
   expect_read(f.reg, id, NULL, "tail", 4, UVT_KILLED, 1);
   expect_read(f.reg, id, NULL, "", 0, UVT_KILLED, 1);
@@ -725,8 +725,7 @@ static void registry_metrics(void **state) {
   assert_int_equal(start_fake(&f, &fk[3], "m", NULL, id[3]), 0);
   memset(&fk[5], 0, sizeof(fk[5]));
   fk[5].run_error = UV_EIO;
-  assert_int_equal(fake_start(f.reg, &fk[5], "m", NULL, NULL, id[5]),
-                   UV_EIO);
+  assert_int_equal(fake_start(f.reg, &fk[5], "m", NULL, NULL, id[5]), UV_EIO);
   uvt_registry_metrics(f.reg, &m);
   assert_int_equal(m.started, 4);
   assert_int_equal(m.live, 4);
@@ -811,14 +810,12 @@ static void registry_print(void **state) {
   lrec_init(&l);
   wrec_init(&w);
   memset(&s2, 0, sizeof(s2));
-  assert_int_equal(uvt_agent_register(f.reg, &a.a, "agent-alpha", "sess-x"),
-                   0);
+  assert_int_equal(uvt_agent_register(f.reg, &a.a, "agent-alpha", "sess-x"), 0);
   assert_int_equal(uvt_surface_attach(f.reg, &s2, "panel-ui"), 0);
   assert_int_equal(lrec_start(f.reg, &l), 0);
   memset(&fk, 0, sizeof(fk));
   fk.settle_on_cancel = 1;
-  assert_int_equal(fake_start(f.reg, &fk, "dumpk", "dump label", &a.a, id),
-                   0);
+  assert_int_equal(fake_start(f.reg, &fk, "dumpk", "dump label", &a.a, id), 0);
   assert_int_equal(start_fake(&f, &fk2, "otherk", NULL, id2), 0);
   assert_int_equal(uvt_wait(f.reg, &w.req, id, 60000, &a.a, wrec_cb), 0);
 
@@ -860,9 +857,9 @@ static void registry_print(void **state) {
 
 typedef struct {
   int calls;
-  int handles_at_cb;   /* uv_walk count inside the callback */
-  int releases_at_cb;  /* release hooks run before the callback */
-  int waits_at_cb;     /* wait callbacks run before the callback */
+  int handles_at_cb;  /* uv_walk count inside the callback */
+  int releases_at_cb; /* release hooks run before the callback */
+  int waits_at_cb;    /* wait callbacks run before the callback */
   uv_loop_t *loop;
   fake_t *fks;
   int nfks;
@@ -915,12 +912,9 @@ static void registry_close_disposes(void **state) {
   assert_int_equal(l.calls, 1);
   for (i = 0; i < 3; i++)
     wrec_init(&w[i]);
-  assert_int_equal(uvt_wait(f.reg, &w[0].req, id[0], 60000, NULL, wrec_cb),
-                   0);
-  assert_int_equal(uvt_wait(f.reg, &w[1].req, id[1], 60000, &a.a, wrec_cb),
-                   0);
-  assert_int_equal(uvt_wait(f.reg, &w[2].req, id[3], 60000, &a.a, wrec_cb),
-                   0);
+  assert_int_equal(uvt_wait(f.reg, &w[0].req, id[0], 60000, NULL, wrec_cb), 0);
+  assert_int_equal(uvt_wait(f.reg, &w[1].req, id[1], 60000, &a.a, wrec_cb), 0);
+  assert_int_equal(uvt_wait(f.reg, &w[2].req, id[3], 60000, &a.a, wrec_cb), 0);
 
   c.loop = &f.loop;
   c.fks = fk;
@@ -940,8 +934,7 @@ static void registry_close_disposes(void **state) {
   }
   assert_int_equal(uvt_wait(f.reg, &late.req, id[2], 100, NULL, wrec_cb),
                    UVT_ECLOSING);
-  assert_int_equal(uvt_agent_register(f.reg, &a2.a, "A2", "s1"),
-                   UVT_ECLOSING);
+  assert_int_equal(uvt_agent_register(f.reg, &a2.a, "A2", "s1"), UVT_ECLOSING);
   assert_int_equal(uvt_listener_start(f.reg, &l2.l, lrec_cb), UVT_ECLOSING);
   assert_int_equal(uvt_surface_attach(f.reg, &s2, "late"), UVT_ECLOSING);
 

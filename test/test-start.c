@@ -26,14 +26,14 @@ static uint64_t records(uvt_registry_t *reg) {
 
 static void start_no_surface(void **state) {
   fixture_t f;
-  fake_t fk;
   char id[UVT_ID_MAX];
+  fake_t *fkp = NULL;
   (void)state;
   fixture_init(&f, NULL);
   uvt_surface_detach(&f.surface);
-  assert_int_equal(start_kind(&f, &fk, NULL, NULL, NULL, id),
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), NULL, NULL, NULL, id),
                    UVT_ENOSURFACE);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(fkp->runs, 0);
   assert_int_equal(records(f.reg), 0);
   fixture_close(&f);
 }
@@ -42,9 +42,9 @@ static void start_no_surface(void **state) {
  * is idempotent; when the last surface detaches starts fail again. */
 static void start_surface_counting(void **state) {
   fixture_t f;
-  fake_t fk;
   uvt_surface_t s2, s3;
   char id[UVT_ID_MAX];
+  fake_t *fkp = NULL;
   (void)state;
   fixture_init(&f, NULL);
   memset(&s2, 0, sizeof(s2));
@@ -58,22 +58,22 @@ static void start_surface_counting(void **state) {
   assert_int_equal(uvt_surface_attach(NULL, &s3, "x"), UV_EINVAL);
 
   uvt_surface_detach(&f.surface);
-  assert_int_equal(start_kind(&f, &fk, NULL, NULL, NULL, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), NULL, NULL, NULL, id), 0);
   assert_string_equal(id, "fake-1");
   uvt_surface_detach(&f.surface); /* idempotent: s2 still counts */
   uvt_surface_detach(NULL);
-  assert_int_equal(start_kind(&f, &fk, NULL, NULL, NULL, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), NULL, NULL, NULL, id), 0);
   assert_string_equal(id, "fake-2");
 
   uvt_surface_detach(&s2);
-  assert_int_equal(start_kind(&f, &fk, NULL, NULL, NULL, id),
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), NULL, NULL, NULL, id),
                    UVT_ENOSURFACE);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(fkp->runs, 0);
   uvt_surface_detach(&s2);
 
   /* A detached surface can attach again. */
   assert_int_equal(uvt_surface_attach(f.reg, &s2, "again"), 0);
-  assert_int_equal(start_kind(&f, &fk, NULL, NULL, NULL, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), NULL, NULL, NULL, id), 0);
   assert_string_equal(id, "fake-3");
   uvt_surface_detach(&s2);
   fixture_close(&f);
@@ -85,8 +85,8 @@ static void start_surface_counting(void **state) {
 
 static void start_validation(void **state) {
   static const char *bad_kinds[] = {
-      "",     " ",     "a b",  "tab\there", "nl\n",  "\x01",
-      "a\x7f", "\x1f", "caf\xc3\xa9", "\xff", " lead", "trail ",
+      "",      " ",    "a b",         "tab\there", "nl\n",  "\x01",
+      "a\x7f", "\x1f", "caf\xc3\xa9", "\xff",      " lead", "trail ",
   };
   static const char *good_kinds[] = {"a", "Z9", "a-b_c.d:e/f", "~!@#$%^&*()",
                                      "bash"};
@@ -99,13 +99,15 @@ static void start_validation(void **state) {
   char *longlabel;
   uvt_spec_t spec;
   size_t i;
+  fake_t *fkp = NULL;
   (void)state;
   fixture_init(&f, NULL);
 
   for (i = 0; i < sizeof(bad_kinds) / sizeof(bad_kinds[0]); i++) {
-    assert_int_equal(start_kind(&f, &fk, bad_kinds[i], "l", NULL, id),
-                     UV_EINVAL);
-    assert_int_equal(fk.runs, 0);
+    assert_int_equal(
+        start_kind(&f, (fkp = tc_fake()), bad_kinds[i], "l", NULL, id),
+        UV_EINVAL);
+    assert_int_equal(fkp->runs, 0);
   }
 
   /* 64 bytes is the longest kind; 65 is refused. */
@@ -113,19 +115,21 @@ static void start_validation(void **state) {
   kind64[UVT_KIND_MAX] = '\0';
   memset(kind65, 'k', UVT_KIND_MAX + 1);
   kind65[UVT_KIND_MAX + 1] = '\0';
-  assert_int_equal(start_kind(&f, &fk, kind65, "l", NULL, id), UV_EINVAL);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), kind65, "l", NULL, id),
+                   UV_EINVAL);
+  assert_int_equal(fkp->runs, 0);
   memset(id, 'X', sizeof(id));
-  assert_int_equal(start_kind(&f, &fk, kind64, "l", NULL, id), 0);
-  assert_int_equal(fk.runs, 1);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), kind64, "l", NULL, id), 0);
+  assert_int_equal(fkp->runs, 1);
   snprintf(expect, sizeof(expect), "%s-1", kind64);
   assert_string_equal(id, expect);
 
   /* Labels: empty and NULL refused; anything else non-empty accepted. */
-  assert_int_equal(start_kind(&f, &fk, "lab", "", NULL, id), UV_EINVAL);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "lab", "", NULL, id),
+                   UV_EINVAL);
+  assert_int_equal(fkp->runs, 0);
   memset(&spec, 0, sizeof(spec));
-  fk.runs = 0;
+  fkp->runs = 0;
   spec.kind = "lab";
   spec.label = NULL;
   spec.run = NULL;
@@ -138,19 +142,20 @@ static void start_validation(void **state) {
   assert_int_equal(uvt_start(f.reg, NULL, id), UV_EINVAL);
   assert_int_equal(records(f.reg), 1);
 
-  assert_int_equal(start_kind(&f, &fk, "lab", " spaces\tand\nnewlines ",
-                              NULL, id),
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "lab",
+                              " spaces\tand\nnewlines ", NULL, id),
                    0);
   assert_string_equal(id, "lab-1"); /* refusals used no number */
-  assert_int_equal(start_kind(&f, &fk, "lab", "caf\xc3\xa9 \xf0\x9f\x8e\x89",
-                              NULL, id),
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "lab",
+                              "caf\xc3\xa9 \xf0\x9f\x8e\x89", NULL, id),
                    0);
   assert_string_equal(id, "lab-2");
   longlabel = malloc(10001);
   assert_non_null(longlabel);
   memset(longlabel, 'L', 10000);
   longlabel[10000] = '\0';
-  assert_int_equal(start_kind(&f, &fk, "lab", longlabel, NULL, id), 0);
+  assert_int_equal(
+      start_kind(&f, (fkp = tc_fake()), "lab", longlabel, NULL, id), 0);
   assert_string_equal(id, "lab-3");
   {
     uvt_snapshot_t s;
@@ -162,13 +167,15 @@ static void start_validation(void **state) {
   free(longlabel);
 
   for (i = 0; i < sizeof(good_kinds) / sizeof(good_kinds[0]); i++) {
-    assert_int_equal(start_kind(&f, &fk, good_kinds[i], "l", NULL, id), 0);
+    assert_int_equal(
+        start_kind(&f, (fkp = tc_fake()), good_kinds[i], "l", NULL, id), 0);
     snprintf(expect, sizeof(expect), "%s-1", good_kinds[i]);
     assert_string_equal(id, expect);
   }
 
   /* id_out may be NULL. */
-  assert_int_equal(start_kind(&f, &fk, "noid", "l", NULL, NULL), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "noid", "l", NULL, NULL),
+                   0);
   {
     uvt_snapshot_t s;
     assert_int_equal(uvt_get(f.reg, "noid-1", NULL, &s), 0);
@@ -198,11 +205,12 @@ static void expect_refused(fixture_t *f, const char *kind, const char *label,
 static void start_check_order(void **state) {
   fixture_t f;
   uvt_options_t o;
-  fake_t held, ah, fk;
+  fake_t held, ah;
   arec_t a;
   uvt_agent_t never;
   uvt_metrics_t m;
   char id[UVT_ID_MAX];
+  fake_t *fkp = NULL;
   (void)state;
   uvt_options_init(&o);
   o.max_live_per_owner = 1;
@@ -252,7 +260,7 @@ static void start_check_order(void **state) {
   tc_run_settled(&f, &held);
   tc_arm(1, 1);
   expect_refused(&f, "k", "l", NULL, UV_ENOMEM);
-  assert_int_equal(start_kind(&f, &fk, "k", "l", NULL, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "k", "l", NULL, id), 0);
   assert_string_equal(id, "k-1");
 
   assert_int_equal(fake_settle(&ah, UVT_KILLED, "bye", NULL), 0);
@@ -277,6 +285,7 @@ static void start_run_error(void **state) {
   uvt_snapshot_t s;
   uvt_metrics_t m;
   lrec_t l;
+  fake_t *fkp = NULL;
   (void)state;
   uvt_options_init(&o);
   o.max_live_per_owner = 1;
@@ -306,8 +315,8 @@ static void start_run_error(void **state) {
   assert_int_equal(m.records, 0);
 
   /* No id number used, no admission slot held, owner still usable. */
-  assert_int_equal(start_kind(&f, &fk, "r", "l", &a.a, id), 0);
-  assert_int_equal(fk.runs, 1);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "r", "l", &a.a, id), 0);
+  assert_int_equal(fkp->runs, 1);
   assert_string_equal(id, "r-1");
   uv_run(&f.loop, UV_RUN_NOWAIT);
   assert_int_equal(l.calls, 0); /* a failed run is never a notice */
@@ -692,8 +701,7 @@ static void sameturn_do(void *arg) {
     snprintf(st->read_text, sizeof(st->read_text), "%s", r.text);
     uvt_read_cleanup(&r);
   }
-  st->wait_err = uvt_wait(st->f->reg, &st->w.req, st->id, 5000, NULL,
-                          wrec_cb);
+  st->wait_err = uvt_wait(st->f->reg, &st->w.req, st->id, 5000, NULL, wrec_cb);
   st->kill_err = uvt_kill(st->f->reg, st->id, NULL, "same turn", &st->kr);
   st->cancels_after_kill = st->fk.cancels;
 }
@@ -727,7 +735,7 @@ static void start_same_turn(void **state) {
   memset(&b, 0, sizeof(b));
   a.f = &f;
   b.f = &f;
-  sameturn_do(&a); /* before the host's first uv_run */
+  sameturn_do(&a);                /* before the host's first uv_run */
   assert_int_equal(a.w.calls, 0); /* never inside the call */
   tc_timer_start(&f.loop, &t, 5, sameturn_do, &b); /* inside a callback */
   tc_run_until(&f, &a.w.calls, 1);
@@ -803,16 +811,17 @@ static void start_limit(void **state) {
 /* R-LIMIT-1: 0 means no limit. */
 static void start_limit_zero(void **state) {
   fixture_t f;
-  fake_t fk;
   char id[UVT_ID_MAX];
   uvt_options_t o;
   int i;
+  fake_t *fkp = NULL;
   (void)state;
   uvt_options_init(&o);
   assert_int_equal(o.max_live_per_owner, 0);
   fixture_init(&f, &o);
   for (i = 0; i < 300; i++)
-    assert_int_equal(start_kind(&f, &fk, "many", "l", NULL, id), 0);
+    assert_int_equal(start_kind(&f, (fkp = tc_fake()), "many", "l", NULL, id),
+                     0);
   assert_string_equal(id, "many-300");
   fixture_close(&f);
 }
@@ -828,6 +837,7 @@ static void start_stale_owner(void **state) {
   arec_t a1, a2, never;
   char id[UVT_ID_MAX];
   uvt_snapshot_t s;
+  fake_t *fkp = NULL;
   (void)state;
   fixture_init(&f, NULL);
   arec_init(&a1);
@@ -835,21 +845,23 @@ static void start_stale_owner(void **state) {
   arec_init(&never);
 
   /* Never registered (zeroed struct). */
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &never.a, id), UVT_ESTALE);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &never.a, id),
+                   UVT_ESTALE);
+  assert_int_equal(fkp->runs, 0);
   /* Never registered, but a copy of a live agent's fields. */
   assert_int_equal(uvt_agent_register(f.reg, &a1.a, "A", "s1"), 0);
   memcpy(&never.a, &a1.a, sizeof(never.a));
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &never.a, id), UVT_ESTALE);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &never.a, id),
+                   UVT_ESTALE);
+  assert_int_equal(fkp->runs, 0);
 
   /* Refused starts leave a1 usable. */
-  assert_int_equal(start_kind(&f, &fk, "bad kind", "l", &a1.a, id),
-                   UV_EINVAL);
+  assert_int_equal(
+      start_kind(&f, (fkp = tc_fake()), "bad kind", "l", &a1.a, id), UV_EINVAL);
   memset(&fk, 0, sizeof(fk));
   fk.run_error = UV_EAGAIN;
   assert_int_equal(fake_start(f.reg, &fk, "o", "l", &a1.a, id), UV_EAGAIN);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a1.a, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a1.a, id), 0);
   assert_string_equal(id, "o-1");
   assert_int_equal(uvt_get(f.reg, id, &a1.a, &s), 0);
   assert_string_equal(s.owner_session, "s1");
@@ -861,20 +873,22 @@ static void start_stale_owner(void **state) {
   assert_int_equal(a1.disposed, 1);
   assert_null(a1.a.id);
   assert_null(a1.a.session);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a1.a, id), UVT_ESTALE);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a1.a, id),
+                   UVT_ESTALE);
+  assert_int_equal(fkp->runs, 0);
 
   /* Replaced: another agent registers the same id; the old object is
    * stale, the new one works. */
   assert_int_equal(uvt_agent_register(f.reg, &a2.a, "A", "s1"), 0);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a1.a, id), UVT_ESTALE);
-  assert_int_equal(fk.runs, 0);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a2.a, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a1.a, id),
+                   UVT_ESTALE);
+  assert_int_equal(fkp->runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a2.a, id), 0);
   assert_string_equal(id, "o-2");
 
   /* The old object registered again (under a new id) is live again. */
   assert_int_equal(uvt_agent_register(f.reg, &a1.a, "A2", "s9"), 0);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a1.a, id), 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a1.a, id), 0);
   assert_string_equal(id, "o-3");
   assert_int_equal(uvt_get(f.reg, id, &a1.a, &s), 0);
   assert_string_equal(s.owner_session, "s9");
@@ -886,9 +900,10 @@ static void start_stale_owner(void **state) {
  * UVT_ECLOSING; after its callback, UVT_ESTALE. */
 static void start_owner_disposing(void **state) {
   fixture_t f;
-  fake_t held, fk;
+  fake_t held;
   arec_t a;
   char id[UVT_ID_MAX];
+  fake_t *fkp = NULL;
   (void)state;
   fixture_init(&f, NULL);
   arec_init(&a);
@@ -896,18 +911,21 @@ static void start_owner_disposing(void **state) {
   memset(&held, 0, sizeof(held));
   assert_int_equal(fake_start(f.reg, &held, "h", "l", &a.a, id), 0);
   assert_int_equal(uvt_agent_dispose(&a.a, arec_cb), 0);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a.a, id), UVT_ECLOSING);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a.a, id),
+                   UVT_ECLOSING);
   uv_run(&f.loop, UV_RUN_NOWAIT);
   assert_int_equal(a.disposed, 0); /* waits for held */
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a.a, id), UVT_ECLOSING);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a.a, id),
+                   UVT_ECLOSING);
+  assert_int_equal(fkp->runs, 0);
   assert_int_equal(held.cancels, 1);
   assert_string_equal(held.last_reason, "owner disposed");
   assert_int_equal(fake_settle(&held, UVT_KILLED, NULL, NULL), 0);
   tc_run_until(&f, &a.disposed, 1);
   assert_int_equal(a.disposed, 1);
-  assert_int_equal(start_kind(&f, &fk, "o", "l", &a.a, id), UVT_ESTALE);
-  assert_int_equal(fk.runs, 0);
+  assert_int_equal(start_kind(&f, (fkp = tc_fake()), "o", "l", &a.a, id),
+                   UVT_ESTALE);
+  assert_int_equal(fkp->runs, 0);
   fixture_close(&f);
 }
 
