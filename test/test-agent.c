@@ -566,7 +566,8 @@ static void agent_dispose_inside_callbacks(void **state) {
   first.next = &middle;
   last.reg = f.reg;
   wd.target = &first;
-  assert_int_equal(uvt_wait(f.reg, &wd.w.req, id1, 5, NULL, wdisp_cb), 0);
+  assert_int_equal(uvt_wait(f.reg, &wd.w.req, id1, 5, &first.rec.a, wdisp_cb),
+                   0);
   tc_run_until(&f, &middle.disposed, 1);
   assert_int_equal(wd.err, 0);
   assert_int_equal(first.err, 0);

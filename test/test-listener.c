@@ -251,6 +251,31 @@ static void listener_settle_copies(void **state) {
   lrec_cleanup(&l);
 }
 
+/* R-DONE-1 (header, uvt_task_settle): if the copies cannot be allocated the
+ * status is still recorded, with detail "outcome text lost: out of memory". */
+static void listener_settle_oom(void **state) {
+  fixture_t f;
+  fake_t fk;
+  lrec_t l;
+  char id[UVT_ID_MAX];
+  int err;
+  (void)state;
+  fixture_init(&f, NULL);
+  lrec_init(&l);
+  assert_int_equal(lrec_start(f.reg, &l), 0);
+  assert_int_equal(start_fake(&f, &fk, "oom", NULL, id), 0);
+  tc_arm(1, 1);
+  err = fake_settle(&fk, UVT_KILLED, "signal: SIGTERM", "some output");
+  tc_disarm();
+  assert_int_equal(err, 0);
+  tc_run_until(&f, &l.calls, 1);
+  assert_int_equal(l.calls, 1);
+  assert_int_equal(l.snaps[0].status, UVT_KILLED);
+  assert_string_equal(l.snaps[0].detail, "outcome text lost: out of memory");
+  fixture_close(&f);
+  lrec_cleanup(&l);
+}
+
 /* ---------------------------------------------------------------------- */
 /* R-DONE-2: the first outcome wins; later ones are ignored and logged. */
 
@@ -962,6 +987,7 @@ int main(void) {
       TC_TEST(listener_every_record_once),
       TC_TEST(listener_order),
       TC_TEST(listener_settle_copies),
+      TC_TEST(listener_settle_oom),
       TC_TEST(listener_second_outcome),
       TC_TEST(listener_late_settles),
       TC_TEST(listener_stop_inside),
