@@ -984,18 +984,12 @@ static void listener_c17_kill_race(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      TC_TEST(listener_every_record_once),
-      TC_TEST(listener_order),
-      TC_TEST(listener_settle_copies),
-      TC_TEST(listener_settle_oom),
-      TC_TEST(listener_second_outcome),
-      TC_TEST(listener_late_settles),
-      TC_TEST(listener_stop_inside),
-      TC_TEST(listener_start_inside),
-      TC_TEST(listener_busy_inside),
-      TC_TEST(listener_close_inside),
-      TC_TEST(listener_stop_detach_untouched),
-      TC_TEST(listener_c16_barrier),
+      TC_TEST(listener_every_record_once),     TC_TEST(listener_order),
+      TC_TEST(listener_settle_copies),         TC_TEST(listener_settle_oom),
+      TC_TEST(listener_second_outcome),        TC_TEST(listener_late_settles),
+      TC_TEST(listener_stop_inside),           TC_TEST(listener_start_inside),
+      TC_TEST(listener_busy_inside),           TC_TEST(listener_close_inside),
+      TC_TEST(listener_stop_detach_untouched), TC_TEST(listener_c16_barrier),
       TC_TEST(listener_c17_kill_race),
   };
   tc_install_allocator();
