@@ -50,7 +50,6 @@ static void listener_every_record_once(void **state) {
     lrec_init(&l[i]);
     assert_int_equal(lrec_start(f.reg, &l[i]), 0);
   }
-  assert_int_equal(lrec_start(f.reg, &l[0]), UV_EBUSY);
   assert_int_equal(uvt_listener_start(f.reg, NULL, lrec_cb), UV_EINVAL);
   assert_int_equal(uvt_listener_start(NULL, &l[0].l, lrec_cb), UV_EINVAL);
   {
@@ -312,8 +311,11 @@ static void listener_second_outcome(void **state) {
   assert_int_equal(l.calls, 2);
   assert_int_equal(fk2.settled_hooks, 1);
   assert_int_equal(tc_status(f.reg, id2, NULL), UVT_KILLED);
-  assert_int_equal(f.warnings, 2);
+  /* The late outcome is logged when the registry drains it; with no live
+   * task the registry need not keep the loop alive, so look after the
+   * loop has run to the end. */
   fixture_close(&f);
+  assert_int_equal(f.warnings, 2);
   assert_int_equal(l.calls, 2);
   lrec_cleanup(&l);
 }
@@ -936,6 +938,7 @@ static void listener_c17_kill_race(void **state) {
   c17_t c;
   countl_t cl;
   tc_timer_t t;
+  pthread_barrier_t gate;
   unsigned seed = (unsigned)uv_hrtime();
   int i;
   (void)state;
@@ -951,11 +954,16 @@ static void listener_c17_kill_race(void **state) {
   fixture_init(&f, NULL);
   c.reg = f.reg;
   assert_int_equal(uvt_listener_start(f.reg, &cl.l, countl_cb), 0);
+  assert_int_equal(pthread_barrier_init(&gate, NULL, C17_N + 1), 0);
   for (i = 0; i < C17_N; i++) {
     seed = seed * 1103515245u + 12345u;
     c.p[i].delay_us = (seed >> 8) % 2001u;
+    c.p[i].barrier = &gate;
     assert_int_equal(tp_start(f.reg, &c.p[i], c.ids[i]), 0);
   }
+  /* All threads start their 0-2 ms together; the kill comes 1 ms later. */
+  pthread_barrier_wait(&gate);
+  uv_update_time(&f.loop);
   tc_timer_start(&f.loop, &t, 1, c17_kill_all, &c);
   f.reg = NULL;
   assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
@@ -974,6 +982,7 @@ static void listener_c17_kill_race(void **state) {
     assert_int_equal(atomic_load(&c.p[i].releases), 1);
     assert_true(cl.per_task[i] <= 1); /* listeners stop at close */
   }
+  pthread_barrier_destroy(&gate);
   print_message("C-17: %d kills requested, %d already terminal, %d "
                 "notices before close\n",
                 c.requested, c.already, cl.calls);
