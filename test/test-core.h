@@ -351,12 +351,48 @@ static inline int tc_until_pred(void *arg) {
   return *u->counter >= u->target;
 }
 
-/* Run until *counter >= target (or the loop has nothing left to do). */
-static inline void tc_run_until(fixture_t *f, int *counter, int target) {
+/* Run until *counter >= target (or the loop has nothing left to do).
+ *
+ * Not fixture_run_until(): it loops on UV_RUN_ONCE, and when the awaited
+ * callback runs in the timers phase at the start of that turn, the turn
+ * still blocks in poll; with the registry's async handle keeping the loop
+ * alive (a live task) nothing ever wakes it.  Here an unreferenced prepare
+ * handle checks the predicate before each poll and stops the loop, so the
+ * poll does not block (uv_stop makes its timeout 0). */
+typedef struct {
+  uv_prepare_t prep;
   tc_until_t u;
-  u.counter = counter;
-  u.target = target;
-  fixture_run_until(f, tc_until_pred, &u);
+  int closed;
+} tc_runner_t;
+
+static inline void tc_runner_closed(uv_handle_t *h) {
+  tc_runner_t *r = TC_CONTAINER(h, tc_runner_t, prep);
+  r->closed = 1;
+}
+
+static inline void tc_runner_check(uv_prepare_t *p) {
+  tc_runner_t *r = TC_CONTAINER(p, tc_runner_t, prep);
+  if (tc_until_pred(&r->u))
+    uv_stop(p->loop);
+}
+
+static inline void tc_run_until(fixture_t *f, int *counter, int target) {
+  tc_runner_t r;
+  r.u.counter = counter;
+  r.u.target = target;
+  r.closed = 0;
+  if (tc_until_pred(&r.u))
+    return;
+  assert_int_equal(uv_prepare_init(&f->loop, &r.prep), 0);
+  assert_int_equal(uv_prepare_start(&r.prep, tc_runner_check), 0);
+  uv_unref((uv_handle_t *)&r.prep);
+  while (!tc_until_pred(&r.u))
+    if (uv_run(&f->loop, UV_RUN_DEFAULT) == 0 && !tc_until_pred(&r.u))
+      break;
+  uv_close((uv_handle_t *)&r.prep, tc_runner_closed);
+  /* Let the close complete before `r` goes out of scope. */
+  while (!r.closed)
+    uv_run(&f->loop, UV_RUN_NOWAIT);
 }
 
 /* Run until the fake's settlement has been applied (settled hook ran). */

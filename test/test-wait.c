@@ -450,6 +450,7 @@ typedef struct {
   int timeouts;
   int aborted;
   int other;
+  int *done;
 } hw_stats_t;
 
 typedef struct {
@@ -467,6 +468,7 @@ static void heap_cb(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
     st->aborted++;
   else
     st->other++;
+  (*st->done)++;
   memset(h, 0xA5, sizeof(*h));
   free(h);
 }
@@ -502,12 +504,9 @@ static void wait_expired_retain_nothing(void **state) {
       assert_int_equal(uvt_wait_abort(&h->req), 0);
     }
   }
-  for (;;) {
-    done = st.timeouts + st.aborted + st.other;
-    if (done >= 1200)
-      break;
-    uv_run(&f.loop, UV_RUN_ONCE);
-  }
+  st.done = &done;
+  done = 0;
+  tc_run_until(&f, &done, 1200);
   assert_int_equal(st.timeouts, 1000);
   assert_int_equal(st.aborted, 200);
   assert_int_equal(st.other, 0);
