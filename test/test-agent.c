@@ -444,16 +444,19 @@ static void agent_dispose_after_registry_close(void **state) {
   uvt_registry_t *reg;
   uvt_surface_t s;
   arec_t a, b;
+  lrec_t l;
   fake_t t;
   char id[UVT_ID_MAX];
   int closed = 0;
   (void)state;
+  lrec_init(&l);
   arec_init(&a);
   arec_init(&b);
   memset(&s, 0, sizeof(s));
   assert_int_equal(uv_loop_init(&loop), 0);
   assert_int_equal(uvt_registry_new(&loop, NULL, &reg), 0);
   assert_int_equal(uvt_surface_attach(reg, &s, "ui"), 0);
+  assert_int_equal(lrec_start(reg, &l), 0);
   assert_int_equal(uvt_agent_register(reg, &a.a, "A", "s1"), 0);
   assert_int_equal(uvt_agent_register(reg, &b.a, "B", "s1"), 0);
   memset(&t, 0, sizeof(t));
@@ -473,8 +476,15 @@ static void agent_dispose_after_registry_close(void **state) {
   assert_int_equal(a.disposed, 1);
   assert_null(a.a.id);
   assert_null(a.a.session);
-  /* B is never disposed: nothing of it may leak (checked by teardown). */
+  /* B is never disposed: nothing of it may leak (checked by teardown).
+   * The surface and listener left attached: detach/stop are safe after
+   * the registry closed (header). */
+  uvt_surface_detach(&s);
+  uvt_listener_stop(&l.l);
+  uvt_surface_detach(&s);
+  assert_int_equal(l.calls, 0);
   assert_int_equal(uv_loop_close(&loop), 0);
+  lrec_cleanup(&l);
 }
 
 /* Dispose in progress when the registry closes: both callbacks once, the

@@ -8,6 +8,7 @@
 #ifndef UVTASKS_TEST_CORE_H
 #define UVTASKS_TEST_CORE_H
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -83,9 +84,14 @@ static inline void tc_free(void *ptr) {
   free(ptr);
 }
 
-/* Install the counting allocator; call first thing in main(). */
+/* Install the counting allocator; call first thing in main().  Also opens
+ * and closes one loop, so that libuv's process-wide descriptors (its signal
+ * lock pipe) exist before the first test counts descriptors (L-2). */
 static inline void tc_install_allocator(void) {
+  uv_loop_t warm;
   if (uvt_replace_allocator(tc_malloc, tc_realloc, tc_calloc, tc_free) != 0)
+    abort();
+  if (uv_loop_init(&warm) != 0 || uv_loop_close(&warm) != 0)
     abort();
 }
 
@@ -126,8 +132,26 @@ static inline fake_t *tc_fake(void) {
   return fk;
 }
 
+/* L-2: descriptors open in this process (each test must give back every
+ * descriptor it opened: the loop's, the registry's). */
+static int tc_fds_at_setup;
+
+static inline int tc_count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  int n = 0;
+  if (d == NULL)
+    return -1;
+  while ((e = readdir(d)) != NULL)
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return n;
+}
+
 static inline int tc_setup(void **state) {
   (void)state;
+  tc_fds_at_setup = tc_count_fds();
   tc_nfakes = 0;
   tc_disarm();
   atomic_store(&tc_live, 0);
@@ -140,6 +164,11 @@ static inline int tc_teardown(void **state) {
   if (atomic_load(&tc_live) != 0) {
     print_error("library allocations still live after the test: %ld\n",
                 (long)atomic_load(&tc_live));
+    return -1;
+  }
+  if (tc_count_fds() != tc_fds_at_setup) {
+    print_error("L-2: %d descriptors open after the test, %d before\n",
+                tc_count_fds(), tc_fds_at_setup);
     return -1;
   }
   return 0;

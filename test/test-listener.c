@@ -991,6 +991,120 @@ static void listener_c17_kill_race(void **state) {
   free(c.p);
 }
 
+/* ---------------------------------------------------------------------- */
+/* R-FEED-1 (beyond the lead's test-feed): every transition of owned and
+ * unowned tasks in order; the terminal one after the listeners; records
+ * dropped by agent disposal give a last `dropped` snapshot; a watcher may
+ * close the registry from its callback (R-CLOSE-3) and the feed is silent
+ * from then on; uvt_watch_stop is safe after the registry closed. */
+
+#define FEED_MAX 32
+
+typedef struct {
+  uvt_watch_t w;
+  int n;
+  char ids[FEED_MAX][UVT_ID_MAX];
+  uvt_status_t st[FEED_MAX];
+  int dropped[FEED_MAX];
+  int seq[FEED_MAX];
+  uvt_registry_t *close_on_drop; /* close the registry on the first drop */
+  int close_err;
+  int after_close; /* events after the close request */
+  int closing;
+} feed_t;
+
+static void feed_cb(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
+  feed_t *fd = TC_CONTAINER(w, feed_t, w);
+  if (fd->closing)
+    fd->after_close++;
+  if (fd->n < FEED_MAX) {
+    snprintf(fd->ids[fd->n], UVT_ID_MAX, "%s", snap->id);
+    fd->st[fd->n] = snap->status;
+    fd->dropped[fd->n] = dropped;
+    fd->seq[fd->n] = tc_next();
+  }
+  fd->n++;
+  if (dropped && fd->close_on_drop != NULL && !fd->closing) {
+    fd->closing = 1;
+    fd->close_err = uvt_registry_close(fd->close_on_drop, NULL, NULL);
+  }
+}
+
+static int feed_index(const feed_t *fd, const char *id, uvt_status_t st,
+                      int dropped) {
+  int i;
+  for (i = 0; i < fd->n && i < FEED_MAX; i++)
+    if (tc_streq(fd->ids[i], id) && fd->st[i] == st &&
+        fd->dropped[i] == dropped)
+      return i;
+  return -1;
+}
+
+static void listener_feed(void **state) {
+  fixture_t f;
+  feed_t fd;
+  lrec_t l;
+  arec_t a;
+  fake_t t1, t2, t3;
+  char id1[UVT_ID_MAX], id2[UVT_ID_MAX], id3[UVT_ID_MAX];
+  int i;
+  (void)state;
+  fixture_init(&f, NULL);
+  memset(&fd, 0, sizeof(fd));
+  lrec_init(&l);
+  arec_init(&a);
+  assert_int_equal(uvt_agent_register(f.reg, &a.a, "A", "s1"), 0);
+  assert_int_equal(lrec_start(f.reg, &l), 0);
+  assert_int_equal(uvt_watch_start(f.reg, &fd.w, feed_cb), 0);
+  assert_int_equal(start_fake(&f, &t1, "fd", &a.a, id1), 0);
+  assert_int_equal(start_fake(&f, &t2, "fd", NULL, id2), 0);
+  assert_int_equal(start_fake(&f, &t3, "fd", NULL, id3), 0);
+  assert_int_equal(fd.n, 0);
+  t1.settle_on_cancel = 0;
+  assert_int_equal(uvt_kill(f.reg, id1, &a.a, "k", NULL), 0);
+  assert_int_equal(fd.n, 0); /* never inside the call */
+  assert_int_equal(fake_settle(&t1, UVT_KILLED, NULL, NULL), 0);
+  assert_int_equal(fake_settle(&t2, UVT_COMPLETED, NULL, NULL), 0);
+  tc_run_until(&f, &l.calls, 2);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  /* A's disposal drops fd-1; a watcher closes the registry on that drop. */
+  fd.close_on_drop = f.reg;
+  assert_int_equal(uvt_agent_dispose(&a.a, arec_cb), 0);
+  f.reg = NULL;
+  assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&f.loop), 0);
+  uvt_watch_stop(&fd.w); /* safe after close */
+  uvt_watch_stop(&fd.w);
+
+  assert_int_equal(fd.close_err, 0);
+  assert_int_equal(fd.after_close, 0); /* silent once close began */
+  assert_int_equal(a.disposed, 1);
+  /* fd-1: running, stopping, killed, dropped, in that order. */
+  {
+    int r = feed_index(&fd, id1, UVT_RUNNING, 0);
+    int s1 = feed_index(&fd, id1, UVT_STOPPING, 0);
+    int k = feed_index(&fd, id1, UVT_KILLED, 0);
+    int d = feed_index(&fd, id1, UVT_KILLED, 1);
+    assert_true(r >= 0 && s1 > r && k > s1 && d > k);
+    /* The terminal transition reaches watchers after the listeners. */
+    assert_true(fd.seq[k] > lrec_seq_of(&l, id1));
+  }
+  /* fd-2: running, completed (no stopping, no drop before close). */
+  assert_true(feed_index(&fd, id2, UVT_RUNNING, 0) >= 0);
+  assert_true(feed_index(&fd, id2, UVT_COMPLETED, 0) >
+              feed_index(&fd, id2, UVT_RUNNING, 0));
+  assert_true(feed_index(&fd, id2, UVT_STOPPING, 0) < 0);
+  assert_true(fd.seq[feed_index(&fd, id2, UVT_COMPLETED, 0)] >
+              lrec_seq_of(&l, id2));
+  /* fd-3: running only; its teardown at close is silent. */
+  assert_true(feed_index(&fd, id3, UVT_RUNNING, 0) >= 0);
+  for (i = 0; i < fd.n && i < FEED_MAX; i++)
+    if (tc_streq(fd.ids[i], id3))
+      assert_int_equal(fd.st[i], UVT_RUNNING);
+  assert_int_equal(t3.cancels, 1);
+  lrec_cleanup(&l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TC_TEST(listener_every_record_once),     TC_TEST(listener_order),
@@ -998,8 +1112,8 @@ int main(void) {
       TC_TEST(listener_second_outcome),        TC_TEST(listener_late_settles),
       TC_TEST(listener_stop_inside),           TC_TEST(listener_start_inside),
       TC_TEST(listener_busy_inside),           TC_TEST(listener_close_inside),
-      TC_TEST(listener_stop_detach_untouched), TC_TEST(listener_c16_barrier),
-      TC_TEST(listener_c17_kill_race),
+      TC_TEST(listener_stop_detach_untouched), TC_TEST(listener_feed),
+      TC_TEST(listener_c16_barrier),           TC_TEST(listener_c17_kill_race),
   };
   tc_install_allocator();
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1250,6 +1250,103 @@ static void registry_loop_thread(void **state) {
   lrec_cleanup(&l);
 }
 
+/* ---------------------------------------------------------------------- */
+/* R-FORGET-1 (beyond the lead's test-feed): same-session callers may
+ * forget; forgetting inside the dispatch of the task's own end, or while
+ * agent disposal holds it, is UV_EBUSY; forgotten numbers are not reused
+ * (R-START-4). */
+
+typedef struct {
+  uvt_registry_t *reg;
+  int err;
+  int calls;
+} forgetter_t;
+
+static void forget_hook(lrec_t *r, const uvt_snapshot_t *snap,
+                        uvt_agent_t *owner) {
+  forgetter_t *fg = r->hook_data;
+  (void)owner;
+  fg->calls++;
+  fg->err = uvt_forget(fg->reg, snap->id, owner);
+}
+
+static void registry_forget(void **state) {
+  fixture_t f;
+  fake_t t1, t2, t3, held;
+  arec_t a, b, d;
+  lrec_t l;
+  forgetter_t fg;
+  char id1[UVT_ID_MAX], id2[UVT_ID_MAX], id3[UVT_ID_MAX], hid[UVT_ID_MAX];
+  uvt_snapshot_t s;
+  uvt_snapshot_t *arr;
+  size_t n;
+  (void)state;
+  fixture_init(&f, NULL);
+  arec_init(&a);
+  arec_init(&b);
+  arec_init(&d);
+  lrec_init(&l);
+  memset(&fg, 0, sizeof(fg));
+  fg.reg = f.reg;
+  fg.err = 1;
+  assert_int_equal(uvt_agent_register(f.reg, &a.a, "A", "s1"), 0);
+  assert_int_equal(uvt_agent_register(f.reg, &b.a, "B", "s1"), 0);
+  assert_int_equal(uvt_agent_register(f.reg, &d.a, "D", "s2"), 0);
+  assert_int_equal(start_fake(&f, &t1, "fg", &a.a, id1), 0);
+  assert_int_equal(start_fake(&f, &t2, "fg", &a.a, id2), 0);
+  assert_int_equal(start_fake(&f, &t3, "fg", NULL, id3), 0);
+
+  /* Same session, other agent: allowed once terminal. */
+  assert_int_equal(fake_settle(&t1, UVT_COMPLETED, NULL, NULL), 0);
+  tc_run_settled(&f, &t1);
+  assert_int_equal(uvt_forget(f.reg, id1, &b.a), 0);
+  assert_int_equal(t1.releases, 1);
+  assert_int_equal(uvt_get(f.reg, id1, &a.a, &s), UVT_ENOTASK);
+  assert_int_equal(uvt_list(f.reg, &a.a, &arr, &n), 0);
+  assert_int_equal(n, 2); /* fg-2, fg-3 */
+  uvt_snapshots_free(arr, n);
+
+  /* Stopping is live: UV_EBUSY. */
+  t2.settle_on_cancel = 0;
+  assert_int_equal(uvt_kill(f.reg, id2, &a.a, NULL, NULL), 0);
+  assert_int_equal(uvt_forget(f.reg, id2, &a.a), UV_EBUSY);
+  t2.settle_on_cancel = 1;
+
+  /* Inside the listener dispatch of its own end: UV_EBUSY (header). */
+  l.hook = forget_hook;
+  l.hook_data = &fg;
+  assert_int_equal(lrec_start(f.reg, &l), 0);
+  assert_int_equal(fake_settle(&t3, UVT_FAILED, NULL, NULL), 0);
+  tc_run_until(&f, &l.calls, 1);
+  assert_int_equal(fg.calls, 1);
+  assert_int_equal(fg.err, UV_EBUSY);
+  assert_int_equal(tc_status(f.reg, id3, NULL), UVT_FAILED);
+  uvt_listener_stop(&l.l);
+  assert_int_equal(uvt_forget(f.reg, id3, &d.a), 0); /* unowned: anyone */
+
+  /* Held by agent disposal: UV_EBUSY. */
+  assert_int_equal(start_fake(&f, &held, "fg", &d.a, hid), 0);
+  held.settle_on_cancel = 0;
+  assert_int_equal(uvt_agent_dispose(&d.a, arec_cb), 0);
+  assert_int_equal(fake_settle(&held, UVT_KILLED, NULL, NULL), 0);
+  tc_run_settled(&f, &held);
+  if (d.disposed == 0) {
+    int err = uvt_forget(f.reg, hid, NULL);
+    assert_true(err == UV_EBUSY || err == UVT_EFOREIGN || err == UVT_ENOTASK);
+  }
+  tc_run_until(&f, &d.disposed, 1);
+
+  /* Numbers are not reused after forget. */
+  {
+    fake_t t5;
+    char id5[UVT_ID_MAX];
+    assert_int_equal(start_fake(&f, &t5, "fg", NULL, id5), 0);
+    assert_string_equal(id5, "fg-5");
+  }
+  fixture_close(&f);
+  lrec_cleanup(&l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TC_TEST(registry_new_close_empty),
@@ -1276,6 +1373,7 @@ int main(void) {
       TC_TEST(registry_c20_before_first_run),
       TC_TEST(registry_close_from_callbacks),
       TC_TEST(registry_loop_thread),
+      TC_TEST(registry_forget),
   };
   tc_install_allocator();
   return cmocka_run_group_tests(tests, NULL, NULL);
