@@ -212,6 +212,9 @@ int mcp_task_create(mcp_server_t *server, mcp_call_t *call, json_t *id,
                     double ttl_ms, int ttl_given);
 /* The call of `task` ended: keep its result, answer tasks/result waiters. */
 void mcp_task_call_done(mcp_task_t *task, int status);
+/* notifications/cancelled for `request_id`: drop a waiting tasks/result.
+ * Returns 1 if one was dropped. */
+int mcp_tasks_cancel_request(mcp_server_t *server, json_t *request_id);
 /* Add "execution" to each tool of a tools/list answer. */
 void mcp_tasks_tools_list(mcp_server_t *server, json_t *tools);
 /* The "tasks" server capability. */

@@ -643,6 +643,10 @@ static void rpc_cancelled(mcp_server_t *server, json_t *params) {
 
   if (rid == NULL)
     return;
+  /* A waiting tasks/result given up: it will not be answered (the task
+   * goes on). */
+  if (mcp_tasks_cancel_request(server, rid))
+    return;
   for (call = server->calls; call != NULL; call = call->next) {
     if (!call->cancelled && call->task == NULL && !call->task_errors &&
         json_equal(call->id, rid)) {

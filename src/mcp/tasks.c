@@ -336,6 +336,21 @@ void mcp_task_call_done(mcp_task_t *t, int status) {
   json_array_clear(t->waiters);
 }
 
+int mcp_tasks_cancel_request(mcp_server_t *server, json_t *request_id) {
+  mcp_task_t *t;
+  size_t i;
+
+  for (t = server->tasks; t != NULL; t = t->next) {
+    for (i = 0; i < json_array_size(t->waiters); i++) {
+      if (json_equal(json_array_get(t->waiters, i), request_id)) {
+        json_array_remove(t->waiters, i);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Capabilities and tools/list                                             */
 

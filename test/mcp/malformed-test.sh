@@ -230,7 +230,14 @@ check "a task whose cwd does not exist" '{"jsonrpc":"2.0","id":24,"method":"tool
 check "run_command with a bad timeout_ms" '{"jsonrpc":"2.0","id":25,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","timeout_ms":0}}}' 25 '"isError":true' 'timeout_ms'
 check "task_kill on an MCP task is a tool error" '{"jsonrpc":"2.0","id":26,"method":"tools/call","params":{"name":"task_kill","arguments":{"task_id":"bash-2"}}}' 26 '"isError":true' 'is an MCP task'
 check "an unknown tasks/ method" '{"jsonrpc":"2.0","id":27,"method":"tasks/delete","params":{"taskId":"bash-2"}}' 27 '"code":-32601'
-check "tasks: still serving" '{"jsonrpc":"2.0","id":28,"method":"ping"}' 28 '"result":{}'
+# A tasks/result given up with notifications/cancelled is never answered;
+# the task goes on and can be cancelled.
+check "tasks: a long task" '{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},"task":{}}}' 40 '"taskId":"bash-3","status":"working"'
+send '{"jsonrpc":"2.0","id":41,"method":"tasks/result","params":{"taskId":"bash-3"}}'
+send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41}}'
+check "tasks: cancel it" '{"jsonrpc":"2.0","id":42,"method":"tasks/cancel","params":{"taskId":"bash-3"}}' 42 '"status":"cancelled"'
+check "tasks: its result, asked again" '{"jsonrpc":"2.0","id":43,"method":"tasks/result","params":{"taskId":"bash-3"}}' 43 '[status: killed, signal: SIGTERM]' '"isError":true'
+check "tasks: the given-up tasks/result got no answer" '{"jsonrpc":"2.0","id":28,"method":"ping"}' 28 '"result":{}'
 check "tasks: initialize 2025-06-18 has no tasks" '{"jsonrpc":"2.0","id":29,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 29 '"capabilities":{"tools":{"listChanged":false},"logging":{}}'
 check "tasks: without Tasks, tasks/get does not exist" '{"jsonrpc":"2.0","id":30,"method":"tasks/get","params":{"taskId":"bash-2"}}' 30 '"code":-32601'
 check "tasks: without Tasks, a task field is ignored" '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},"task":"anything"}}' 31 '"text":"plain\n[status: completed, exit code: 0]"'
