@@ -893,8 +893,8 @@ static void test_run_command_timeout(void **state) {
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.status, 0);
   assert_int_equal(r.is_error, 1);
-  assert_string_equal(
-      r.text, "started\n[status: killed, timed out after 150 ms]");
+  assert_string_equal(r.text,
+                      "started\n[status: killed, timed out after 150 ms]");
   assert_int_equal(t.notices, 0);
   tfix_close(&t);
 }

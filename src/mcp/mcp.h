@@ -129,7 +129,7 @@ typedef struct {
   size_t output_cap_bytes;
   unsigned max_tasks;
   uint64_t grace_ms;
-  size_t keep_finished; /* finished, seen tasks kept before forgetting */
+  size_t keep_finished;     /* finished, seen tasks kept before forgetting */
   uint64_t max_task_ttl_ms; /* MCP Tasks: the longest ttl granted */
   size_t tasks_page_size;   /* MCP Tasks: tasks per tasks/list page */
 } mcp_config_t;
@@ -149,10 +149,10 @@ struct mcp_server_s {
   mcp_call_t *calls;
   mcp_notice_t *notices;
   mcp_notice_t *notices_tail;
-  int log_level; /* index into the syslog level names; below it is quiet */
+  int log_level;     /* index into the syslog level names; below it is quiet */
   int tasks_enabled; /* the negotiated revision has Tasks */
   int parsing_task_call; /* argument errors are JSON-RPC errors */
-  mcp_task_t *tasks; /* MCP tasks, oldest first */
+  mcp_task_t *tasks;     /* MCP tasks, oldest first */
   mcp_task_t *tasks_tail;
   uint64_t task_seq;
   uv_timer_t ttl_timer;
@@ -186,8 +186,8 @@ void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
 json_t *mcp_rpc_string(const char *s, size_t len);
 /* A CallToolResult of one text block; `notices` nonzero puts the pending
  * notices first (and spends them). */
-json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text,
-                            size_t len, int is_error, int notices);
+json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
+                            int is_error, int notices);
 void mcp_rpc_call_free(mcp_call_t *call);
 /* One complete line from stdin (without its newline). */
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);

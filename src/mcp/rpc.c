@@ -13,11 +13,7 @@
 #include "uvtasks/process.h"
 
 static const char *const protocol_versions[] = {
-    "2025-11-25",
-    "2025-06-18",
-    "2025-03-26",
-    "2024-11-05",
-    "2024-10-07",
+    "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07",
 };
 
 /* RFC 5424 severities as MCP names them, lowest first. */
@@ -96,7 +92,7 @@ void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
 
 /* An error answer; `id` NULL means the request's id is unknown (null). */
 void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
-                      const char *message) {
+                   const char *message) {
   json_t *msg = json_object();
   json_t *err = json_object();
 
@@ -195,8 +191,8 @@ void mcp_rpc_call_free(mcp_call_t *call) {
 }
 
 /* The CallToolResult: one text block, notices first if asked. */
-json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text,
-                            size_t len, int is_error, int notices) {
+json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
+                            int is_error, int notices) {
   uvt__text_t t;
   mcp_notice_t *n;
   json_t *result;
@@ -252,7 +248,8 @@ static void tool_error_result(mcp_server_t *server, json_t *id,
   result = mcp_rpc_tool_result(server, text, strlen(text), 1, 1);
 
   if (result == NULL) {
-    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
     return;
   }
   mcp_rpc_result(server, id, result);
@@ -334,7 +331,7 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   result = mcp_rpc_tool_result(server, req->text, req->len, req->is_error, 1);
   if (result == NULL)
     mcp_rpc_error(server, call->id, RPC_INTERNAL_ERROR,
-              "Internal error: out of memory");
+                  "Internal error: out of memory");
   else
     mcp_rpc_result(server, call->id, result);
   mcp_rpc_call_free(call);
@@ -381,8 +378,7 @@ static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
   if (json_is_real(v) && json_real_value(v) >= 1 &&
       (json_real_value(v) >= 9e18 ||
        json_real_value(v) == (double)(int64_t)json_real_value(v))) {
-    *out = json_real_value(v) >= 9e18 ? INT64_MAX
-                                      : (int64_t)json_real_value(v);
+    *out = json_real_value(v) >= 9e18 ? INT64_MAX : (int64_t)json_real_value(v);
     return 0;
   }
   snprintf(buf, sizeof(buf),
@@ -591,7 +587,8 @@ static void rpc_initialize(mcp_server_t *server, json_t *id, json_t *params) {
   }
   server->initialized = 1;
   if (result == NULL) {
-    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
     return;
   }
   mcp_rpc_result(server, id, result);
@@ -604,13 +601,14 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
 
   if (tools == NULL) {
     mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
-              "Internal error: the tool schemas do not parse");
+                  "Internal error: the tool schemas do not parse");
     return;
   }
   result = json_object();
   if (result == NULL) {
     json_decref(tools);
-    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
     return;
   }
   if (server->tasks_enabled)
@@ -633,8 +631,8 @@ static void rpc_set_level(mcp_server_t *server, json_t *id, json_t *params) {
     }
   }
   mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
-            "Invalid params: level must be one of debug, info, notice, "
-            "warning, error, critical, alert, emergency");
+                "Invalid params: level must be one of debug, info, notice, "
+                "warning, error, critical, alert, emergency");
 }
 
 static void rpc_cancelled(mcp_server_t *server, json_t *params) {
@@ -706,16 +704,16 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   }
   if (!json_is_object(msg)) {
     mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
-              json_is_array(msg)
-                  ? "Invalid Request: batches are not supported"
-                  : "Invalid Request: a message must be a JSON object");
+                  json_is_array(msg)
+                      ? "Invalid Request: batches are not supported"
+                      : "Invalid Request: a message must be a JSON object");
     json_decref(msg);
     return;
   }
   id = json_object_get(msg, "id");
   if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
     mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
-              "Invalid Request: id must be a string or an integer");
+                  "Invalid Request: id must be a string or an integer");
     json_decref(msg);
     return;
   }
@@ -723,7 +721,7 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
       strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
     mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
-              "Invalid Request: jsonrpc must be \"2.0\"");
+                  "Invalid Request: jsonrpc must be \"2.0\"");
     json_decref(msg);
     return;
   }
@@ -736,7 +734,7 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   }
   if (!json_is_string(jmethod)) {
     mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
-              "Invalid Request: method must be a string");
+                  "Invalid Request: method must be a string");
     json_decref(msg);
     return;
   }
@@ -745,7 +743,7 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   if (params != NULL && !json_is_object(params)) {
     if (id != NULL)
       mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
-                "Invalid params: params must be an object");
+                    "Invalid params: params must be an object");
     json_decref(msg);
     return;
   }

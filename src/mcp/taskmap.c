@@ -89,8 +89,7 @@ int mcp_cursor_parse(const char *cursor, uint64_t *seq) {
   if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != '\0'))
     return -1;
   for (; *p != '\0'; p++) {
-    if (*p < '0' || *p > '9' ||
-        v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+    if (*p < '0' || *p > '9' || v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
       return -1;
     v = v * 10 + (uint64_t)(*p - '0');
   }

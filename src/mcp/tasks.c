@@ -301,22 +301,22 @@ void mcp_task_call_done(mcp_task_t *t, int status) {
   task_refresh(server, t);
   if (status != 0) {
     snprintf(buf, sizeof(buf), "Internal error: %s", uvt_strerror(status));
-    t->error = json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR, "message",
-                         buf);
+    t->error =
+        json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR, "message", buf);
   } else {
     /* What the call itself would have answered, without the notices meant
      * for the next plain tool result, and naming its task (the spec asks
      * tasks/result to carry the related-task _meta). */
-    t->result = mcp_rpc_tool_result(server, req->text, req->len,
-                                    req->is_error, 0);
+    t->result =
+        mcp_rpc_tool_result(server, req->text, req->len, req->is_error, 0);
     meta = json_pack("{s:{s:s}}", RELATED_TASK_KEY, "taskId", t->id);
     if (t->result != NULL && meta != NULL)
       json_object_set_new(t->result, "_meta", meta);
     else
       json_decref(meta);
     if (t->result == NULL)
-      t->error = json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR,
-                           "message", "Internal error: out of memory");
+      t->error = json_pack("{s:i, s:s}", "code", RPC_INTERNAL_ERROR, "message",
+                           "Internal error: out of memory");
   }
   if (t->expired) {
     uvt_forget(server->reg, t->id, &server->agent);
@@ -328,10 +328,9 @@ void mcp_task_call_done(mcp_task_t *t, int status) {
       mcp_rpc_result(server, json_array_get(t->waiters, i),
                      json_incref(t->result));
     else if (t->error != NULL)
-      mcp_rpc_error(
-          server, json_array_get(t->waiters, i),
-          (int)json_integer_value(json_object_get(t->error, "code")),
-          json_string_value(json_object_get(t->error, "message")));
+      mcp_rpc_error(server, json_array_get(t->waiters, i),
+                    (int)json_integer_value(json_object_get(t->error, "code")),
+                    json_string_value(json_object_get(t->error, "message")));
   }
   json_array_clear(t->waiters);
 }
@@ -366,8 +365,8 @@ void mcp_tasks_tools_list(mcp_server_t *server, json_t *tools) {
 
   (void)server;
   json_array_foreach(tools, i, tool) {
-    support = mcp_tool_task_support(
-        json_string_value(json_object_get(tool, "name")));
+    support =
+        mcp_tool_task_support(json_string_value(json_object_get(tool, "name")));
     if (support != NULL)
       json_object_set_new(tool, "execution",
                           json_pack("{s:s}", "taskSupport", support));

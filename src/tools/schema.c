@@ -81,11 +81,7 @@ static const char *const schema_parts[] = {
 };
 
 static const char *const tool_names[] = {
-    "run_in_background",
-    "run_command",
-    "task_output",
-    "task_list",
-    "task_kill",
+    "run_in_background", "run_command", "task_output", "task_list", "task_kill",
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;

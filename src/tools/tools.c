@@ -461,11 +461,11 @@ static void tool_run_command(uvt_tools_call_t *req,
     return;
   }
   grace_ms = po.grace_ms > 0 ? po.grace_ms : UVT_PROCESS_GRACE_MS;
-  req->timeout_ms_ = runtime_ms + grace_ms + UVT_PROCESS_DRAIN_MS +
-                     TOOLS_RUN_WAIT_SLACK_MS;
+  req->timeout_ms_ =
+      runtime_ms + grace_ms + UVT_PROCESS_DRAIN_MS + TOOLS_RUN_WAIT_SLACK_MS;
   req->wait_.data = req;
-  err = uvt_wait(tools->registry, &req->wait_, req->task_id_,
-                 req->timeout_ms_, req->caller_, tools_wait_cb);
+  err = uvt_wait(tools->registry, &req->wait_, req->task_id_, req->timeout_ms_,
+                 req->caller_, tools_wait_cb);
   if (err != 0) {
     /* Nobody would wait for it: it must not run unattended. */
     uvt_kill(tools->registry, req->task_id_, req->caller_,
