@@ -239,9 +239,9 @@ UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
  * is killed (reason "call cancelled"), so its end is reported.  If the
  * task settled in the same moment and the wait had already been counted
  * (so the task is marked reported on the call's behalf, R-WAIT-5), the
- * callback still gets UVT_EABORTED and the tools deliver that task's completion notice to the
- * caller instead, so the end is not lost.  A call whose work is done keeps
- * its result.
+ * callback still gets UVT_EABORTED and the tools deliver that task's
+ * completion notice to the caller instead, so the end is not lost.  A call
+ * whose work is done keeps its result.
  *
  * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran).
  * Thread: the loop thread. */
