@@ -258,6 +258,23 @@ try {
   res = await client.callTool({ name: 'run_command', arguments: { command: 'echo sync' } });
   check('run_command without a task is a plain tool call',
     textOf(res) === 'sync\n[status: completed, exit code: 0]' && !res.isError, res);
+  // Cancelling a plain run_command call stops its command (foreground).
+  const ac = new AbortController();
+  const pendingCall = client.callTool({ name: 'run_command', arguments: { command: 'exec sleep 30' } },
+    undefined, { signal: ac.signal });
+  await sleep(300);
+  ac.abort('test cancels');
+  check('a cancelled run_command call rejects', await errorCode(pendingCall) !== 0);
+  const killedRe = /bash-\d+  bash  killed \(signal: SIGTERM\)  exec sleep 30/;
+  let listed = '';
+  const d7 = Date.now() + 8000;
+  while (!killedRe.test(listed) && Date.now() < d7) {
+    listed = textOf(await client.callTool({ name: 'task_list', arguments: {} }));
+    if (!killedRe.test(listed))
+      await sleep(100);
+  }
+  check('its command is stopped', killedRe.test(listed), listed);
+
   await client.close();
   c1 = undefined;
 
