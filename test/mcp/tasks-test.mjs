@@ -47,6 +47,8 @@ function check(name, cond, got) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const textOf = (res) =>
   (res?.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+// Everything after the notices a result may begin with (M-MCP-2).
+const bodyOf = (text) => text.replace(/^(\[notice\][^\n]*\n)+\n/, '');
 const isoRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 async function errorCode(promise) {
@@ -257,7 +259,7 @@ try {
   // A plain run_command still answers synchronously on 2025-11-25.
   res = await client.callTool({ name: 'run_command', arguments: { command: 'echo sync' } });
   check('run_command without a task is a plain tool call',
-    textOf(res) === 'sync\n[status: completed, exit code: 0]' && !res.isError, res);
+    bodyOf(textOf(res)) === 'sync\n[status: completed, exit code: 0]' && !res.isError, res);
   // Cancelling a plain run_command call stops its command (foreground).
   const ac = new AbortController();
   const pendingCall = client.callTool({ name: 'run_command', arguments: { command: 'exec sleep 30' } },
