@@ -27,7 +27,7 @@ const { StdioClientTransport } = await import(
   '@modelcontextprotocol/sdk/client/stdio.js');
 const {
   CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema,
-  RELATED_TASK_META_KEY,
+  LoggingMessageNotificationSchema, RELATED_TASK_META_KEY,
 } = await import('@modelcontextprotocol/sdk/types.js');
 
 let passed = 0;
@@ -86,8 +86,12 @@ async function connect(args, version) {
   client.setNotificationHandler(TaskStatusNotificationSchema, (n) => {
     statuses.push(n.params);
   });
+  const logs = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    logs.push(n.params);
+  });
   await client.connect(transport);
-  return { client, statuses, stderr: () => stderr };
+  return { client, statuses, logs, stderr: () => stderr };
 }
 
 // Every task tasks/list shows, page after page (cursors stay opaque).
@@ -260,6 +264,14 @@ try {
   res = await client.callTool({ name: 'run_command', arguments: { command: 'echo sync' } });
   check('run_command without a task is a plain tool call',
     bodyOf(textOf(res)) === 'sync\n[status: completed, exit code: 0]' && !res.isError, res);
+  // An MCP task's end is reported by its result: no completion notice.
+  const mcpIds = [t1, t2, t3, t4, cr5.task.taskId, t6];
+  check('no notifications/message notice names an MCP task',
+    !c1.logs.some((l) => mcpIds.some((id) => String(l.data).includes(`Task ${id} `))), c1.logs);
+  await until(() => c1.logs.some((l) => String(l.data).startsWith(`Task ${bg} `)));
+  check('the background task did get its notice',
+    c1.logs.some((l) => String(l.data).startsWith(`Task ${bg} `)), c1.logs);
+
   // Cancelling a plain run_command call stops its command (foreground).
   const ac = new AbortController();
   const pendingCall = client.callTool({ name: 'run_command', arguments: { command: 'exec sleep 30' } },
