@@ -247,9 +247,13 @@ UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
 
-/* The id of the task `req` started, for a run_command call from the return
- * of uvt_tools_call() on (also while it waits) until its cleanup; NULL for
- * other tools and for a run_command whose command did not start.
+/* The id of the task `req` started: for a run_command call, from the
+ * return of uvt_tools_call() on (also while it waits) until
+ * uvt_tools_call_cleanup(), so a host can name the task before the result
+ * comes (uvtasks-mcp's MCP Tasks do).
+ * Returns the id, or NULL for NULL, other tools and a run_command whose
+ * command did not start.
+ * Ownership: the string is `req`'s; copy it to keep it.
  * Thread: the loop thread. */
 UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 
