@@ -778,7 +778,9 @@ static void test_run_in_background(void **state) {
   assert_int_equal(r.is_error, 0);
   assert_string_equal(r.text,
                       "hi\n[stderr]\noops\n[status: completed, exit code: 3]");
-  assert_int_equal(t.notices, 0);
+  /* No assertion on notices here: on a slow machine the command can end
+   * before the wait is registered, and then a notice is right.  M-TOOLS-2
+   * is checked deterministically with fake producers above. */
 
   call(&t, &r, &t.a, "task_list", NULL);
   assert_string_equal(r.text, "1 task (id, kind, status, label):\n"
