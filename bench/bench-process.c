@@ -2,8 +2,8 @@
  * spawn storm (workload 2).
  *
  *   bench-process --impl uvtasks|uvspawn|posix_spawn --mode argv|shell
- *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0] [--fds 0]
- *                 [--probe]
+ *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
+ *                 [--fds 0] [--probe]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
