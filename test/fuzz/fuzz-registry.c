@@ -1,0 +1,1102 @@
+/* Model-based fuzzer for the registry.
+ *
+ * Applies random sequences of operations to the real registry and to the
+ * reference model (model.c), and compares everything observable after
+ * every step: return codes, snapshots, reads, lists, listener and wait
+ * callbacks, dispose and close callbacks, producer hook counts, metrics and
+ * the session fence (R-OWN-2: every operation on a foreign task, for every
+ * caller shape, gives UVT_EFOREIGN and changes nothing).
+ *
+ * Determinism: producers are fakes that settle only when told (from the
+ * loop or from a thread that is joined before comparing); waits use long
+ * deadlines, except the short-wait operation, which runs the loop until its
+ * own 1 ms deadline fires with nothing else pending; between steps the loop
+ * runs with UV_RUN_NOWAIT until quiet.
+ *
+ *   fuzz-registry [--seed N] [--ops M] [--verbose]
+ *
+ * Prints the seed; on a divergence prints the episode's operations, the
+ * failing step and what differed, and exits 1.  Built with -DUVT_LIBFUZZER
+ * it is a libFuzzer target instead: the input bytes choose the operations.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "model.h"
+#include "uvtasks.h"
+
+/* Randomness: a seeded generator, or the fuzzer's input bytes. ---------- */
+
+typedef struct {
+  uint64_t s;
+  const uint8_t *data;
+  size_t len, pos;
+  int bytes_mode;
+  int exhausted;
+} rng_t;
+
+static uint64_t splitmix(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* A value in [0, n). */
+static unsigned rnd(rng_t *r, unsigned n) {
+  if (n <= 1)
+    return 0;
+  if (r->bytes_mode) {
+    unsigned v;
+    if (r->pos >= r->len) {
+      r->exhausted = 1;
+      return 0;
+    }
+    v = r->data[r->pos++];
+    if (n > 256 && r->pos < r->len)
+      v = (v << 8) | r->data[r->pos++];
+    return v % n;
+  }
+  return (unsigned)(splitmix(&r->s) % n);
+}
+
+static int chance(rng_t *r, unsigned percent) {
+  return rnd(r, 100) < percent;
+}
+
+/* The episode: one registry on one loop, with the model beside it. ----- */
+
+#define MAX_OPS_LOG 400
+
+typedef struct episode_s episode_t;
+
+typedef struct {
+  episode_t *ep;
+  int ti;
+  uvt_task_t *task;
+  int run_error;
+  int stream;
+  int cancel_error;
+  int settle_on_cancel;
+  char pending[M_TEXT];
+  size_t pending_len;
+  int settles;
+  int released;
+  int cancels;
+  int settled_hooks;
+} fake_t;
+
+struct episode_s {
+  uv_loop_t loop;
+  uvt_registry_t *reg;
+  uvt_surface_t surfaces[M_SURFACES];
+  uvt_listener_t listeners[M_LISTENERS];
+  uvt_agent_t agents[M_AGENTS];
+  uvt_wait_t waits[M_WAITS];
+  uvt_wait_t short_wait;
+  fake_t fakes[M_TASKS];
+  fake_t scratch;
+  model_t m;
+  int closing;
+  /* Real callbacks since the last comparison. */
+  m_lev_t lev[M_TASKS * M_LISTENERS * 2];
+  int nlev;
+  m_wev_t wev[M_TASKS * 2 + M_WAITS * 4];
+  int nwev;
+  int dispose_cbs[M_AGENTS];
+  int close_cbs;
+  int short_calls;
+  int short_status;
+  int short_has_snap;
+  m_snap_t short_snap;
+  long events;
+  int overflow;
+  /* Reporting. */
+  char ops[MAX_OPS_LOG][160];
+  int nops;
+  long step;
+};
+
+static uint64_t g_seed;
+static long g_episode;
+static int g_verbose;
+static long g_total_ops;
+
+#ifdef UVT_LIBFUZZER
+#define DIVERGED() abort()
+#else
+#define DIVERGED() exit(1)
+#endif
+
+static void fail(episode_t *ep, const char *fmt, ...) {
+  va_list ap;
+  int i;
+  fprintf(stderr, "\nDIVERGENCE seed=%" PRIu64 " episode=%ld step=%ld\n",
+          g_seed, g_episode, ep->step);
+  fprintf(stderr, "operations of this episode:\n");
+  for (i = 0; i < ep->nops; i++)
+    fprintf(stderr, "  %3d %s\n", i, ep->ops[i]);
+  fprintf(stderr, "what differed: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  DIVERGED();
+}
+
+static void op_log(episode_t *ep, const char *fmt, ...) {
+  va_list ap;
+  if (ep->nops >= MAX_OPS_LOG)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(ep->ops[ep->nops++], sizeof(ep->ops[0]), fmt, ap);
+  va_end(ap);
+  if (g_verbose)
+    fprintf(stderr, "%s\n", ep->ops[ep->nops - 1]);
+}
+
+static void quiet_log(void *data, int level, const char *message) {
+  (void)data;
+  (void)level;
+  (void)message;
+}
+
+/* Snapshots ------------------------------------------------------------ */
+
+static void snap_from(const uvt_snapshot_t *s, m_snap_t *o) {
+  memset(o, 0, sizeof(*o));
+  snprintf(o->id, sizeof(o->id), "%s", s->id ? s->id : "(null)");
+  snprintf(o->kind, sizeof(o->kind), "%s", s->kind ? s->kind : "(null)");
+  snprintf(o->label, sizeof(o->label), "%s", s->label ? s->label : "(null)");
+  o->has_session = s->owner_session != NULL;
+  if (s->owner_session)
+    snprintf(o->session, sizeof(o->session), "%s", s->owner_session);
+  o->status = s->status;
+  o->has_detail = s->detail != NULL;
+  if (s->detail)
+    snprintf(o->detail, sizeof(o->detail), "%s", s->detail);
+  o->finished = s->finished_at_ms != 0;
+  o->started = s->started_at_ms > 0;
+  o->reported = s->reported;
+  o->has_kill_reason = s->kill_reason != NULL;
+  if (s->kill_reason)
+    snprintf(o->kill_reason, sizeof(o->kill_reason), "%s", s->kill_reason);
+}
+
+static void snap_fmt(const m_snap_t *s, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "{id=%s kind=%s label=%s session=%s status=%s detail=%s "
+           "finished=%d started=%d reported=%d kill_reason=%s}",
+           s->id, s->kind, s->label, s->has_session ? s->session : "NULL",
+           uvt_status_name(s->status), s->has_detail ? s->detail : "NULL",
+           s->finished, s->started, s->reported,
+           s->has_kill_reason ? s->kill_reason : "NULL");
+}
+
+static void snap_check(episode_t *ep, const char *what, const m_snap_t *want,
+                       const m_snap_t *got) {
+  char a[512], b[512];
+  if (strcmp(want->id, got->id) == 0 && strcmp(want->kind, got->kind) == 0 &&
+      strcmp(want->label, got->label) == 0 &&
+      want->has_session == got->has_session &&
+      strcmp(want->session, got->session) == 0 &&
+      want->status == got->status && want->has_detail == got->has_detail &&
+      strcmp(want->detail, got->detail) == 0 &&
+      want->finished == got->finished && want->started == got->started &&
+      want->reported == got->reported &&
+      want->has_kill_reason == got->has_kill_reason &&
+      strcmp(want->kill_reason, got->kill_reason) == 0)
+    return;
+  snap_fmt(want, a, sizeof(a));
+  snap_fmt(got, b, sizeof(b));
+  fail(ep, "%s: snapshot\n  expected %s\n  got      %s", what, a, b);
+}
+
+static void err_check(episode_t *ep, const char *what, int want, int got) {
+  if (want != got)
+    fail(ep, "%s: expected %s (%d), got %s (%d)", what, uvt_err_name(want),
+         want, uvt_err_name(got), got);
+}
+
+/* Any task of the episode by id, dropped or not. */
+static int task_by_id(const model_t *m, const char *id) {
+  int i;
+  for (i = 0; i < m->ntasks; i++)
+    if (strcmp(m->tasks[i].id, id) == 0)
+      return i;
+  return -1;
+}
+
+static int agent_slot(episode_t *ep, const uvt_agent_t *a) {
+  if (a == NULL)
+    return -1;
+  return (int)(a - ep->agents);
+}
+
+static const uvt_agent_t *caller_ptr(episode_t *ep, int caller) {
+  return caller < 0 ? NULL : &ep->agents[caller];
+}
+
+/* Callbacks (record only) ---------------------------------------------- */
+
+static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                    uvt_agent_t *owner) {
+  episode_t *ep = l->data;
+  m_lev_t *e;
+  ep->events++;
+  if (ep->nlev >= (int)(sizeof(ep->lev) / sizeof(ep->lev[0]))) {
+    ep->overflow++;
+    return;
+  }
+  e = &ep->lev[ep->nlev++];
+  e->listener = (int)(l - ep->listeners);
+  e->task = task_by_id(&ep->m, snap->id);
+  e->owner = agent_slot(ep, owner);
+  snap_from(snap, &e->snap);
+}
+
+static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
+  episode_t *ep = req->data;
+  m_wev_t *e;
+  ep->events++;
+  if (req == &ep->short_wait) {
+    ep->short_calls++;
+    ep->short_status = status;
+    ep->short_has_snap = snap != NULL;
+    if (snap != NULL)
+      snap_from(snap, &ep->short_snap);
+    return;
+  }
+  if (ep->nwev >= (int)(sizeof(ep->wev) / sizeof(ep->wev[0]))) {
+    ep->overflow++;
+    return;
+  }
+  e = &ep->wev[ep->nwev++];
+  memset(e, 0, sizeof(*e));
+  e->wait = (int)(req - ep->waits);
+  e->status = status;
+  e->has_snap = snap != NULL;
+  if (snap != NULL)
+    snap_from(snap, &e->snap);
+}
+
+static void on_disposed(uvt_agent_t *a) {
+  episode_t *ep = a->data;
+  ep->events++;
+  ep->dispose_cbs[a - ep->agents]++;
+}
+
+static void on_closed(void *data) {
+  episode_t *ep = data;
+  ep->events++;
+  ep->close_cbs++;
+}
+
+/* The fake producer ---------------------------------------------------- */
+
+static void fake_settle(fake_t *fk, uvt_status_t status, const char *detail,
+                        const char *output, size_t output_len) {
+  uvt_outcome_t o;
+  memset(&o, 0, sizeof(o));
+  o.status = status;
+  o.detail = detail;
+  o.output = output;
+  o.output_len = output_len;
+  if (uvt_task_settle(fk->task, &o) != 0)
+    fail(fk->ep, "uvt_task_settle refused a valid outcome");
+  fk->settles++;
+  if (fk->stream)
+    fk->pending_len = 0;
+  if (fk->released)
+    fk->task = NULL; /* freed by that settle */
+}
+
+/* Mirrors model.c's fake_cancel. */
+static int fake_cancel(uvt_task_t *t, const char *reason) {
+  fake_t *fk = uvt_task_arg(t);
+  episode_t *ep = fk->ep;
+  fk->cancels++;
+  if (fk->cancel_error != 0)
+    return fk->cancel_error;
+  if (fk->settles == 0 &&
+      (fk->settle_on_cancel || (ep->closing && !ep->m.short_grace) ||
+       (ep->m.short_grace && strcmp(reason, "owner disposed") == 0)))
+    fake_settle(fk, UVT_KILLED, "cancelled", NULL, 0);
+  return 0;
+}
+
+static int fake_read(uvt_task_t *t, uvt_buf_t *out) {
+  fake_t *fk = uvt_task_arg(t);
+  int err = uvt_buf_append(out, fk->pending, fk->pending_len);
+  if (err == 0)
+    fk->pending_len = 0;
+  return err;
+}
+
+static void fake_release(uvt_task_t *t) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->released++;
+}
+
+static void fake_settled(uvt_task_t *t) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->settled_hooks++;
+}
+
+static int fake_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
+  fake_t *fk = arg;
+  if (fk->run_error)
+    return fk->run_error;
+  fk->task = t;
+  hooks->cancel = fake_cancel;
+  hooks->read_output = fk->stream ? fake_read : NULL;
+  hooks->release = fake_release;
+  hooks->settled = fake_settled;
+  return 0;
+}
+
+typedef struct {
+  fake_t *fk;
+  uvt_status_t status;
+  const char *detail;
+  const char *output;
+  size_t output_len;
+} thread_settle_t;
+
+static void settle_thread(void *arg) {
+  thread_settle_t *ts = arg;
+  fake_settle(ts->fk, ts->status, ts->detail, ts->output, ts->output_len);
+}
+
+/* Loop ----------------------------------------------------------------- */
+
+/* Run the loop without blocking until nothing happens for a few turns. */
+static void drain(episode_t *ep) {
+  int quiet = 0, guard = 0;
+  while (quiet < 3 && guard++ < 1000) {
+    long before = ep->events;
+    uv_run(&ep->loop, UV_RUN_NOWAIT);
+    quiet = ep->events == before ? quiet + 1 : 0;
+  }
+  m_drain(&ep->m);
+}
+
+/* Comparison after every step ------------------------------------------ */
+
+static int cmp_lev(const void *a, const void *b) {
+  const m_lev_t *x = a, *y = b;
+  if (x->listener != y->listener)
+    return x->listener - y->listener;
+  return x->task - y->task;
+}
+
+static int cmp_wev(const void *a, const void *b) {
+  const m_wev_t *x = a, *y = b;
+  return x->wait - y->wait;
+}
+
+static void compare_events(episode_t *ep) {
+  model_t *m = &ep->m;
+  char what[128];
+  int i;
+
+  if (ep->overflow)
+    fail(ep, "event log overflow");
+  if (ep->nlev != m->nlev)
+    fail(ep, "listener calls: expected %d, got %d", m->nlev, ep->nlev);
+  qsort(ep->lev, (size_t)ep->nlev, sizeof(ep->lev[0]), cmp_lev);
+  qsort(m->lev, (size_t)m->nlev, sizeof(m->lev[0]), cmp_lev);
+  for (i = 0; i < ep->nlev; i++) {
+    if (ep->lev[i].listener != m->lev[i].listener ||
+        ep->lev[i].task != m->lev[i].task)
+      fail(ep, "listener call %d: expected listener %d task %s, got "
+               "listener %d task %s",
+           i, m->lev[i].listener, m->tasks[m->lev[i].task].id,
+           ep->lev[i].listener,
+           ep->lev[i].task >= 0 ? m->tasks[ep->lev[i].task].id : "?");
+    if (ep->lev[i].owner != m->lev[i].owner)
+      fail(ep, "listener call for %s: owner expected %d, got %d",
+           m->tasks[m->lev[i].task].id, m->lev[i].owner, ep->lev[i].owner);
+    snprintf(what, sizeof(what), "listener %d call for %s", m->lev[i].listener,
+             m->tasks[m->lev[i].task].id);
+    snap_check(ep, what, &m->lev[i].snap, &ep->lev[i].snap);
+  }
+
+  if (ep->nwev != m->nwev)
+    fail(ep, "wait callbacks: expected %d, got %d", m->nwev, ep->nwev);
+  qsort(ep->wev, (size_t)ep->nwev, sizeof(ep->wev[0]), cmp_wev);
+  qsort(m->wev, (size_t)m->nwev, sizeof(m->wev[0]), cmp_wev);
+  for (i = 0; i < ep->nwev; i++) {
+    if (ep->wev[i].wait != m->wev[i].wait)
+      fail(ep, "wait callback %d: expected wait %d, got wait %d", i,
+           m->wev[i].wait, ep->wev[i].wait);
+    snprintf(what, sizeof(what), "wait %d callback", m->wev[i].wait);
+    err_check(ep, what, m->wev[i].status, ep->wev[i].status);
+    if (ep->wev[i].has_snap != m->wev[i].has_snap)
+      fail(ep, "%s: snapshot expected %s, got %s", what,
+           m->wev[i].has_snap ? "one" : "NULL",
+           ep->wev[i].has_snap ? "one" : "NULL");
+    if (m->wev[i].has_snap)
+      snap_check(ep, what, &m->wev[i].snap, &ep->wev[i].snap);
+  }
+
+  for (i = 0; i < M_AGENTS; i++)
+    if (ep->dispose_cbs[i] != m->dispose_cbs[i])
+      fail(ep, "agent %d dispose callbacks: expected %d, got %d", i,
+           m->dispose_cbs[i], ep->dispose_cbs[i]);
+
+  ep->nlev = 0;
+  ep->nwev = 0;
+  memset(ep->dispose_cbs, 0, sizeof(ep->dispose_cbs));
+  m_events_clear(m);
+}
+
+static void compare_state(episode_t *ep) {
+  model_t *m = &ep->m;
+  uvt_metrics_t mt;
+  char what[160];
+  int i;
+
+  compare_events(ep);
+  for (i = 0; i < m->ntasks; i++) {
+    m_task_t *t = &m->tasks[i];
+    fake_t *fk = &ep->fakes[i];
+    uvt_snapshot_t s;
+    int err;
+    if (fk->cancels != t->cancels)
+      fail(ep, "%s: cancel hook calls expected %d, got %d", t->id, t->cancels,
+           fk->cancels);
+    if (fk->released != t->releases)
+      fail(ep, "%s: release hook calls expected %d, got %d", t->id,
+           t->releases, fk->released);
+    if (fk->settled_hooks != t->settled_hooks)
+      fail(ep, "%s: settled hook calls expected %d, got %d", t->id,
+           t->settled_hooks, fk->settled_hooks);
+    if (t->stream && fk->pending_len != t->pending_len)
+      fail(ep, "%s: unread stream bytes expected %zu, got %zu", t->id,
+           t->pending_len, fk->pending_len);
+    err = uvt_get(ep->reg, t->id, caller_ptr(ep, t->dropped ? -1 : t->owner),
+                  &s);
+    snprintf(what, sizeof(what), "state check: get %s", t->id);
+    if (t->dropped) {
+      err_check(ep, what, UVT_ENOTASK, err);
+    } else {
+      m_snap_t want, got;
+      err_check(ep, what, 0, err);
+      m_snap_of(m, i, &want);
+      snap_from(&s, &got);
+      uvt_snapshot_cleanup(&s);
+      snap_check(ep, what, &want, &got);
+    }
+  }
+  for (i = 0; i < M_AGENTS; i++) {
+    const uvt_agent_t *a = &ep->agents[i];
+    const m_agent_t *ma = &m->agents[i];
+    if (ma->state == M_AG_FREE) {
+      if (a->id != NULL || a->session != NULL)
+        fail(ep, "agent %d: disposed (or never registered) but id/session "
+                 "are not NULL",
+             i);
+    } else if (a->id == NULL || a->session == NULL ||
+               strcmp(a->id, ma->id) != 0 ||
+               strcmp(a->session, ma->session) != 0) {
+      fail(ep, "agent %d: id/session expected %s/%s, got %s/%s", i, ma->id,
+           ma->session, a->id ? a->id : "NULL",
+           a->session ? a->session : "NULL");
+    }
+  }
+
+  uvt_registry_metrics(ep->reg, &mt);
+#define METRIC(field, want)                                                    \
+  if (mt.field != (want))                                                      \
+    fail(ep, "metrics." #field ": expected %" PRIu64 ", got %" PRIu64,         \
+         (uint64_t)(want), (uint64_t)mt.field);
+  METRIC(started, m->started)
+  METRIC(completed, m->completed)
+  METRIC(killed, m->killed)
+  METRIC(failed, m->failed)
+  METRIC(kills, m->kills)
+  METRIC(force_failed, m->force_failed)
+  METRIC(live, m_live(m))
+  METRIC(records, m_records(m))
+#undef METRIC
+}
+
+/* Operations ----------------------------------------------------------- */
+
+static const char *const g_bad_kinds[] = {
+    "bad kind", "", "tab\tkind",
+    "k123456789012345678901234567890123456789012345678901234567890123"};
+
+/* A task id to aim at: mostly the episode's, sometimes unknown. */
+static const char *pick_id(episode_t *ep, rng_t *r, int *ti) {
+  *ti = -1;
+  if (ep->m.ntasks == 0 || chance(r, 8))
+    return chance(r, 50) ? "nope-1" : "fake-999";
+  *ti = (int)rnd(r, (unsigned)ep->m.ntasks);
+  return ep->m.tasks[*ti].id;
+}
+
+/* A caller: the task's owner half the time, otherwise any shape (NULL,
+ * another session, the same session through another agent, a disposed or
+ * never registered agent). */
+static int pick_caller(episode_t *ep, rng_t *r, int ti) {
+  if (ti >= 0 && chance(r, 50) && !ep->m.tasks[ti].dropped)
+    return ep->m.tasks[ti].owner;
+  return (int)rnd(r, M_AGENTS + 1) - 1;
+}
+
+static void op_start(episode_t *ep, rng_t *r) {
+  model_t *m = &ep->m;
+  fake_t *fk;
+  uvt_spec_t spec;
+  char id[UVT_ID_MAX];
+  const char *kind, *label;
+  int owner, run_error, stream, cancel_error, soc, want, got, ti = -1;
+  static const char *const labels[] = {"a label", "L", "multi word label",
+                                       ""};
+
+  if (m->ntasks >= M_TASKS)
+    return;
+  kind = chance(r, 88) ? m_kinds[rnd(r, M_KINDS)] : g_bad_kinds[rnd(r, 4)];
+  label = chance(r, 95) ? labels[rnd(r, 3)] : labels[3];
+  owner = (int)rnd(r, M_AGENTS + 1) - 1;
+  run_error = chance(r, 5) ? UV_EIO : 0;
+  stream = chance(r, 50);
+  cancel_error = chance(r, 10) ? UV_EPERM : 0;
+  soc = chance(r, 40);
+  op_log(ep, "start kind=\"%s\" label=\"%s\" owner=%d run_error=%d stream=%d "
+             "cancel_error=%d settle_on_cancel=%d",
+         kind, label, owner, run_error, stream, cancel_error, soc);
+
+  fk = &ep->fakes[m->ntasks];
+  memset(fk, 0, sizeof(*fk));
+  fk->ep = ep;
+  fk->ti = m->ntasks;
+  fk->run_error = run_error;
+  fk->stream = stream;
+  fk->cancel_error = cancel_error;
+  fk->settle_on_cancel = soc;
+
+  memset(&spec, 0, sizeof(spec));
+  spec.kind = kind;
+  spec.label = label;
+  spec.owner = owner < 0 ? NULL : &ep->agents[owner];
+  spec.run = fake_run;
+  spec.arg = fk;
+  got = uvt_start(ep->reg, &spec, id);
+  want = m_start(m, kind, label, owner, run_error, stream, cancel_error, soc,
+                 &ti);
+  err_check(ep, "start", want, got);
+  if (got == 0 && strcmp(id, m->tasks[ti].id) != 0)
+    fail(ep, "start: id expected %s, got %s", m->tasks[ti].id, id);
+  if (got != 0)
+    memset(fk, 0, sizeof(*fk));
+}
+
+static void op_settle(episode_t *ep, rng_t *r) {
+  model_t *m = &ep->m;
+  static const char *const details[] = {NULL, "d", "exit code: 3"};
+  static const char *const outputs[] = {NULL, "out", "final output text"};
+  char out[M_TEXT];
+  size_t out_len = 0;
+  const char *detail;
+  uvt_status_t status;
+  fake_t *fk;
+  m_task_t *t;
+  int ti, from_thread;
+
+  if (m->ntasks == 0)
+    return;
+  ti = (int)rnd(r, (unsigned)m->ntasks);
+  t = &m->tasks[ti];
+  fk = &ep->fakes[ti];
+  /* Never touch the handle after both a settle and the release. */
+  if (fk->settles > 0 && fk->released)
+    return;
+  status = (uvt_status_t)(UVT_COMPLETED + rnd(r, 3));
+  detail = details[rnd(r, 3)];
+  if (t->stream) {
+    memcpy(out, fk->pending, fk->pending_len);
+    out_len = fk->pending_len;
+    if (chance(r, 50) && out_len + 5 <= sizeof(out)) {
+      memcpy(out + out_len, "tail\n", 5);
+      out_len += 5;
+    }
+  } else {
+    const char *o = outputs[rnd(r, 3)];
+    if (o != NULL) {
+      out_len = strlen(o);
+      memcpy(out, o, out_len);
+    }
+  }
+  from_thread = chance(r, 25);
+  op_log(ep, "settle %s status=%s detail=%s output_len=%zu from_%s%s", t->id,
+         uvt_status_name(status), detail ? detail : "NULL", out_len,
+         from_thread ? "thread" : "loop",
+         fk->settles ? " (again)" : fk->released ? " (late)" : "");
+
+  m_settle(m, ti, status, detail, out, out_len);
+  if (from_thread) {
+    thread_settle_t ts;
+    uv_thread_t th;
+    ts.fk = fk;
+    ts.status = status;
+    ts.detail = detail;
+    ts.output = out_len ? out : NULL;
+    ts.output_len = out_len;
+    if (uv_thread_create(&th, settle_thread, &ts) != 0)
+      settle_thread(&ts);
+    else
+      uv_thread_join(&th);
+  } else {
+    fake_settle(fk, status, detail, out_len ? out : NULL, out_len);
+  }
+}
+
+static void op_kill(episode_t *ep, rng_t *r) {
+  static const char *const reasons[] = {NULL, "stop", "enough"};
+  uvt_kill_result_t want_r = 0, got_r = 0;
+  const char *id, *reason;
+  int ti, caller, want, got;
+  id = pick_id(ep, r, &ti);
+  caller = pick_caller(ep, r, ti);
+  reason = reasons[rnd(r, 3)];
+  op_log(ep, "kill %s caller=%d reason=%s", id, caller,
+         reason ? reason : "NULL");
+  got = uvt_kill(ep->reg, id, caller_ptr(ep, caller), reason, &got_r);
+  want = m_kill(&ep->m, id, caller, reason, &want_r);
+  err_check(ep, "kill", want, got);
+  if (got == 0 && want_r != got_r)
+    fail(ep, "kill: result expected %d, got %d", want_r, got_r);
+}
+
+static void op_get(episode_t *ep, rng_t *r) {
+  uvt_snapshot_t s;
+  m_snap_t want, got;
+  const char *id;
+  int ti, caller, werr, gerr;
+  id = pick_id(ep, r, &ti);
+  caller = pick_caller(ep, r, ti);
+  op_log(ep, "get %s caller=%d", id, caller);
+  gerr = uvt_get(ep->reg, id, caller_ptr(ep, caller), &s);
+  werr = m_get(&ep->m, id, caller, &want);
+  err_check(ep, "get", werr, gerr);
+  if (gerr == 0) {
+    snap_from(&s, &got);
+    uvt_snapshot_cleanup(&s);
+    snap_check(ep, "get", &want, &got);
+  }
+}
+
+static void op_list(episode_t *ep, rng_t *r) {
+  uvt_snapshot_t *arr;
+  size_t count, i;
+  int idx[M_TASKS], n, caller, err;
+  caller = (int)rnd(r, M_AGENTS + 1) - 1;
+  op_log(ep, "list caller=%d", caller);
+  err = uvt_list(ep->reg, caller_ptr(ep, caller), &arr, &count);
+  err_check(ep, "list", 0, err);
+  m_list(&ep->m, caller, idx, &n);
+  if ((size_t)n != count)
+    fail(ep, "list: expected %d tasks, got %zu", n, count);
+  if (count == 0 && arr != NULL)
+    fail(ep, "list: empty result with a non-NULL array");
+  for (i = 0; i < count; i++) {
+    m_snap_t want, got;
+    char what[64];
+    m_snap_of(&ep->m, idx[i], &want);
+    snap_from(&arr[i], &got);
+    snprintf(what, sizeof(what), "list[%zu]", i);
+    snap_check(ep, what, &want, &got);
+  }
+  uvt_snapshots_free(arr, count);
+}
+
+static void op_read(episode_t *ep, rng_t *r) {
+  uvt_read_t rd;
+  m_snap_t want, got;
+  char text[M_TEXT];
+  size_t len = 0;
+  const char *id;
+  int ti, caller, werr, gerr;
+  id = pick_id(ep, r, &ti);
+  caller = pick_caller(ep, r, ti);
+  op_log(ep, "read %s caller=%d", id, caller);
+  memset(&rd, 0, sizeof(rd));
+  gerr = uvt_read(ep->reg, id, caller_ptr(ep, caller), &rd);
+  werr = m_read(&ep->m, id, caller, text, &len, &want);
+  err_check(ep, "read", werr, gerr);
+  if (gerr != 0)
+    return;
+  if (rd.len != len || (len > 0 && memcmp(rd.text, text, len) != 0) ||
+      rd.text == NULL || rd.text[rd.len] != '\0')
+    fail(ep, "read: text expected %zu bytes \"%.*s\", got %zu bytes \"%.*s\"",
+         len, (int)len, text, rd.len, (int)rd.len, rd.text ? rd.text : "");
+  snap_from(&rd.snapshot, &got);
+  uvt_read_cleanup(&rd);
+  snap_check(ep, "read", &want, &got);
+}
+
+static void op_wait(episode_t *ep, rng_t *r) {
+  const char *id;
+  int slot, ti, caller, zero, want, got;
+  slot = (int)rnd(r, M_WAITS);
+  if (ep->m.waits[slot].state != M_W_IDLE)
+    return; /* a pending request must not be reused */
+  id = pick_id(ep, r, &ti);
+  caller = pick_caller(ep, r, ti);
+  zero = chance(r, 5);
+  op_log(ep, "wait slot=%d %s caller=%d timeout=%s", slot, id, caller,
+         zero ? "0" : "1h");
+  ep->waits[slot].data = ep;
+  got = uvt_wait(ep->reg, &ep->waits[slot], id, zero ? 0 : 3600 * 1000,
+                 caller_ptr(ep, caller), on_wait);
+  want = m_wait(&ep->m, slot, id, caller, zero);
+  err_check(ep, "wait", want, got);
+}
+
+static void op_abort(episode_t *ep, rng_t *r) {
+  int slot = (int)rnd(r, M_WAITS), want, got;
+  op_log(ep, "abort slot=%d", slot);
+  got = uvt_wait_abort(&ep->waits[slot]);
+  want = m_wait_abort(&ep->m, slot);
+  err_check(ep, "abort", want, got);
+}
+
+static void op_wait_short(episode_t *ep, rng_t *r) {
+  m_snap_t want;
+  const char *id;
+  int ti, caller, werr, gerr, wstatus = 0, guard = 0;
+  drain(ep);
+  compare_events(ep);
+  id = pick_id(ep, r, &ti);
+  caller = pick_caller(ep, r, ti);
+  op_log(ep, "wait_short %s caller=%d timeout=1ms", id, caller);
+  ep->short_wait.data = ep;
+  ep->short_calls = 0;
+  gerr = uvt_wait(ep->reg, &ep->short_wait, id, 1, caller_ptr(ep, caller),
+                  on_wait);
+  werr = m_wait_short(&ep->m, id, caller, &wstatus, &want);
+  err_check(ep, "wait_short", werr, gerr);
+  if (gerr != 0)
+    return;
+  if (ep->short_calls != 0)
+    fail(ep, "wait_short: callback ran inside uvt_wait");
+  while (ep->short_calls == 0 && guard++ < 10000)
+    if (uv_run(&ep->loop, UV_RUN_ONCE) == 0 && ep->short_calls == 0)
+      fail(ep, "wait_short: the loop ran out before the callback");
+  if (ep->short_calls != 1)
+    fail(ep, "wait_short: %d callbacks", ep->short_calls);
+  err_check(ep, "wait_short callback", wstatus, ep->short_status);
+  if (!ep->short_has_snap)
+    fail(ep, "wait_short: callback without a snapshot");
+  snap_check(ep, "wait_short callback", &want, &ep->short_snap);
+}
+
+static void op_emit(episode_t *ep, rng_t *r) {
+  char text[32];
+  fake_t *fk;
+  int ti;
+  if (ep->m.ntasks == 0)
+    return;
+  ti = (int)rnd(r, (unsigned)ep->m.ntasks);
+  fk = &ep->fakes[ti];
+  if (!fk->stream || fk->settles > 0 || fk->released)
+    return;
+  snprintf(text, sizeof(text), "e%u\n", rnd(r, 1000));
+  op_log(ep, "emit %s \"%s\"", ep->m.tasks[ti].id, text);
+  if (fk->pending_len + strlen(text) <= sizeof(fk->pending)) {
+    memcpy(fk->pending + fk->pending_len, text, strlen(text));
+    fk->pending_len += strlen(text);
+    m_emit(&ep->m, ti, text);
+  }
+}
+
+static void op_toggle_cancel(episode_t *ep, rng_t *r) {
+  int ti;
+  if (ep->m.ntasks == 0)
+    return;
+  ti = (int)rnd(r, (unsigned)ep->m.ntasks);
+  ep->fakes[ti].cancel_error = ep->fakes[ti].cancel_error ? 0 : UV_EPERM;
+  ep->m.tasks[ti].cancel_error = ep->fakes[ti].cancel_error;
+  op_log(ep, "producer %s: cancel_error=%d", ep->m.tasks[ti].id,
+         ep->fakes[ti].cancel_error);
+}
+
+static void op_agent(episode_t *ep, rng_t *r) {
+  static const char *const ids[] = {"a0", "a1", "a2"};
+  static const char *const sessions[] = {"s0", "s1"};
+  int slot = (int)rnd(r, M_AGENTS), want, got;
+  if (ep->m.agents[slot].state == M_AG_FREE || chance(r, 10)) {
+    const char *id = ep->m.agents[slot].state == M_AG_FREE
+                         ? ids[rnd(r, 3)]
+                         : "zz"; /* never live: only UV_EBUSY applies */
+    const char *session = sessions[rnd(r, 2)];
+    op_log(ep, "agent_register slot=%d id=%s session=%s", slot, id, session);
+    ep->agents[slot].data = ep;
+    got = uvt_agent_register(ep->reg, &ep->agents[slot], id, session);
+    want = m_agent_register(&ep->m, slot, id, session);
+    err_check(ep, "agent_register", want, got);
+  } else {
+    drain(ep);
+    compare_events(ep);
+    op_log(ep, "agent_dispose slot=%d", slot);
+    got = uvt_agent_dispose(&ep->agents[slot], on_disposed);
+    want = m_agent_dispose(&ep->m, slot);
+    err_check(ep, "agent_dispose", want, got);
+    if (ep->dispose_cbs[slot] != 0)
+      fail(ep, "agent_dispose: callback ran inside the call");
+    drain(ep);
+  }
+}
+
+static void op_surface(episode_t *ep, rng_t *r) {
+  int slot = (int)rnd(r, M_SURFACES), want, got;
+  if (ep->m.surfaces[slot] && chance(r, 70)) {
+    op_log(ep, "surface_detach slot=%d", slot);
+    uvt_surface_detach(&ep->surfaces[slot]);
+    m_surface_detach(&ep->m, slot);
+    if (chance(r, 30)) {
+      op_log(ep, "surface_detach slot=%d (again)", slot);
+      uvt_surface_detach(&ep->surfaces[slot]);
+    }
+  } else {
+    op_log(ep, "surface_attach slot=%d", slot);
+    got = uvt_surface_attach(ep->reg, &ep->surfaces[slot], "surface");
+    want = m_surface_attach(&ep->m, slot);
+    err_check(ep, "surface_attach", want, got);
+  }
+}
+
+static void op_listener(episode_t *ep, rng_t *r) {
+  int slot = (int)rnd(r, M_LISTENERS), want, got;
+  if (ep->m.listeners[slot] && chance(r, 70)) {
+    op_log(ep, "listener_stop slot=%d", slot);
+    uvt_listener_stop(&ep->listeners[slot]);
+    m_listener_stop(&ep->m, slot);
+  } else {
+    op_log(ep, "listener_start slot=%d", slot);
+    ep->listeners[slot].data = ep;
+    got = uvt_listener_start(ep->reg, &ep->listeners[slot], on_done);
+    want = m_listener_start(&ep->m, slot);
+    err_check(ep, "listener_start", want, got);
+  }
+}
+
+/* The end of an episode: close the registry and run the loop to the end
+ * (R-CLOSE-1, R-CLOSE-2), then late settles (R-DONE-2). */
+static void episode_close(episode_t *ep, rng_t *r) {
+  model_t *m = &ep->m;
+  int i, guard = 0;
+
+  drain(ep);
+  compare_state(ep);
+  /* Registry close does not cancel again what a disposal already
+   * cancelled: settle those producers now so the close is not bounded by
+   * the (long) grace. */
+  for (i = 0; i < m->ntasks; i++) {
+    m_task_t *t = &m->tasks[i];
+    if (t->teardown && !t->dropped && !t->psettled) {
+      op_log(ep, "settle %s (before close) status=killed", t->id);
+      m_settle(m, i, UVT_KILLED, "late", NULL, 0);
+      fake_settle(&ep->fakes[i], UVT_KILLED, "late", NULL, 0);
+    }
+  }
+  drain(ep);
+  compare_state(ep);
+
+  op_log(ep, "registry_close");
+  ep->closing = 1;
+  err_check(ep, "registry_close", 0,
+            uvt_registry_close(ep->reg, on_closed, ep));
+  err_check(ep, "registry_close (again)", UVT_ECLOSING,
+            uvt_registry_close(ep->reg, on_closed, ep));
+  if (ep->close_cbs != 0)
+    fail(ep, "registry_close: callback ran inside the call");
+  m_close(m);
+  while (ep->close_cbs == 0 && guard++ < 100000)
+    uv_run(&ep->loop, UV_RUN_ONCE);
+  if (uv_run(&ep->loop, UV_RUN_DEFAULT) != 0)
+    fail(ep, "uv_run after close returned nonzero (R-CLOSE-2)");
+  if (ep->close_cbs != 1)
+    fail(ep, "close callbacks: %d", ep->close_cbs);
+  ep->reg = NULL;
+  compare_events(ep);
+  for (i = 0; i < m->ntasks; i++) {
+    m_task_t *t = &m->tasks[i];
+    fake_t *fk = &ep->fakes[i];
+    if (fk->released != 1)
+      fail(ep, "%s: release hook calls after close: %d", t->id, fk->released);
+    if (fk->settled_hooks != t->settled_hooks)
+      fail(ep, "%s: settled hook calls after close expected %d, got %d",
+           t->id, t->settled_hooks, fk->settled_hooks);
+  }
+
+  /* Agents still registered: a dispose after close only calls back. */
+  for (i = 0; i < M_AGENTS; i++) {
+    if (m->agents[i].state == M_AG_REG) {
+      op_log(ep, "agent_dispose slot=%d (after close)", i);
+      err_check(ep, "agent_dispose after close", 0,
+                uvt_agent_dispose(&ep->agents[i], on_disposed));
+    } else if (m->agents[i].state == M_AG_DISPOSING) {
+      fail(ep, "agent %d still disposing after close", i);
+    }
+  }
+  if (uv_run(&ep->loop, UV_RUN_DEFAULT) != 0)
+    fail(ep, "uv_run after the late disposals returned nonzero");
+  for (i = 0; i < M_AGENTS; i++) {
+    int want = m->agents[i].state == M_AG_REG ? 1 : 0;
+    if (ep->dispose_cbs[i] != want)
+      fail(ep, "agent %d dispose callbacks after close: expected %d, got %d",
+           i, want, ep->dispose_cbs[i]);
+  }
+  if (uv_loop_close(&ep->loop) != 0)
+    fail(ep, "uv_loop_close != 0 (L-1)");
+
+  /* Producers that never settled settle now, after the registry is gone;
+   * this frees their handles (R-DONE-2). */
+  for (i = 0; i < m->ntasks; i++) {
+    fake_t *fk = &ep->fakes[i];
+    if (fk->settles == 0) {
+      op_log(ep, "settle %s (after close)", m->tasks[i].id);
+      fake_settle(fk, chance(r, 50) ? UVT_COMPLETED : UVT_FAILED, "late",
+                  NULL, 0);
+    }
+  }
+}
+
+/* One episode of at most `max_ops` operations; returns how many ran. */
+static long run_episode(rng_t *r, long max_ops) {
+  episode_t *ep = calloc(1, sizeof(*ep));
+  uvt_options_t o;
+  long n;
+  int short_grace;
+
+  if (ep == NULL)
+    abort();
+  short_grace = chance(r, 3) ? 5 : 0;
+  uvt_options_init(&o);
+  o.log = quiet_log;
+  o.teardown_grace_ms = short_grace ? (uint64_t)short_grace : 10000;
+  o.max_live_per_owner = chance(r, 30) ? 1 + rnd(r, 3) : 0;
+  m_init(&ep->m, o.max_live_per_owner, short_grace);
+  if (uv_loop_init(&ep->loop) != 0)
+    abort();
+  if (uvt_registry_new(&ep->loop, &o, &ep->reg) != 0)
+    abort();
+  op_log(ep, "registry_new max_live_per_owner=%u teardown_grace_ms=%" PRIu64,
+         o.max_live_per_owner, o.teardown_grace_ms);
+  /* Usually start with a surface so starts get through. */
+  if (chance(r, 85)) {
+    op_log(ep, "surface_attach slot=0");
+    err_check(ep, "surface_attach", m_surface_attach(&ep->m, 0),
+              uvt_surface_attach(ep->reg, &ep->surfaces[0], "surface"));
+  }
+
+  for (n = 0; n < max_ops && !r->exhausted; n++) {
+    unsigned w = rnd(r, 100);
+    ep->step = n;
+    if (w < 20)
+      op_start(ep, r);
+    else if (w < 32)
+      op_settle(ep, r);
+    else if (w < 42)
+      op_kill(ep, r);
+    else if (w < 48)
+      op_get(ep, r);
+    else if (w < 53)
+      op_list(ep, r);
+    else if (w < 61)
+      op_read(ep, r);
+    else if (w < 69)
+      op_wait(ep, r);
+    else if (w < 74)
+      op_abort(ep, r);
+    else if (w < 76)
+      op_wait_short(ep, r);
+    else if (w < 80)
+      op_emit(ep, r);
+    else if (w < 82)
+      op_toggle_cancel(ep, r);
+    else if (w < 89)
+      op_agent(ep, r);
+    else if (w < 92)
+      op_surface(ep, r);
+    else if (w < 95)
+      op_listener(ep, r);
+    else {
+      op_log(ep, "run loop");
+      drain(ep);
+    }
+    if (chance(r, 50))
+      drain(ep);
+    compare_state(ep);
+  }
+  ep->step = n;
+  episode_close(ep, r);
+  free(ep);
+  return n + 1;
+}
+
+#ifdef UVT_LIBFUZZER
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  rng_t r;
+  memset(&r, 0, sizeof(r));
+  r.bytes_mode = 1;
+  r.data = data;
+  r.len = size;
+  run_episode(&r, 300);
+  return 0;
+}
+
+#else
+
+int main(int argc, char **argv) {
+  uint64_t seed = 0;
+  long ops = 200000;
+  int have_seed = 0, i;
+  rng_t r;
+
+  for (i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+      seed = strtoull(argv[++i], NULL, 0);
+      have_seed = 1;
+    } else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc) {
+      ops = strtol(argv[++i], NULL, 0);
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      g_verbose = 1;
+    } else {
+      fprintf(stderr, "usage: %s [--seed N] [--ops M] [--verbose]\n",
+              argv[0]);
+      return 2;
+    }
+  }
+  if (!have_seed)
+    seed = uv_hrtime() ^ ((uint64_t)uv_os_getpid() << 32);
+  g_seed = seed;
+  printf("fuzz-registry: seed=%" PRIu64 " ops=%ld\n", seed, ops);
+  fflush(stdout);
+
+  memset(&r, 0, sizeof(r));
+  r.s = seed;
+  while (g_total_ops < ops) {
+    long left = ops - g_total_ops;
+    long len = 20 + (long)rnd(&r, 120);
+    g_episode++;
+    g_total_ops += run_episode(&r, len < left ? len : left);
+  }
+  printf("fuzz-registry: %ld operations in %ld episodes, no divergence\n",
+         g_total_ops, g_episode);
+  return 0;
+}
+
+#endif
