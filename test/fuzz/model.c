@@ -8,7 +8,11 @@
 const char *const m_kinds[M_KINDS] = {"fake", "job", "x"};
 
 static void copy_str(char *dst, size_t cap, const char *src) {
-  snprintf(dst, cap, "%s", src);
+  size_t n = strlen(src);
+  if (n >= cap)
+    n = cap - 1;
+  memmove(dst, src, n);
+  dst[n] = '\0';
 }
 
 void m_init(model_t *m, unsigned max_live, int short_grace) {
@@ -134,6 +138,8 @@ int m_start(model_t *m, const char *kind, const char *label, int owner,
     return run_error;
 
   k = kind_index(kind);
+  if (k < 0)
+    return UV_EINVAL; /* the fuzzer only starts the kinds in m_kinds */
   i = m->ntasks++;
   t = &m->tasks[i];
   memset(t, 0, sizeof(*t));
@@ -265,6 +271,7 @@ int m_kill(model_t *m, const char *id, int caller, const char *reason,
   if (!live(t)) {
     t->reported = 1;
     m->kills++; /* metrics.kills: "uvt_kill() calls that returned 0" */
+    m->kills_terminal++;
     *result = UVT_KILL_ALREADY_TERMINAL;
     return 0;
   }
