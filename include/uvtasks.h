@@ -87,7 +87,7 @@ typedef enum {
 #define UVT__ERRNO_ENUM(name, code, msg) UVT_##name = (code),
   UVT_ERRNO_MAP(UVT__ERRNO_ENUM)
 #undef UVT__ERRNO_ENUM
-  UVT_ERRNO_MAX = -20000
+      UVT_ERRNO_MAX = -20000
 } uvt_errno_t;
 
 /* Human-readable text for `err`.  Returns a static string; codes outside the
@@ -112,6 +112,7 @@ typedef struct uvt_read_s uvt_read_t;
 typedef struct uvt_buf_s uvt_buf_t;
 typedef struct uvt_options_s uvt_options_t;
 typedef struct uvt_metrics_s uvt_metrics_t;
+typedef struct uvt_watch_s uvt_watch_t;
 
 /* Status is a closed set: running -> (stopping once a kill was requested) ->
  * exactly one of completed, killed, failed. */
@@ -131,17 +132,29 @@ UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
 UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
 
 typedef enum {
-  UVT_KILL_REQUESTED = 1,      /* the task was live; it is now stopping */
+  UVT_KILL_REQUESTED = 1,       /* the task was live; it is now stopping */
   UVT_KILL_ALREADY_TERMINAL = 2 /* it had ended; nothing was cancelled */
 } uvt_kill_result_t;
 
 /* Log levels handed to uvt_options_t.log. */
-enum { UVT_LOG_ERROR = 0, UVT_LOG_WARN = 1, UVT_LOG_INFO = 2, UVT_LOG_DEBUG = 3 };
+enum {
+  UVT_LOG_ERROR = 0,
+  UVT_LOG_WARN = 1,
+  UVT_LOG_INFO = 2,
+  UVT_LOG_DEBUG = 3
+};
 
 /* Private: an intrusive doubly-linked list node. */
 struct uvt__link {
   struct uvt__link *next;
   struct uvt__link *prev;
+};
+
+/* Private: an entry of a string-keyed hash index. */
+struct uvt__hentry {
+  struct uvt__hentry *next;
+  const char *key;
+  uint32_t hash;
 };
 
 /* Private: a node of the registry's deadline heap. */
@@ -160,11 +173,11 @@ struct uvt_snapshot_s {
   const char *label;
   const char *owner_session; /* NULL if unowned */
   uvt_status_t status;
-  const char *detail;       /* NULL if none; "exit code: 3", "signal: SIGTERM" */
-  int64_t started_at_ms;    /* epoch milliseconds */
-  int64_t finished_at_ms;   /* epoch milliseconds; 0 while live */
-  int reported;             /* 0 or 1 */
-  const char *kill_reason;  /* NULL unless a kill or teardown asked */
+  const char *detail;      /* NULL if none; "exit code: 3", "signal: SIGTERM" */
+  int64_t started_at_ms;   /* epoch milliseconds */
+  int64_t finished_at_ms;  /* epoch milliseconds; 0 while live */
+  int reported;            /* 0 or 1 */
+  const char *kill_reason; /* NULL unless a kill or teardown asked */
   /* private */
   void *mem_; /* one block holding the strings above; NULL if not owned */
 };
@@ -188,10 +201,10 @@ struct uvt_buf_s {
 
 /* How a task ended, handed to uvt_task_settle(); copied by it. */
 typedef struct {
-  uvt_status_t status;  /* UVT_COMPLETED, UVT_KILLED or UVT_FAILED */
-  const char *detail;   /* NULL = none; copied */
-  const char *output;   /* final output (final kinds) or unread remainder
-                           (stream kinds); NULL = none; copied */
+  uvt_status_t status; /* UVT_COMPLETED, UVT_KILLED or UVT_FAILED */
+  const char *detail;  /* NULL = none; copied */
+  const char *output;  /* final output (final kinds) or unread remainder
+                          (stream kinds); NULL = none; copied */
   size_t output_len;
 } uvt_outcome_t;
 
@@ -217,39 +230,39 @@ struct uvt_metrics_s {
   uint64_t completed;
   uint64_t killed;
   uint64_t failed;
-  uint64_t kills;          /* uvt_kill() calls that returned 0 */
-  uint64_t force_failed;   /* records failed by teardown (R-AGENT-3/4) */
+  uint64_t kills;        /* uvt_kill() calls that returned 0 */
+  uint64_t force_failed; /* records failed by teardown (R-AGENT-3/4) */
   uint64_t waits_timed_out;
   uint64_t waits_aborted;
-  uint64_t live;           /* running + stopping now */
-  uint64_t records;        /* records held now, live or terminal */
+  uint64_t live;    /* running + stopping now */
+  uint64_t records; /* records held now, live or terminal */
 };
 
 typedef void (*uvt_close_cb)(void *data);
 typedef void (*uvt_agent_cb)(uvt_agent_t *agent);
 typedef void (*uvt_done_cb)(uvt_listener_t *listener,
-                            const uvt_snapshot_t *snap,
-                            uvt_agent_t *owner);
+                            const uvt_snapshot_t *snap, uvt_agent_t *owner);
 typedef void (*uvt_wait_cb)(uvt_wait_t *req, int status,
                             const uvt_snapshot_t *snap);
+typedef void (*uvt_change_cb)(uvt_watch_t *w, const uvt_snapshot_t *snap,
+                              int dropped);
 
 /* An agent: the owner of tasks, belonging to a session. */
 struct uvt_agent_s {
   void *data;
   /* read-only */
-  const char *id;      /* copies, owned by the registry; NULL once disposed */
+  const char *id; /* copies, owned by the registry; NULL once disposed */
   const char *session;
   uvt_registry_t *registry;
   /* private */
   uv_loop_t *loop_;
   struct uvt__link link_;  /* registry's agent list */
   struct uvt__link tasks_; /* tasks owned by this agent */
-  void *hash_next_;
+  struct uvt__hentry hentry_;
   void *session_;
   void *mem_;
   uvt_agent_cb dispose_cb_;
-  uv_idle_t *idle_;        /* deferral after the registry closed */
-  size_t teardown_pending_;
+  uv_idle_t *idle_; /* deferral after the registry closed */
   unsigned live_;
   int state_;
 };
@@ -284,10 +297,21 @@ struct uvt_wait_s {
   /* private */
   uvt_wait_cb cb_;
   uvt_task_t *task_;
-  struct uvt__link link_;     /* task's waits, or the registry's deferred list */
+  struct uvt__link link_; /* task's waits, or the registry's deferred list */
   struct uvt__deadline deadline_;
   int state_;
   int status_;
+};
+
+/* A change-feed watcher (R-FEED-1). */
+struct uvt_watch_s {
+  void *data;
+  /* read-only */
+  uvt_registry_t *registry;
+  /* private */
+  uvt_change_cb cb_;
+  struct uvt__link link_;
+  int active_;
 };
 
 /* ---------------------------------------------------------------------- */
@@ -357,8 +381,9 @@ UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
 /* Declare that a control surface exists; uvt_start() refuses work while no
  * surface is attached.  Each attach counts on its own.
- * Returns 0, UV_EINVAL (NULL argument or empty name), UV_EBUSY (`s` is
- * already attached), UVT_ECLOSING, UV_ENOMEM.
+ * Returns 0, UV_EINVAL (NULL argument or empty name), UVT_ECLOSING,
+ * UV_ENOMEM.  As with libuv handles, attaching a surface that is attached
+ * is undefined: the library does not read the caller's memory to guess.
  * Ownership: `name` is copied.  Thread: loop thread. */
 UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
@@ -371,13 +396,12 @@ UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 
 /* Register `a` under `agent_id` in session `session_id`.
  * Returns 0, UV_EINVAL (NULL or empty argument), UV_EEXIST (an agent with
- * that id is registered, R-OWN-3), UV_EBUSY (`a` itself is registered),
- * UVT_ECLOSING, UV_ENOMEM.
+ * that id is registered, R-OWN-3), UVT_ECLOSING, UV_ENOMEM.  Registering
+ * an object that is registered is undefined, as for libuv handles.
  * Ownership: both strings are copied; a->id and a->session point at the
  * copies until disposal completes.  Thread: loop thread. */
 UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
-                                  const char *agent_id,
-                                  const char *session_id);
+                                  const char *agent_id, const char *session_id);
 
 /* Dispose of `a` (R-AGENT-1..4): refuse its new starts (UVT_ECLOSING), mark
  * its tasks reported, cancel the live ones with reason "owner disposed",
@@ -386,8 +410,10 @@ UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
  * call `cb(a)`.  Only tasks owned by this exact agent object are drained
  * (R-AGENT-2).  After the registry closed, it only calls `cb`.
  *
- * Returns 0, UV_EINVAL (never registered), UVT_ECLOSING (dispose already
- * requested; `cb` will not run for this call).  `cb` may be NULL.
+ * Returns 0, UV_EINVAL (not registered: never, or already disposed),
+ * UVT_ECLOSING (dispose already requested; `cb` will not run for this
+ * call), UV_ENOMEM (only after the registry closed).  `a` must have been
+ * passed to uvt_agent_register() once.  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call.  `a` may be
  * freed or registered again from `cb` on.
  * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */
@@ -398,7 +424,8 @@ UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
 
 /* Call `cb` once for every task record that becomes terminal from now on,
  * with its terminal snapshot and its owner (the exact agent, or NULL).
- * Returns 0, UV_EINVAL, UV_EBUSY (already started), UVT_ECLOSING.
+ * Returns 0, UV_EINVAL, UVT_ECLOSING.  Starting a started listener is
+ * undefined, as for libuv handles.
  * Callback: on the loop thread; listeners run in start order, after the
  * record is final and before wait callbacks; a listener started during a
  * dispatch is not called for it; none runs once registry close began.
@@ -409,6 +436,37 @@ UVT_EXTERN int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l,
 /* Stop; idempotent, accepts NULL; never touches tasks.  Safe inside any
  * callback, including the listener's own. */
 UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
+
+/* ---------------------------------------------------------------------- */
+/* Change feed (R-FEED-1) and retention (R-FORGET-1)                       */
+
+/* Call `cb` once per transition of every task from now on: registered
+ * (running), kill requested (stopping), settled (terminal), record dropped
+ * (`dropped` = 1, the record's last snapshot).  The feed is host-level: it
+ * sees every session's tasks, so a surface that forwards it filters by
+ * owner_session itself.
+ * Returns 0, UV_EINVAL, UVT_ECLOSING (starting a started watcher is
+ * undefined).
+ * Callback: on the loop thread, in the order the transitions happened,
+ * never inside the call that caused them; a terminal transition reaches
+ * watchers after the listeners (R-DONE-3); containment as for listeners
+ * (R-DONE-4); silent once registry close began.  The snapshot's status is
+ * the one the transition produced; its other fields are current.
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
+                               uvt_change_cb cb);
+
+/* Stop; idempotent, accepts NULL; never touches tasks. */
+UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
+
+/* Drop a terminal record now (R-FORGET-1): the release hook runs, watchers
+ * get the dropped transition, later lookups give UVT_ENOTASK.  Long-lived
+ * hosts use it to bound retention.
+ * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_EBUSY (the task is
+ * live, or its end is still being dispatched, or disposal holds it).
+ * Thread: loop thread. */
+UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
+                          const uvt_agent_t *caller);
 
 /* ---------------------------------------------------------------------- */
 /* Producers (R-START-*, R-DONE-*)                                         */

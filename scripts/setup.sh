@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what uvtasks needs on Debian 12 (run as root on a fresh machine;
+# as another user it only checks and says what is missing).
+#   scripts/setup.sh          build + test dependencies
+#   scripts/setup.sh --lanes  also the sanitizer and valgrind lanes' tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libcmocka-dev
+      libjansson-dev procps)
+if [ "${1:-}" = "--lanes" ]; then
+  pkgs+=(valgrind clang)
+fi
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+    missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing packages: ${missing[*]} (run as root: apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The real-client MCP test uses the official SDK, pinned by the lockfile.
+if [ -f test/mcp/package-lock.json ] && [ ! -d test/mcp/node_modules ]; then
+  (cd test/mcp && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build warning-free and run every test: the unit, process, MCP and fuzz
+# suites, then the address+undefined, thread-sanitizer and valgrind lanes.
+# Works on a fresh Debian 12 machine as root (installs what it needs).
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    the plain build's suites only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+if [ "$quick" = 1 ]; then
+  bash scripts/setup.sh
+else
+  bash scripts/setup.sh --lanes
+fi
+
+if [ -d build ]; then
+  meson setup --reconfigure build -Dwerror=true >/dev/null
+else
+  meson setup build -Dwerror=true >/dev/null
+fi
+meson compile -C build
+meson test -C build --print-errorlogs --num-processes 2
+
+if [ "$quick" = 0 ] && [ -f scripts/lanes.sh ]; then
+  for lane in asan tsan valgrind; do
+    echo "== lane: $lane"
+    bash scripts/lanes.sh "$lane"
+  done
+fi
+echo "tests: all suites passed"

@@ -1,0 +1,185 @@
+/* Agents and sessions (R-OWN-1, R-OWN-3, R-AGENT-1..4). */
+#include <string.h>
+
+#include "uvt-internal.h"
+
+static uvt__session_t *session_get(uvt_registry_t *reg, const char *id) {
+  struct uvt__hentry *e = uvt__index_find(&reg->sessions_by_id, id);
+  uvt__session_t *s;
+  size_t n;
+  if (e != NULL)
+    return uvt__container_of(e, uvt__session_t, hentry);
+  if (uvt__index_reserve(&reg->sessions_by_id, reg->sessions_by_id.count + 1))
+    return NULL;
+  n = strlen(id);
+  s = uvt__malloc(sizeof(*s) + n);
+  if (s == NULL)
+    return NULL;
+  memcpy(s->id, id, n + 1);
+  uvt__list_init(&s->tasks);
+  s->task_count = 0;
+  s->refs = 0;
+  uvt__index_insert(&reg->sessions_by_id, &s->hentry, s->id);
+  return s;
+}
+
+void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s) {
+  if (--s->refs > 0)
+    return;
+  uvt__index_remove(&reg->sessions_by_id, &s->hentry);
+  uvt__free(s);
+}
+
+int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
+                       const char *agent_id, const char *session_id) {
+  uvt__session_t *s;
+  size_t id_len, session_len;
+  char *mem;
+
+  if (reg == NULL || a == NULL || agent_id == NULL || session_id == NULL ||
+      agent_id[0] == '\0' || session_id[0] == '\0')
+    return UV_EINVAL;
+  if (reg->closing)
+    return UVT_ECLOSING;
+  if (uvt__index_find(&reg->agents_by_id, agent_id) != NULL)
+    return UV_EEXIST; /* R-OWN-3 */
+  if (uvt__index_reserve(&reg->agents_by_id, reg->agents_by_id.count + 1))
+    return UV_ENOMEM;
+  s = session_get(reg, session_id);
+  if (s == NULL)
+    return UV_ENOMEM;
+  id_len = strlen(agent_id) + 1;
+  session_len = strlen(session_id) + 1;
+  mem = uvt__malloc(id_len + session_len);
+  if (mem == NULL) {
+    s->refs++;
+    uvt__session_unref(reg, s); /* frees a session made just now */
+    return UV_ENOMEM;
+  }
+  memcpy(mem, agent_id, id_len);
+  memcpy(mem + id_len, session_id, session_len);
+
+  a->id = mem;
+  a->session = mem + id_len;
+  a->registry = reg;
+  a->loop_ = reg->loop;
+  a->mem_ = mem;
+  a->session_ = s;
+  a->dispose_cb_ = NULL;
+  a->idle_ = NULL;
+  a->live_ = 0;
+  a->state_ = UVT__AGENT_REGISTERED;
+  s->refs++;
+  uvt__list_init(&a->tasks_);
+  uvt__list_init(&a->link_);
+  uvt__list_insert_tail(&reg->agents, &a->link_);
+  uvt__index_insert(&reg->agents_by_id, &a->hentry_, a->id);
+  return 0;
+}
+
+/* Take the agent out of the registry's books; the callback comes later. */
+static void unregister(uvt_registry_t *reg, uvt_agent_t *a) {
+  uvt__index_remove(&reg->agents_by_id, &a->hentry_);
+  uvt__list_remove(&a->link_);
+  uvt__session_unref(reg, a->session_);
+  a->session_ = NULL;
+  uvt__free(a->mem_);
+  a->mem_ = NULL;
+  a->id = NULL;
+  a->session = NULL;
+}
+
+static void finish_dispose(uvt_agent_t *a) {
+  uvt_registry_t *reg = a->registry;
+  if (a->state_ != UVT__AGENT_DISPOSING || !uvt__list_empty(&a->tasks_))
+    return;
+  unregister(reg, a);
+  a->state_ = UVT__AGENT_IDLE; /* stale from now on (R-OWN-1) */
+  uvt__list_insert_tail(&reg->agents_done, &a->link_);
+  uvt__kick(reg);
+}
+
+void uvt__agent_task_dropped(uvt_agent_t *a) {
+  finish_dispose(a);
+}
+
+static void detached_closed(uv_handle_t *handle) {
+  uvt_agent_t *a = handle->data;
+  uvt_agent_cb cb = a->dispose_cb_;
+  uvt__free(a->idle_);
+  a->idle_ = NULL;
+  a->state_ = UVT__AGENT_IDLE;
+  a->registry = NULL;
+  if (cb != NULL)
+    cb(a);
+}
+
+int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
+  uvt_registry_t *reg;
+  struct uvt__link sweep;
+  struct uvt__link *n;
+
+  if (a == NULL)
+    return UV_EINVAL;
+  if (a->state_ == UVT__AGENT_DETACHED && a->idle_ == NULL) {
+    /* The registry closed under this agent (R-CLOSE-1): nothing of it is
+     * left; defer the callback through a handle of our own on the loop. */
+    a->idle_ = uvt__malloc(sizeof(*a->idle_));
+    if (a->idle_ == NULL)
+      return UV_ENOMEM;
+    uv_idle_init(a->loop_, a->idle_);
+    a->idle_->data = a;
+    a->dispose_cb_ = cb;
+    uv_close((uv_handle_t *)a->idle_, detached_closed);
+    return 0;
+  }
+  if (a->state_ == UVT__AGENT_DETACHED)
+    return UVT_ECLOSING;
+  reg = a->registry;
+  if (reg == NULL ||
+      (a->state_ != UVT__AGENT_REGISTERED && a->state_ != UVT__AGENT_DISPOSING))
+    return UV_EINVAL;
+  if (a->state_ == UVT__AGENT_DISPOSING)
+    return UVT_ECLOSING;
+
+  a->state_ = UVT__AGENT_DISPOSING; /* refuses new starts (UVT_ECLOSING) */
+  a->dispose_cb_ = cb;
+  reg->disposing_agents++;
+  /* R-AGENT-1, R-AGENT-2: this agent's tasks as of now, collected first. */
+  uvt__list_init(&sweep);
+  for (n = a->tasks_.next; n != &a->tasks_; n = n->next) {
+    uvt_task_t *t = uvt__container_of(n, uvt_task_t, owner_link);
+    uvt__list_insert_tail(&sweep, &t->sweep_link);
+  }
+  while ((n = uvt__list_pop(&sweep)) != NULL) {
+    uvt_task_t *t = uvt__container_of(n, uvt_task_t, sweep_link);
+    uvt__teardown_task(t, "owner disposed");
+  }
+  finish_dispose(a);
+  return 0;
+}
+
+void uvt__agents_drain(uvt_registry_t *reg) {
+  struct uvt__link local;
+  struct uvt__link *n;
+  uvt__list_init(&local);
+  uvt__list_splice(&reg->agents_done, &local);
+  while ((n = uvt__list_pop(&local)) != NULL) {
+    uvt_agent_t *a = uvt__container_of(n, uvt_agent_t, link_);
+    uvt_agent_cb cb = a->dispose_cb_;
+    reg->disposing_agents--;
+    a->registry = NULL;
+    if (cb != NULL)
+      cb(a);
+  }
+}
+
+void uvt__agents_detach_all(uvt_registry_t *reg) {
+  struct uvt__link *n;
+  while ((n = uvt__list_pop(&reg->agents)) != NULL) {
+    uvt_agent_t *a = uvt__container_of(n, uvt_agent_t, link_);
+    unregister(reg, a);
+    a->state_ = UVT__AGENT_DETACHED;
+    a->registry = NULL;
+  }
+}

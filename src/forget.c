@@ -1,0 +1,16 @@
+/* Dropping a terminal record on request (R-FORGET-1), so long-lived hosts
+ * can bound what the registry retains. */
+#include "uvt-internal.h"
+
+int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
+  uvt_task_t *t;
+  int err = uvt__lookup(reg, id, caller, &t);
+  if (err != 0)
+    return err;
+  /* A live record, one whose end listeners have not seen yet, or one that
+   * disposal is already draining stays. */
+  if (uvt__task_live(t) || !t->dispatched || t->in_teardown)
+    return UV_EBUSY;
+  uvt__drop(t);
+  return 0;
+}

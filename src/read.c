@@ -1,0 +1,163 @@
+/* Non-consuming snapshots (R-GET-1, R-LIST-1) and consuming reads
+ * (R-READ-1..3). */
+#include <string.h>
+
+#include "uvt-internal.h"
+
+int uvt_get(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
+            uvt_snapshot_t *out) {
+  uvt_task_t *t;
+  int err;
+  if (out == NULL)
+    return UV_EINVAL;
+  err = uvt__lookup(reg, id, caller, &t);
+  if (err != 0)
+    return err;
+  return uvt__snapshot_take(t, out);
+}
+
+static uvt__session_t *caller_session(uvt_registry_t *reg,
+                                      const uvt_agent_t *caller) {
+  struct uvt__hentry *e;
+  if (caller == NULL || caller->session == NULL)
+    return NULL;
+  if (caller->registry == reg && caller->session_ != NULL)
+    return caller->session_;
+  e = uvt__index_find(&reg->sessions_by_id, caller->session);
+  return e != NULL ? uvt__container_of(e, uvt__session_t, hentry) : NULL;
+}
+
+int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
+             uvt_snapshot_t **out, size_t *count) {
+  uvt__session_t *s;
+  struct uvt__link *a, *a_end, *b, *b_end;
+  uvt_snapshot_t *arr;
+  size_t n, i = 0;
+
+  if (reg == NULL || out == NULL || count == NULL)
+    return UV_EINVAL;
+  *out = NULL;
+  *count = 0;
+  s = caller_session(reg, caller);
+  /* Only the caller's session and the unowned list are walked, merged by
+   * registration order: the cost follows what is returned (R-LIST-1). */
+  a_end = &reg->unowned;
+  a = a_end->next;
+  n = reg->unowned_count;
+  if (s != NULL) {
+    b_end = &s->tasks;
+    n += s->task_count;
+  } else {
+    b_end = NULL;
+  }
+  b = b_end != NULL ? b_end->next : NULL;
+  if (n == 0)
+    return 0;
+  arr = uvt__calloc(n, sizeof(*arr));
+  if (arr == NULL)
+    return UV_ENOMEM;
+  while (i < n) {
+    uvt_task_t *ta =
+        a != a_end ? uvt__container_of(a, uvt_task_t, scope_link) : NULL;
+    uvt_task_t *tb = b != NULL && b != b_end
+                         ? uvt__container_of(b, uvt_task_t, scope_link)
+                         : NULL;
+    uvt_task_t *t;
+    if (ta != NULL && (tb == NULL || ta->seq < tb->seq)) {
+      t = ta;
+      a = a->next;
+    } else {
+      t = tb;
+      b = b->next;
+    }
+    if (uvt__snapshot_take(t, &arr[i]) != 0) {
+      uvt_snapshots_free(arr, i);
+      return UV_ENOMEM;
+    }
+    i++;
+  }
+  *out = arr;
+  *count = n;
+  return 0;
+}
+
+int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
+             uvt_read_t *out) {
+  uvt_task_t *t;
+  uvt_buf_t buf;
+  int err;
+
+  if (out == NULL)
+    return UV_EINVAL;
+  memset(out, 0, sizeof(*out));
+  err = uvt__lookup(reg, id, caller, &t);
+  if (err != 0)
+    return err;
+  memset(&buf, 0, sizeof(buf));
+
+  if (uvt_status_is_terminal(t->status)) {
+    /* Stream kinds: the unread remainder handed over at settlement, then
+     * nothing (R-READ-1).  Final kinds: the whole output, every time
+     * (R-READ-2). */
+    size_t from = t->hooks.read_output != NULL ? t->output_pos : 0;
+    size_t len = t->output_len - from;
+    char *text = uvt__malloc(len + 1);
+    if (text == NULL)
+      return UV_ENOMEM;
+    if (len > 0)
+      memcpy(text, t->output + from, len);
+    text[len] = '\0';
+    /* The snapshot shows the read's own effect (R-READ-3). */
+    {
+      unsigned was = t->reported;
+      t->reported = 1;
+      err = uvt__snapshot_take(t, &out->snapshot);
+      if (err != 0) {
+        t->reported = was;
+        uvt__free(text);
+        return err;
+      }
+    }
+    if (t->hooks.read_output != NULL)
+      t->output_pos = t->output_len;
+    out->text = text;
+    out->len = len;
+    return 0;
+  }
+
+  /* Live: the snapshot first, so nothing can fail after the producer has
+   * consumed its output.  A read of a live task never marks it reported. */
+  err = uvt__snapshot_take(t, &out->snapshot);
+  if (err != 0)
+    return err;
+  if (t->hooks.read_output != NULL && !atomic_load(&t->settle_called)) {
+    err = t->hooks.read_output(t, &buf);
+    if (err != 0) {
+      uvt__free(buf.base);
+      uvt_snapshot_cleanup(&out->snapshot);
+      return err;
+    }
+  }
+  if (buf.base == NULL) {
+    buf.base = uvt__malloc(1);
+    if (buf.base == NULL) {
+      uvt_snapshot_cleanup(&out->snapshot);
+      return UV_ENOMEM;
+    }
+    buf.base[0] = '\0';
+  }
+  /* uvt_buf_append keeps a spare byte, so this never allocates. */
+  buf.base[buf.len] = '\0';
+  out->text = buf.base;
+  out->len = buf.len;
+  return 0;
+}
+
+void uvt_read_cleanup(uvt_read_t *r) {
+  if (r == NULL)
+    return;
+  uvt__free(r->text);
+  uvt_snapshot_cleanup(&r->snapshot);
+  r->text = NULL;
+  r->len = 0;
+}

@@ -1,0 +1,158 @@
+/* Teardown: what agent disposal (R-AGENT-1..4) and registry disposal
+ * (R-CLOSE-1) do to each task, bounded by options.teardown_grace_ms.
+ *
+ * Per task: mark it reported; if live, cancel it and start its grace
+ * period; a cancel that fails, or a grace period that runs out, force-fails
+ * the record.  Once terminal and dispatched, ask the producer to stop what
+ * the work left behind (quiesce, P-KILL-4), then drop the record. */
+#include <stdio.h>
+#include <string.h>
+
+#include "uvt-internal.h"
+
+static char *cancel_failed_detail(int err) {
+  char buf[256];
+  snprintf(buf, sizeof(buf),
+           "cancel failed during teardown; work may be orphaned: %s",
+           uvt_err_name(err));
+  return uvt__strdup(buf);
+}
+
+static char *grace_detail(unsigned long long grace_ms) {
+  char buf[256];
+  snprintf(buf, sizeof(buf),
+           "did not stop within %llu ms of cancel; work may be orphaned",
+           grace_ms);
+  return uvt__strdup(buf);
+}
+
+void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback) {
+  t->force_failed = 1;
+  t->reg->metrics.force_failed++;
+  if (detail != NULL)
+    uvt__task_record(t, UVT_FAILED, detail, 0);
+  else
+    uvt__task_record(t, UVT_FAILED, (char *)fallback, 1);
+  uvt__dispatch_later(t);
+}
+
+void uvt__teardown_task(uvt_task_t *t, const char *reason) {
+  uvt_registry_t *reg = t->reg;
+  int err;
+
+  if (t->in_teardown || t->dropped)
+    return;
+  t->in_teardown = 1;
+  t->reported = 1;
+  if (!uvt__task_live(t)) {
+    uvt__teardown_after_terminal(t);
+    return;
+  }
+  if (t->kill_reason == NULL)
+    t->kill_reason = reason; /* static text, not owned */
+  t->status = UVT_STOPPING;
+  uvt__feed(t, UVT__CHANGE_STOPPING);
+  if (!atomic_load(&t->settle_called)) {
+    err = t->hooks.cancel != NULL ? t->hooks.cancel(t, reason) : UV_ENOTSUP;
+    if (err != 0) {
+      /* R-AGENT-3: never deadlock disposal on a producer that cannot stop. */
+      uvt__log(reg, UVT_LOG_WARN,
+               "task %s (kind %s, label \"%s\"): cancel failed during "
+               "teardown (%s); its work may be orphaned",
+               t->id, t->kind, t->label, uvt_err_name(err));
+      uvt__force_fail(t, cancel_failed_detail(err),
+                      "cancel failed during teardown; work may be orphaned");
+      return;
+    }
+  }
+  if (reg->options.teardown_grace_ms > 0)
+    uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
+                      reg->options.teardown_grace_ms);
+}
+
+void uvt__teardown_after_terminal(uvt_task_t *t) {
+  uvt_registry_t *reg = t->reg;
+  int r;
+  if (!t->in_teardown || t->dropped || t->quiesce_pending || !t->dispatched)
+    return;
+  /* A force-failed producer has not settled: it is still on its own path
+   * to quiescence, and asking it to quiesce would race that. */
+  if (!t->force_failed && t->hooks.quiesce != NULL && !t->release_called) {
+    t->quiesce_pending = 1;
+    t->in_quiesce_hook = 1;
+    r = t->hooks.quiesce(t);
+    t->in_quiesce_hook = 0;
+    if (r == 1 && t->quiesce_pending) {
+      if (reg->options.teardown_grace_ms > 0)
+        uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
+                          reg->options.teardown_grace_ms);
+      return;
+    }
+    t->quiesce_pending = 0;
+  }
+  uvt__drop(t);
+}
+
+void uvt_task_quiescent(uvt_task_t *t) {
+  if (t == NULL || !t->quiesce_pending)
+    return;
+  t->quiesce_pending = 0;
+  if (t->in_quiesce_hook)
+    return; /* the hook's caller drops it */
+  uvt__deadline_remove(t->reg, &t->teardown_deadline);
+  uvt__drop(t);
+}
+
+void uvt__teardown_expired(uvt_task_t *t) {
+  uvt_registry_t *reg = t->reg;
+  unsigned long long grace = (unsigned long long)reg->options.teardown_grace_ms;
+  if (uvt__task_live(t)) {
+    /* R-AGENT-4 */
+    uvt__log(reg, UVT_LOG_WARN,
+             "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
+             "cancel; its work may be orphaned",
+             t->id, t->kind, t->label, grace);
+    uvt__force_fail(t, grace_detail(grace),
+                    "did not stop in time after cancel; work may be orphaned");
+  } else if (t->quiesce_pending) {
+    uvt__log(reg, UVT_LOG_WARN,
+             "task %s (kind %s, label \"%s\"): what its work left behind did "
+             "not stop within %llu ms; it may be orphaned",
+             t->id, t->kind, t->label, grace);
+    t->quiesce_pending = 0;
+    uvt__drop(t);
+  }
+}
+
+void uvt__drop(uvt_task_t *t) {
+  uvt_registry_t *reg = t->reg;
+  uvt_agent_t *owner = t->owner;
+  if (t->dropped)
+    return;
+  t->dropped = 1;
+  uvt__deadline_remove(reg, &t->teardown_deadline);
+  uvt__index_remove(&reg->tasks_by_id, &t->hentry);
+  uvt__list_remove(&t->all_link);
+  uvt__list_remove(&t->scope_link);
+  uvt__list_remove(&t->owner_link);
+  uvt__list_remove(&t->sweep_link);
+  if (t->session != NULL) {
+    t->session->task_count--;
+    uvt__session_unref(reg, t->session);
+    t->session = NULL;
+  } else {
+    reg->unowned_count--;
+  }
+  t->owner = NULL;
+  reg->records--;
+  uvt__feed(t, UVT__CHANGE_DROPPED);
+  if (t->hooks.release != NULL && !t->release_called) {
+    t->release_called = 1;
+    t->hooks.release(t);
+  }
+  if (owner != NULL)
+    uvt__agent_task_dropped(owner);
+  if (reg->closing)
+    uvt__kick(reg);
+  uvt__task_maybe_free(t);
+}

@@ -1,0 +1,319 @@
+/* Internal layer of the registry: the record, the registry, and the helpers
+ * every file of src/ shares.  Nothing here is public. */
+#ifndef UVT_INTERNAL_H
+#define UVT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "uvtasks.h"
+
+#define UVT__EXPORT UVT_EXTERN
+
+#define uvt__container_of(ptr, type, member)                                   \
+  ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* ---- alloc.c: every allocation of the library goes through these. */
+void *uvt__malloc(size_t size);
+void *uvt__calloc(size_t count, size_t size);
+void *uvt__realloc(void *ptr, size_t size);
+void uvt__free(void *ptr);
+char *uvt__strdup(const char *s);
+
+/* ---- Intrusive lists.  A removed node points at itself, so "linked" is
+ * a cheap test and a second removal is harmless. */
+static inline void uvt__list_init(struct uvt__link *h) {
+  h->next = h;
+  h->prev = h;
+}
+static inline int uvt__list_empty(const struct uvt__link *h) {
+  return h->next == h;
+}
+static inline void uvt__list_insert_tail(struct uvt__link *h,
+                                         struct uvt__link *n) {
+  n->next = h;
+  n->prev = h->prev;
+  h->prev->next = n;
+  h->prev = n;
+}
+static inline void uvt__list_remove(struct uvt__link *n) {
+  n->prev->next = n->next;
+  n->next->prev = n->prev;
+  n->next = n;
+  n->prev = n;
+}
+static inline struct uvt__link *uvt__list_pop(struct uvt__link *h) {
+  struct uvt__link *n;
+  if (uvt__list_empty(h))
+    return NULL;
+  n = h->next;
+  uvt__list_remove(n);
+  return n;
+}
+/* Move every node of `from` to the end of `to`; `from` ends empty. */
+static inline void uvt__list_splice(struct uvt__link *from,
+                                    struct uvt__link *to) {
+  if (uvt__list_empty(from))
+    return;
+  from->next->prev = to->prev;
+  to->prev->next = from->next;
+  from->prev->next = to;
+  to->prev = from->prev;
+  uvt__list_init(from);
+}
+
+/* ---- index.c: a string-keyed hash table of intrusive entries.  Insertion
+ * never allocates; uvt__index_reserve() grows it ahead of time. */
+typedef struct {
+  struct uvt__hentry **buckets;
+  size_t mask; /* bucket count - 1; bucket count is a power of two */
+  size_t count;
+} uvt__index_t;
+
+uint32_t uvt__hash(const char *key);
+int uvt__index_reserve(uvt__index_t *ix, size_t count);
+void uvt__index_insert(uvt__index_t *ix, struct uvt__hentry *e,
+                       const char *key);
+struct uvt__hentry *uvt__index_find(const uvt__index_t *ix, const char *key);
+void uvt__index_remove(uvt__index_t *ix, struct uvt__hentry *e);
+void uvt__index_free(uvt__index_t *ix);
+
+/* ---- deadline.c: one uv_timer per registry drives a pairing heap of
+ * deadlines (wait deadlines, teardown grace periods). */
+enum { UVT__DEADLINE_WAIT = 1, UVT__DEADLINE_TEARDOWN = 2 };
+
+void uvt__deadline_add(uvt_registry_t *reg, struct uvt__deadline *d, int kind,
+                       uint64_t timeout_ms);
+void uvt__deadline_remove(uvt_registry_t *reg, struct uvt__deadline *d);
+int uvt__deadline_armed(const struct uvt__deadline *d);
+void uvt__deadline_init(struct uvt__deadline *d);
+void uvt__deadline_timer_cb(uv_timer_t *timer);
+
+/* ---- The settle hub: the part of the registry a producer's thread may
+ * touch.  It outlives the registry while a task that has not settled still
+ * refers to it, so a late settle finds a closed hub instead of freed memory
+ * (R-DONE-2). */
+typedef struct {
+  uv_mutex_t mutex;
+  struct uvt__link queue; /* tasks whose outcome (or a duplicate) arrived */
+  uv_async_t *async;      /* NULL once the registry closed */
+  size_t refs;            /* the registry + every task not yet freed */
+} uvt__hub_t;
+
+/* ---- Sessions: the per-session index behind uvt_list (R-LIST-1). */
+typedef struct {
+  struct uvt__hentry hentry;
+  struct uvt__link tasks; /* tasks owned by agents of this session */
+  size_t task_count;
+  size_t refs; /* agents registered in it + tasks owned in it */
+  char id[1];  /* flexible */
+} uvt__session_t;
+
+/* ---- Kinds: one id counter per kind (R-START-4). */
+typedef struct {
+  struct uvt__hentry hentry;
+  uint64_t counter;
+  char name[1]; /* flexible */
+} uvt__kind_t;
+
+/* ---- A queued change-feed transition (R-FEED-1); four per record, one
+ * for each transition, so the feed never allocates. */
+enum {
+  UVT__CHANGE_REGISTERED = 0,
+  UVT__CHANGE_STOPPING,
+  UVT__CHANGE_TERMINAL,
+  UVT__CHANGE_DROPPED,
+  UVT__CHANGE_COUNT
+};
+struct uvt__change {
+  struct uvt__link link;
+  struct uvt_task_s *task;
+  uvt_status_t status;
+  int which;
+};
+
+/* ---- The record. */
+struct uvt_task_s {
+  struct uvt__hentry hentry; /* registry's id index */
+  uvt_registry_t *reg;
+  uvt__hub_t *hub;
+  struct uvt__link all_link;      /* registry's tasks, registration order */
+  struct uvt__link scope_link;    /* session's tasks, or the unowned list */
+  struct uvt__link owner_link;    /* owner agent's tasks */
+  struct uvt__link waits;         /* pending waits, not yet counted */
+  struct uvt__link counted;       /* waits counted at settlement */
+  struct uvt__link dispatch_link; /* registry's dispatch list */
+  struct uvt__link sweep_link;    /* a teardown sweep being collected */
+  struct uvt__link apply_link;    /* a settle drain in progress */
+  struct uvt__deadline teardown_deadline;
+  struct uvt__change changes[UVT__CHANGE_COUNT];
+  uvt_agent_t *owner;
+  uvt__session_t *session;
+  uvt_hooks_t hooks;
+  void *arg;
+  uint64_t seq;
+  char *id; /* "<kind>-" preformatted; digits written at commit */
+  char *kind;
+  char *label;
+  char *owner_session; /* copy, so views never depend on the session */
+  size_t id_prefix_len;
+  uvt_status_t status;
+  char *detail;
+  const char *kill_reason;
+  char *output;
+  size_t output_len;
+  size_t output_pos; /* stream kinds: what reads consumed of `output` */
+  int64_t started_at_ms;
+  int64_t finished_at_ms;
+  unsigned pins; /* callbacks in flight that hold a view of the record */
+  unsigned reported : 1;
+  unsigned committed : 1;
+  unsigned dropped : 1;
+  unsigned dispatched : 1;
+  unsigned in_teardown : 1;
+  unsigned force_failed : 1;
+  unsigned quiesce_pending : 1;
+  unsigned release_called : 1;
+  unsigned detail_static : 1;
+  unsigned kill_reason_owned : 1;
+  unsigned producer_done : 1; /* the outcome was taken off the hub */
+  unsigned in_quiesce_hook : 1;
+
+  /* Guarded by hub->mutex. */
+  struct uvt__link queue_link;
+  atomic_int settle_called;
+  int queued;
+  unsigned dup_settles;
+  unsigned dups_seen; /* loop side: taken from dup_settles by the drain */
+  uvt_status_t o_status;
+  char *o_detail;
+  char *o_output;
+  size_t o_output_len;
+  int o_lost;
+};
+
+enum {
+  UVT__AGENT_IDLE = 0,
+  UVT__AGENT_REGISTERED,
+  UVT__AGENT_DISPOSING,
+  UVT__AGENT_DETACHED /* the registry closed under it */
+};
+
+enum {
+  UVT__WAIT_IDLE = 0,
+  UVT__WAIT_PENDING, /* on task->waits with a deadline */
+  UVT__WAIT_COUNTED, /* on task->counted: settlement delivers status 0 */
+  UVT__WAIT_DUE,     /* on reg->deferred: delivered in the next drain */
+  UVT__WAIT_EXPIRED  /* collected by the deadline sweep */
+};
+
+struct uvt_registry_s {
+  uv_loop_t *loop;
+  uvt_options_t options;
+  uvt__hub_t *hub;
+  uv_async_t async;
+  uv_timer_t timer;
+  struct uvt__deadline *deadlines; /* pairing heap root */
+
+  uvt__index_t tasks_by_id;
+  uvt__index_t agents_by_id;
+  uvt__index_t sessions_by_id;
+  uvt__index_t kinds_by_name;
+
+  struct uvt__link tasks;   /* every record, registration order */
+  struct uvt__link unowned; /* unowned records, registration order */
+  struct uvt__link agents;  /* registered agents */
+  struct uvt__link surfaces;
+  struct uvt__link listeners;
+  struct uvt__link dispatching; /* listeners not yet called this dispatch */
+  struct uvt__link dispatch;    /* terminal records awaiting dispatch */
+  struct uvt__link deferred;    /* waits due for delivery */
+  struct uvt__link agents_done; /* agents whose dispose finished */
+  struct uvt__link watchers;
+  struct uvt__link watch_dispatching;
+  struct uvt__link changes; /* queued change-feed transitions */
+
+  size_t records;
+  size_t unowned_count;
+  size_t surface_count;
+  size_t disposing_agents;
+  unsigned unowned_live;
+  uint64_t next_seq;
+  uvt_metrics_t metrics;
+
+  uvt_close_cb close_cb;
+  void *close_data;
+  int closing;         /* close requested */
+  int handles_closing; /* count of uv_close callbacks outstanding */
+  int in_drain;
+};
+
+/* ---- registry.c */
+void uvt__kick(uvt_registry_t *reg);
+void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int64_t uvt__now_ms(void);
+void uvt__update_ref(uvt_registry_t *reg);
+void uvt__maybe_finish_close(uvt_registry_t *reg);
+
+/* ---- snapshot.c */
+void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s);
+int uvt__snapshot_take(const uvt_task_t *t, uvt_snapshot_t *s);
+
+/* ---- start.c / lookup */
+int uvt__lookup(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
+                uvt_task_t **out);
+int uvt__task_live(const uvt_task_t *t);
+void uvt__task_pin(uvt_task_t *t);
+void uvt__task_unpin(uvt_task_t *t);
+void uvt__task_maybe_free(uvt_task_t *t);
+void uvt__task_free(uvt_task_t *t);
+/* Record a terminal state: status, detail, finished time, live counts,
+ * counted waits (R-DONE-3 steps 1-2).  `detail` is taken over. */
+void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
+                      int detail_static);
+
+/* ---- settle.c */
+int uvt__hub_new(uvt_registry_t *reg, uvt__hub_t **out);
+void uvt__hub_ref(uvt__hub_t *hub);
+void uvt__hub_unref(uvt__hub_t *hub);
+void uvt__hub_close(uvt__hub_t *hub);
+void uvt__hub_cancel(uvt_task_t *t);
+void uvt__settle_drain(uvt_registry_t *reg);
+
+/* ---- listener.c */
+void uvt__dispatch(uvt_task_t *t);
+void uvt__dispatch_later(uvt_task_t *t);
+void uvt__dispatch_drain(uvt_registry_t *reg);
+
+/* ---- wait.c */
+void uvt__waits_count(uvt_task_t *t);
+void uvt__waits_deliver_counted(uvt_task_t *t);
+void uvt__waits_drain(uvt_registry_t *reg);
+void uvt__wait_expired(uvt_wait_t *req);
+void uvt__waits_expire(uvt_registry_t *reg, struct uvt__link *expired);
+
+/* ---- teardown.c */
+void uvt__teardown_task(uvt_task_t *t, const char *reason);
+void uvt__teardown_after_terminal(uvt_task_t *t);
+void uvt__teardown_expired(uvt_task_t *t);
+void uvt__drop(uvt_task_t *t);
+void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback);
+
+/* ---- watch.c */
+void uvt__feed(uvt_task_t *t, int which);
+void uvt__feed_drain(uvt_registry_t *reg);
+
+/* ---- agent.c */
+void uvt__agent_task_dropped(uvt_agent_t *a);
+void uvt__agents_drain(uvt_registry_t *reg);
+void uvt__agents_detach_all(uvt_registry_t *reg);
+void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s);
+
+#endif /* UVT_INTERNAL_H */
