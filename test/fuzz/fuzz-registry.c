@@ -103,6 +103,7 @@ struct episode_s {
   fake_t scratch;
   model_t m;
   int closing;
+  int ever_registered[M_AGENTS];
   /* Real callbacks since the last comparison. */
   m_lev_t lev[M_TASKS * M_LISTENERS * 2];
   int nlev;
@@ -907,17 +908,20 @@ static void op_agent(episode_t *ep, rng_t *r) {
   static const char *const ids[] = {"a0", "a1", "a2"};
   static const char *const sessions[] = {"s0", "s1"};
   int slot = (int)rnd(r, M_AGENTS), want, got;
-  if (ep->m.agents[slot].state == M_AG_FREE || chance(r, 10)) {
-    const char *id = ep->m.agents[slot].state == M_AG_FREE
-                         ? ids[rnd(r, 3)]
-                         : "zz"; /* never live: only UV_EBUSY applies */
+  /* Registering a registered object is undefined (as for libuv handles),
+   * and so is disposing one never registered. */
+  if (ep->m.agents[slot].state == M_AG_FREE &&
+      (!ep->ever_registered[slot] || chance(r, 70))) {
+    const char *id = ids[rnd(r, 3)];
     const char *session = sessions[rnd(r, 2)];
     op_log(ep, "agent_register slot=%d id=%s session=%s", slot, id, session);
     ep->agents[slot].data = ep;
     got = uvt_agent_register(ep->reg, &ep->agents[slot], id, session);
     want = m_agent_register(&ep->m, slot, id, session);
     err_check(ep, "agent_register", want, got);
-  } else {
+    if (got == 0)
+      ep->ever_registered[slot] = 1;
+  } else if (ep->ever_registered[slot]) {
     drain(ep);
     compare_events(ep);
     op_log(ep, "agent_dispose slot=%d", slot);
@@ -932,7 +936,7 @@ static void op_agent(episode_t *ep, rng_t *r) {
 
 static void op_surface(episode_t *ep, rng_t *r) {
   int slot = (int)rnd(r, M_SURFACES), want, got;
-  if (ep->m.surfaces[slot] && chance(r, 70)) {
+  if (ep->m.surfaces[slot]) {
     op_log(ep, "surface_detach slot=%d", slot);
     uvt_surface_detach(&ep->surfaces[slot]);
     m_surface_detach(&ep->m, slot);
@@ -950,7 +954,7 @@ static void op_surface(episode_t *ep, rng_t *r) {
 
 static void op_listener(episode_t *ep, rng_t *r) {
   int slot = (int)rnd(r, M_LISTENERS), want, got;
-  if (ep->m.listeners[slot] && chance(r, 70)) {
+  if (ep->m.listeners[slot]) {
     op_log(ep, "listener_stop slot=%d", slot);
     uvt_listener_stop(&ep->listeners[slot]);
     m_listener_stop(&ep->m, slot);
@@ -1079,10 +1083,12 @@ static long run_episode(rng_t *r, long max_ops) {
     ep->agents[0].data = ep;
     err_check(ep, "agent_register", m_agent_register(&ep->m, 0, "a0", "s0"),
               uvt_agent_register(ep->reg, &ep->agents[0], "a0", "s0"));
+    ep->ever_registered[0] = 1;
     op_log(ep, "agent_register slot=1 id=a1 session=s1");
     ep->agents[1].data = ep;
     err_check(ep, "agent_register", m_agent_register(&ep->m, 1, "a1", "s1"),
               uvt_agent_register(ep->reg, &ep->agents[1], "a1", "s1"));
+    ep->ever_registered[1] = 1;
   }
 
   for (n = 0; n < max_ops && !r->exhausted; n++) {

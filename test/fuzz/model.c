@@ -350,7 +350,7 @@ int m_agent_register(model_t *m, int slot, const char *id,
   if (m->closing)
     return UVT_ECLOSING;
   if (m->agents[slot].state != M_AG_FREE)
-    return UV_EBUSY;
+    return UV_EBUSY; /* not asked: undefined for a started object */
   for (i = 0; i < M_AGENTS; i++)
     if (m->agents[i].state != M_AG_FREE && strcmp(m->agents[i].id, id) == 0)
       return UV_EEXIST;
@@ -433,7 +433,7 @@ int m_surface_attach(model_t *m, int slot) {
   if (m->closing)
     return UVT_ECLOSING;
   if (m->surfaces[slot])
-    return UV_EBUSY;
+    return UV_EBUSY; /* not asked: undefined for a started object */
   m->surfaces[slot] = 1;
   return 0;
 }
@@ -446,7 +446,7 @@ int m_listener_start(model_t *m, int slot) {
   if (m->closing)
     return UVT_ECLOSING;
   if (m->listeners[slot])
-    return UV_EBUSY;
+    return UV_EBUSY; /* not asked: undefined for a started object */
   m->listeners[slot] = 1;
   return 0;
 }
