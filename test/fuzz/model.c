@@ -224,7 +224,8 @@ static void queue_outcome(model_t *m, int ti, uvt_status_t status,
     copy_str(t->q_detail, sizeof(t->q_detail), detail);
   if (output_len > sizeof(t->q_output))
     output_len = sizeof(t->q_output);
-  memcpy(t->q_output, output, output_len);
+  if (output_len > 0)
+    memcpy(t->q_output, output, output_len);
   t->q_output_len = output_len;
   m->queue[m->nqueue++] = ti;
 }
