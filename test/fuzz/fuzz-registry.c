@@ -13,7 +13,10 @@
  * own 1 ms deadline fires with nothing else pending; between steps the loop
  * runs with UV_RUN_NOWAIT until quiet.
  *
- *   fuzz-registry [--seed N] [--ops M] [--verbose]
+ *   fuzz-registry [--seed N] [--ops M] [--verbose] [--strict-feed]
+ *
+ * --strict-feed: expect no second "stopping" change for a task already
+ * stopping (see model.h, strict_feed).
  *
  * Prints the seed; on a divergence prints the episode's operations, the
  * failing step and what differed, and exits 1.  Built with -DUVT_LIBFUZZER
@@ -96,6 +99,7 @@ struct episode_s {
   uvt_registry_t *reg;
   uvt_surface_t surfaces[M_SURFACES];
   uvt_listener_t listeners[M_LISTENERS];
+  uvt_watch_t watchers[M_WATCHERS];
   uvt_agent_t agents[M_AGENTS];
   uvt_wait_t waits[M_WAITS];
   uvt_wait_t short_wait;
@@ -109,6 +113,8 @@ struct episode_s {
   int nlev;
   m_wev_t wev[M_TASKS * 2 + M_WAITS * 4];
   int nwev;
+  m_fev_t fev[M_TASKS * 4 * M_WATCHERS * 2];
+  int nfev;
   int dispose_cbs[M_AGENTS];
   int close_cbs;
   int short_calls;
@@ -128,13 +134,14 @@ struct episode_s {
 static uint64_t g_seed;
 static long g_episode;
 static int g_verbose;
+static int g_strict_feed;
 static long g_total_ops;
 
 /* What the run exercised, printed at the end. */
 static struct {
   long starts, start_errors, settles, thread_settles, kills, kill_errors;
   long foreign, notask, listener_calls, wait_ok, wait_timeout, wait_aborted;
-  long disposals, reads, lists, force_failed;
+  long disposals, reads, lists, force_failed, feed, forgets;
 } g_stats;
 
 static void count_err(int err) {
@@ -307,6 +314,30 @@ static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
     snap_from(snap, &e->snap);
 }
 
+static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap,
+                      int dropped) {
+  episode_t *ep = w->data;
+  m_fev_t *e;
+  ep->events++;
+  if (ep->nfev >= (int)(sizeof(ep->fev) / sizeof(ep->fev[0]))) {
+    ep->overflow++;
+    return;
+  }
+  e = &ep->fev[ep->nfev++];
+  e->watcher = (int)(w - ep->watchers);
+  e->task = task_by_id(&ep->m, snap->id);
+  snap_from(snap, &e->snap);
+  /* The transition, from what the callback is told. */
+  if (dropped)
+    e->which = M_CH_DROPPED;
+  else if (snap->status == UVT_RUNNING)
+    e->which = M_CH_REGISTERED;
+  else if (snap->status == UVT_STOPPING)
+    e->which = M_CH_STOPPING;
+  else
+    e->which = M_CH_TERMINAL;
+}
+
 static void on_disposed(uvt_agent_t *a) {
   episode_t *ep = a->data;
   ep->events++;
@@ -417,6 +448,15 @@ static int cmp_lev(const void *a, const void *b) {
   return x->task - y->task;
 }
 
+static int cmp_fev(const void *a, const void *b) {
+  const m_fev_t *x = a, *y = b;
+  if (x->watcher != y->watcher)
+    return x->watcher - y->watcher;
+  if (x->task != y->task)
+    return x->task - y->task;
+  return x->which - y->which;
+}
+
 static int cmp_wev(const void *a, const void *b) {
   const m_wev_t *x = a, *y = b;
   return x->wait - y->wait;
@@ -466,6 +506,32 @@ static void compare_events(episode_t *ep) {
     if (m->wev[i].has_snap)
       snap_check(ep, what, &m->wev[i].snap, &ep->wev[i].snap);
   }
+
+  /* The feed: per watcher and task, the transitions in order. */
+  qsort(ep->fev, (size_t)ep->nfev, sizeof(ep->fev[0]), cmp_fev);
+  qsort(m->fev, (size_t)m->nfev, sizeof(m->fev[0]), cmp_fev);
+  for (i = 0; i < ep->nfev || i < m->nfev; i++) {
+    static const char *const names[] = {"registered", "stopping", "terminal",
+                                        "dropped"};
+    if (i >= ep->nfev || i >= m->nfev || ep->fev[i].watcher != m->fev[i].watcher ||
+        ep->fev[i].task != m->fev[i].task || ep->fev[i].which != m->fev[i].which) {
+      if (i < m->nfev)
+        fail(ep, "feed: %d changes expected, %d got; at %d expected watcher %d "
+                 "%s %s, got %s",
+             m->nfev, ep->nfev, i, m->fev[i].watcher,
+             m->tasks[m->fev[i].task].id, names[m->fev[i].which],
+             i < ep->nfev ? names[ep->fev[i].which] : "nothing");
+      fail(ep, "feed: %d changes expected, %d got; unexpected watcher %d %s %s",
+           m->nfev, ep->nfev, ep->fev[i].watcher,
+           ep->fev[i].task >= 0 ? m->tasks[ep->fev[i].task].id : "?",
+           names[ep->fev[i].which]);
+    }
+    snprintf(what, sizeof(what), "feed watcher %d %s %s", m->fev[i].watcher,
+             m->tasks[m->fev[i].task].id, names[m->fev[i].which]);
+    snap_check(ep, what, &m->fev[i].snap, &ep->fev[i].snap);
+  }
+  g_stats.feed += ep->nfev;
+  ep->nfev = 0;
 
   for (i = 0; i < M_AGENTS; i++)
     if (ep->dispose_cbs[i] != m->dispose_cbs[i])
@@ -967,6 +1033,36 @@ static void op_listener(episode_t *ep, rng_t *r) {
   }
 }
 
+/* Watchers start and stop only between drains, so every transition is
+ * delivered to the watchers that were there when it happened. */
+static void op_watch(episode_t *ep, rng_t *r) {
+  int slot = (int)rnd(r, M_WATCHERS);
+  drain(ep);
+  compare_events(ep);
+  if (ep->m.watchers[slot]) {
+    op_log(ep, "watch_stop slot=%d", slot);
+    uvt_watch_stop(&ep->watchers[slot]);
+    m_watch_stop(&ep->m, slot);
+  } else {
+    op_log(ep, "watch_start slot=%d", slot);
+    ep->watchers[slot].data = ep;
+    err_check(ep, "watch_start", m_watch_start(&ep->m, slot),
+              uvt_watch_start(ep->reg, &ep->watchers[slot], on_change));
+  }
+}
+
+static void op_forget(episode_t *ep, rng_t *r) {
+  const char *id;
+  int ti, caller, want, got;
+  id = pick_id(ep, r, &ti);
+  caller = pick_caller(ep, r, ti);
+  op_log(ep, "forget %s caller=%d", id, caller);
+  got = uvt_forget(ep->reg, id, caller_ptr(ep, caller));
+  want = m_forget(&ep->m, id, caller);
+  err_check(ep, "forget", want, got);
+  g_stats.forgets += got == 0;
+}
+
 /* The end of an episode: close the registry and run the loop to the end
  * (R-CLOSE-1, R-CLOSE-2), then late settles (R-DONE-2). */
 static void episode_close(episode_t *ep, rng_t *r) {
@@ -1064,6 +1160,7 @@ static long run_episode(rng_t *r, long max_ops) {
   o.teardown_grace_ms = short_grace ? (uint64_t)short_grace : 10000;
   o.max_live_per_owner = chance(r, 30) ? 1 + rnd(r, 3) : 0;
   m_init(&ep->m, o.max_live_per_owner, short_grace);
+  ep->m.strict_feed = g_strict_feed;
   if (uv_loop_init(&ep->loop) != 0)
     abort();
   if (uvt_registry_new(&ep->loop, &o, &ep->reg) != 0)
@@ -1120,8 +1217,12 @@ static long run_episode(rng_t *r, long max_ops) {
       op_agent(ep, r);
     else if (w < 92)
       op_surface(ep, r);
-    else if (w < 95)
+    else if (w < 94)
       op_listener(ep, r);
+    else if (w < 95)
+      op_watch(ep, r);
+    else if (w < 97)
+      op_forget(ep, r);
     else {
       op_log(ep, "run loop");
       drain(ep);
@@ -1167,8 +1268,11 @@ int main(int argc, char **argv) {
       ops = strtol(argv[++i], NULL, 0);
     } else if (strcmp(argv[i], "--verbose") == 0) {
       g_verbose = 1;
+    } else if (strcmp(argv[i], "--strict-feed") == 0) {
+      g_strict_feed = 1;
     } else {
-      fprintf(stderr, "usage: %s [--seed N] [--ops M] [--verbose]\n",
+      fprintf(stderr,
+              "usage: %s [--seed N] [--ops M] [--verbose] [--strict-feed]\n",
               argv[0]);
       return 2;
     }
@@ -1193,12 +1297,13 @@ int main(int argc, char **argv) {
          "kills %ld (failed %ld), reads %ld, non-empty lists %ld\n"
          "  refused foreign %ld, unknown id %ld, listener calls %ld, waits "
          "ok %ld / timed out %ld / aborted %ld, disposals %ld, "
-         "force-failed %ld\n",
+         "force-failed %ld, feed changes %ld, forgets %ld\n",
          g_stats.starts, g_stats.start_errors, g_stats.settles,
          g_stats.thread_settles, g_stats.kills, g_stats.kill_errors,
          g_stats.reads, g_stats.lists, g_stats.foreign, g_stats.notask,
          g_stats.listener_calls, g_stats.wait_ok, g_stats.wait_timeout,
-         g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed);
+         g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed,
+         g_stats.feed, g_stats.forgets);
   return 0;
 }
 

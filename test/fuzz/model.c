@@ -22,6 +22,7 @@ void m_init(model_t *m, unsigned max_live, int short_grace) {
 }
 
 void m_events_clear(model_t *m) {
+  m->nfev = 0;
   m->nlev = 0;
   m->nwev = 0;
   memset(m->dispose_cbs, 0, sizeof(m->dispose_cbs));
@@ -29,6 +30,33 @@ void m_events_clear(model_t *m) {
 
 static int live(const m_task_t *t) {
   return t->status == UVT_RUNNING || t->status == UVT_STOPPING;
+}
+
+/* R-FEED-1: a transition is queued when it happens (if anyone watches and
+ * close has not begun) and delivered by the next drain. */
+static void transition(model_t *m, int ti, int which) {
+  int w, any = 0;
+  if (m->closing)
+    return;
+  for (w = 0; w < M_WATCHERS; w++)
+    any |= m->watchers[w];
+  if (!any)
+    return;
+  if (which == M_CH_STOPPING)
+    m->tasks[ti].stopping_fed = 1;
+  m->changes[m->nchanges].task = ti;
+  m->changes[m->nchanges].which = which;
+  m->changes[m->nchanges].status = m->tasks[ti].status;
+  m->nchanges++;
+}
+
+/* running -> stopping (R-KILL-2, R-AGENT-1, R-CLOSE-1). */
+static void stopping(model_t *m, int ti) {
+  m_task_t *t = &m->tasks[ti];
+  int was_running = t->status == UVT_RUNNING;
+  t->status = UVT_STOPPING;
+  if (was_running || (!m->strict_feed && !t->stopping_fed))
+    transition(m, ti, M_CH_STOPPING);
 }
 
 int m_find(const model_t *m, const char *id) {
@@ -155,6 +183,7 @@ int m_start(model_t *m, const char *kind, const char *label, int owner,
   t->cancel_error = cancel_error;
   t->settle_on_cancel = settle_on_cancel;
   m->started++;
+  transition(m, i, M_CH_REGISTERED);
   *ti = i;
   return 0;
 }
@@ -281,7 +310,7 @@ int m_kill(model_t *m, const char *id, int caller, const char *reason,
     if (err != 0)
       return err; /* R-KILL-1: untouched */
   }
-  t->status = UVT_STOPPING;
+  stopping(m, ti);
   t->reported = 1;
   if (!t->has_kill_reason) {
     t->has_kill_reason = 1;
@@ -367,6 +396,7 @@ static void drop(model_t *m, int ti) {
     return;
   t->dropped = 1;
   t->releases++;
+  transition(m, ti, M_CH_DROPPED);
 }
 
 static void force_fail(model_t *m, int ti, const char *detail) {
@@ -377,6 +407,7 @@ static void force_fail(model_t *m, int ti, const char *detail) {
   t->output_len = 0;
   t->force_failed = 1;
   t->dispatch_due = 1;
+  transition(m, ti, M_CH_TERMINAL);
   m->force_failed++;
   m->failed++;
 }
@@ -395,7 +426,7 @@ static void teardown_task(model_t *m, int ti, const char *reason) {
     t->has_kill_reason = 1;
     copy_str(t->kill_reason, sizeof(t->kill_reason), reason);
   }
-  t->status = UVT_STOPPING;
+  stopping(m, ti);
   if (t->psettled)
     return;
   err = fake_cancel(m, ti, reason);
@@ -456,6 +487,48 @@ void m_listener_stop(model_t *m, int slot) {
   m->listeners[slot] = 0;
 }
 
+int m_watch_start(model_t *m, int slot) {
+  if (m->closing)
+    return UVT_ECLOSING;
+  m->watchers[slot] = 1;
+  return 0;
+}
+
+void m_watch_stop(model_t *m, int slot) {
+  m->watchers[slot] = 0;
+}
+
+int m_forget(model_t *m, const char *id, int caller) {
+  int ti, err = m_access(m, id, caller, &ti);
+  if (err != 0)
+    return err;
+  if (live(&m->tasks[ti]) || m->tasks[ti].dispatch_due ||
+      m->tasks[ti].teardown)
+    return UV_EBUSY;
+  drop(m, ti);
+  return 0;
+}
+
+/* Deliver the queued transitions: the snapshot shows the transition's
+ * status, its other fields as they are now. */
+static void deliver_changes(model_t *m) {
+  int c, w;
+  for (c = 0; c < m->nchanges; c++) {
+    for (w = 0; w < M_WATCHERS; w++) {
+      m_fev_t *e;
+      if (!m->watchers[w] || m->closing)
+        continue;
+      e = &m->fev[m->nfev++];
+      e->watcher = w;
+      e->task = m->changes[c].task;
+      e->which = m->changes[c].which;
+      m_snap_of(m, e->task, &e->snap);
+      e->snap.status = m->changes[c].status;
+    }
+  }
+  m->nchanges = 0;
+}
+
 static void wait_event(model_t *m, int slot, int status, int ti) {
   m_wev_t *e = &m->wev[m->nwev++];
   memset(e, 0, sizeof(*e));
@@ -505,6 +578,7 @@ static void apply(model_t *m, int ti) {
   memcpy(t->output, t->q_output, t->q_output_len);
   t->output_len = t->q_output_len;
   t->settled_hooks++;
+  transition(m, ti, M_CH_TERMINAL);
   if (t->status == UVT_COMPLETED)
     m->completed++;
   else if (t->status == UVT_KILLED)
@@ -544,6 +618,7 @@ void m_drain(model_t *m) {
       m->dispose_cbs[a]++;
     }
   }
+  deliver_changes(m);
 }
 
 /* R-CLOSE-1: listeners first (none runs from now on), cancel every live task

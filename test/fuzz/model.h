@@ -30,6 +30,10 @@
 #define M_WAITS 8
 #define M_TASKS 64
 #define M_KINDS 3
+#define M_WATCHERS 2
+
+/* Change-feed transitions (R-FEED-1). */
+enum { M_CH_REGISTERED = 0, M_CH_STOPPING, M_CH_TERMINAL, M_CH_DROPPED };
 #define M_TEXT 512
 
 /* A snapshot reduced to what is compared. */
@@ -75,6 +79,7 @@ typedef struct {
   int has_kill_reason;
   char kill_reason[64];
   int teardown;     /* taken by a disposal */
+  int stopping_fed; /* a stopping change was queued */
   int force_failed;
   int dropped;
   int dispatch_due; /* force-failed, dispatch at the next drain */
@@ -119,8 +124,25 @@ typedef struct {
 } m_wev_t;
 
 typedef struct {
+  int watcher;
+  int task;
+  int which;
+  m_snap_t snap;
+} m_fev_t;
+
+typedef struct {
+  int task;
+  int which;
+  uvt_status_t status;
+} m_change_t;
+
+typedef struct {
   int closing;
   int short_grace; /* teardown_grace_ms is tiny: stubborn producers fail */
+  /* Known core divergence (reported): a kill or teardown of a task that is
+   * already stopping emits a second "stopping" change when the first one
+   * happened while nobody watched.  0 = expect it, 1 = strict R-FEED-1. */
+  int strict_feed;
   unsigned max_live;
   int surfaces[M_SURFACES];
   int listeners[M_LISTENERS];
@@ -137,6 +159,12 @@ typedef struct {
   m_wev_t wev[M_TASKS * 2 + M_WAITS * 4];
   int nwev;
   int dispose_cbs[M_AGENTS];
+  /* Change feed: watchers, transitions not yet delivered, and deliveries. */
+  int watchers[M_WATCHERS];
+  m_change_t changes[M_TASKS * 4];
+  int nchanges;
+  m_fev_t fev[M_TASKS * 4 * M_WATCHERS];
+  int nfev;
   /* Metrics. */
   uint64_t started, completed, killed, failed, kills, force_failed;
   uint64_t kills_terminal; /* of `kills`, those that found the task ended */
@@ -180,6 +208,10 @@ int m_agent_dispose(model_t *m, int slot);
 int m_surface_attach(model_t *m, int slot);
 void m_surface_detach(model_t *m, int slot);
 int m_listener_start(model_t *m, int slot);
+int m_watch_start(model_t *m, int slot);
+void m_watch_stop(model_t *m, int slot);
+/* R-FORGET-1 */
+int m_forget(model_t *m, const char *id, int caller);
 void m_listener_stop(model_t *m, int slot);
 
 /* Apply everything the loop would do when run until quiet. */
