@@ -1289,7 +1289,13 @@ int main(int argc, char **argv) {
     long left = ops - g_total_ops;
     long len = 20 + (long)rnd(&r, 120);
     g_episode++;
+    long before = g_total_ops;
     g_total_ops += run_episode(&r, len < left ? len : left);
+    if (g_total_ops / 1000000 != before / 1000000) {
+      printf("fuzz-registry: %ld operations, no divergence so far\n",
+             g_total_ops);
+      fflush(stdout);
+    }
   }
   printf("fuzz-registry: %ld operations in %ld episodes, no divergence\n",
          g_total_ops, g_episode);
