@@ -135,7 +135,6 @@ static uint64_t g_seed;
 static long g_episode;
 static int g_verbose;
 static int g_strict_feed;
-static long g_total_ops;
 
 /* What the run exercised, printed at the end. */
 static struct {
@@ -1253,6 +1252,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #else
+
+static long g_total_ops;
 
 int main(int argc, char **argv) {
   uint64_t seed = 0;
