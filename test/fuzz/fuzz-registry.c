@@ -364,8 +364,13 @@ static void fake_settle(fake_t *fk, uvt_status_t status, const char *detail,
   fk->settles++;
   if (fk->stream)
     fk->pending_len = 0;
-  if (fk->released)
-    fk->task = NULL; /* freed by that settle */
+}
+
+/* On the loop thread, after a settle: once released too, the handle is
+ * freed (the settling thread must not look: the loop may be releasing). */
+static void fake_forget_handle(fake_t *fk) {
+  if (fk->settles > 0 && fk->released)
+    fk->task = NULL;
 }
 
 /* Mirrors model.c's fake_cancel. */
@@ -724,7 +729,7 @@ static void op_settle(episode_t *ep, rng_t *r) {
   uvt_status_t status;
   fake_t *fk;
   m_task_t *t;
-  int ti, from_thread;
+  int ti, from_thread, concurrent;
 
   if (m->ntasks == 0)
     return;
@@ -756,6 +761,19 @@ static void op_settle(episode_t *ep, rng_t *r) {
          from_thread ? "thread" : "loop",
          fk->settles ? " (again)" : fk->released ? " (late)" : "");
 
+  concurrent = from_thread && chance(r, 50);
+  if (concurrent) {
+    /* Nothing else may be pending while the loop races the thread: what
+     * the loop delivers must not depend on when it runs. */
+    drain(ep);
+    compare_events(ep);
+    if (fk->settles > 0 && fk->released) {
+      /* The drain applied the first settle and dropped the record: the
+       * handle is gone. */
+      op_log(ep, "  (skipped: the handle was freed by the drain)");
+      return;
+    }
+  }
   m_settle(m, ti, status, detail, out, out_len);
   g_stats.settles++;
   g_stats.thread_settles += from_thread;
@@ -767,13 +785,26 @@ static void op_settle(episode_t *ep, rng_t *r) {
     ts.detail = detail;
     ts.output = out_len ? out : NULL;
     ts.output_len = out_len;
-    if (uv_thread_create(&th, settle_thread, &ts) != 0)
+    if (uv_thread_create(&th, settle_thread, &ts) != 0) {
       settle_thread(&ts);
-    else
-      uv_thread_join(&th);
+    } else {
+      /* Half the time the loop runs while the thread settles: the async
+       * send races the drain (for the thread sanitizer lane).  The result
+       * after the join and a drain is the same either way. */
+      if (concurrent) {
+        int k;
+        for (k = 0; k < 3; k++)
+          uv_run(&ep->loop, UV_RUN_NOWAIT);
+        uv_thread_join(&th);
+        drain(ep);
+      } else {
+        uv_thread_join(&th);
+      }
+    }
   } else {
     fake_settle(fk, status, detail, out_len ? out : NULL, out_len);
   }
+  fake_forget_handle(fk);
 }
 
 static void op_kill(episode_t *ep, rng_t *r) {
