@@ -32,6 +32,10 @@
 
 #include "model.h"
 #include "uvtasks.h"
+#include "uvtasks/thread.h"
+
+/* Thread contexts alive (src/thread/thread.c). */
+long uvt__thread_live_contexts(void);
 
 /* Randomness: a seeded generator, or the fuzzer's input bytes. ---------- */
 
@@ -94,8 +98,20 @@ typedef struct {
   int settled_hooks;
 } fake_t;
 
+/* A thread-producer task: its function waits until the fuzzer posts `go`,
+ * then ends with the outcome set here ("+c" appended if it saw a cancel). */
+typedef struct {
+  uv_sem_t go;
+  int used;
+  int posted;
+  uvt_status_t status;
+  const char *detail;
+  char output[64];
+} job_t;
+
 struct episode_s {
   uv_loop_t loop;
+  job_t jobs[M_TASKS];
   uvt_registry_t *reg;
   uvt_surface_t surfaces[M_SURFACES];
   uvt_listener_t listeners[M_LISTENERS];
@@ -141,6 +157,7 @@ static struct {
   long starts, start_errors, settles, thread_settles, kills, kill_errors;
   long foreign, notask, listener_calls, wait_ok, wait_timeout, wait_aborted;
   long disposals, reads, lists, force_failed, feed, forgets;
+  long thread_tasks, job_settles;
 } g_stats;
 
 static void count_err(int err) {
@@ -430,6 +447,16 @@ static void settle_thread(void *arg) {
   fake_settle(ts->fk, ts->status, ts->detail, ts->output, ts->output_len);
 }
 
+static void job_fn(uvt_thread_ctx_t *ctx, void *arg, uvt_outcome_t *out) {
+  job_t *j = arg;
+  uv_sem_wait(&j->go);
+  out->status = j->status;
+  out->detail = j->detail;
+  uvt_thread_append_output(ctx, out, j->output, strlen(j->output));
+  if (uvt_thread_cancelled(ctx))
+    uvt_thread_append_output(ctx, out, "+c", 2);
+}
+
 /* Loop ----------------------------------------------------------------- */
 
 /* Run the loop without blocking until nothing happens for a few turns. */
@@ -569,6 +596,8 @@ static void compare_state(episode_t *ep) {
     fake_t *fk = &ep->fakes[i];
     uvt_snapshot_t s;
     int err;
+    if (t->thread)
+      goto snapshot; /* its hooks are the library's own */
     if (fk->cancels != t->cancels)
       fail(ep, "%s: cancel hook calls expected %d, got %d", t->id, t->cancels,
            fk->cancels);
@@ -581,6 +610,7 @@ static void compare_state(episode_t *ep) {
     if (t->stream && fk->pending_len != t->pending_len)
       fail(ep, "%s: unread stream bytes expected %zu, got %zu", t->id,
            t->pending_len, fk->pending_len);
+  snapshot:
     err = uvt_get(ep->reg, t->id, caller_ptr(ep, t->dropped ? -1 : t->owner),
                   &s);
     snprintf(what, sizeof(what), "state check: get %s", t->id);
@@ -690,6 +720,39 @@ static void op_start(episode_t *ep, rng_t *r) {
              "cancel_error=%d settle_on_cancel=%d",
          kind, label, owner, run_error, stream, cancel_error, soc);
 
+  /* Some starts are thread-producer tasks (unowned when the grace is
+   * short, so that only registry close can force-fail them). */
+  if (chance(r, 15) && (!m->short_grace || owner < 0)) {
+    job_t *j = &ep->jobs[m->ntasks];
+    uvt_thread_options_t to;
+    op_log(ep, "  (as a thread task)");
+    uvt_thread_options_init(&to);
+    to.kind = kind;
+    to.label = label;
+    to.owner = owner < 0 ? NULL : &ep->agents[owner];
+    to.stack_size = 64 * 1024;
+    memset(&ep->fakes[m->ntasks], 0, sizeof(ep->fakes[0]));
+    memset(j, 0, sizeof(*j));
+    if (uv_sem_init(&j->go, 0) != 0)
+      abort();
+    got = uvt_thread_start(ep->reg, &to, job_fn, j, id);
+    want = m_start(m, kind, label, owner, 0, 0, 0, 0, &ti);
+    err_check(ep, "thread start", want, got);
+    if (got != 0) {
+      uv_sem_destroy(&j->go);
+      memset(j, 0, sizeof(*j));
+      g_stats.start_errors++;
+      return;
+    }
+    j->used = 1;
+    m->tasks[ti].thread = 1;
+    g_stats.starts++;
+    g_stats.thread_tasks++;
+    if (strcmp(id, m->tasks[ti].id) != 0)
+      fail(ep, "thread start: id expected %s, got %s", m->tasks[ti].id, id);
+    return;
+  }
+
   fk = &ep->fakes[m->ntasks];
   memset(fk, 0, sizeof(*fk));
   fk->ep = ep;
@@ -719,6 +782,56 @@ static void op_start(episode_t *ep, rng_t *r) {
     memset(fk, 0, sizeof(*fk));
 }
 
+static void on_watchdog(uv_timer_t *t);
+
+static int settled_count(episode_t *ep) {
+  uvt_metrics_t mt;
+  uvt_registry_metrics(ep->reg, &mt);
+  return (int)(mt.completed + mt.killed + mt.failed - mt.force_failed);
+}
+
+/* Let a thread task's function end, and (unless its record is gone) run the
+ * loop until its settlement is applied. */
+static void settle_job(episode_t *ep, int ti, uvt_status_t status,
+                       const char *detail, const char *output) {
+  model_t *m = &ep->m;
+  job_t *j = &ep->jobs[ti];
+  char out[80];
+  int before, guard = 0;
+
+  drain(ep);
+  compare_events(ep);
+  op_log(ep, "settle thread task %s status=%s detail=%s output=%s%s",
+         m->tasks[ti].id, uvt_status_name(status), detail ? detail : "NULL",
+         output, m->tasks[ti].dropped ? " (late)" : "");
+  j->status = status;
+  j->detail = detail;
+  snprintf(j->output, sizeof(j->output), "%s", output);
+  snprintf(out, sizeof(out), "%s%s", output,
+           m->tasks[ti].cancels > 0 ? "+c" : "");
+  m_settle(m, ti, status, detail, out, strlen(out));
+  j->posted = 1;
+  g_stats.job_settles++;
+  if (m->tasks[ti].dropped) {
+    uv_sem_post(&j->go); /* its late settle is invisible (R-DONE-2) */
+    return;
+  }
+  before = ep->reg != NULL ? settled_count(ep) : 0;
+  uv_timer_init(&ep->loop, &ep->watchdog);
+  ep->watchdog_fired = 0;
+  ep->watchdog.data = ep;
+  uv_timer_start(&ep->watchdog, on_watchdog, 5000, 0);
+  uv_sem_post(&j->go);
+  while (settled_count(ep) == before && !ep->watchdog_fired &&
+         guard++ < 100000)
+    uv_run(&ep->loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&ep->watchdog, NULL);
+  if (ep->watchdog_fired)
+    fail(ep, "thread task %s: no settlement 5 s after its function ended",
+         m->tasks[ti].id);
+  drain(ep);
+}
+
 static void op_settle(episode_t *ep, rng_t *r) {
   model_t *m = &ep->m;
   static const char *const details[] = {NULL, "d", "exit code: 3"};
@@ -736,6 +849,12 @@ static void op_settle(episode_t *ep, rng_t *r) {
   ti = (int)rnd(r, (unsigned)m->ntasks);
   t = &m->tasks[ti];
   fk = &ep->fakes[ti];
+  if (t->thread) {
+    if (!ep->jobs[ti].posted)
+      settle_job(ep, ti, (uvt_status_t)(UVT_COMPLETED + rnd(r, 3)),
+                 details[rnd(r, 3)], chance(r, 50) ? "result" : "");
+    return;
+  }
   /* Never touch the handle after both a settle and the release. */
   if (fk->settles > 0 && fk->released)
     return;
@@ -978,7 +1097,8 @@ static void op_emit(episode_t *ep, rng_t *r) {
     return;
   ti = (int)rnd(r, (unsigned)ep->m.ntasks);
   fk = &ep->fakes[ti];
-  if (!fk->stream || fk->settles > 0 || fk->released)
+  if (ep->m.tasks[ti].thread || !fk->stream || fk->settles > 0 ||
+      fk->released)
     return;
   snprintf(text, sizeof(text), "e%u\n", rnd(r, 1000));
   op_log(ep, "emit %s \"%s\"", ep->m.tasks[ti].id, text);
@@ -994,6 +1114,8 @@ static void op_toggle_cancel(episode_t *ep, rng_t *r) {
   if (ep->m.ntasks == 0)
     return;
   ti = (int)rnd(r, (unsigned)ep->m.ntasks);
+  if (ep->m.tasks[ti].thread)
+    return;
   ep->fakes[ti].cancel_error = ep->fakes[ti].cancel_error ? 0 : UV_EPERM;
   ep->m.tasks[ti].cancel_error = ep->fakes[ti].cancel_error;
   op_log(ep, "producer %s: cancel_error=%d", ep->m.tasks[ti].id,
@@ -1106,6 +1228,13 @@ static void episode_close(episode_t *ep, rng_t *r) {
    * the (long) grace. */
   for (i = 0; i < m->ntasks; i++) {
     m_task_t *t = &m->tasks[i];
+    /* A thread task does not settle on cancel: unless the grace is short
+     * (then close force-fails it), let it end now. */
+    if (t->thread) {
+      if (!t->dropped && !t->psettled && !m->short_grace)
+        settle_job(ep, i, UVT_COMPLETED, NULL, "before close");
+      continue;
+    }
     if (t->teardown && !t->dropped && !t->psettled) {
       op_log(ep, "settle %s (before close) status=killed", t->id);
       m_settle(m, i, UVT_KILLED, "late", NULL, 0);
@@ -1135,6 +1264,8 @@ static void episode_close(episode_t *ep, rng_t *r) {
   for (i = 0; i < m->ntasks; i++) {
     m_task_t *t = &m->tasks[i];
     fake_t *fk = &ep->fakes[i];
+    if (t->thread)
+      continue;
     if (fk->released != 1)
       fail(ep, "%s: release hook calls after close: %d", t->id, fk->released);
     if (fk->settled_hooks != t->settled_hooks)
@@ -1167,6 +1298,15 @@ static void episode_close(episode_t *ep, rng_t *r) {
    * this frees their handles (R-DONE-2). */
   for (i = 0; i < m->ntasks; i++) {
     fake_t *fk = &ep->fakes[i];
+    if (m->tasks[i].thread) {
+      if (!ep->jobs[i].posted) {
+        op_log(ep, "settle thread task %s (after close)", m->tasks[i].id);
+        ep->jobs[i].status = UVT_COMPLETED;
+        ep->jobs[i].posted = 1;
+        uv_sem_post(&ep->jobs[i].go);
+      }
+      continue;
+    }
     if (fk->settles == 0) {
       op_log(ep, "settle %s (after close)", m->tasks[i].id);
       fake_settle(fk, chance(r, 50) ? UVT_COMPLETED : UVT_FAILED, "late",
@@ -1180,7 +1320,7 @@ static long run_episode(rng_t *r, long max_ops) {
   episode_t *ep = calloc(1, sizeof(*ep));
   uvt_options_t o;
   long n;
-  int short_grace;
+  int short_grace, k;
 
   if (ep == NULL)
     abort();
@@ -1263,6 +1403,16 @@ static long run_episode(rng_t *r, long max_ops) {
   }
   ep->step = n;
   episode_close(ep, r);
+  /* Abandoned threads free their own context once their late settle is
+   * done; wait for them before the jobs they read go away. */
+  for (k = 0; k < 5000 && uvt__thread_live_contexts() != 0; k++)
+    uv_sleep(1);
+  if (uvt__thread_live_contexts() != 0)
+    fail(ep, "%ld thread contexts still alive after close and late settles",
+         uvt__thread_live_contexts());
+  for (k = 0; k < M_TASKS; k++)
+    if (ep->jobs[k].used)
+      uv_sem_destroy(&ep->jobs[k].go);
   g_stats.force_failed += (long)ep->m.force_failed;
   free(ep);
   return n + 1;
@@ -1335,13 +1485,15 @@ int main(int argc, char **argv) {
          "kills %ld (failed %ld), reads %ld, non-empty lists %ld\n"
          "  refused foreign %ld, unknown id %ld, listener calls %ld, waits "
          "ok %ld / timed out %ld / aborted %ld, disposals %ld, "
-         "force-failed %ld, feed changes %ld, forgets %ld\n",
+         "force-failed %ld, feed changes %ld, forgets %ld\n"
+         "  thread-producer tasks %ld (settled %ld)\n",
          g_stats.starts, g_stats.start_errors, g_stats.settles,
          g_stats.thread_settles, g_stats.kills, g_stats.kill_errors,
          g_stats.reads, g_stats.lists, g_stats.foreign, g_stats.notask,
          g_stats.listener_calls, g_stats.wait_ok, g_stats.wait_timeout,
          g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed,
-         g_stats.feed, g_stats.forgets);
+         g_stats.feed, g_stats.forgets, g_stats.thread_tasks,
+         g_stats.job_settles);
   return 0;
 }
 

@@ -69,6 +69,7 @@ typedef struct {
   int owner; /* agent slot, -1 = unowned */
   char session[16];
   int stream;
+  int thread; /* a uvt_thread_start() task: cancel only sets its flag */
   /* Registry side. */
   uvt_status_t status;
   int has_detail;
