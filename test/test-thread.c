@@ -34,8 +34,8 @@ typedef struct {
   int thread_gone[MAX_REC];
   int off_loop; /* calls that ran off the loop thread */
   uv_thread_t loop_thread;
-  int order;    /* sequence number of the last call */
-  int *seq;     /* shared sequence counter */
+  int order; /* sequence number of the last call */
+  int *seq;  /* shared sequence counter */
 } rec_t;
 
 static atomic_int threads_exited;
@@ -107,7 +107,7 @@ static int waiter_done(void *arg) {
 /* Thread functions ----------------------------------------------------- */
 
 typedef struct {
-  uv_sem_t gate;     /* the function blocks on it when `gated` */
+  uv_sem_t gate; /* the function blocks on it when `gated` */
   int gated;
   const char *detail;
   const char *output;
@@ -747,9 +747,9 @@ static void test_thread_l3_loop_thread(void **state) {
   o.owner = &a;
   for (k = 0; k < N; k++) {
     o.owner = (k % 2) ? &a : NULL;
-    assert_int_equal(uvt_thread_start(reg, &o, (k % 3) ? job_fn : until_cancel_fn,
-                                      &j, id),
-                     0);
+    assert_int_equal(
+        uvt_thread_start(reg, &o, (k % 3) ? job_fn : until_cancel_fn, &j, id),
+        0);
     assert_int_equal(uvt_wait(reg, &waits[k], id, 60000, o.owner, l3_wait), 0);
   }
   assert_int_equal(uvt_agent_dispose(&a, l3_dispose), 0);

@@ -75,9 +75,8 @@ UVT_EXTERN void uvt_thread_options_init(uvt_thread_options_t *o);
  * returns.  The context is the library's (see the lifecycle above).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_thread_start(uvt_registry_t *reg,
-                                const uvt_thread_options_t *o,
-                                uvt_thread_fn fn, void *arg,
-                                char id_out[UVT_ID_MAX]);
+                                const uvt_thread_options_t *o, uvt_thread_fn fn,
+                                void *arg, char id_out[UVT_ID_MAX]);
 
 /* Nonzero once the task was cancelled (a kill, or disposal of its owner or
  * the registry).  Thread: any; an atomic read. */

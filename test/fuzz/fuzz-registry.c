@@ -244,8 +244,8 @@ static void snap_check(episode_t *ep, const char *what, const m_snap_t *want,
   if (strcmp(want->id, got->id) == 0 && strcmp(want->kind, got->kind) == 0 &&
       strcmp(want->label, got->label) == 0 &&
       want->has_session == got->has_session &&
-      strcmp(want->session, got->session) == 0 &&
-      want->status == got->status && want->has_detail == got->has_detail &&
+      strcmp(want->session, got->session) == 0 && want->status == got->status &&
+      want->has_detail == got->has_detail &&
       strcmp(want->detail, got->detail) == 0 &&
       want->finished == got->finished && want->started == got->started &&
       want->reported == got->reported &&
@@ -330,8 +330,7 @@ static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
     snap_from(snap, &e->snap);
 }
 
-static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap,
-                      int dropped) {
+static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
   episode_t *ep = w->data;
   m_fev_t *e;
   ep->events++;
@@ -507,8 +506,9 @@ static void compare_events(episode_t *ep) {
   for (i = 0; i < ep->nlev; i++) {
     if (ep->lev[i].listener != m->lev[i].listener ||
         ep->lev[i].task != m->lev[i].task)
-      fail(ep, "listener call %d: expected listener %d task %s, got "
-               "listener %d task %s",
+      fail(ep,
+           "listener call %d: expected listener %d task %s, got "
+           "listener %d task %s",
            i, m->lev[i].listener, m->tasks[m->lev[i].task].id,
            ep->lev[i].listener,
            ep->lev[i].task >= 0 ? m->tasks[ep->lev[i].task].id : "?");
@@ -544,11 +544,14 @@ static void compare_events(episode_t *ep) {
   for (i = 0; i < ep->nfev || i < m->nfev; i++) {
     static const char *const names[] = {"registered", "stopping", "terminal",
                                         "dropped"};
-    if (i >= ep->nfev || i >= m->nfev || ep->fev[i].watcher != m->fev[i].watcher ||
-        ep->fev[i].task != m->fev[i].task || ep->fev[i].which != m->fev[i].which) {
+    if (i >= ep->nfev || i >= m->nfev ||
+        ep->fev[i].watcher != m->fev[i].watcher ||
+        ep->fev[i].task != m->fev[i].task ||
+        ep->fev[i].which != m->fev[i].which) {
       if (i < m->nfev)
-        fail(ep, "feed: %d changes expected, %d got; at %d expected watcher %d "
-                 "%s %s, got %s",
+        fail(ep,
+             "feed: %d changes expected, %d got; at %d expected watcher %d "
+             "%s %s, got %s",
              m->nfev, ep->nfev, i, m->fev[i].watcher,
              m->tasks[m->fev[i].task].id, names[m->fev[i].which],
              i < ep->nfev ? names[ep->fev[i].which] : "nothing");
@@ -602,8 +605,8 @@ static void compare_state(episode_t *ep) {
       fail(ep, "%s: cancel hook calls expected %d, got %d", t->id, t->cancels,
            fk->cancels);
     if (fk->released != t->releases)
-      fail(ep, "%s: release hook calls expected %d, got %d", t->id,
-           t->releases, fk->released);
+      fail(ep, "%s: release hook calls expected %d, got %d", t->id, t->releases,
+           fk->released);
     if (fk->settled_hooks != t->settled_hooks)
       fail(ep, "%s: settled hook calls expected %d, got %d", t->id,
            t->settled_hooks, fk->settled_hooks);
@@ -611,8 +614,8 @@ static void compare_state(episode_t *ep) {
       fail(ep, "%s: unread stream bytes expected %zu, got %zu", t->id,
            t->pending_len, fk->pending_len);
   snapshot:
-    err = uvt_get(ep->reg, t->id, caller_ptr(ep, t->dropped ? -1 : t->owner),
-                  &s);
+    err =
+        uvt_get(ep->reg, t->id, caller_ptr(ep, t->dropped ? -1 : t->owner), &s);
     snprintf(what, sizeof(what), "state check: get %s", t->id);
     if (t->dropped) {
       err_check(ep, what, UVT_ENOTASK, err);
@@ -630,8 +633,9 @@ static void compare_state(episode_t *ep) {
     const m_agent_t *ma = &m->agents[i];
     if (ma->state == M_AG_FREE) {
       if (a->id != NULL || a->session != NULL)
-        fail(ep, "agent %d: disposed (or never registered) but id/session "
-                 "are not NULL",
+        fail(ep,
+             "agent %d: disposed (or never registered) but id/session "
+             "are not NULL",
              i);
     } else if (a->id == NULL || a->session == NULL ||
                strcmp(a->id, ma->id) != 0 ||
@@ -655,8 +659,9 @@ static void compare_state(episode_t *ep) {
    * only kills of live tasks.  Reported; accept either until it is
    * settled. */
   if (mt.kills != m->kills && mt.kills != m->kills - m->kills_terminal)
-    fail(ep, "metrics.kills: expected %" PRIu64 " (or %" PRIu64
-             " counting live kills only), got %" PRIu64,
+    fail(ep,
+         "metrics.kills: expected %" PRIu64 " (or %" PRIu64
+         " counting live kills only), got %" PRIu64,
          m->kills, m->kills - m->kills_terminal, mt.kills);
   METRIC(force_failed, m->force_failed)
   METRIC(live, m_live(m))
@@ -695,8 +700,7 @@ static void op_start(episode_t *ep, rng_t *r) {
   char id[UVT_ID_MAX];
   const char *kind, *label;
   int owner, run_error, stream, cancel_error, soc, want, got, ti = -1;
-  static const char *const labels[] = {"a label", "L", "multi word label",
-                                       ""};
+  static const char *const labels[] = {"a label", "L", "multi word label", ""};
 
   if (m->ntasks >= M_TASKS)
     return;
@@ -716,8 +720,9 @@ static void op_start(episode_t *ep, rng_t *r) {
   stream = chance(r, 50);
   cancel_error = chance(r, 10) ? UV_EPERM : 0;
   soc = chance(r, 40);
-  op_log(ep, "start kind=\"%s\" label=\"%s\" owner=%d run_error=%d stream=%d "
-             "cancel_error=%d settle_on_cancel=%d",
+  op_log(ep,
+         "start kind=\"%s\" label=\"%s\" owner=%d run_error=%d stream=%d "
+         "cancel_error=%d settle_on_cancel=%d",
          kind, label, owner, run_error, stream, cancel_error, soc);
 
   /* Some starts are thread-producer tasks (unowned when the grace is
@@ -769,8 +774,8 @@ static void op_start(episode_t *ep, rng_t *r) {
   spec.run = fake_run;
   spec.arg = fk;
   got = uvt_start(ep->reg, &spec, id);
-  want = m_start(m, kind, label, owner, run_error, stream, cancel_error, soc,
-                 &ti);
+  want =
+      m_start(m, kind, label, owner, run_error, stream, cancel_error, soc, &ti);
   err_check(ep, "start", want, got);
   if (got == 0)
     g_stats.starts++;
@@ -822,8 +827,7 @@ static void settle_job(episode_t *ep, int ti, uvt_status_t status,
   ep->watchdog.data = ep;
   uv_timer_start(&ep->watchdog, on_watchdog, 5000, 0);
   uv_sem_post(&j->go);
-  while (settled_count(ep) == before && !ep->watchdog_fired &&
-         guard++ < 100000)
+  while (settled_count(ep) == before && !ep->watchdog_fired && guard++ < 100000)
     uv_run(&ep->loop, UV_RUN_ONCE);
   uv_close((uv_handle_t *)&ep->watchdog, NULL);
   if (ep->watchdog_fired)
@@ -878,7 +882,9 @@ static void op_settle(episode_t *ep, rng_t *r) {
   op_log(ep, "settle %s status=%s detail=%s output_len=%zu from_%s%s", t->id,
          uvt_status_name(status), detail ? detail : "NULL", out_len,
          from_thread ? "thread" : "loop",
-         fk->settles ? " (again)" : fk->released ? " (late)" : "");
+         fk->settles    ? " (again)"
+         : fk->released ? " (late)"
+                        : "");
 
   concurrent = from_thread && chance(r, 50);
   if (concurrent) {
@@ -1097,8 +1103,7 @@ static void op_emit(episode_t *ep, rng_t *r) {
     return;
   ti = (int)rnd(r, (unsigned)ep->m.ntasks);
   fk = &ep->fakes[ti];
-  if (ep->m.tasks[ti].thread || !fk->stream || fk->settles > 0 ||
-      fk->released)
+  if (ep->m.tasks[ti].thread || !fk->stream || fk->settles > 0 || fk->released)
     return;
   snprintf(text, sizeof(text), "e%u\n", rnd(r, 1000));
   op_log(ep, "emit %s \"%s\"", ep->m.tasks[ti].id, text);
@@ -1269,8 +1274,8 @@ static void episode_close(episode_t *ep, rng_t *r) {
     if (fk->released != 1)
       fail(ep, "%s: release hook calls after close: %d", t->id, fk->released);
     if (fk->settled_hooks != t->settled_hooks)
-      fail(ep, "%s: settled hook calls after close expected %d, got %d",
-           t->id, t->settled_hooks, fk->settled_hooks);
+      fail(ep, "%s: settled hook calls after close expected %d, got %d", t->id,
+           t->settled_hooks, fk->settled_hooks);
   }
 
   /* Agents still registered: a dispose after close only calls back. */
@@ -1288,8 +1293,8 @@ static void episode_close(episode_t *ep, rng_t *r) {
   for (i = 0; i < M_AGENTS; i++) {
     int want = m->agents[i].state == M_AG_REG ? 1 : 0;
     if (ep->dispose_cbs[i] != want)
-      fail(ep, "agent %d dispose callbacks after close: expected %d, got %d",
-           i, want, ep->dispose_cbs[i]);
+      fail(ep, "agent %d dispose callbacks after close: expected %d, got %d", i,
+           want, ep->dispose_cbs[i]);
   }
   if (uv_loop_close(&ep->loop) != 0)
     fail(ep, "uv_loop_close != 0 (L-1)");
@@ -1309,8 +1314,8 @@ static void episode_close(episode_t *ep, rng_t *r) {
     }
     if (fk->settles == 0) {
       op_log(ep, "settle %s (after close)", m->tasks[i].id);
-      fake_settle(fk, chance(r, 50) ? UVT_COMPLETED : UVT_FAILED, "late",
-                  NULL, 0);
+      fake_settle(fk, chance(r, 50) ? UVT_COMPLETED : UVT_FAILED, "late", NULL,
+                  0);
     }
   }
 }

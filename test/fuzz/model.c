@@ -283,8 +283,7 @@ static int fake_cancel(model_t *m, int ti, const char *reason) {
     return 0; /* sets the flag the function reads; never settles here */
   if (t->cancel_error != 0)
     return t->cancel_error;
-  if (t->settle_on_cancel ||
-      (m->closing && !m->short_grace) ||
+  if (t->settle_on_cancel || (m->closing && !m->short_grace) ||
       (m->short_grace && strcmp(reason, "owner disposed") == 0))
     queue_outcome(m, ti, UVT_KILLED, "cancelled", NULL, 0);
   return 0;
@@ -324,8 +323,7 @@ int m_kill(model_t *m, const char *id, int caller, const char *reason,
 }
 
 /* R-WAIT-1, R-WAIT-2 */
-int m_wait(model_t *m, int slot, const char *id, int caller,
-           int timeout_zero) {
+int m_wait(model_t *m, int slot, const char *id, int caller, int timeout_zero) {
   m_task_t *t;
   int ti, err = m_access(m, id, caller, &ti);
   if (err != 0)
@@ -504,8 +502,7 @@ int m_forget(model_t *m, const char *id, int caller) {
   int ti, err = m_access(m, id, caller, &ti);
   if (err != 0)
     return err;
-  if (live(&m->tasks[ti]) || m->tasks[ti].dispatch_due ||
-      m->tasks[ti].teardown)
+  if (live(&m->tasks[ti]) || m->tasks[ti].dispatch_due || m->tasks[ti].teardown)
     return UV_EBUSY;
   drop(m, ti);
   return 0;

@@ -203,8 +203,7 @@ void m_settle(model_t *m, int ti, uvt_status_t status, const char *detail,
               const char *output, size_t output_len);
 void m_emit(model_t *m, int ti, const char *text);
 
-int m_agent_register(model_t *m, int slot, const char *id,
-                     const char *session);
+int m_agent_register(model_t *m, int slot, const char *id, const char *session);
 int m_agent_dispose(model_t *m, int slot);
 int m_surface_attach(model_t *m, int slot);
 void m_surface_detach(model_t *m, int slot);
