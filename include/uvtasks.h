@@ -388,7 +388,8 @@ UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
 
-/* Detach; idempotent, accepts NULL; never touches tasks (R-DONE-5). */
+/* Detach; idempotent, accepts NULL; never touches tasks (R-DONE-5).  Safe
+ * after the registry closed (close detaches every surface). */
 UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 
 /* ---------------------------------------------------------------------- */
@@ -434,7 +435,8 @@ UVT_EXTERN int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l,
                                   uvt_done_cb cb);
 
 /* Stop; idempotent, accepts NULL; never touches tasks.  Safe inside any
- * callback, including the listener's own. */
+ * callback, including the listener's own, and after the registry closed
+ * (close stops every listener). */
 UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
 
 /* ---------------------------------------------------------------------- */
@@ -456,12 +458,15 @@ UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
 UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
                                uvt_change_cb cb);
 
-/* Stop; idempotent, accepts NULL; never touches tasks. */
+/* Stop; idempotent, accepts NULL; never touches tasks; safe after the
+ * registry closed. */
 UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
 
-/* Drop a terminal record now (R-FORGET-1): the release hook runs, watchers
- * get the dropped transition, later lookups give UVT_ENOTASK.  Long-lived
- * hosts use it to bound retention.
+/* Drop a terminal record now (R-FORGET-1): later lookups and lists no
+ * longer see it (UVT_ENOTASK); what its work left behind is stopped first
+ * through the producer's quiesce hook (P-KILL-4, bounded by
+ * teardown_grace_ms), then the release hook runs and watchers get the
+ * dropped transition.  Long-lived hosts use it to bound retention.
  * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_EBUSY (the task is
  * live, or its end is still being dispatched, or disposal holds it).
  * Thread: loop thread. */

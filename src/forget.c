@@ -1,5 +1,9 @@
 /* Dropping a terminal record on request (R-FORGET-1), so long-lived hosts
- * can bound what the registry retains. */
+ * can bound what the registry retains.  Forgetting is a disposal of one
+ * record: what the work left behind (a process group's survivors) is
+ * stopped first, as at agent disposal (P-KILL-4).  The record leaves
+ * lookups and lists at once; disposal of its agent or of the registry still
+ * waits for it until it is dropped. */
 #include "uvt-internal.h"
 
 int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
@@ -11,6 +15,8 @@ int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
    * disposal is already draining stays. */
   if (uvt__task_live(t) || !t->dispatched || t->in_teardown)
     return UV_EBUSY;
-  uvt__drop(t);
+  t->in_teardown = 1;
+  uvt__hide(t);
+  uvt__teardown_after_terminal(t); /* quiesce, then drop */
   return 0;
 }

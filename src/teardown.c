@@ -124,24 +124,35 @@ void uvt__teardown_expired(uvt_task_t *t) {
   }
 }
 
+/* Take the record out of lookups and lists; it still counts as held (and
+ * disposal still waits for it) until it is dropped. */
+void uvt__hide(uvt_task_t *t) {
+  uvt_registry_t *reg = t->reg;
+  if (t->hidden)
+    return;
+  t->hidden = 1;
+  uvt__index_remove(&reg->tasks_by_id, &t->hentry);
+  uvt__list_remove(&t->scope_link);
+  if (t->session != NULL)
+    t->session->task_count--;
+  else
+    reg->unowned_count--;
+}
+
 void uvt__drop(uvt_task_t *t) {
   uvt_registry_t *reg = t->reg;
   uvt_agent_t *owner = t->owner;
   if (t->dropped)
     return;
   t->dropped = 1;
+  uvt__hide(t);
   uvt__deadline_remove(reg, &t->teardown_deadline);
-  uvt__index_remove(&reg->tasks_by_id, &t->hentry);
   uvt__list_remove(&t->all_link);
-  uvt__list_remove(&t->scope_link);
   uvt__list_remove(&t->owner_link);
   uvt__list_remove(&t->sweep_link);
   if (t->session != NULL) {
-    t->session->task_count--;
     uvt__session_unref(reg, t->session);
     t->session = NULL;
-  } else {
-    reg->unowned_count--;
   }
   t->owner = NULL;
   reg->records--;

@@ -181,6 +181,7 @@ struct uvt_task_s {
   unsigned kill_reason_owned : 1;
   unsigned producer_done : 1; /* the outcome was taken off the hub */
   unsigned in_quiesce_hook : 1;
+  unsigned hidden : 1; /* out of the id index and the list views */
 
   /* Guarded by hub->mutex. */
   struct uvt__link queue_link;
@@ -304,6 +305,7 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason);
 void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
 void uvt__drop(uvt_task_t *t);
+void uvt__hide(uvt_task_t *t);
 void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback);
 
 /* ---- watch.c */

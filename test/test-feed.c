@@ -170,11 +170,70 @@ static void test_forget(void **state) {
   assert_int_equal(fk.releases, 1);
 }
 
+/* A terminal task whose work left something behind (P-KILL-4). */
+static uvt_task_t *lingering;
+static int quiesce_calls, linger_releases;
+
+static int linger_cancel(uvt_task_t *t, const char *reason) {
+  return 0;
+}
+static int linger_quiesce(uvt_task_t *t) {
+  quiesce_calls++;
+  return 1;
+}
+static void linger_release(uvt_task_t *t) {
+  linger_releases++;
+}
+static int linger_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
+  lingering = t;
+  hooks->cancel = linger_cancel;
+  hooks->quiesce = linger_quiesce;
+  hooks->release = linger_release;
+  return 0;
+}
+
+/* R-FORGET-1 with P-KILL-4: forgetting stops what the work left behind
+ * before the record is dropped; lookups stop at once. */
+static void test_forget_quiesces_first(void **state) {
+  fixture_t f;
+  uvt_spec_t spec;
+  char id[UVT_ID_MAX];
+  uvt_snapshot_t snap, *all;
+  size_t n;
+  uvt_metrics_t m;
+  uvt_outcome_t o = {UVT_COMPLETED, "exit code: 0", NULL, 0};
+
+  quiesce_calls = linger_releases = 0;
+  memset(&spec, 0, sizeof(spec));
+  spec.kind = "linger";
+  spec.label = "sleep 30 &";
+  spec.run = linger_run;
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_start(f.reg, &spec, id), 0);
+  assert_int_equal(uvt_task_settle(lingering, &o), 0);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  assert_int_equal(quiesce_calls, 1);
+  assert_int_equal(linger_releases, 0);
+  assert_int_equal(uvt_get(f.reg, id, NULL, &snap), UVT_ENOTASK);
+  assert_int_equal(uvt_list(f.reg, NULL, &all, &n), 0);
+  assert_int_equal(n, 0);
+  uvt_registry_metrics(f.reg, &m);
+  assert_int_equal(m.records, 1); /* held until quiescent */
+  uvt_task_quiescent(lingering);
+  assert_int_equal(linger_releases, 1);
+  uvt_registry_metrics(f.reg, &m);
+  assert_int_equal(m.records, 0);
+  fixture_close(&f);
+  assert_int_equal(quiesce_calls, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_feed_transitions_in_order),
       cmocka_unit_test(test_feed_containment_and_close),
       cmocka_unit_test(test_forget),
+      cmocka_unit_test(test_forget_quiesces_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
