@@ -116,6 +116,8 @@ struct episode_s {
   uvt_surface_t surfaces[M_SURFACES];
   uvt_listener_t listeners[M_LISTENERS];
   uvt_watch_t watchers[M_WATCHERS];
+  int reaction[M_LISTENERS];
+  int reaction_errors;
   uvt_agent_t agents[M_AGENTS];
   uvt_wait_t waits[M_WAITS];
   uvt_wait_t short_wait;
@@ -300,6 +302,19 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
   e->task = task_by_id(&ep->m, snap->id);
   e->owner = agent_slot(ep, owner);
   snap_from(snap, &e->snap);
+  /* R-DONE-4: act on the task from inside the callback. */
+  if (ep->reaction[e->listener] == M_REACT_READ) {
+    uvt_read_t rd;
+    if (uvt_read(ep->reg, snap->id, owner, &rd) != 0)
+      ep->reaction_errors++;
+    else
+      uvt_read_cleanup(&rd);
+  } else if (ep->reaction[e->listener] == M_REACT_KILL) {
+    uvt_kill_result_t kr;
+    if (uvt_kill(ep->reg, snap->id, owner, "from a listener", &kr) != 0 ||
+        kr != UVT_KILL_ALREADY_TERMINAL)
+      ep->reaction_errors++;
+  }
 }
 
 static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
@@ -499,6 +514,9 @@ static void compare_events(episode_t *ep) {
 
   if (ep->overflow)
     fail(ep, "event log overflow");
+  if (ep->reaction_errors)
+    fail(ep, "%d reactions inside listener callbacks failed",
+         ep->reaction_errors);
   if (ep->nlev != m->nlev)
     fail(ep, "listener calls: expected %d, got %d", m->nlev, ep->nlev);
   qsort(ep->lev, (size_t)ep->nlev, sizeof(ep->lev[0]), cmp_lev);
@@ -1182,10 +1200,13 @@ static void op_listener(episode_t *ep, rng_t *r) {
     uvt_listener_stop(&ep->listeners[slot]);
     m_listener_stop(&ep->m, slot);
   } else {
-    op_log(ep, "listener_start slot=%d", slot);
+    int reaction = (int)rnd(r, M_REACTIONS);
+    static const char *const names[] = {"none", "read", "kill"};
+    op_log(ep, "listener_start slot=%d reaction=%s", slot, names[reaction]);
     ep->listeners[slot].data = ep;
+    ep->reaction[slot] = reaction;
     got = uvt_listener_start(ep->reg, &ep->listeners[slot], on_done);
-    want = m_listener_start(&ep->m, slot);
+    want = m_listener_start(&ep->m, slot, reaction);
     err_check(ep, "listener_start", want, got);
   }
 }

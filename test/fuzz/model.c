@@ -474,12 +474,14 @@ void m_surface_detach(model_t *m, int slot) {
   m->surfaces[slot] = 0;
 }
 
-int m_listener_start(model_t *m, int slot) {
+int m_listener_start(model_t *m, int slot, int reaction) {
   if (m->closing)
     return UVT_ECLOSING;
   if (m->listeners[slot])
     return UV_EBUSY; /* not asked: undefined for a started object */
   m->listeners[slot] = 1;
+  m->lseq[slot] = ++m->lseq_next;
+  m->reaction[slot] = reaction;
   return 0;
 }
 
@@ -548,15 +550,33 @@ static void dispatch(model_t *m, int ti) {
     if (m->waits[w].state == M_W_PENDING && m->waits[w].task == ti)
       t->reported = 1;
   if (!m->closing) {
-    for (l = 0; l < M_LISTENERS; l++) {
-      m_lev_t *e;
-      if (!m->listeners[l])
-        continue;
-      e = &m->lev[m->nlev++];
+    int order[M_LISTENERS], n = 0, i, j;
+    /* Listeners run in start order. */
+    for (l = 0; l < M_LISTENERS; l++)
+      if (m->listeners[l])
+        order[n++] = l;
+    for (i = 1; i < n; i++)
+      for (j = i; j > 0 && m->lseq[order[j]] < m->lseq[order[j - 1]]; j--) {
+        int x = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = x;
+      }
+    for (i = 0; i < n; i++) {
+      m_lev_t *e = &m->lev[m->nlev++];
+      l = order[i];
       e->listener = l;
       e->task = ti;
       e->owner = t->owner;
       m_snap_of(m, ti, &e->snap);
+      if (m->reaction[l] == M_REACT_READ) {
+        char text[M_TEXT];
+        size_t len;
+        m_snap_t s;
+        (void)m_read(m, t->id, t->owner, text, &len, &s);
+      } else if (m->reaction[l] == M_REACT_KILL) {
+        uvt_kill_result_t kr;
+        (void)m_kill(m, t->id, t->owner, "from a listener", &kr);
+      }
     }
   }
   for (w = 0; w < M_WAITS; w++)

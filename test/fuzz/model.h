@@ -55,6 +55,9 @@ typedef struct {
 
 enum { M_AG_FREE = 0, M_AG_REG, M_AG_DISPOSING };
 
+/* A listener's reaction to a call: nothing, read the task, kill it. */
+enum { M_REACT_NONE = 0, M_REACT_READ, M_REACT_KILL, M_REACTIONS };
+
 typedef struct {
   int state;
   char id[16];
@@ -147,6 +150,11 @@ typedef struct {
   unsigned max_live;
   int surfaces[M_SURFACES];
   int listeners[M_LISTENERS];
+  /* Start order (listeners run in it) and what each does, from inside its
+   * callback, to the task it is told about (R-DONE-4). */
+  int lseq[M_LISTENERS];
+  int lseq_next;
+  int reaction[M_LISTENERS];
   m_agent_t agents[M_AGENTS];
   m_task_t tasks[M_TASKS];
   int ntasks;
@@ -207,7 +215,7 @@ int m_agent_register(model_t *m, int slot, const char *id, const char *session);
 int m_agent_dispose(model_t *m, int slot);
 int m_surface_attach(model_t *m, int slot);
 void m_surface_detach(model_t *m, int slot);
-int m_listener_start(model_t *m, int slot);
+int m_listener_start(model_t *m, int slot, int reaction);
 int m_watch_start(model_t *m, int slot);
 void m_watch_stop(model_t *m, int slot);
 /* R-FORGET-1 */
