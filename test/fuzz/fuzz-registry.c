@@ -118,6 +118,9 @@ struct episode_s {
   uvt_watch_t watchers[M_WATCHERS];
   int reaction[M_LISTENERS];
   int reaction_errors;
+  int close_trigger; /* 1 listener, 2 wait, 3 feed: close from it */
+  int close_began;
+  int after_close_calls;
   uvt_agent_t agents[M_AGENTS];
   uvt_wait_t waits[M_WAITS];
   uvt_wait_t short_wait;
@@ -159,7 +162,7 @@ static struct {
   long starts, start_errors, settles, thread_settles, kills, kill_errors;
   long foreign, notask, listener_calls, wait_ok, wait_timeout, wait_aborted;
   long disposals, reads, lists, force_failed, feed, forgets;
-  long thread_tasks, job_settles;
+  long thread_tasks, job_settles, closes_from_cb;
 } g_stats;
 
 static void count_err(int err) {
@@ -288,11 +291,25 @@ static const uvt_agent_t *caller_ptr(episode_t *ep, int caller) {
 
 /* Callbacks (record only) ---------------------------------------------- */
 
+static void on_closed(void *data);
+
+/* R-CLOSE-3: close from inside this callback if it is the trigger. */
+static void maybe_close_here(episode_t *ep, int which) {
+  if (ep->close_trigger != which || ep->close_began)
+    return;
+  ep->close_began = 1;
+  ep->closing = 1;
+  if (uvt_registry_close(ep->reg, on_closed, ep) != 0)
+    ep->reaction_errors++;
+}
+
 static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
                     uvt_agent_t *owner) {
   episode_t *ep = l->data;
   m_lev_t *e;
   ep->events++;
+  if (ep->close_began)
+    ep->after_close_calls++;
   if (ep->nlev >= (int)(sizeof(ep->lev) / sizeof(ep->lev[0]))) {
     ep->overflow++;
     return;
@@ -302,6 +319,11 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
   e->task = task_by_id(&ep->m, snap->id);
   e->owner = agent_slot(ep, owner);
   snap_from(snap, &e->snap);
+  if (ep->close_began)
+    return;
+  maybe_close_here(ep, 1);
+  if (ep->close_began)
+    return;
   /* R-DONE-4: act on the task from inside the callback. */
   if (ep->reaction[e->listener] == M_REACT_READ) {
     uvt_read_t rd;
@@ -343,12 +365,16 @@ static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
   e->has_snap = snap != NULL;
   if (snap != NULL)
     snap_from(snap, &e->snap);
+  maybe_close_here(ep, 2);
 }
 
 static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
   episode_t *ep = w->data;
   m_fev_t *e;
   ep->events++;
+  if (ep->close_began)
+    ep->after_close_calls++;
+  maybe_close_here(ep, 3);
   if (ep->nfev >= (int)(sizeof(ep->fev) / sizeof(ep->fev[0]))) {
     ep->overflow++;
     return;
@@ -1241,6 +1267,103 @@ static void op_forget(episode_t *ep, rng_t *r) {
   g_stats.forgets += got == 0;
 }
 
+/* R-CLOSE-3, R-DONE-4: close the registry from inside one of our callbacks
+ * (the next listener, wait, feed or dispose callback), provoked by settling
+ * a live task.  The model cannot say where inside the dispatch the close
+ * lands, so this ending checks invariants instead: the close callback runs
+ * once, no listener or watcher runs once close began, every wait pending at
+ * the trigger gets exactly one callback (status 0 with a terminal snapshot,
+ * or UVT_EABORTED), every record is released once, the loop ends.
+ * Returns 0 if nothing could provoke a callback (close directly then). */
+static int close_from_callback(episode_t *ep, rng_t *r) {
+  model_t *m = &ep->m;
+  static const char *const where[] = {"", "listener", "wait", "feed"};
+  int pending[M_WAITS], calls[M_WAITS];
+  int i, target = -1, guard = 0;
+
+  for (i = 0; i < m->ntasks; i++)
+    if (!m->tasks[i].dropped && !m->tasks[i].thread &&
+        m->tasks[i].status == UVT_RUNNING && !m->tasks[i].psettled)
+      target = i;
+  if (target < 0)
+    return 0;
+  ep->close_trigger = 1 + (int)rnd(r, 3);
+  if ((ep->close_trigger == 1 && !m->listeners[0] && !m->listeners[1] &&
+       !m->listeners[2]) ||
+      (ep->close_trigger == 3 && !m->watchers[0] && !m->watchers[1])) {
+    ep->close_trigger = 0;
+    return 0;
+  }
+  if (ep->close_trigger == 2) {
+    /* A wait of our own on the target, so the trigger surely fires. */
+    int slot = -1;
+    for (i = 0; i < M_WAITS; i++)
+      if (m->waits[i].state == M_W_IDLE)
+        slot = i;
+    if (slot < 0) {
+      ep->close_trigger = 0;
+      return 0;
+    }
+    ep->waits[slot].data = ep;
+    err_check(ep, "wait (close trigger)",
+              m_wait(m, slot, m->tasks[target].id, m->tasks[target].owner, 0),
+              uvt_wait(ep->reg, &ep->waits[slot], m->tasks[target].id,
+                       3600 * 1000, caller_ptr(ep, m->tasks[target].owner),
+                       on_wait));
+  }
+  for (i = 0; i < M_WAITS; i++) {
+    pending[i] = m->waits[i].state != M_W_IDLE;
+    calls[i] = 0;
+  }
+  op_log(ep,
+         "registry_close from the next %s callback, provoked by "
+         "settling %s",
+         where[ep->close_trigger], m->tasks[target].id);
+  ep->nwev = 0;
+  ep->nlev = 0;
+  ep->nfev = 0;
+  fake_settle(&ep->fakes[target], UVT_COMPLETED, "trigger", NULL, 0);
+  fake_forget_handle(&ep->fakes[target]);
+  while (ep->close_cbs == 0 && guard++ < 100000)
+    uv_run(&ep->loop, UV_RUN_ONCE);
+  if (uv_run(&ep->loop, UV_RUN_DEFAULT) != 0)
+    fail(ep, "uv_run after a close from a callback returned nonzero");
+  if (!ep->close_began)
+    fail(ep, "the %s callback never ran", where[ep->close_trigger]);
+  if (ep->close_cbs != 1)
+    fail(ep, "close from a callback: %d close callbacks", ep->close_cbs);
+  if (ep->after_close_calls != 0)
+    fail(ep, "%d listener/feed calls after close began (R-CLOSE-1)",
+         ep->after_close_calls);
+  for (i = 0; i < ep->nwev; i++) {
+    m_wev_t *e = &ep->wev[i];
+    calls[e->wait]++;
+    if (e->status == 0 ? !e->has_snap || !e->snap.finished
+                       : e->status != UVT_EABORTED || e->has_snap)
+      fail(ep, "wait %d after a close from a callback: status %s", e->wait,
+           uvt_err_name(e->status));
+  }
+  for (i = 0; i < M_WAITS; i++)
+    if (calls[i] != pending[i])
+      fail(ep, "wait %d: %d callbacks, expected %d", i, calls[i], pending[i]);
+  ep->reg = NULL;
+  for (i = 0; i < m->ntasks; i++)
+    if (!m->tasks[i].thread && ep->fakes[i].released != 1)
+      fail(ep, "%s: release hook calls after close: %d", m->tasks[i].id,
+           ep->fakes[i].released);
+  /* What the model says about settled hooks and agents no longer holds
+   * exactly; the shared tail checks the agents left registered. */
+  for (i = 0; i < m->ntasks; i++)
+    m->tasks[i].settled_hooks = ep->fakes[i].settled_hooks;
+  for (i = 0; i < M_AGENTS; i++)
+    if (m->agents[i].state == M_AG_DISPOSING && ep->dispose_cbs[i] == 1) {
+      m->agents[i].state = M_AG_FREE;
+      ep->dispose_cbs[i] = 0;
+    }
+  g_stats.closes_from_cb++;
+  return 1;
+}
+
 /* The end of an episode: close the registry and run the loop to the end
  * (R-CLOSE-1, R-CLOSE-2), then late settles (R-DONE-2). */
 static void episode_close(episode_t *ep, rng_t *r) {
@@ -1270,6 +1393,9 @@ static void episode_close(episode_t *ep, rng_t *r) {
   drain(ep);
   compare_state(ep);
 
+  if (chance(r, 25) && close_from_callback(ep, r))
+    goto closed;
+
   op_log(ep, "registry_close");
   ep->closing = 1;
   err_check(ep, "registry_close", 0,
@@ -1287,6 +1413,7 @@ static void episode_close(episode_t *ep, rng_t *r) {
     fail(ep, "close callbacks: %d", ep->close_cbs);
   ep->reg = NULL;
   compare_events(ep);
+closed:
   for (i = 0; i < m->ntasks; i++) {
     m_task_t *t = &m->tasks[i];
     fake_t *fk = &ep->fakes[i];
@@ -1512,14 +1639,15 @@ int main(int argc, char **argv) {
          "  refused foreign %ld, unknown id %ld, listener calls %ld, waits "
          "ok %ld / timed out %ld / aborted %ld, disposals %ld, "
          "force-failed %ld, feed changes %ld, forgets %ld\n"
-         "  thread-producer tasks %ld (settled %ld)\n",
+         "  thread-producer tasks %ld (settled %ld), closes from a callback "
+         "%ld\n",
          g_stats.starts, g_stats.start_errors, g_stats.settles,
          g_stats.thread_settles, g_stats.kills, g_stats.kill_errors,
          g_stats.reads, g_stats.lists, g_stats.foreign, g_stats.notask,
          g_stats.listener_calls, g_stats.wait_ok, g_stats.wait_timeout,
          g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed,
          g_stats.feed, g_stats.forgets, g_stats.thread_tasks,
-         g_stats.job_settles);
+         g_stats.job_settles, g_stats.closes_from_cb);
   return 0;
 }
 
