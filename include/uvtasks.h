@@ -603,8 +603,9 @@ UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
 
 /* Wait for a task to end, at most `timeout_ms` milliseconds from this call
  * (R-WAIT-1..7).
- * Returns 0, UV_EINVAL (NULL argument, timeout 0, `req` already pending),
- * UVT_ENOTASK, UVT_EFOREIGN, UVT_ECLOSING.
+ * Returns 0, UV_EINVAL (NULL argument, timeout 0), UVT_ENOTASK,
+ * UVT_EFOREIGN, UVT_ECLOSING.  Submitting a request that is still pending
+ * is undefined, as for libuv requests; reuse it from its callback on.
  * Callback: once, never inside this call, with
  *   status 0 and the terminal snapshot (marked reported), or
  *   UVT_EWAITTIMEOUT and the live snapshot (task and `reported` untouched),

@@ -17,6 +17,7 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
 
   if (!uvt__task_live(t)) {
     t->reported = 1; /* R-KILL-4: the killer saw the end. */
+    reg->metrics.kills++;
     if (result != NULL)
       *result = UVT_KILL_ALREADY_TERMINAL;
     return 0;
