@@ -302,7 +302,6 @@ int m_kill(model_t *m, const char *id, int caller, const char *reason,
   if (!live(t)) {
     t->reported = 1;
     m->kills++; /* metrics.kills: "uvt_kill() calls that returned 0" */
-    m->kills_terminal++;
     *result = UVT_KILL_ALREADY_TERMINAL;
     return 0;
   }

@@ -176,7 +176,6 @@ typedef struct {
   int nfev;
   /* Metrics. */
   uint64_t started, completed, killed, failed, kills, force_failed;
-  uint64_t kills_terminal; /* of `kills`, those that found the task ended */
 } model_t;
 
 extern const char *const m_kinds[M_KINDS];
