@@ -24,6 +24,7 @@
  */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,37 @@
 
 /* Thread contexts alive (src/thread/thread.c). */
 long uvt__thread_live_contexts(void);
+
+/* Allocation failure injection: during some real calls the n-th allocation
+ * fails.  An operation documented with UV_ENOMEM that returns it must have
+ * changed nothing (the model is not advanced and the state comparison
+ * checks it); one documented without it must not return it. ----------- */
+
+static atomic_int inj_armed;
+static atomic_long inj_left;
+static atomic_int inj_failed;
+
+static int inj_fail_now(void) {
+  if (!atomic_load(&inj_armed))
+    return 0;
+  if (atomic_fetch_sub(&inj_left, 1) == 1) {
+    atomic_store(&inj_failed, 1);
+    return 1;
+  }
+  return 0;
+}
+
+static void *inj_malloc(size_t n) {
+  return inj_fail_now() ? NULL : malloc(n);
+}
+
+static void *inj_realloc(void *p, size_t n) {
+  return inj_fail_now() ? NULL : realloc(p, n);
+}
+
+static void *inj_calloc(size_t c, size_t n) {
+  return inj_fail_now() ? NULL : calloc(c, n);
+}
 
 /* Randomness: a seeded generator, or the fuzzer's input bytes. ---------- */
 
@@ -74,6 +106,21 @@ static unsigned rnd(rng_t *r, unsigned n) {
 
 static int chance(rng_t *r, unsigned percent) {
   return rnd(r, 100) < percent;
+}
+
+/* Arm for the next real call, one time in ten. */
+static void inj_maybe_arm(rng_t *r) {
+  atomic_store(&inj_failed, 0);
+  if (chance(r, 10)) {
+    atomic_store(&inj_left, 1 + (long)rnd(r, 6));
+    atomic_store(&inj_armed, 1);
+  }
+}
+
+/* Disarm; nonzero if an allocation failed while armed. */
+static int inj_disarm(void) {
+  atomic_store(&inj_armed, 0);
+  return atomic_load(&inj_failed);
 }
 
 /* The episode: one registry on one loop, with the model beside it. ----- */
@@ -162,7 +209,7 @@ static struct {
   long starts, start_errors, settles, thread_settles, kills, kill_errors;
   long foreign, notask, listener_calls, wait_ok, wait_timeout, wait_aborted;
   long disposals, reads, lists, force_failed, feed, forgets;
-  long thread_tasks, job_settles, closes_from_cb;
+  long thread_tasks, job_settles, closes_from_cb, enomem;
 } g_stats;
 
 static void count_err(int err) {
@@ -439,8 +486,12 @@ static int fake_cancel(uvt_task_t *t, const char *reason) {
     return fk->cancel_error;
   if (fk->settles == 0 &&
       (fk->settle_on_cancel || (ep->closing && !ep->m.short_grace) ||
-       (ep->m.short_grace && strcmp(reason, "owner disposed") == 0)))
+       (ep->m.short_grace && strcmp(reason, "owner disposed") == 0))) {
+    /* The producer's own settle is not under test here. */
+    int armed = atomic_exchange(&inj_armed, 0);
     fake_settle(fk, UVT_KILLED, "cancelled", NULL, 0);
+    atomic_store(&inj_armed, armed);
+  }
   return 0;
 }
 
@@ -708,6 +759,17 @@ static void compare_state(episode_t *ep) {
 
 /* Operations ----------------------------------------------------------- */
 
+/* After a real call made with injection armed: if it failed for want of
+ * memory, and may (R-START-3 and the header's Returns lines), the model is
+ * not advanced; the step's state comparison then checks nothing changed. */
+static int enomem_nothing_changed(episode_t *ep, int got) {
+  if (!inj_disarm() || got != UV_ENOMEM)
+    return 0;
+  op_log(ep, "  (an allocation failed: UV_ENOMEM)");
+  g_stats.enomem++;
+  return 1;
+}
+
 static const char *const g_bad_kinds[] = {
     "bad kind", "", "tab\tkind",
     "k1234567890123456789012345678901234567890123456789012345678901234"};
@@ -777,7 +839,13 @@ static void op_start(episode_t *ep, rng_t *r) {
     memset(j, 0, sizeof(*j));
     if (uv_sem_init(&j->go, 0) != 0)
       abort();
+    inj_maybe_arm(r);
     got = uvt_thread_start(ep->reg, &to, job_fn, j, id);
+    if (enomem_nothing_changed(ep, got)) {
+      uv_sem_destroy(&j->go);
+      memset(j, 0, sizeof(*j));
+      return;
+    }
     want = m_start(m, kind, label, owner, 0, 0, 0, 0, &ti);
     err_check(ep, "thread start", want, got);
     if (got != 0) {
@@ -810,7 +878,12 @@ static void op_start(episode_t *ep, rng_t *r) {
   spec.owner = owner < 0 ? NULL : &ep->agents[owner];
   spec.run = fake_run;
   spec.arg = fk;
+  inj_maybe_arm(r);
   got = uvt_start(ep->reg, &spec, id);
+  if (enomem_nothing_changed(ep, got)) {
+    memset(fk, 0, sizeof(*fk));
+    return;
+  }
   want =
       m_start(m, kind, label, owner, run_error, stream, cancel_error, soc, &ti);
   err_check(ep, "start", want, got);
@@ -979,7 +1052,10 @@ static void op_kill(episode_t *ep, rng_t *r) {
   reason = reasons[rnd(r, 3)];
   op_log(ep, "kill %s caller=%d reason=%s", id, caller,
          reason ? reason : "NULL");
+  inj_maybe_arm(r);
   got = uvt_kill(ep->reg, id, caller_ptr(ep, caller), reason, &got_r);
+  if (enomem_nothing_changed(ep, got))
+    return;
   want = m_kill(&ep->m, id, caller, reason, &want_r);
   err_check(ep, "kill", want, got);
   if (got == 0)
@@ -998,7 +1074,10 @@ static void op_get(episode_t *ep, rng_t *r) {
   id = pick_id(ep, r, &ti);
   caller = pick_caller(ep, r, ti);
   op_log(ep, "get %s caller=%d", id, caller);
+  inj_maybe_arm(r);
   gerr = uvt_get(ep->reg, id, caller_ptr(ep, caller), &s);
+  if (enomem_nothing_changed(ep, gerr))
+    return;
   werr = m_get(&ep->m, id, caller, &want);
   err_check(ep, "get", werr, gerr);
   if (gerr == 0) {
@@ -1014,7 +1093,10 @@ static void op_list(episode_t *ep, rng_t *r) {
   int idx[M_TASKS], n, caller, err;
   caller = (int)rnd(r, M_AGENTS + 1) - 1;
   op_log(ep, "list caller=%d", caller);
+  inj_maybe_arm(r);
   err = uvt_list(ep->reg, caller_ptr(ep, caller), &arr, &count);
+  if (enomem_nothing_changed(ep, err))
+    return;
   err_check(ep, "list", 0, err);
   m_list(&ep->m, caller, idx, &n);
   if ((size_t)n != count)
@@ -1044,7 +1126,10 @@ static void op_read(episode_t *ep, rng_t *r) {
   caller = pick_caller(ep, r, ti);
   op_log(ep, "read %s caller=%d", id, caller);
   memset(&rd, 0, sizeof(rd));
+  inj_maybe_arm(r);
   gerr = uvt_read(ep->reg, id, caller_ptr(ep, caller), &rd);
+  if (enomem_nothing_changed(ep, gerr))
+    return;
   werr = m_read(&ep->m, id, caller, text, &len, &want);
   err_check(ep, "read", werr, gerr);
   if (gerr != 0)
@@ -1071,8 +1156,10 @@ static void op_wait(episode_t *ep, rng_t *r) {
   op_log(ep, "wait slot=%d %s caller=%d timeout=%s", slot, id, caller,
          zero ? "0" : "1h");
   ep->waits[slot].data = ep;
+  inj_maybe_arm(r);
   got = uvt_wait(ep->reg, &ep->waits[slot], id, zero ? 0 : 3600 * 1000,
                  caller_ptr(ep, caller), on_wait);
+  inj_disarm(); /* no UV_ENOMEM documented: the model must hold anyway */
   want = m_wait(&ep->m, slot, id, caller, zero);
   err_check(ep, "wait", want, got);
 }
@@ -1176,7 +1263,10 @@ static void op_agent(episode_t *ep, rng_t *r) {
     const char *session = sessions[rnd(r, 2)];
     op_log(ep, "agent_register slot=%d id=%s session=%s", slot, id, session);
     ep->agents[slot].data = ep;
+    inj_maybe_arm(r);
     got = uvt_agent_register(ep->reg, &ep->agents[slot], id, session);
+    if (enomem_nothing_changed(ep, got))
+      return;
     want = m_agent_register(&ep->m, slot, id, session);
     err_check(ep, "agent_register", want, got);
     if (got == 0)
@@ -1185,6 +1275,8 @@ static void op_agent(episode_t *ep, rng_t *r) {
     drain(ep);
     compare_events(ep);
     op_log(ep, "agent_dispose slot=%d", slot);
+    /* Not under injection: a force-fail's detail then falls back to a
+     * shorter text (test-inject.c checks disposal without memory). */
     got = uvt_agent_dispose(&ep->agents[slot], on_disposed);
     want = m_agent_dispose(&ep->m, slot);
     err_check(ep, "agent_dispose", want, got);
@@ -1206,7 +1298,10 @@ static void op_surface(episode_t *ep, rng_t *r) {
     }
   } else {
     op_log(ep, "surface_attach slot=%d", slot);
+    inj_maybe_arm(r);
     got = uvt_surface_attach(ep->reg, &ep->surfaces[slot], "surface");
+    if (enomem_nothing_changed(ep, got))
+      return;
     want = m_surface_attach(&ep->m, slot);
     err_check(ep, "surface_attach", want, got);
   }
@@ -1254,7 +1349,9 @@ static void op_forget(episode_t *ep, rng_t *r) {
   id = pick_id(ep, r, &ti);
   caller = pick_caller(ep, r, ti);
   op_log(ep, "forget %s caller=%d", id, caller);
+  inj_maybe_arm(r);
   got = uvt_forget(ep->reg, id, caller_ptr(ep, caller));
+  inj_disarm(); /* no UV_ENOMEM documented */
   want = m_forget(&ep->m, id, caller);
   err_check(ep, "forget", want, got);
   g_stats.forgets += got == 0;
@@ -1570,6 +1667,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rng_t r;
+  uvt_replace_allocator(inj_malloc, inj_realloc, inj_calloc, free);
   memset(&r, 0, sizeof(r));
   r.bytes_mode = 1;
   r.data = data;
@@ -1611,6 +1709,7 @@ int main(int argc, char **argv) {
   printf("fuzz-registry: seed=%" PRIu64 " ops=%ld\n", seed, ops);
   fflush(stdout);
 
+  uvt_replace_allocator(inj_malloc, inj_realloc, inj_calloc, free);
   memset(&r, 0, sizeof(r));
   r.s = seed;
   while (g_total_ops < ops) {
@@ -1633,14 +1732,14 @@ int main(int argc, char **argv) {
          "ok %ld / timed out %ld / aborted %ld, disposals %ld, "
          "force-failed %ld, feed changes %ld, forgets %ld\n"
          "  thread-producer tasks %ld (settled %ld), closes from a callback "
-         "%ld\n",
+         "%ld, UV_ENOMEM with nothing changed %ld\n",
          g_stats.starts, g_stats.start_errors, g_stats.settles,
          g_stats.thread_settles, g_stats.kills, g_stats.kill_errors,
          g_stats.reads, g_stats.lists, g_stats.foreign, g_stats.notask,
          g_stats.listener_calls, g_stats.wait_ok, g_stats.wait_timeout,
          g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed,
          g_stats.feed, g_stats.forgets, g_stats.thread_tasks,
-         g_stats.job_settles, g_stats.closes_from_cb);
+         g_stats.job_settles, g_stats.closes_from_cb, g_stats.enomem);
   return 0;
 }
 
