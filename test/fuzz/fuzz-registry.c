@@ -7,11 +7,22 @@
  * the session fence (R-OWN-2: every operation on a foreign task, for every
  * caller shape, gives UVT_EFOREIGN and changes nothing).
  *
- * Determinism: producers are fakes that settle only when told (from the
- * loop or from a thread that is joined before comparing); waits use long
- * deadlines, except the short-wait operation, which runs the loop until its
- * own 1 ms deadline fires with nothing else pending; between steps the loop
- * runs with UV_RUN_NOWAIT until quiet.
+ * Operations: start (fake producers, stream or final, whose cancel fails or
+ * settles at once as told; and thread-producer tasks), settle (from the
+ * loop, from a joined thread, or from a thread racing the loop), emit,
+ * kill, get, list, read, wait, abort, a 1 ms wait run to its deadline,
+ * forget, agent register/dispose, surface attach/detach, listener
+ * start/stop (some listeners read or kill their task from inside the
+ * callback), watcher start/stop (the change feed), and at the end of an
+ * episode registry close (directly, or from inside a listener, wait or feed
+ * callback), late settles, and agent disposals after close.  One real call
+ * in ten runs with the n-th allocation failing: UV_ENOMEM is accepted only
+ * where documented, and then nothing may have changed.
+ *
+ * Determinism: producers settle only when told; waits use long deadlines,
+ * except the short wait, which runs the loop until its own deadline fires
+ * with nothing else pending; between steps the loop runs with UV_RUN_NOWAIT
+ * until quiet; a thread racing the loop is joined before comparing.
  *
  *   fuzz-registry [--seed N] [--ops M] [--verbose] [--strict-feed]
  *
