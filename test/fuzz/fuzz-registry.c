@@ -244,6 +244,18 @@ static void fail(episode_t *ep, const char *fmt, ...) {
   fprintf(stderr, "operations of this episode:\n");
   for (i = 0; i < ep->nops; i++)
     fprintf(stderr, "  %3d %s\n", i, ep->ops[i]);
+  fprintf(stderr, "model tasks:\n");
+  for (i = 0; i < ep->m.ntasks; i++) {
+    const m_task_t *t = &ep->m.tasks[i];
+    fprintf(stderr,
+            "  %-8s owner=%d %-9s%s%s%s%s reported=%d cancels=%d "
+            "real: settles=%d released=%d cancels=%d\n",
+            t->id, t->owner, uvt_status_name(t->status),
+            t->thread ? " thread" : "", t->teardown ? " teardown" : "",
+            t->psettled ? " psettled" : "", t->dropped ? " dropped" : "",
+            t->reported, t->cancels, ep->fakes[i].settles,
+            ep->fakes[i].released, ep->fakes[i].cancels);
+  }
   fprintf(stderr, "what differed: ");
   va_start(ap, fmt);
   vfprintf(stderr, fmt, ap);
@@ -350,6 +362,7 @@ static const uvt_agent_t *caller_ptr(episode_t *ep, int caller) {
 /* Callbacks (record only) ---------------------------------------------- */
 
 static void on_closed(void *data);
+static void on_disposed(uvt_agent_t *a);
 
 /* R-CLOSE-3: close from inside this callback if it is the trigger. */
 static void maybe_close_here(episode_t *ep, int which) {
@@ -389,6 +402,17 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
       ep->reaction_errors++;
     else
       uvt_read_cleanup(&rd);
+  } else if (ep->reaction[e->listener] == M_REACT_DISPOSE) {
+    /* R-CLOSE-3: 0, or UVT_ECLOSING when its disposal already began. */
+    if (owner != NULL) {
+      int err = uvt_agent_dispose(owner, on_disposed);
+      /* (uv_err_name(0) allocates: name only errors.) */
+      op_log(ep, "  (listener %d, called for %s, disposes agent %d: %s)",
+             e->listener, snap->id, e->owner,
+             err == 0 ? "0" : uvt_err_name(err));
+      if (err != 0 && err != UVT_ECLOSING)
+        ep->reaction_errors++;
+    }
   } else if (ep->reaction[e->listener] == M_REACT_KILL) {
     uvt_kill_result_t kr;
     if (uvt_kill(ep->reg, snap->id, owner, "from a listener", &kr) != 0 ||
@@ -1326,7 +1350,7 @@ static void op_listener(episode_t *ep, rng_t *r) {
     m_listener_stop(&ep->m, slot);
   } else {
     int reaction = (int)rnd(r, M_REACTIONS);
-    static const char *const names[] = {"none", "read", "kill"};
+    static const char *const names[] = {"none", "read", "kill", "dispose"};
     op_log(ep, "listener_start slot=%d reaction=%s", slot, names[reaction]);
     ep->listeners[slot].data = ep;
     ep->reaction[slot] = reaction;
@@ -1423,6 +1447,9 @@ static int close_from_callback(episode_t *ep, rng_t *r) {
   ep->nwev = 0;
   ep->nlev = 0;
   ep->nfev = 0;
+  /* From here producers settle when cancelled, also when a listener
+   * disposes their owner before the close. */
+  ep->closing = 1;
   fake_settle(&ep->fakes[target], UVT_COMPLETED, "trigger", NULL, 0);
   fake_forget_handle(&ep->fakes[target]);
   while (ep->close_cbs == 0 && guard++ < 100000)
@@ -1456,11 +1483,21 @@ static int close_from_callback(episode_t *ep, rng_t *r) {
    * exactly; the shared tail checks the agents left registered. */
   for (i = 0; i < m->ntasks; i++)
     m->tasks[i].settled_hooks = ep->fakes[i].settled_hooks;
-  for (i = 0; i < M_AGENTS; i++)
-    if (m->agents[i].state == M_AG_DISPOSING && ep->dispose_cbs[i] == 1) {
-      m->agents[i].state = M_AG_FREE;
-      ep->dispose_cbs[i] = 0;
-    }
+  for (i = 0; i < M_AGENTS; i++) {
+    /* An agent a listener disposed during the trigger: disposed once.
+     * (After close every agent's id is NULL: the copies were the
+     * registry's.) */
+    if (ep->dispose_cbs[i] > 1 ||
+        (ep->dispose_cbs[i] == 1 && m->agents[i].state == M_AG_FREE))
+      fail(ep,
+           "agent %d: %d dispose callbacks during a close from a "
+           "callback",
+           i, ep->dispose_cbs[i]);
+    if (ep->dispose_cbs[i] == 0)
+      continue;
+    m->agents[i].state = M_AG_FREE;
+    ep->dispose_cbs[i] = 0;
+  }
   g_stats.closes_from_cb++;
   return 1;
 }
@@ -1469,28 +1506,36 @@ static int close_from_callback(episode_t *ep, rng_t *r) {
  * (R-CLOSE-1, R-CLOSE-2), then late settles (R-DONE-2). */
 static void episode_close(episode_t *ep, rng_t *r) {
   model_t *m = &ep->m;
-  int i, guard = 0;
+  int i, again, guard = 0;
 
   drain(ep);
   compare_state(ep);
   /* Registry close does not cancel again what a disposal already
    * cancelled: settle those producers now so the close is not bounded by
-   * the (long) grace. */
-  for (i = 0; i < m->ntasks; i++) {
-    m_task_t *t = &m->tasks[i];
-    /* A thread task does not settle on cancel: unless the grace is short
-     * (then close force-fails it), let it end now. */
-    if (t->thread) {
-      if (!t->dropped && !t->psettled && !m->short_grace)
-        settle_job(ep, i, UVT_COMPLETED, NULL, "before close");
-      continue;
+   * the (long) grace.  Settling can make a listener dispose an agent, so go
+   * round until nothing is left. */
+  do {
+    again = 0;
+    for (i = 0; i < m->ntasks; i++) {
+      m_task_t *t = &m->tasks[i];
+      /* A thread task does not settle on cancel: unless the grace is short
+       * (then close force-fails it), let it end now. */
+      if (t->thread) {
+        if (!t->dropped && !t->psettled && !m->short_grace) {
+          settle_job(ep, i, UVT_COMPLETED, NULL, "before close");
+          again = 1;
+        }
+        continue;
+      }
+      if (t->teardown && !t->dropped && !t->psettled) {
+        op_log(ep, "settle %s (before close) status=killed", t->id);
+        m_settle(m, i, UVT_KILLED, "late", NULL, 0);
+        fake_settle(&ep->fakes[i], UVT_KILLED, "late", NULL, 0);
+        again = 1;
+      }
     }
-    if (t->teardown && !t->dropped && !t->psettled) {
-      op_log(ep, "settle %s (before close) status=killed", t->id);
-      m_settle(m, i, UVT_KILLED, "late", NULL, 0);
-      fake_settle(&ep->fakes[i], UVT_KILLED, "late", NULL, 0);
-    }
-  }
+    drain(ep);
+  } while (again);
   drain(ep);
   compare_state(ep);
 

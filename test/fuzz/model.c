@@ -17,6 +17,7 @@ static void copy_str(char *dst, size_t cap, const char *src) {
 
 void m_init(model_t *m, unsigned max_live, int short_grace) {
   memset(m, 0, sizeof(*m));
+  m->dispatching = -1;
   m->max_live = max_live;
   m->short_grace = short_grace;
 }
@@ -454,7 +455,9 @@ int m_agent_dispose(model_t *m, int slot) {
     else {
       t->teardown = 1;
       t->reported = 1;
-      drop(m, i);
+      /* One whose end is being dispatched is dropped when that ends. */
+      if (i != m->dispatching && !t->dispatch_due)
+        drop(m, i);
     }
   }
   return 0;
@@ -545,6 +548,7 @@ static void dispatch(model_t *m, int ti) {
   m_task_t *t = &m->tasks[ti];
   int w, l;
   t->dispatch_due = 0;
+  m->dispatching = ti;
   for (w = 0; w < M_WAITS; w++)
     if (m->waits[w].state == M_W_PENDING && m->waits[w].task == ti)
       t->reported = 1;
@@ -575,12 +579,15 @@ static void dispatch(model_t *m, int ti) {
       } else if (m->reaction[l] == M_REACT_KILL) {
         uvt_kill_result_t kr;
         (void)m_kill(m, t->id, t->owner, "from a listener", &kr);
+      } else if (m->reaction[l] == M_REACT_DISPOSE && t->owner >= 0) {
+        (void)m_agent_dispose(m, t->owner); /* R-CLOSE-3 */
       }
     }
   }
   for (w = 0; w < M_WAITS; w++)
     if (m->waits[w].state == M_W_PENDING && m->waits[w].task == ti)
       wait_event(m, w, 0, ti);
+  m->dispatching = -1;
   if (t->teardown)
     drop(m, ti);
 }
@@ -606,37 +613,48 @@ static void apply(model_t *m, int ti) {
   dispatch(m, ti);
 }
 
+/* The loop, run until quiet, as rounds of the registry's async callback:
+ * outcomes queued when the round began (listeners, then counted waits),
+ * then records made terminal inside a call (force-fails), then waits that
+ * were due anyway, then finished disposals, then the change feed.  Settles
+ * made during a round (a cancel inside a listener's disposal) wait for the
+ * next round. */
 void m_drain(model_t *m) {
-  int i, a, w, q;
+  int i, a, w, q, n, due;
 
-  for (i = 0; i < m->ntasks; i++)
-    if (m->tasks[i].dispatch_due && !m->tasks[i].dropped)
-      dispatch(m, i);
-  /* Settles queued while applying (none here: producers do not settle from
-   * listeners) would go round again. */
-  for (q = 0; q < m->nqueue; q++)
-    apply(m, m->queue[q]);
-  m->nqueue = 0;
-  for (w = 0; w < M_WAITS; w++) {
-    if (m->waits[w].state == M_W_DUE_ABORT)
-      wait_event(m, w, UVT_EABORTED, -1);
-    else if (m->waits[w].state == M_W_DUE_OK)
-      wait_event(m, w, 0, m->waits[w].task);
-  }
-  /* R-AGENT-1: the callback once every task of the agent is dropped. */
-  for (a = 0; a < M_AGENTS; a++) {
-    int left = 0;
-    if (m->agents[a].state != M_AG_DISPOSING)
-      continue;
+  do {
+    n = m->nqueue;
+    for (q = 0; q < n; q++)
+      apply(m, m->queue[q]);
+    memmove(m->queue, m->queue + n, (size_t)(m->nqueue - n) * sizeof(int));
+    m->nqueue -= n;
     for (i = 0; i < m->ntasks; i++)
-      if (!m->tasks[i].dropped && m->tasks[i].owner == a)
-        left++;
-    if (left == 0) {
-      memset(&m->agents[a], 0, sizeof(m->agents[a]));
-      m->dispose_cbs[a]++;
+      if (m->tasks[i].dispatch_due && !m->tasks[i].dropped)
+        dispatch(m, i);
+    for (w = 0; w < M_WAITS; w++) {
+      if (m->waits[w].state == M_W_DUE_ABORT)
+        wait_event(m, w, UVT_EABORTED, -1);
+      else if (m->waits[w].state == M_W_DUE_OK)
+        wait_event(m, w, 0, m->waits[w].task);
     }
-  }
-  deliver_changes(m);
+    /* R-AGENT-1: the callback once every task of the agent is dropped. */
+    for (a = 0; a < M_AGENTS; a++) {
+      int left = 0;
+      if (m->agents[a].state != M_AG_DISPOSING)
+        continue;
+      for (i = 0; i < m->ntasks; i++)
+        if (!m->tasks[i].dropped && m->tasks[i].owner == a)
+          left++;
+      if (left == 0) {
+        memset(&m->agents[a], 0, sizeof(m->agents[a]));
+        m->dispose_cbs[a]++;
+      }
+    }
+    deliver_changes(m);
+    due = 0;
+    for (i = 0; i < m->ntasks; i++)
+      due |= m->tasks[i].dispatch_due && !m->tasks[i].dropped;
+  } while (m->nqueue > 0 || due);
 }
 
 /* R-CLOSE-1: listeners first (none runs from now on), cancel every live task

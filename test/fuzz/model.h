@@ -56,7 +56,13 @@ typedef struct {
 enum { M_AG_FREE = 0, M_AG_REG, M_AG_DISPOSING };
 
 /* A listener's reaction to a call: nothing, read the task, kill it. */
-enum { M_REACT_NONE = 0, M_REACT_READ, M_REACT_KILL, M_REACTIONS };
+enum {
+  M_REACT_NONE = 0,
+  M_REACT_READ,
+  M_REACT_KILL,
+  M_REACT_DISPOSE, /* dispose the task's owner agent */
+  M_REACTIONS
+};
 
 typedef struct {
   int state;
@@ -155,6 +161,7 @@ typedef struct {
   int lseq[M_LISTENERS];
   int lseq_next;
   int reaction[M_LISTENERS];
+  int dispatching; /* task whose end is being dispatched, or -1 */
   m_agent_t agents[M_AGENTS];
   m_task_t tasks[M_TASKS];
   int ntasks;
