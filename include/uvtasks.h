@@ -36,6 +36,14 @@
  *    uv_replace_allocator() does.
  *  - A disposed agent's `id` and `session` become NULL; a caller whose
  *    session is NULL is treated as a NULL caller (sees unowned tasks only).
+ *  - R-DONE-4 says a listener that closes the registry must not make the
+ *    dispatch skip another listener; R-CLOSE-1 says no listener runs once
+ *    close began.  The second wins: listeners after the one that closed
+ *    are not called for that record (nor for any later one).
+ *  - Starting, attaching or registering a handle that is already active,
+ *    or submitting a wait request that is pending, is undefined, as for
+ *    libuv handles and requests: the library never reads caller memory to
+ *    guess whether it was initialised.
  */
 #ifndef UVTASKS_H
 #define UVTASKS_H

@@ -3,16 +3,20 @@
 # as another user it only checks and says what is missing).
 #   scripts/setup.sh          build + test dependencies
 #   scripts/setup.sh --lanes  also the sanitizer and valgrind lanes' tools
+#   scripts/setup.sh --build  only what building the library and server needs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libcmocka-dev
-      libjansson-dev procps)
-if [ "${1:-}" = "--lanes" ]; then
+mode=${1:-}
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev)
+if [ "$mode" != "--build" ]; then
+  pkgs+=(libcmocka-dev procps)
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
+if [ "$mode" = "--lanes" ]; then
   pkgs+=(valgrind clang)
 fi
-command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
-command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -30,6 +34,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # The real-client MCP test uses the official SDK, pinned by the lockfile.
-if [ -f test/mcp/package-lock.json ] && [ ! -d test/mcp/node_modules ]; then
+if [ "$mode" != "--build" ] && [ -f test/mcp/package-lock.json ] &&
+   [ ! -d test/mcp/node_modules ]; then
   (cd test/mcp && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -42,11 +42,38 @@ void fixture_close(fixture_t *f) {
   assert_int_equal(uv_loop_close(&f->loop), 0);
 }
 
+typedef struct {
+  int (*pred)(void *arg);
+  void *arg;
+} until_t;
+
+static void until_check(uv_prepare_t *h) {
+  until_t *u = h->data;
+  if (u->pred(u->arg))
+    uv_stop(h->loop);
+}
+
+/* A prepare handle checks the predicate before every poll and stops the
+ * loop once it holds, so the run never blocks in poll after the awaited
+ * callback ran earlier in the same turn (a live task keeps the loop alive).
+ * The handle is unreferenced: it never keeps the loop alive by itself. */
 void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg) {
+  uv_prepare_t prepare;
+  until_t u;
+  if (pred(arg))
+    return;
+  u.pred = pred;
+  u.arg = arg;
+  uv_prepare_init(&f->loop, &prepare);
+  prepare.data = &u;
+  uv_prepare_start(&prepare, until_check);
+  uv_unref((uv_handle_t *)&prepare);
   while (!pred(arg)) {
-    if (uv_run(&f->loop, UV_RUN_ONCE) == 0 && !pred(arg))
+    if (uv_run(&f->loop, UV_RUN_DEFAULT) == 0)
       break;
   }
+  uv_close((uv_handle_t *)&prepare, NULL);
+  uv_run(&f->loop, UV_RUN_NOWAIT); /* run the close callback */
 }
 
 static int fake_cancel(uvt_task_t *t, const char *reason) {

@@ -1,0 +1,133 @@
+/* uvtasks process producer: shell commands (or an argv) as stream-kind
+ * tasks, each in its own session and process group, stopped as a whole
+ * group (SPEC.md §3).
+ *
+ * Lifecycle of one task, as the producer sees it:
+ *
+ *   uvt_process_start()  spawn; the record exists ("bash-1"), status running
+ *   child writes         stdout/stderr are buffered, capped per stream
+ *   uvt_read()           returns and consumes what is new (P-OUT-1..3)
+ *   uvt_kill()           SIGTERM to the group, SIGKILL after grace_ms
+ *   leader exits         reaped at once; pipes get drain_ms to reach EOF
+ *   quiescence           leader reaped, pipes closed, every handle closed:
+ *                        the task settles (P-END-1, P-END-2, P-KILL-2)
+ *   disposal             group members still alive are stopped (P-KILL-4)
+ *
+ * The leader is reaped by the library (waitpid on its pid, woken by a
+ * pidfd; by SIGCHLD where pidfds are unavailable).  The host must not reap
+ * children it did not spawn (waitpid(-1, ...)) nor ignore SIGCHLD: a leader
+ * reaped elsewhere settles `failed`, "exit status lost: reaped elsewhere".
+ *
+ * Ownership: the producer's per-task state is library-allocated and freed
+ * by the library once the task has settled AND its record was dropped (the
+ * release hook ran) AND every libuv handle it opened has been closed.  The
+ * host never frees anything of it.  Everything is on the loop thread.
+ */
+#ifndef UVTASKS_PROCESS_H
+#define UVTASKS_PROCESS_H
+
+#include "../uvtasks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Defaults filled by uvt_process_options_init(). */
+#define UVT_PROCESS_GRACE_MS 3000
+#define UVT_PROCESS_DRAIN_MS 500
+#define UVT_PROCESS_OUTPUT_CAP_BYTES (1024 * 1024)
+
+/* What to run and how.  Initialise with uvt_process_options_init(); every
+ * pointer is only read during uvt_process_start() (the strings are copied
+ * or consumed before it returns). */
+typedef struct {
+  /* The command, run by bash (sh if there is no bash).  Exactly one of
+   * `command` and `argv` must be set.  The text never appears in any
+   * process's argv (P-SPAWN-2): a fixed wrapper reads it from its
+   * environment and unsets it before evaluating it.  Less than 128 KiB
+   * (the kernel's limit for one environment string; longer is UV_E2BIG). */
+  const char *command;
+  /* NULL-terminated; argv[0] is looked up in PATH and run directly. */
+  const char *const *argv;
+  /* Task kind, default "bash"; label, default the command (or the argv
+   * joined by spaces). */
+  const char *kind;
+  const char *label;
+  /* NULL = unowned. */
+  uvt_agent_t *owner;
+  /* Working directory; NULL = the host's. */
+  const char *cwd;
+  /* Extra "NAME=value" entries, NULL-terminated; they win over the
+   * inherited environment and the fixed additions (P-SPAWN-3). */
+  const char *const *env;
+  /* Bytes for the child's stdin, then end of file; NULL = /dev/null.  They
+   * are copied into an in-memory file (memfd) that becomes the child's
+   * stdin, so the host never blocks on a child that does not read. */
+  const char *stdin_data;
+  size_t stdin_len;
+  /* SIGTERM -> SIGKILL delay after a kill request, default 3000. */
+  uint64_t grace_ms;
+  /* How long the pipes may stay open after the leader exited, default 500;
+   * what is buffered then is read and the pipes are closed. */
+  uint64_t drain_ms;
+  /* Unread bytes kept per stream, default 1 MiB, at least 4 (P-OUT-2). */
+  size_t output_cap_bytes;
+  /* Stop the task like a kill after this long; 0 = never (P-LIMIT-1). */
+  uint64_t max_runtime_ms;
+} uvt_process_options_t;
+
+/* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
+ * cwd, no extra environment, stdin /dev/null, grace 3000 ms, drain 500 ms,
+ * output cap 1 MiB per stream, no runtime limit.  Accepts NULL.
+ * Ownership: nothing is allocated.  Thread: any. */
+UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
+
+/* Start a process task: spawn the command (or argv) in a session and
+ * process group of its own (P-SPAWN-1) with stdin /dev/null or the given
+ * bytes, stdout and stderr captured separately, the filtered environment
+ * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5),
+ * and register it as a stream-kind task.
+ *
+ * The task settles at quiescence (P-END-1): `completed` "exit code: N";
+ * `killed` "signal: NAME" for any death by signal; after a kill request
+ * `killed` "signal: NAME" or "exit code: N after kill request"; after
+ * max_runtime_ms `killed` "timed out after N ms".  A kill (the cancel
+ * hook) sends SIGTERM to the group and SIGKILL after grace_ms unless the
+ * leader exited; a second kill sends SIGKILL at once (P-KILL-1).
+ *
+ * Reads (uvt_read) return the new stdout bytes, then, if stderr has new
+ * bytes, a line "[stderr]" (preceded by a newline when the stdout part
+ * did not end with one) and those bytes (P-OUT-1).  A stream that dropped
+ * bytes at its cap starts with "[... N bytes dropped ...]\n" (P-OUT-2).
+ * An incomplete trailing UTF-8 sequence waits for the rest or the end of
+ * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
+ *
+ * Returns 0, UV_EINVAL (NULL reg or o; none or both of command and argv;
+ * an empty argv; an env entry without '='; output_cap_bytes < 4), the
+ * errors of uvt_start() (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING,
+ * UVT_ELIMIT, UV_ENOMEM, ...), or the spawn's libuv error (UV_ENOENT for a
+ * missing cwd or executable, UV_EACCES, UV_EMFILE, UV_E2BIG, ...).  On
+ * error nothing is registered, no id number is used and no child is left;
+ * handles opened for the attempt are closed through the loop (run it to
+ * let their close callbacks finish).
+ * Ownership: every option is copied or consumed before this returns.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
+                                 const uvt_process_options_t *o,
+                                 char id_out[UVT_ID_MAX]);
+
+/* The leader's pid, which is also the task's process group and session id.
+ * It stays the value the task had after the leader was reaped (the number
+ * may then belong to another process: signal it only through the registry).
+ *
+ * Returns the pid (> 0), UV_EINVAL (NULL reg or id, or a task that is not a
+ * process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
+                               const uvt_agent_t *caller);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UVTASKS_PROCESS_H */

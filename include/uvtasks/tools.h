@@ -1,0 +1,237 @@
+/* uvtasks/tools.h: the model-facing control surface (SPEC §5).
+ *
+ * A uvt_tools_t attaches a control surface to a registry and offers four
+ * tools to a host that talks to a model:
+ *
+ *   run_in_background  command, cwd?, label?    -> the new task id
+ *   task_output        task_id, wait?, timeout_ms?
+ *                                               -> new output, status line
+ *   task_list          (none)                   -> one line per visible task
+ *   task_kill          task_id, reason?         -> what happened, status line
+ *
+ * Every result is one text, valid UTF-8 without NUL bytes (invalid
+ * sequences and NULs of command output become U+FFFD).  Texts that concern
+ * one task end with its status line, `[status: S]` or `[status: S, DETAIL]`
+ * ("[status: completed, exit code: 0]").
+ *
+ * Tool calls are requests in the libuv style: the host allocates a
+ * uvt_tools_call_t, starts it with uvt_tools_call(), and gets its callback
+ * exactly once, never inside uvt_tools_call() itself.  Most tools do their
+ * work inside uvt_tools_call() and only defer the callback; task_output with
+ * `wait` waits first (uvt_wait()), which uvt_tools_call_abort() can cut
+ * short.
+ *
+ * Completion notices (M-TOOLS-2): when a task that is owned and was not
+ * reported settles, the host's notice callback gets the owner and one line
+ * naming the task and its status line, so the host can tell the model.
+ * Tasks whose end was already seen (a wait, a read, a kill) get none.
+ */
+#ifndef UVTASKS_TOOLS_H
+#define UVTASKS_TOOLS_H
+
+#include "../uvtasks.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* M-TOOLS-1: the wait of task_output when timeout_ms is not given, and the
+ * longest wait it accepts (longer ones are cut to this). */
+#define UVT_TOOLS_WAIT_DEFAULT_MS 30000
+#define UVT_TOOLS_WAIT_MAX_MS 600000
+
+/* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
+#define UVT_TOOLS_SURFACE_NAME "tools"
+
+typedef struct uvt_tools_s uvt_tools_t;
+typedef struct uvt_tools_call_s uvt_tools_call_t;
+
+/* A completion notice: `owner` is the exact agent owning the task, `text`
+ * one line (no newline), valid for the callback only. */
+typedef void (*uvt_tools_notice_cb)(uvt_tools_t *tools, uvt_agent_t *owner,
+                                    const char *text);
+
+/* A tool call ended: `status` is 0 with the result in req->text (see
+ * uvt_tools_call_t), or, with req->text NULL, UVT_EABORTED
+ * (uvt_tools_call_abort() stopped its wait), UVT_ECLOSING
+ * (uvt_tools_detach() stopped it) or UV_ENOMEM (the result text could not
+ * be allocated; the tool's effect, such as a started task, may have
+ * happened). */
+typedef void (*uvt_tools_call_cb)(uvt_tools_call_t *req, int status);
+
+/* uvt_tools_detach() finished. */
+typedef void (*uvt_tools_detach_cb)(uvt_tools_t *tools);
+
+/* Options of uvt_tools_attach().  Initialise with uvt_tools_options_init(). */
+typedef struct {
+  /* Completion notices go here; NULL = none are delivered. */
+  uvt_tools_notice_cb notice_cb;
+  /* Name of the surface attached to the registry; NULL = "tools".  Copied. */
+  const char *surface_name;
+  /* run_in_background: the directory commands run in when the call gives no
+   * cwd; NULL = the host's.  Copied. */
+  const char *cwd;
+  /* run_in_background: unread bytes kept per stream (P-OUT-2); 0 = the
+   * process producer's default. */
+  size_t output_cap_bytes;
+  /* run_in_background: TERM -> KILL grace of a kill (P-KILL-1), in
+   * milliseconds; 0 = the process producer's default. */
+  uint64_t grace_ms;
+} uvt_tools_options_t;
+
+/* The tool surface.  Caller-allocated; must not move while attached. */
+struct uvt_tools_s {
+  void *data;
+  /* read-only */
+  uvt_registry_t *registry;
+  /* private */
+  uvt_surface_t surface_;
+  uvt_listener_t listener_;
+  uv_idle_t idle_; /* delivers finished calls on the next turn */
+  uvt_tools_notice_cb notice_cb_;
+  uvt_tools_detach_cb detach_cb_;
+  char *cwd_;
+  size_t output_cap_bytes_;
+  uint64_t grace_ms_;
+  uvt_tools_call_t *ready_head_; /* finished calls, in finishing order */
+  uvt_tools_call_t *ready_tail_;
+  uvt_tools_call_t *waiting_; /* calls inside a uvt_wait() */
+  size_t pending_;            /* calls whose callback has not run */
+  int state_;
+};
+
+/* Arguments of a tool call.  Initialise with uvt_tools_args_init(); fields a
+ * tool does not use are ignored.  Strings are read during uvt_tools_call()
+ * only. */
+typedef struct {
+  const char *command; /* run_in_background: required */
+  const char *cwd;     /* run_in_background: NULL = the tools' default */
+  const char *label;   /* run_in_background: NULL = the command */
+  const char *task_id; /* task_output, task_kill: required */
+  const char *reason;  /* task_kill: NULL = "killed" */
+  int wait;            /* task_output: -1 = not given, 0 = no, 1 = yes */
+  int64_t timeout_ms;  /* task_output: -1 = not given; implies wait */
+} uvt_tools_args_t;
+
+/* A tool call.  Caller-allocated; must not move until its callback ran. */
+struct uvt_tools_call_s {
+  void *data;
+  /* read-only, valid from the callback until uvt_tools_call_cleanup() */
+  uvt_tools_t *tools;
+  char *text;   /* the result: NUL-terminated, valid UTF-8, no NUL inside */
+  size_t len;   /* strlen(text) */
+  int is_error; /* 1 when the tool failed (unknown task, bad arguments...) */
+  /* private */
+  uvt_tools_call_cb cb_;
+  uvt_tools_call_t *next_;
+  uvt_tools_call_t *prev_;
+  uvt_agent_t *caller_;
+  uvt_wait_t wait_;
+  char task_id_[UVT_ID_MAX];
+  uint64_t timeout_ms_;
+  int state_;
+  int status_;
+  int aborted_;
+};
+
+/* Fill `o` with the defaults: no notice callback, surface "tools", the
+ * host's cwd, the process producer's cap and grace.  Accepts NULL.
+ * Thread: any. */
+UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
+
+/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1.
+ * Accepts NULL.  Thread: any. */
+UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
+
+/* Attach the tool surface to `reg`: a control surface (so tasks may start),
+ * a completion listener (M-TOOLS-2) and an idle handle on the registry's
+ * loop that delivers call results.  `o` may be NULL (defaults); it is
+ * copied.
+ *
+ * Returns 0, UV_EINVAL (NULL reg or tools), UV_ENOMEM, UVT_ECLOSING (the
+ * registry is being disposed), or an error of uvt_surface_attach(),
+ * uvt_listener_start() or uv_idle_init().  On error nothing is attached.
+ * Ownership: `tools` is the caller's; keep it in place until the
+ * uvt_tools_detach() callback ran.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
+                                const uvt_tools_options_t *o);
+
+/* Detach the tool surface: no notice is delivered from now on, new calls
+ * are refused, the waits of pending calls are stopped (their callbacks get
+ * UVT_ECLOSING), calls that already finished still deliver their results,
+ * the surface is detached and the listener stopped (tasks are not touched,
+ * R-DONE-5), the idle handle is closed, then `cb(tools)` runs once.
+ * Detach before closing the registry.
+ *
+ * Returns 0, UV_EINVAL (never attached), or UVT_ECLOSING (detach already
+ * requested; `cb` will not run for this call).  `cb` may be NULL.
+ * Callback: once, on the loop thread, never inside this call, after every
+ * pending call's callback.
+ * Ownership: `tools` may be freed from `cb` on.
+ * Thread: the loop thread; allowed inside any of our callbacks. */
+UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
+
+/* Nonzero if `name` is one of the four tools. Thread: any. */
+UVT_EXTERN int uvt_tools_has(const char *name);
+
+/* The tool schemas as JSON (M-TOOLS-3): an array of objects with "name",
+ * "description" and "inputSchema" (a JSON Schema object), the shape MCP's
+ * tools/list uses; other model APIs take the same three fields under their
+ * own names.  Returns a static NUL-terminated string.  Thread: any. */
+UVT_EXTERN const char *uvt_tools_schema_json(void);
+
+/* Call the tool `name` with `args` on behalf of `caller` (the agent whose
+ * session the model speaks for; it owns the tasks it starts and sees only
+ * its session's tasks and unowned ones).
+ *
+ *  - run_in_background starts `command` with the process producer
+ *    (uvtasks/process.h) owned by `caller`.
+ *  - task_output reads what is new (uvt_read()); with `wait` (or a
+ *    timeout_ms) it first waits until the task ends or the wait's deadline
+ *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most
+ *    UVT_TOOLS_WAIT_MAX_MS).  A wait that times out is a success showing
+ *    the task's live status line (M-TOOLS-1).
+ *  - task_list lists what uvt_list() shows the caller.
+ *  - task_kill kills (uvt_kill()) and shows the status line taken with
+ *    uvt_get(), so no output is consumed.
+ * Whatever goes wrong with the task or the arguments (no such task, a
+ * foreign one, a missing argument, a command that cannot start) is a
+ * result with is_error 1 and a text saying so, not an error return.
+ *
+ * Returns 0, UV_EINVAL (NULL tools, req, name or cb; NULL args is "nothing
+ * given"), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
+ * detaching).  On error `cb` never runs.
+ * Callback: once, on the loop thread, never inside this call: status 0 and
+ * the result in req->text / req->is_error, or UVT_EABORTED, UVT_ECLOSING or
+ * UV_ENOMEM with req->text NULL (see uvt_tools_call_cb).
+ * Ownership: the result text belongs to `req` until
+ * uvt_tools_call_cleanup(); `req` may be reused (after cleanup) or freed
+ * from the callback on.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
+                              uvt_agent_t *caller, const char *name,
+                              const uvt_tools_args_t *args,
+                              uvt_tools_call_cb cb);
+
+/* Abort a pending call.  A call inside its wait stops waiting and its
+ * callback gets UVT_EABORTED; no output is consumed.  If the task settled
+ * in the same moment and the wait had already been counted (so the task is
+ * marked reported on the call's behalf, R-WAIT-5), the callback still gets
+ * UVT_EABORTED and the tools deliver that task's completion notice to the
+ * caller instead, so the end is not lost.  A call whose work is done keeps
+ * its result.
+ *
+ * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran).
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
+
+/* Free the result text of `req` and zero the result fields; accepts NULL
+ * and requests without a result.  Thread: any. */
+UVT_EXTERN void uvt_tools_call_cleanup(uvt_tools_call_t *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UVTASKS_TOOLS_H */

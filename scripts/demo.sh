@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# A short, real session with uvtasks-mcp, printed as a readable transcript.
+# Needs only bash and the built server; builds it first if it is missing,
+# installing the build tools on a fresh Debian 12 machine (as root).
+#
+#   scripts/demo.sh            # uses ./build, or creates ./build-demo
+#   UVTASKS_MCP=/path/to/uvtasks-mcp scripts/demo.sh
+set -eu
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+MCP=${UVTASKS_MCP:-}
+if [ -z "$MCP" ]; then
+  for b in "$root/build" "$root/build-demo"; do
+    if [ -x "$b/src/mcp/uvtasks-mcp" ]; then
+      MCP=$b/src/mcp/uvtasks-mcp
+      break
+    fi
+  done
+fi
+if [ -z "$MCP" ]; then
+  # On a fresh Debian 12 machine (as root) this installs the build tools.
+  bash "$root/scripts/setup.sh" --build
+  echo "Building uvtasks-mcp in build-demo/ ..."
+  if [ ! -d "$root/build-demo" ]; then
+    meson setup "$root/build-demo" "$root" -Dtests=false -Dmcp=enabled >/dev/null
+  fi
+  ninja -C "$root/build-demo" >/dev/null
+  MCP=$root/build-demo/src/mcp/uvtasks-mcp
+fi
+
+bold=$(printf '\033[1m') dim=$(printf '\033[2m') off=$(printf '\033[0m')
+if [ ! -t 1 ] || [ -n "${NO_COLOR:-}" ]; then bold= dim= off=; fi
+
+coproc SRV { exec "$MCP" --grace-ms 500 2>/dev/null; }
+SRV_IN=${SRV[1]}
+SRV_OUT=${SRV[0]}
+srv_pid=$SRV_PID
+next_id=0
+
+# The value of a JSON string field ($1) in a one-line message ($2), with
+# the escapes jansson writes turned back into text.
+field() {
+  local raw
+  raw=$(printf '%s' "$2" | sed -n "s/.*\"$1\":\"\(\([^\"\\\\]\|\\\\.\)*\)\".*/\1/p")
+  raw=${raw//\\\"/\"}
+  printf '%b' "$raw"
+}
+
+indent() { sed "s/^/$1/"; }
+
+# Show every notification that arrives in the next $1 seconds.
+drain() {
+  local line
+  while IFS= read -r -t "$1" line <&"$SRV_OUT"; do show_notification "$line"; done
+  return 0
+}
+
+show_notification() {
+  case $1 in
+    *'"notifications/message"'*)
+      printf '%s  <- log notice: %s%s\n' "$dim" "$(field data "$1")" "$off" ;;
+  esac
+}
+
+# rpc METHOD PARAMS-JSON: send a request, print the answer's text.
+rpc() {
+  local method=$1 params=$2 line
+  next_id=$((next_id + 1))
+  printf '{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}\n' \
+    "$next_id" "$method" "$params" >&"$SRV_IN"
+  while IFS= read -r -t 30 line <&"$SRV_OUT"; do
+    case $line in
+      *"\"id\":$next_id,"*) REPLY_LINE=$line; return 0 ;;
+      *) show_notification "$line" ;;
+    esac
+  done
+  echo "no answer to $method" >&2
+  exit 1
+}
+
+# tool NAME ARGS-JSON: call a tool and print the call and its result.
+tool() {
+  printf '\n%s-> %s %s%s\n' "$bold" "$1" "$2" "$off"
+  rpc tools/call "{\"name\":\"$1\",\"arguments\":$2}"
+  case $REPLY_LINE in *'"isError":true'*) printf '   (tool error)\n' ;; esac
+  field text "$REPLY_LINE" | indent '   '
+  echo
+}
+
+say() { printf '\n%s# %s%s\n' "$dim" "$*" "$off"; }
+
+echo "uvtasks-mcp demo: $MCP"
+say "The client says hello; the server answers with its version and capabilities."
+rpc initialize '{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo.sh","version":"1"}}'
+printf '%s-> initialize%s\n   server %s, protocol %s\n' "$bold" "$off" \
+  "$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"serverInfo":{"name":"\([^"]*\)".*"version":"\([^"]*\)".*/\1 \2/p')" \
+  "$(field protocolVersion "$REPLY_LINE")"
+printf '{"jsonrpc":"2.0","method":"notifications/initialized"}\n' >&"$SRV_IN"
+rpc tools/list '{}'
+printf '%s-> tools/list%s\n   %s\n' "$bold" "$off" \
+  "$(printf '%s' "$REPLY_LINE" | grep -o '"name":"[a-z_]*","description"' | sed 's/"name":"\([a-z_]*\)".*/\1/' | tr '\n' ' ')"
+
+say "Start three real shell commands in the background."
+tool run_in_background '{"command":"for i in 1 2 3; do echo step $i; sleep 0.4; done; echo built","label":"a slow build"}'
+tool run_in_background '{"command":"echo serving on :8080; exec sleep 600","label":"a server"}'
+tool run_in_background '{"command":"echo warning >&2; echo quick job done","label":"a quick job"}'
+
+say "Nobody waits for the quick job: when it ends, a log notice arrives at once."
+drain 0.5
+
+say "Read what the build printed so far (each read returns only what is new)."
+say "The quick job's notice is prepended to this result, so a model sees it too."
+tool task_output '{"task_id":"bash-1"}'
+
+say "Wait for the build to end."
+tool task_output '{"task_id":"bash-1","wait":true,"timeout_ms":10000}'
+
+say "The quick job's output: stdout, then its stderr after a [stderr] line."
+tool task_output '{"task_id":"bash-3"}'
+
+say "A wait with a short deadline: still a success, the task is still running."
+tool task_output '{"task_id":"bash-2","timeout_ms":300}'
+
+say "Everything this client can see."
+tool task_list '{}'
+
+say "Stop the server task: SIGTERM to its whole process group."
+tool task_kill '{"task_id":"bash-2","reason":"demo is over"}'
+tool task_output '{"task_id":"bash-2","wait":true}'
+
+say "Mistakes are tool errors the model can read, not crashes."
+tool task_output '{"task_id":"bash-42"}'
+
+say "Closing stdin ends the session: every task's process group is stopped and the server exits 0."
+exec {SRV_IN}>&-
+rc=0
+wait "$srv_pid" || rc=$?
+printf '%s-> (stdin closed)%s\n   uvtasks-mcp exited with status %d\n' "$bold" "$off" "$rc"
+exit "$rc"

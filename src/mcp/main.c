@@ -1,0 +1,268 @@
+/* uvtasks-mcp: options, start-up and the orderly exit (M-MCP-4). */
+#include "mcp.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "uvtasks/process.h"
+
+static const char usage[] =
+    "Usage: uvtasks-mcp [OPTIONS]\n"
+    "\n"
+    "A Model Context Protocol server over stdio (JSON-RPC 2.0, one message\n"
+    "per line) offering background shell tasks to a model: the tools\n"
+    "run_in_background, task_output, task_list and task_kill.\n"
+    "\n"
+    "Options:\n"
+    "  --cwd DIR            directory commands run in (default: the current)\n"
+    "  --output-cap BYTES   unread output kept per stream of a task\n"
+    "                       (default 1048576)\n"
+    "  --max-tasks N        running tasks the client may hold at once\n"
+    "                       (default 0 = no limit)\n"
+    "  --grace-ms MS        SIGTERM -> SIGKILL delay when a task is stopped\n"
+    "                       (default 3000)\n"
+    "  --keep-finished N    finished tasks whose end was seen that are kept;\n"
+    "                       older ones are forgotten (default 100)\n"
+    "  --help               show this text and exit\n"
+    "  --version            show the version and exit\n"
+    "\n"
+    "End of input, SIGTERM or SIGINT stops every task's process group and\n"
+    "exits with status 0.\n";
+
+/* ---------------------------------------------------------------------- */
+/* The orderly exit: tools, then the client's agent (its tasks stopped,
+ * P-KILL-4), then the registry, then our own handles.                      */
+
+static void on_registry_closed(void *data) {
+  mcp_server_t *server = data;
+
+  server->registry_closed = 1;
+  server->reg = NULL;
+  mcp_in_close(&server->in);
+  if (server->signals_open) {
+    uv_close((uv_handle_t *)&server->sigterm, NULL);
+    uv_close((uv_handle_t *)&server->sigint, NULL);
+    server->signals_open = 0;
+  }
+  mcp_out_close(&server->out);
+}
+
+static void on_agent_disposed(uvt_agent_t *agent) {
+  mcp_server_t *server = agent->data;
+
+  if (uvt_registry_close(server->reg, on_registry_closed, server) != 0)
+    on_registry_closed(server);
+}
+
+static void on_tools_detached(uvt_tools_t *tools) {
+  mcp_server_t *server = tools->data;
+
+  if (uvt_agent_dispose(&server->agent, on_agent_disposed) != 0)
+    on_agent_disposed(&server->agent);
+}
+
+void mcp_server_shutdown(mcp_server_t *server, const char *why) {
+  if (server->shutting_down)
+    return;
+  server->shutting_down = 1;
+  fprintf(stderr, "uvtasks-mcp: %s; stopping every task\n", why);
+  mcp_in_stop(&server->in);
+  if (server->reg == NULL) {
+    on_registry_closed(server);
+    return;
+  }
+  if (uvt_tools_detach(&server->tools, on_tools_detached) != 0)
+    on_tools_detached(&server->tools);
+}
+
+static void on_signal(uv_signal_t *sig, int signum) {
+  mcp_server_t *server = sig->data;
+
+  mcp_server_shutdown(server, signum == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Options                                                                 */
+
+static int parse_u64(const char *s, uint64_t *out) {
+  char *end;
+  unsigned long long v;
+
+  if (s == NULL || *s < '0' || *s > '9')
+    return -1;
+  errno = 0;
+  v = strtoull(s, &end, 10);
+  if (errno != 0 || *end != '\0')
+    return -1;
+  *out = (uint64_t)v;
+  return 0;
+}
+
+/* Returns 0 to run, 1 to exit 0 (help, version), 2 on a usage error. */
+static int parse_args(int argc, char **argv, mcp_config_t *c) {
+  uint64_t v;
+  int i;
+
+  for (i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(usage, stdout);
+      return 1;
+    }
+    if (strcmp(a, "--version") == 0) {
+      printf("uvtasks-mcp %s\n", UVT_VERSION_STRING);
+      return 1;
+    }
+    if (strcmp(a, "--cwd") == 0) {
+      if (val == NULL)
+        goto missing;
+      c->cwd = val;
+    } else if (strcmp(a, "--output-cap") == 0) {
+      if (parse_u64(val, &v) != 0 || v < 4 || v > SIZE_MAX)
+        goto bad;
+      c->output_cap_bytes = (size_t)v;
+    } else if (strcmp(a, "--max-tasks") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 1000000)
+        goto bad;
+      c->max_tasks = (unsigned)v;
+    } else if (strcmp(a, "--keep-finished") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 1000000)
+        goto bad;
+      c->keep_finished = (size_t)v;
+    } else if (strcmp(a, "--grace-ms") == 0) {
+      if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
+        goto bad;
+      c->grace_ms = v;
+    } else {
+      fprintf(stderr, "uvtasks-mcp: unknown option %s (see --help)\n", a);
+      return 2;
+    }
+    i++;
+  }
+  return 0;
+
+missing:
+  fprintf(stderr, "uvtasks-mcp: %s needs a value (see --help)\n", argv[i]);
+  return 2;
+bad:
+  fprintf(stderr, "uvtasks-mcp: bad value for %s: %s (see --help)\n", argv[i],
+          i + 1 < argc ? argv[i + 1] : "(none)");
+  return 2;
+}
+
+/* A session id nobody else has: random, or pid and time if that fails. */
+static void make_session(char *buf, size_t size) {
+  unsigned char r[12];
+  size_t i;
+  size_t n;
+
+  if (uv_random(NULL, NULL, r, sizeof(r), 0, NULL) == 0) {
+    n = (size_t)snprintf(buf, size, "mcp-");
+    for (i = 0; i < sizeof(r) && n + 3 <= size; i++)
+      n += (size_t)snprintf(buf + n, size - n, "%02x", r[i]);
+    return;
+  }
+  snprintf(buf, size, "mcp-%ld-%" PRIu64, (long)getpid(), uv_hrtime());
+}
+
+/* ---------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  static mcp_server_t server;
+  uvt_options_t ropts;
+  uvt_tools_options_t topts;
+  uv_loop_t loop;
+  uv_fs_t stat_req;
+  int tools_attached = 0;
+  int err;
+
+  server.config.keep_finished = MCP_KEEP_FINISHED;
+  err = parse_args(argc, argv, &server.config);
+  if (err != 0)
+    return err == 1 ? 0 : 2;
+  if (server.config.cwd != NULL) {
+    err = uv_fs_stat(NULL, &stat_req, server.config.cwd, NULL);
+    if (err == 0 && !S_ISDIR(stat_req.statbuf.st_mode))
+      err = UV_ENOTDIR;
+    uv_fs_req_cleanup(&stat_req);
+    if (err != 0) {
+      fprintf(stderr, "uvtasks-mcp: --cwd %s: %s\n", server.config.cwd,
+              uv_strerror(err));
+      return 2;
+    }
+  }
+
+  /* A client that goes away must not kill us with SIGPIPE before we have
+   * stopped its tasks; libuv resets dispositions in the children. */
+  signal(SIGPIPE, SIG_IGN);
+
+  err = uv_loop_init(&loop);
+  if (err != 0) {
+    fprintf(stderr, "uvtasks-mcp: %s\n", uv_strerror(err));
+    return 1;
+  }
+  server.loop = &loop;
+  server.log_level = 0;
+
+  uvt_options_init(&ropts);
+  ropts.max_live_per_owner = server.config.max_tasks;
+  /* Disposal waits for TERM, the grace, KILL and the pipes' drain. */
+  ropts.teardown_grace_ms =
+      (server.config.grace_ms ? server.config.grace_ms : UVT_PROCESS_GRACE_MS) +
+      UVT_PROCESS_DRAIN_MS + 2000;
+  err = uvt_registry_new(&loop, &ropts, &server.reg);
+  if (err != 0) {
+    fprintf(stderr, "uvtasks-mcp: registry: %s\n", uvt_strerror(err));
+    return 1;
+  }
+
+  uvt_tools_options_init(&topts);
+  topts.notice_cb = mcp_rpc_notice;
+  topts.cwd = server.config.cwd;
+  topts.output_cap_bytes = server.config.output_cap_bytes;
+  topts.grace_ms = server.config.grace_ms;
+  err = uvt_tools_attach(server.reg, &server.tools, &topts);
+  if (err == 0) {
+    tools_attached = 1;
+    server.tools.data = &server;
+    make_session(server.session, sizeof(server.session));
+    server.agent.data = &server;
+    err = uvt_agent_register(server.reg, &server.agent, "mcp-client",
+                             server.session);
+  }
+  if (err == 0)
+    err = mcp_out_init(&server.out, &server);
+  if (err == 0) {
+    uv_signal_init(&loop, &server.sigterm);
+    uv_signal_init(&loop, &server.sigint);
+    server.sigterm.data = &server;
+    server.sigint.data = &server;
+    server.signals_open = 1;
+    uv_signal_start(&server.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&server.sigint, on_signal, SIGINT);
+    err = mcp_in_start(&server.in, &server);
+    if (err != 0)
+      mcp_server_shutdown(&server, "no input");
+  } else {
+    server.shutting_down = 1;
+    if (tools_attached)
+      uvt_tools_detach(&server.tools, NULL);
+    uvt_registry_close(server.reg, on_registry_closed, &server);
+  }
+  if (err != 0)
+    fprintf(stderr, "uvtasks-mcp: start-up failed: %s\n", uvt_strerror(err));
+
+  uv_run(&loop, UV_RUN_DEFAULT);
+  mcp_rpc_free_notices(&server);
+  if (uv_loop_close(&loop) != 0)
+    fprintf(stderr, "uvtasks-mcp: the loop did not close cleanly\n");
+  return err != 0 ? 1 : 0;
+}

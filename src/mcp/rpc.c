@@ -1,0 +1,640 @@
+/* JSON-RPC 2.0 and the MCP methods of uvtasks-mcp (M-MCP-1..3).  Every
+ * message is parsed and built with jansson; every text put into a message
+ * is valid UTF-8 (the tools' results are, and anything else is repaired
+ * first). */
+#include "mcp.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/tools-int.h"
+#include "uvtasks/process.h"
+
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
+
+static const char *const protocol_versions[] = {
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+};
+
+/* RFC 5424 severities as MCP names them, lowest first. */
+static const char *const log_levels[] = {
+    "debug", "info",     "notice", "warning",
+    "error", "critical", "alert",  "emergency",
+};
+#define LOG_LEVEL_NOTICE 2
+
+static const char server_instructions[] =
+    "Runs shell commands as background tasks. Start one with "
+    "run_in_background (it returns an id such as bash-1), read what it "
+    "printed since your last read with task_output (wait: true waits for "
+    "the end), see every task with task_list, stop one with task_kill. "
+    "Each result about a task ends with its status line, e.g. [status: "
+    "completed, exit code: 0]. When a task you have not waited for ends, "
+    "the next tool result begins with a [notice] line naming it.";
+
+/* ---------------------------------------------------------------------- */
+/* Sending                                                                 */
+
+/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+static json_t *rpc_string(const char *s, size_t len) {
+  uvt__text_t t;
+  json_t *j;
+
+  j = json_stringn(s, len);
+  if (j != NULL)
+    return j;
+  uvt__text_init(&t);
+  uvt__text_utf8(&t, s, len);
+  if (t.err != 0) {
+    uvt__text_free(&t);
+    return NULL;
+  }
+  j = json_stringn(t.base != NULL ? t.base : "", t.len);
+  uvt__text_free(&t);
+  return j;
+}
+
+/* Send `msg` as one line and release it. */
+static void rpc_send(mcp_server_t *server, json_t *msg) {
+  char *s;
+  size_t len;
+
+  if (msg == NULL)
+    return;
+  s = json_dumps(msg, JSON_COMPACT);
+  json_decref(msg);
+  if (s == NULL) {
+    fprintf(stderr, "uvtasks-mcp: could not encode a message\n");
+    return;
+  }
+  len = strlen(s);
+  /* json_dumps gives a NUL-terminated string with room only for itself;
+   * the newline goes in a second write behind it. */
+  mcp_out_write(&server->out, s, len);
+  mcp_out_write(&server->out, "\n", 1);
+  free(s);
+}
+
+static void rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
+  json_t *msg = json_object();
+
+  if (msg == NULL || result == NULL) {
+    json_decref(msg);
+    json_decref(result);
+    return;
+  }
+  json_object_set_new(msg, "jsonrpc", json_string("2.0"));
+  json_object_set(msg, "id", id);
+  json_object_set_new(msg, "result", result);
+  rpc_send(server, msg);
+}
+
+/* An error answer; `id` NULL means the request's id is unknown (null). */
+static void rpc_error(mcp_server_t *server, json_t *id, int code,
+                      const char *message) {
+  json_t *msg = json_object();
+  json_t *err = json_object();
+
+  if (msg == NULL || err == NULL) {
+    json_decref(msg);
+    json_decref(err);
+    return;
+  }
+  json_object_set_new(err, "code", json_integer(code));
+  json_object_set_new(err, "message", rpc_string(message, strlen(message)));
+  json_object_set_new(msg, "jsonrpc", json_string("2.0"));
+  json_object_set(msg, "id", id != NULL ? id : json_null());
+  json_object_set_new(msg, "error", err);
+  rpc_send(server, msg);
+}
+
+static void rpc_errorf(mcp_server_t *server, json_t *id, int code,
+                       const char *fmt, const char *arg) {
+  char buf[512];
+
+  snprintf(buf, sizeof(buf), fmt, arg);
+  rpc_error(server, id, code, buf);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Notices (M-MCP-2)                                                       */
+
+void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text) {
+  mcp_server_t *server = tools->data;
+  mcp_notice_t *n;
+  json_t *msg;
+  json_t *params;
+  size_t len = strlen(text);
+
+  /* Kept for the next tool result, so a model sees it. */
+  n = malloc(sizeof(*n) + len);
+  if (n != NULL) {
+    memcpy(n->text, text, len + 1);
+    n->next = NULL;
+    if (server->notices_tail != NULL)
+      server->notices_tail->next = n;
+    else
+      server->notices = n;
+    server->notices_tail = n;
+  }
+
+  /* And sent at once as a log notification, unless the client asked for
+   * less. */
+  if (server->log_level > LOG_LEVEL_NOTICE)
+    return;
+  msg = json_object();
+  params = json_object();
+  if (msg == NULL || params == NULL) {
+    json_decref(msg);
+    json_decref(params);
+    return;
+  }
+  json_object_set_new(params, "level", json_string("notice"));
+  json_object_set_new(params, "logger", json_string("uvtasks"));
+  json_object_set_new(params, "data", rpc_string(text, len));
+  json_object_set_new(msg, "jsonrpc", json_string("2.0"));
+  json_object_set_new(msg, "method", json_string("notifications/message"));
+  json_object_set_new(msg, "params", params);
+  rpc_send(server, msg);
+}
+
+void mcp_rpc_free_notices(mcp_server_t *server) {
+  mcp_notice_t *n;
+
+  while (server->notices != NULL) {
+    n = server->notices;
+    server->notices = n->next;
+    free(n);
+  }
+  server->notices_tail = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* tools/call                                                              */
+
+static void call_unlink(mcp_call_t *call) {
+  mcp_server_t *server = call->server;
+
+  if (call->prev != NULL)
+    call->prev->next = call->next;
+  else
+    server->calls = call->next;
+  if (call->next != NULL)
+    call->next->prev = call->prev;
+}
+
+static void call_free(mcp_call_t *call) {
+  uvt_tools_call_cleanup(&call->req);
+  json_decref(call->id);
+  free(call);
+}
+
+/* The CallToolResult: one text block, notices first. */
+static json_t *tool_result(mcp_server_t *server, const char *text, size_t len,
+                           int is_error) {
+  uvt__text_t t;
+  mcp_notice_t *n;
+  json_t *result;
+  json_t *content;
+  json_t *block;
+  json_t *str;
+
+  uvt__text_init(&t);
+  for (n = server->notices; n != NULL; n = n->next) {
+    uvt__text_str(&t, "[notice] ");
+    uvt__text_str(&t, n->text);
+    uvt__text_str(&t, "\n");
+  }
+  if (server->notices != NULL)
+    uvt__text_str(&t, "\n");
+  uvt__text_raw(&t, text, len);
+  if (t.err != 0) {
+    uvt__text_free(&t);
+    return NULL;
+  }
+  str = rpc_string(t.base != NULL ? t.base : "", t.len);
+  uvt__text_free(&t);
+  result = json_object();
+  content = json_array();
+  block = json_object();
+  if (str == NULL || result == NULL || content == NULL || block == NULL) {
+    json_decref(str);
+    json_decref(result);
+    json_decref(content);
+    json_decref(block);
+    return NULL;
+  }
+  /* Shown now: the notices are spent. */
+  mcp_rpc_free_notices(server);
+  json_object_set_new(block, "type", json_string("text"));
+  json_object_set_new(block, "text", str);
+  json_array_append_new(content, block);
+  json_object_set_new(result, "content", content);
+  json_object_set_new(result, "isError", json_boolean(is_error));
+  return result;
+}
+
+static void tool_error_result(mcp_server_t *server, json_t *id,
+                              const char *text) {
+  json_t *result = tool_result(server, text, strlen(text), 1);
+
+  if (result == NULL) {
+    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  rpc_result(server, id, result);
+}
+
+/* Long sessions: beyond the --keep-finished count, forget the oldest
+ * finished tasks whose end the model has seen (reported), so memory stays
+ * bounded (R-FORGET-1).  Tasks with an unseen end are kept, and so are
+ * tasks whose process group still has members (`sleep 30 &`): disposal
+ * stops those through the record (P-KILL-4), a forgotten record would
+ * leave them running.  Signal 0 only asks; a reused group id merely keeps
+ * a record a little longer. */
+static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
+  int pid;
+
+  if (!uvt_status_is_terminal(s->status) || !s->reported)
+    return 0;
+  pid = uvt_process_pid(server->reg, s->id, &server->agent);
+  return !(pid > 0 && kill(-pid, 0) == 0);
+}
+
+static void rpc_bound_retention(mcp_server_t *server) {
+  uvt_snapshot_t *snaps = NULL;
+  char *forgettable;
+  size_t n = 0;
+  size_t count = 0;
+  size_t i;
+
+  if (server->reg == NULL ||
+      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
+    return;
+  forgettable = n > 0 ? calloc(n, 1) : NULL;
+  if (forgettable != NULL) {
+    for (i = 0; i < n; i++) {
+      forgettable[i] = (char)rpc_forgettable(server, &snaps[i]);
+      count += (size_t)forgettable[i];
+    }
+    for (i = 0; i < n && count > server->config.keep_finished; i++)
+      if (forgettable[i] &&
+          uvt_forget(server->reg, snaps[i].id, &server->agent) == 0)
+        count--;
+  }
+  free(forgettable);
+  uvt_snapshots_free(snaps, n);
+}
+
+static void call_cb(uvt_tools_call_t *req, int status) {
+  mcp_call_t *call = req->data;
+  mcp_server_t *server = call->server;
+  json_t *result;
+
+  call_unlink(call);
+  /* A cancelled request gets no answer (MCP cancellation); a call ended by
+   * shutdown has nobody left to answer. */
+  if (call->cancelled || status == UVT_ECLOSING || status == UVT_EABORTED) {
+    call_free(call);
+    return;
+  }
+  if (status != 0) {
+    rpc_errorf(server, call->id, RPC_INTERNAL_ERROR, "Internal error: %s",
+               uvt_strerror(status));
+    call_free(call);
+    return;
+  }
+  result = tool_result(server, req->text, req->len, req->is_error);
+  if (result == NULL)
+    rpc_error(server, call->id, RPC_INTERNAL_ERROR,
+              "Internal error: out of memory");
+  else
+    rpc_result(server, call->id, result);
+  call_free(call);
+  rpc_bound_retention(server);
+}
+
+/* Read one optional string argument.  Returns 0, or -1 after answering. */
+static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
+                      const char *tool, const char *key, const char **out) {
+  json_t *v = json_object_get(args, key);
+  char buf[256];
+
+  *out = NULL;
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (!json_is_string(v)) {
+    snprintf(buf, sizeof(buf), "%s: %s must be a string.", tool, key);
+    tool_error_result(server, id, buf);
+    return -1;
+  }
+  if (strlen(json_string_value(v)) != json_string_length(v)) {
+    snprintf(buf, sizeof(buf), "%s: %s must not contain NUL characters.", tool,
+             key);
+    tool_error_result(server, id, buf);
+    return -1;
+  }
+  *out = json_string_value(v);
+  return 0;
+}
+
+static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
+  json_t *jname = json_object_get(params, "name");
+  json_t *args = json_object_get(params, "arguments");
+  json_t *v;
+  const char *name;
+  uvt_tools_args_t a;
+  mcp_call_t *call;
+  char buf[256];
+  int err;
+
+  if (!json_is_string(jname)) {
+    rpc_error(server, id, RPC_INVALID_PARAMS,
+              "Invalid params: tools/call needs \"name\", a string");
+    return;
+  }
+  name = json_string_value(jname);
+  if (!uvt_tools_has(name)) {
+    rpc_errorf(server, id, RPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
+    return;
+  }
+  if (args == NULL || json_is_null(args)) {
+    args = NULL;
+  } else if (!json_is_object(args)) {
+    snprintf(buf, sizeof(buf), "%s: arguments must be an object.", name);
+    tool_error_result(server, id, buf);
+    return;
+  }
+
+  uvt_tools_args_init(&a);
+  if (strcmp(name, "run_in_background") == 0) {
+    if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
+        arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
+        arg_string(server, id, args, name, "label", &a.label) != 0)
+      return;
+  } else if (strcmp(name, "task_output") == 0 ||
+             strcmp(name, "task_kill") == 0) {
+    if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
+      return;
+    if (strcmp(name, "task_kill") == 0) {
+      if (arg_string(server, id, args, name, "reason", &a.reason) != 0)
+        return;
+    } else {
+      v = json_object_get(args, "wait");
+      if (v != NULL && !json_is_null(v)) {
+        if (!json_is_boolean(v)) {
+          tool_error_result(server, id,
+                            "task_output: wait must be true or false.");
+          return;
+        }
+        a.wait = json_is_true(v);
+      }
+      v = json_object_get(args, "timeout_ms");
+      if (v != NULL && !json_is_null(v)) {
+        /* A whole number of at least 1; more than the cap is capped. */
+        if (json_is_integer(v) && json_integer_value(v) >= 1) {
+          a.timeout_ms = (int64_t)json_integer_value(v);
+        } else if (json_is_real(v) && json_real_value(v) >= 1 &&
+                   (json_real_value(v) >= 9e18 ||
+                    json_real_value(v) ==
+                        (double)(int64_t)json_real_value(v))) {
+          a.timeout_ms = json_real_value(v) >= 9e18
+                             ? INT64_MAX
+                             : (int64_t)json_real_value(v);
+        } else {
+          tool_error_result(server, id,
+                            "task_output: timeout_ms must be a whole "
+                            "number of milliseconds, at least 1.");
+          return;
+        }
+      }
+    }
+  }
+
+  call = calloc(1, sizeof(*call));
+  if (call == NULL) {
+    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  call->server = server;
+  call->id = json_incref(id);
+  call->req.data = call;
+  err = uvt_tools_call(&server->tools, &call->req, &server->agent, name, &a,
+                       call_cb);
+  if (err != 0) {
+    rpc_errorf(server, id, RPC_INTERNAL_ERROR, "Internal error: %s",
+               err == UVT_ECLOSING ? "the server is shutting down"
+                                   : uvt_strerror(err));
+    json_decref(call->id);
+    free(call);
+    return;
+  }
+  call->next = server->calls;
+  if (server->calls != NULL)
+    server->calls->prev = call;
+  server->calls = call;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Other methods                                                           */
+
+static void rpc_initialize(mcp_server_t *server, json_t *id, json_t *params) {
+  json_t *jver = json_object_get(params, "protocolVersion");
+  const char *version = MCP_PROTOCOL_LATEST;
+  const char *asked;
+  json_t *result;
+  size_t i;
+
+  /* Answer the client's version if we speak it, else our latest. */
+  if (json_is_string(jver)) {
+    asked = json_string_value(jver);
+    for (i = 0; i < sizeof(protocol_versions) / sizeof(protocol_versions[0]);
+         i++)
+      if (strcmp(asked, protocol_versions[i]) == 0)
+        version = protocol_versions[i];
+  }
+  result = json_pack(
+      "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+      version, "capabilities", "tools", "listChanged", 0, "logging",
+      "serverInfo", "name", "uvtasks-mcp", "title", "uvtasks background tasks",
+      "version", UVT_VERSION_STRING, "instructions", server_instructions);
+  server->initialized = 1;
+  if (result == NULL) {
+    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  rpc_result(server, id, result);
+}
+
+static void rpc_tools_list(mcp_server_t *server, json_t *id) {
+  json_error_t jerr;
+  json_t *tools = json_loads(uvt_tools_schema_json(), 0, &jerr);
+  json_t *result;
+
+  if (tools == NULL) {
+    rpc_error(server, id, RPC_INTERNAL_ERROR,
+              "Internal error: the tool schemas do not parse");
+    return;
+  }
+  result = json_object();
+  if (result == NULL) {
+    json_decref(tools);
+    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    return;
+  }
+  json_object_set_new(result, "tools", tools);
+  rpc_result(server, id, result);
+}
+
+static void rpc_set_level(mcp_server_t *server, json_t *id, json_t *params) {
+  json_t *jlevel = json_object_get(params, "level");
+  size_t i;
+
+  if (json_is_string(jlevel)) {
+    for (i = 0; i < sizeof(log_levels) / sizeof(log_levels[0]); i++) {
+      if (strcmp(json_string_value(jlevel), log_levels[i]) == 0) {
+        server->log_level = (int)i;
+        rpc_result(server, id, json_object());
+        return;
+      }
+    }
+  }
+  rpc_error(server, id, RPC_INVALID_PARAMS,
+            "Invalid params: level must be one of debug, info, notice, "
+            "warning, error, critical, alert, emergency");
+}
+
+static void rpc_cancelled(mcp_server_t *server, json_t *params) {
+  json_t *rid = json_object_get(params, "requestId");
+  mcp_call_t *call;
+
+  if (rid == NULL)
+    return;
+  for (call = server->calls; call != NULL; call = call->next) {
+    if (!call->cancelled && json_equal(call->id, rid)) {
+      /* M-MCP-1: stop that call's wait; it will not be answered. */
+      call->cancelled = 1;
+      uvt_tools_call_abort(&call->req);
+      return;
+    }
+  }
+}
+
+static void rpc_notification(mcp_server_t *server, const char *method,
+                             json_t *params) {
+  if (strcmp(method, "notifications/cancelled") == 0)
+    rpc_cancelled(server, params);
+  /* notifications/initialized and everything else need nothing from us;
+   * a notification is never answered, not even with an error. */
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lines                                                                   */
+
+void mcp_rpc_oversized(mcp_server_t *server) {
+  char buf[160];
+
+  snprintf(buf, sizeof(buf),
+           "Invalid Request: message longer than %u bytes; skipped",
+           MCP_LINE_MAX);
+  rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+}
+
+void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
+  json_error_t jerr;
+  json_t *msg;
+  json_t *id;
+  json_t *jmethod;
+  json_t *params;
+  const char *method;
+  size_t i;
+  char buf[400];
+
+  if (server->shutting_down)
+    return;
+  /* Blank lines between messages are harmless. */
+  for (i = 0; i < len; i++)
+    if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+      break;
+  if (i == len)
+    return;
+
+  msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  if (msg == NULL) {
+    snprintf(buf, sizeof(buf), "Parse error: %s (at byte %d)", jerr.text,
+             jerr.position);
+    rpc_error(server, NULL, RPC_PARSE_ERROR, buf);
+    return;
+  }
+  if (!json_is_object(msg)) {
+    rpc_error(server, NULL, RPC_INVALID_REQUEST,
+              json_is_array(msg)
+                  ? "Invalid Request: batches are not supported"
+                  : "Invalid Request: a message must be a JSON object");
+    json_decref(msg);
+    return;
+  }
+  id = json_object_get(msg, "id");
+  if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
+    rpc_error(server, NULL, RPC_INVALID_REQUEST,
+              "Invalid Request: id must be a string or an integer");
+    json_decref(msg);
+    return;
+  }
+  jmethod = json_object_get(msg, "method");
+  if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
+      strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
+    rpc_error(server, id, RPC_INVALID_REQUEST,
+              "Invalid Request: jsonrpc must be \"2.0\"");
+    json_decref(msg);
+    return;
+  }
+  if (jmethod == NULL && id != NULL &&
+      (json_object_get(msg, "result") != NULL ||
+       json_object_get(msg, "error") != NULL)) {
+    /* A response: we send no requests, so there is nothing to match. */
+    json_decref(msg);
+    return;
+  }
+  if (!json_is_string(jmethod)) {
+    rpc_error(server, id, RPC_INVALID_REQUEST,
+              "Invalid Request: method must be a string");
+    json_decref(msg);
+    return;
+  }
+  method = json_string_value(jmethod);
+  params = json_object_get(msg, "params");
+  if (params != NULL && !json_is_object(params)) {
+    if (id != NULL)
+      rpc_error(server, id, RPC_INVALID_PARAMS,
+                "Invalid params: params must be an object");
+    json_decref(msg);
+    return;
+  }
+
+  if (id == NULL)
+    rpc_notification(server, method, params);
+  else if (strcmp(method, "initialize") == 0)
+    rpc_initialize(server, id, params);
+  else if (strcmp(method, "ping") == 0)
+    rpc_result(server, id, json_object());
+  else if (strcmp(method, "tools/list") == 0)
+    rpc_tools_list(server, id);
+  else if (strcmp(method, "tools/call") == 0)
+    rpc_tools_call(server, id, params);
+  else if (strcmp(method, "logging/setLevel") == 0)
+    rpc_set_level(server, id, params);
+  else
+    rpc_errorf(server, id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s",
+               method);
+  json_decref(msg);
+}

@@ -1,0 +1,345 @@
+/* stdin and stdout of uvtasks-mcp through libuv: a pipe, a socket or a tty
+ * as a stream, anything else (a regular file, /dev/null) through uv_fs.
+ * Input is cut into lines of at most MCP_LINE_MAX bytes without buffering
+ * more than that (M-MCP-3); output is written completely and in order. */
+#include "mcp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* Input                                                                   */
+
+static void in_eof(mcp_in_t *in) {
+  /* A last message without its newline still counts. */
+  if (in->len > 0 && !in->discarding)
+    mcp_rpc_line(in->server, in->line, in->len);
+  in->len = 0;
+  mcp_server_shutdown(in->server, "end of input");
+}
+
+/* Feed `n` bytes of input. */
+static void in_feed(mcp_in_t *in, const char *p, size_t n) {
+  const char *nl;
+  size_t piece;
+  size_t len;
+
+  while (n > 0 && !in->stopped) {
+    nl = memchr(p, '\n', n);
+    piece = nl != NULL ? (size_t)(nl - p) : n;
+
+    if (in->discarding) {
+      if (nl != NULL)
+        in->discarding = 0;
+    } else if (in->len + piece > MCP_LINE_MAX) {
+      /* Too long: say so once, drop what was kept, skip to the newline. */
+      in->len = 0;
+      if (in->cap > sizeof(in->chunk)) {
+        free(in->line);
+        in->line = NULL;
+        in->cap = 0;
+      }
+      in->discarding = nl == NULL;
+      mcp_rpc_oversized(in->server);
+    } else if (nl != NULL && in->len == 0) {
+      /* The whole line is in this chunk: no copy. */
+      len = piece;
+      if (len > 0 && p[len - 1] == '\r')
+        len--;
+      mcp_rpc_line(in->server, p, len);
+    } else {
+      if (in->len + piece > in->cap) {
+        size_t cap = in->cap ? in->cap : 4096;
+        char *line;
+        while (cap < in->len + piece)
+          cap *= 2;
+        if (cap > MCP_LINE_MAX)
+          cap = MCP_LINE_MAX;
+        line = realloc(in->line, cap);
+        if (line == NULL) {
+          /* Treat it like an oversized line: answer and resync. */
+          in->len = 0;
+          in->discarding = nl == NULL;
+          mcp_rpc_oversized(in->server);
+          goto next;
+        }
+        in->line = line;
+        in->cap = cap;
+      }
+      memcpy(in->line + in->len, p, piece);
+      in->len += piece;
+      if (nl != NULL) {
+        len = in->len;
+        if (len > 0 && in->line[len - 1] == '\r')
+          len--;
+        in->len = 0;
+        mcp_rpc_line(in->server, in->line, len);
+      }
+    }
+  next:
+    if (nl == NULL)
+      break;
+    n -= piece + 1;
+    p = nl + 1;
+  }
+}
+
+static void in_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  mcp_in_t *in = h->data;
+  /* Each chunk is consumed inside the read callback, so one buffer does. */
+  *buf = uv_buf_init(in->chunk, sizeof(in->chunk));
+}
+
+static void in_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  mcp_in_t *in = s->data;
+
+  if (nread > 0) {
+    in_feed(in, buf->base, (size_t)nread);
+    return;
+  }
+  if (nread == 0)
+    return;
+  /* UV_EOF or a read error: either way the client is gone. */
+  uv_read_stop(s);
+  in->stopped = 1;
+  in_eof(in);
+}
+
+static void in_fs_read(mcp_in_t *in);
+
+static void in_fs_cb(uv_fs_t *req) {
+  mcp_in_t *in = req->data;
+  ssize_t n = req->result;
+
+  uv_fs_req_cleanup(req);
+  in->fs_busy = 0;
+  if (in->stopped)
+    return;
+  if (n > 0) {
+    in_feed(in, in->chunk, (size_t)n);
+    if (!in->stopped)
+      in_fs_read(in);
+    return;
+  }
+  in->stopped = 1;
+  in_eof(in);
+}
+
+static void in_fs_read(mcp_in_t *in) {
+  uv_buf_t buf = uv_buf_init(in->chunk, sizeof(in->chunk));
+  int err;
+
+  in->fs.data = in;
+  err = uv_fs_read(in->server->loop, &in->fs, 0, &buf, 1, -1, in_fs_cb);
+  if (err != 0) {
+    in->stopped = 1;
+    in_eof(in);
+    return;
+  }
+  in->fs_busy = 1;
+}
+
+int mcp_in_start(mcp_in_t *in, mcp_server_t *server) {
+  uv_handle_type type = uv_guess_handle(0);
+  int err;
+
+  memset(in, 0, sizeof(*in));
+  in->server = server;
+  if (type == UV_TTY) {
+    err = uv_tty_init(server->loop, &in->h.tty, 0, 1);
+  } else if (type == UV_NAMED_PIPE) {
+    err = uv_pipe_init(server->loop, &in->h.pipe, 0);
+    if (err == 0) {
+      in->open = 1;
+      in->h.handle.data = in;
+      err = uv_pipe_open(&in->h.pipe, 0);
+    }
+  } else {
+    in->kind = MCP_IO_FILE;
+    in_fs_read(in);
+    return 0;
+  }
+  if (err == 0 || in->open) {
+    in->open = 1;
+    in->h.handle.data = in;
+  }
+  if (err != 0)
+    return err;
+  in->kind = MCP_IO_STREAM;
+  return uv_read_start(&in->h.stream, in_alloc_cb, in_read_cb);
+}
+
+void mcp_in_stop(mcp_in_t *in) {
+  if (in->stopped)
+    return;
+  in->stopped = 1;
+  if (in->kind == MCP_IO_STREAM && in->open)
+    uv_read_stop(&in->h.stream);
+  else if (in->kind == MCP_IO_FILE && in->fs_busy)
+    uv_cancel((uv_req_t *)&in->fs); /* may fail if running; then it ends */
+}
+
+void mcp_in_close(mcp_in_t *in) {
+  mcp_in_stop(in);
+  if (in->open && !uv_is_closing(&in->h.handle))
+    uv_close(&in->h.handle, NULL);
+  in->open = 0;
+  free(in->line);
+  in->line = NULL;
+  in->cap = 0;
+  in->len = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Output                                                                  */
+
+struct mcp_out_chunk_s {
+  uv_write_t w;
+  mcp_out_t *out;
+  mcp_out_chunk_t *next;
+  size_t len;
+  size_t done;
+  char bytes[1];
+};
+
+static void out_finish_close(mcp_out_t *out) {
+  if (!out->closing || out->writes != 0 || out->fs_busy)
+    return;
+  if (out->open && !uv_is_closing(&out->h.handle))
+    uv_close(&out->h.handle, NULL);
+  out->open = 0;
+}
+
+static void out_failed(mcp_out_t *out) {
+  if (out->broken)
+    return;
+  out->broken = 1;
+  mcp_server_shutdown(out->server, "output closed");
+}
+
+static void out_write_cb(uv_write_t *w, int status) {
+  mcp_out_chunk_t *c = w->data;
+  mcp_out_t *out = c->out;
+
+  free(c);
+  out->writes--;
+  if (status != 0)
+    out_failed(out);
+  out_finish_close(out);
+}
+
+static void out_fs_pump(mcp_out_t *out);
+
+static void out_fs_cb(uv_fs_t *req) {
+  mcp_out_t *out = req->data;
+  mcp_out_chunk_t *c = out->head;
+  ssize_t n = req->result;
+
+  uv_fs_req_cleanup(req);
+  out->fs_busy = 0;
+  if (n < 0) {
+    out_failed(out);
+    /* Drop everything queued: nobody can read it. */
+    while (out->head != NULL) {
+      c = out->head;
+      out->head = c->next;
+      free(c);
+    }
+    out->tail = NULL;
+    out_finish_close(out);
+    return;
+  }
+  c->done += (size_t)n;
+  if (c->done == c->len) {
+    out->head = c->next;
+    if (out->head == NULL)
+      out->tail = NULL;
+    free(c);
+  }
+  out_fs_pump(out);
+  out_finish_close(out);
+}
+
+static void out_fs_pump(mcp_out_t *out) {
+  mcp_out_chunk_t *c = out->head;
+  uv_buf_t buf;
+
+  if (out->fs_busy || c == NULL)
+    return;
+  buf = uv_buf_init(c->bytes + c->done, (unsigned)(c->len - c->done));
+  out->fs.data = out;
+  if (uv_fs_write(out->server->loop, &out->fs, 1, &buf, 1, -1, out_fs_cb) !=
+      0) {
+    out_failed(out);
+    return;
+  }
+  out->fs_busy = 1;
+}
+
+int mcp_out_init(mcp_out_t *out, mcp_server_t *server) {
+  uv_handle_type type = uv_guess_handle(1);
+  int err;
+
+  memset(out, 0, sizeof(*out));
+  out->server = server;
+  if (type == UV_TTY) {
+    err = uv_tty_init(server->loop, &out->h.tty, 1, 0);
+  } else if (type == UV_NAMED_PIPE) {
+    err = uv_pipe_init(server->loop, &out->h.pipe, 0);
+    if (err == 0) {
+      out->open = 1;
+      err = uv_pipe_open(&out->h.pipe, 1);
+    }
+  } else {
+    out->kind = MCP_IO_FILE;
+    return 0;
+  }
+  if (err == 0)
+    out->open = 1;
+  if (out->open)
+    out->h.handle.data = out;
+  out->kind = MCP_IO_STREAM;
+  return err;
+}
+
+void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len) {
+  mcp_out_chunk_t *c;
+  uv_buf_t buf;
+
+  if (out->broken || out->closing || len == 0)
+    return;
+  c = malloc(sizeof(*c) + len);
+  if (c == NULL) {
+    /* A lost message would desynchronise the client: stop serving. */
+    out_failed(out);
+    return;
+  }
+  c->out = out;
+  c->next = NULL;
+  c->len = len;
+  c->done = 0;
+  memcpy(c->bytes, bytes, len);
+  if (out->kind == MCP_IO_FILE) {
+    if (out->tail != NULL)
+      out->tail->next = c;
+    else
+      out->head = c;
+    out->tail = c;
+    out_fs_pump(out);
+    return;
+  }
+  c->w.data = c;
+  buf = uv_buf_init(c->bytes, (unsigned)len);
+  /* uv_write queues behind earlier writes and finishes partial ones. */
+  if (uv_write(&c->w, &out->h.stream, &buf, 1, out_write_cb) != 0) {
+    free(c);
+    out_failed(out);
+    return;
+  }
+  out->writes++;
+}
+
+void mcp_out_close(mcp_out_t *out) {
+  out->closing = 1;
+  out_finish_close(out);
+}

@@ -1,0 +1,233 @@
+/* Captured output of a process task: capped rings per stream (P-OUT-2) and
+ * the read format that never splits a UTF-8 sequence (P-OUT-1, P-OUT-3). */
+#include <stdio.h>
+#include <string.h>
+
+#include "process-internal.h"
+
+/* First allocation of a ring; it doubles from here up to the cap. */
+#define RING_START 4096
+
+void uvt__outbuf_init(uvt__outbuf_t *b, size_t cap) {
+  memset(b, 0, sizeof(*b));
+  b->cap = cap;
+}
+
+void uvt__outbuf_free(uvt__outbuf_t *b) {
+  uvt__free(b->ring);
+  b->ring = NULL;
+  b->alloc = 0;
+  b->head = 0;
+  b->len = 0;
+}
+
+static unsigned char byte_at(const uvt__outbuf_t *b, size_t i) {
+  return (unsigned char)b->ring[(b->head + i) % b->alloc];
+}
+
+static void drop_oldest(uvt__outbuf_t *b, size_t n) {
+  if (n == 0)
+    return;
+  if (n > b->len)
+    n = b->len;
+  b->head = b->alloc ? (b->head + n) % b->alloc : 0;
+  b->len -= n;
+  b->dropped += n;
+  b->cut = 1;
+}
+
+/* Make room for `want` unread bytes, keeping the ring contiguous in logical
+ * order.  Returns the capacity actually available (the old one when memory
+ * runs out). */
+static size_t grow(uvt__outbuf_t *b, size_t want) {
+  size_t n;
+  char *ring;
+  size_t first;
+
+  if (want <= b->alloc)
+    return b->alloc;
+  n = b->alloc ? b->alloc : RING_START;
+  while (n < want && n < b->cap)
+    n = n > b->cap / 2 ? b->cap : n * 2;
+  if (n > b->cap)
+    n = b->cap;
+  ring = uvt__malloc(n);
+  if (ring == NULL)
+    return b->alloc;
+  /* Copy the unread bytes to the start of the new ring, in order. */
+  if (b->len > 0) {
+    first = b->alloc - b->head;
+    if (first > b->len)
+      first = b->len;
+    memcpy(ring, b->ring + b->head, first);
+    memcpy(ring + first, b->ring, b->len - first);
+  }
+  uvt__free(b->ring);
+  b->ring = ring;
+  b->alloc = n;
+  b->head = 0;
+  return n;
+}
+
+void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
+  size_t room;
+  size_t tail;
+  size_t first;
+
+  if (n == 0)
+    return;
+  /* Bytes beyond the cap in this very chunk never enter the ring. */
+  if (n > b->cap) {
+    drop_oldest(b, b->len);
+    b->dropped += n - b->cap;
+    b->cut = 1;
+    data += n - b->cap;
+    n = b->cap;
+  }
+  room = grow(b, b->len + n > b->cap ? b->cap : b->len + n);
+  if (room == 0) {
+    b->dropped += n;
+    b->cut = 1;
+    return;
+  }
+  if (n > room) {
+    /* Out of memory below the cap: keep the newest bytes that fit. */
+    drop_oldest(b, b->len);
+    b->dropped += n - room;
+    data += n - room;
+    n = room;
+  }
+  if (b->len + n > room)
+    drop_oldest(b, b->len + n - room);
+  tail = (b->head + b->len) % b->alloc;
+  first = b->alloc - tail;
+  if (first > n)
+    first = n;
+  memcpy(b->ring + tail, data, first);
+  memcpy(b->ring, data + first, n - first);
+  b->len += n;
+}
+
+static int is_cont(unsigned char c) {
+  return (c & 0xC0) == 0x80;
+}
+
+/* Length of the sequence a lead byte announces; 1 for anything else. */
+static size_t seq_len(unsigned char c) {
+  if (c >= 0xC2 && c <= 0xDF)
+    return 2;
+  if (c >= 0xE0 && c <= 0xEF)
+    return 3;
+  if (c >= 0xF0 && c <= 0xF4)
+    return 4;
+  return 1;
+}
+
+/* How many trailing bytes of [from, len) form an incomplete sequence that
+ * more bytes could complete. */
+static size_t incomplete_tail(const uvt__outbuf_t *b, size_t from) {
+  size_t i;
+  unsigned char c;
+  size_t avail = b->len - from;
+
+  for (i = 1; i <= 3 && i <= avail; i++) {
+    c = byte_at(b, b->len - i);
+    if (is_cont(c))
+      continue;
+    if (seq_len(c) > i)
+      return i;
+    return 0;
+  }
+  return 0;
+}
+
+typedef struct {
+  size_t skip; /* continuation bytes of a character cut by a drop */
+  size_t emit; /* bytes handed out now */
+  uint64_t dropped;
+} plan_t;
+
+static void plan_stream(const uvt__outbuf_t *b, int final, plan_t *p) {
+  p->skip = 0;
+  if (b->cut)
+    while (p->skip < 3 && p->skip < b->len && is_cont(byte_at(b, p->skip)))
+      p->skip++;
+  p->emit = b->len - p->skip;
+  if (!final)
+    p->emit -= incomplete_tail(b, p->skip);
+  p->dropped = b->dropped + p->skip;
+}
+
+static int emit_bytes(const uvt__outbuf_t *b, const plan_t *p,
+                      uvt__sink_fn sink, void *ctx) {
+  size_t start;
+  size_t first;
+  int err;
+
+  if (p->emit == 0)
+    return 0;
+  start = (b->head + p->skip) % b->alloc;
+  first = b->alloc - start;
+  if (first > p->emit)
+    first = p->emit;
+  err = sink(ctx, b->ring + start, first);
+  if (err == 0 && p->emit > first)
+    err = sink(ctx, b->ring, p->emit - first);
+  return err;
+}
+
+static int emit_notice(uint64_t dropped, uvt__sink_fn sink, void *ctx) {
+  char line[64];
+  int n;
+
+  if (dropped == 0)
+    return 0;
+  n = snprintf(line, sizeof(line), "[... %llu bytes dropped ...]\n",
+               (unsigned long long)dropped);
+  return sink(ctx, line, (size_t)n);
+}
+
+static void consume(uvt__outbuf_t *b, const plan_t *p) {
+  size_t n = p->skip + p->emit;
+
+  if (n > 0)
+    b->head = (b->head + n) % b->alloc;
+  b->len -= n;
+  b->dropped = 0;
+  b->cut = 0;
+  if (b->len == 0)
+    b->head = 0;
+}
+
+int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
+                        int err_final, uvt__sink_fn sink, void *ctx) {
+  plan_t po;
+  plan_t pe;
+  int rc;
+  int out_nl = 1; /* the stdout part is empty or ends with a newline */
+
+  plan_stream(out, out_final, &po);
+  plan_stream(err, err_final, &pe);
+
+  rc = emit_notice(po.dropped, sink, ctx);
+  if (rc == 0)
+    rc = emit_bytes(out, &po, sink, ctx);
+  if (po.emit > 0)
+    out_nl = byte_at(out, po.skip + po.emit - 1) == '\n';
+  if (rc == 0 && (pe.emit > 0 || pe.dropped > 0)) {
+    /* "[stderr]" is a line of its own even after a partial stdout line. */
+    if (!out_nl)
+      rc = sink(ctx, "\n", 1);
+    if (rc == 0)
+      rc = sink(ctx, "[stderr]\n", 9);
+    if (rc == 0)
+      rc = emit_notice(pe.dropped, sink, ctx);
+    if (rc == 0)
+      rc = emit_bytes(err, &pe, sink, ctx);
+  }
+  if (rc != 0)
+    return rc;
+  consume(out, &po);
+  consume(err, &pe);
+  return 0;
+}

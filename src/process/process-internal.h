@@ -1,0 +1,84 @@
+/* Internal declarations of the process producer (SPEC.md §3). */
+#ifndef UVTASKS_PROCESS_INTERNAL_H
+#define UVTASKS_PROCESS_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "uvt-internal.h"
+#include "uvtasks.h"
+#include "uvtasks/process.h"
+
+/* libuv's error for an errno value (unix). */
+#define UVT__PERR(e) (-(e))
+
+/* ---- output.c: capped per-stream buffers and the read format ---------- */
+
+/* Unread bytes of one stream: a ring that grows by doubling up to `cap`
+ * bytes; beyond it the oldest bytes are dropped and counted (P-OUT-2). */
+typedef struct {
+  char *ring;
+  size_t alloc; /* bytes allocated for `ring` (<= cap) */
+  size_t head;  /* offset of the oldest unread byte */
+  size_t len;   /* unread bytes */
+  size_t cap;
+  uint64_t dropped; /* bytes dropped since the last read */
+  int cut;          /* a drop moved `head`; it may sit inside a character */
+} uvt__outbuf_t;
+
+/* Where collected output goes: 0 or a negative error. */
+typedef int (*uvt__sink_fn)(void *ctx, const void *bytes, size_t len);
+
+void uvt__outbuf_init(uvt__outbuf_t *b, size_t cap);
+/* Append `n` bytes, dropping the oldest unread ones beyond the cap.  Never
+ * fails: when memory runs out the bytes that do not fit are dropped. */
+void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n);
+void uvt__outbuf_free(uvt__outbuf_t *b);
+
+/* Hand what is unread to `sink` in the read format of P-OUT-1..3 and
+ * consume it; a stream not `*_final` keeps an incomplete trailing UTF-8
+ * sequence for later.  Nothing is consumed if `sink` fails (its error is
+ * returned). */
+int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
+                        int err_final, uvt__sink_fn sink, void *ctx);
+
+/* ---- process.c -------------------------------------------------------- */
+
+/* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
+ * available (for tests of that path).  Loop thread; set between tasks. */
+extern int uvt__process_no_pidfd;
+
+/* ---- spawn.c: everything that talks to the operating system ----------- */
+
+typedef struct {
+  const char *command;     /* shell mode, or NULL */
+  const char *const *argv; /* argv mode (PATH lookup), or NULL */
+  const char *cwd;         /* NULL = inherit */
+  const char *const *env;  /* extra entries, or NULL */
+  int stdin_fd;            /* -1 = /dev/null */
+  int stdout_fd;
+  int stderr_fd;
+} uvt__spawn_req_t;
+
+/* Spawn the child in its own session with stdio from `req` and no other
+ * descriptor (P-SPAWN-1..5).  Returns 0 and *pid_out, or a libuv error with
+ * no child left behind. */
+int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out);
+
+/* A pidfd for `pid` (close-on-exec), or a libuv error. */
+int uvt__pidfd_open(pid_t pid);
+
+/* A memfd (close-on-exec) holding `len` bytes, positioned at 0, or a
+ * libuv error. */
+int uvt__stdin_file(const char *data, size_t len);
+
+/* 1 if some member of process group `pgid` is alive (a zombie is dead),
+ * else 0. */
+int uvt__group_alive(pid_t pgid);
+
+/* Kill the group with SIGKILL and reap the leader (blocking): the undo of a
+ * start that failed after the spawn. */
+void uvt__spawn_abort(pid_t pid);
+
+#endif

@@ -1,0 +1,109 @@
+/* The tool schemas as JSON (M-TOOLS-3).  Each tool's object is its own
+ * literal (ISO C only promises literals of 4095 bytes); the array is put
+ * together once. */
+#include "uvtasks/tools.h"
+
+#include <string.h>
+
+#include "tools-int.h"
+
+static const char *const schema_parts[] = {
+    "{\"name\":\"run_in_background\","
+    "\"description\":\"Start a shell command (bash) in the background and "
+    "return its task id at once. The command runs in its own process group "
+    "with no input; its stdout and stderr are kept for task_output. If it "
+    "ends before you have seen its end, you get a notice naming it. Use it "
+    "for long-running work (builds, test suites, servers, downloads).\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"command\":{\"type\":\"string\",\"description\":"
+    "\"The shell command to run.\"},"
+    "\"cwd\":{\"type\":\"string\",\"description\":"
+    "\"Directory to run it in. Default: the server's working directory.\"},"
+    "\"label\":{\"type\":\"string\",\"description\":"
+    "\"Short description shown by task_list and in notices. Default: the "
+    "command.\"}},"
+    "\"required\":[\"command\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_output\","
+    "\"description\":\"Return the output a background task produced since "
+    "your last read of it (each read consumes what it returns), then its "
+    "status line, last: [status: running], or for example [status: "
+    "completed, exit code: 0]. With wait, first wait until the task ends or "
+    "timeout_ms passes; a wait that times out still returns the new output, "
+    "with [status: running].\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_id\":{\"type\":\"string\",\"description\":"
+    "\"The id run_in_background returned, for example bash-1.\"},"
+    "\"wait\":{\"type\":\"boolean\",\"description\":"
+    "\"Wait for the task to end before reading. Default: false, or true "
+    "when timeout_ms is given.\"},"
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"How long to wait, in milliseconds. Default 30000, "
+    "at most 600000 (a longer wait is cut to 600000).\"}},"
+    "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_list\","
+    "\"description\":\"List your background tasks, one line each: id, "
+    "kind, status, label. Consumes no output.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{},"
+    "\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_kill\","
+    "\"description\":\"Stop a background task: SIGTERM to its whole "
+    "process group, SIGKILL if it has not exited after a grace period. Says "
+    "whether the stop was requested or the task had already ended, then its "
+    "status line. Consumes no output; read the rest with task_output.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_id\":{\"type\":\"string\",\"description\":"
+    "\"The id of the task to stop, for example bash-1.\"},"
+    "\"reason\":{\"type\":\"string\",\"description\":"
+    "\"Why it is stopped; kept with the task.\"}},"
+    "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
+};
+
+static const char *const tool_names[] = {
+    "run_in_background",
+    "task_output",
+    "task_list",
+    "task_kill",
+};
+
+static uv_once_t schema_once = UV_ONCE_INIT;
+static char schema_json[8192];
+
+static void schema_build(void) {
+  size_t n = 0;
+  size_t i;
+  size_t len;
+
+  schema_json[n++] = '[';
+  for (i = 0; i < sizeof(schema_parts) / sizeof(schema_parts[0]); i++) {
+    if (i > 0)
+      schema_json[n++] = ',';
+    len = strlen(schema_parts[i]);
+    /* The buffer is sized for the literals above; a longer text would be a
+     * build-time mistake, so cut rather than overflow. */
+    if (n + len + 2 > sizeof(schema_json))
+      break;
+    memcpy(schema_json + n, schema_parts[i], len);
+    n += len;
+  }
+  schema_json[n++] = ']';
+  schema_json[n] = '\0';
+}
+
+const char *uvt_tools_schema_json(void) {
+  uv_once(&schema_once, schema_build);
+  return schema_json;
+}
+
+int uvt_tools_has(const char *name) {
+  size_t i;
+
+  if (name == NULL)
+    return 0;
+  for (i = 0; i < sizeof(tool_names) / sizeof(tool_names[0]); i++)
+    if (strcmp(name, tool_names[i]) == 0)
+      return 1;
+  return 0;
+}

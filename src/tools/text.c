@@ -1,0 +1,205 @@
+/* Result texts of the tool surface: a small string builder, UTF-8 repair
+ * and the status line (SPEC §5). */
+#include "tools-int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "uvt-internal.h"
+
+/* Through the library's allocator (uvt_replace_allocator()). */
+void *uvt__tools_malloc(size_t size) {
+  return uvt__malloc(size);
+}
+
+void *uvt__tools_realloc(void *ptr, size_t size) {
+  return uvt__realloc(ptr, size);
+}
+
+void uvt__tools_free(void *ptr) {
+  uvt__free(ptr);
+}
+
+void uvt__text_init(uvt__text_t *t) {
+  memset(t, 0, sizeof(*t));
+}
+
+void uvt__text_free(uvt__text_t *t) {
+  uvt__tools_free(t->base);
+  uvt__text_init(t);
+}
+
+static int text_reserve(uvt__text_t *t, size_t more) {
+  size_t want;
+  size_t cap;
+  char *p;
+
+  if (t->err != 0)
+    return t->err;
+  if (more > SIZE_MAX - t->len - 1) {
+    t->err = UV_ENOMEM;
+    return t->err;
+  }
+  want = t->len + more + 1;
+  if (want <= t->cap)
+    return 0;
+  cap = t->cap ? t->cap : 128;
+  while (cap < want)
+    cap = cap > SIZE_MAX / 2 ? want : cap * 2;
+  p = uvt__tools_realloc(t->base, cap);
+  if (p == NULL) {
+    t->err = UV_ENOMEM;
+    return t->err;
+  }
+  t->base = p;
+  t->cap = cap;
+  return 0;
+}
+
+char *uvt__text_take(uvt__text_t *t) {
+  char *p;
+
+  /* An empty text still hands out a NUL-terminated string. */
+  if (t->err == 0 && text_reserve(t, 0) == 0)
+    t->base[t->len] = '\0';
+  if (t->err != 0) {
+    uvt__text_free(t);
+    return NULL;
+  }
+  p = t->base;
+  uvt__text_init(t);
+  return p;
+}
+
+void uvt__text_raw(uvt__text_t *t, const char *bytes, size_t len) {
+  if (len == 0 || text_reserve(t, len) != 0)
+    return;
+  memcpy(t->base + t->len, bytes, len);
+  t->len += len;
+  t->base[t->len] = '\0';
+}
+
+void uvt__text_str(uvt__text_t *t, const char *s) {
+  uvt__text_raw(t, s, strlen(s));
+}
+
+void uvt__text_printf(uvt__text_t *t, const char *fmt, ...) {
+  va_list ap;
+  int n;
+
+  va_start(ap, fmt);
+  n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    t->err = UV_EINVAL;
+    return;
+  }
+  if (text_reserve(t, (size_t)n) != 0)
+    return;
+  va_start(ap, fmt);
+  vsnprintf(t->base + t->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  t->len += (size_t)n;
+}
+
+int uvt__utf8_seq(const unsigned char *s, size_t n) {
+  unsigned char c = s[0];
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xBF;
+  int need;
+  int i;
+
+  if (c == 0)
+    return -1;
+  if (c < 0x80)
+    return 1;
+  if (c < 0xC2 || c > 0xF4)
+    return -1;
+  if (c < 0xE0) {
+    need = 2;
+  } else if (c < 0xF0) {
+    need = 3;
+    if (c == 0xE0)
+      lo = 0xA0; /* overlong */
+    else if (c == 0xED)
+      hi = 0x9F; /* surrogates */
+  } else {
+    need = 4;
+    if (c == 0xF0)
+      lo = 0x90; /* overlong */
+    else if (c == 0xF4)
+      hi = 0x8F; /* beyond U+10FFFF */
+  }
+  /* The maximal subpart: the lead byte plus every continuation byte that
+   * could still have been part of a well-formed sequence. */
+  for (i = 1; i < need; i++) {
+    if ((size_t)i >= n || s[i] < lo || s[i] > hi)
+      return -i;
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return need;
+}
+
+static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+
+void uvt__text_utf8(uvt__text_t *t, const char *bytes, size_t len) {
+  const unsigned char *s = (const unsigned char *)bytes;
+  size_t i = 0;
+  size_t run = 0; /* start of the current run of good bytes */
+  int k;
+
+  while (i < len) {
+    k = uvt__utf8_seq(s + i, len - i);
+    if (k > 0) {
+      i += (size_t)k;
+      continue;
+    }
+    uvt__text_raw(t, bytes + run, i - run);
+    uvt__text_raw(t, replacement, 3);
+    i += (size_t)-k;
+    run = i;
+  }
+  uvt__text_raw(t, bytes + run, i - run);
+}
+
+void uvt__text_oneline(uvt__text_t *t, const char *s, size_t max_bytes) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  size_t i = 0;
+  size_t out = 0;
+  int k;
+
+  while (i < n) {
+    k = uvt__utf8_seq(p + i, n - i);
+    if (k <= 0) {
+      if (out + 3 > max_bytes)
+        break;
+      uvt__text_raw(t, replacement, 3);
+      out += 3;
+      i += (size_t)-k;
+      continue;
+    }
+    if (out + (size_t)k > max_bytes)
+      break;
+    if (k == 1 && (p[i] < 0x20 || p[i] == 0x7F))
+      uvt__text_raw(t, " ", 1);
+    else
+      uvt__text_raw(t, s + i, (size_t)k);
+    out += (size_t)k;
+    i += (size_t)k;
+  }
+  if (i < n)
+    uvt__text_str(t, "...");
+}
+
+void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap) {
+  uvt__text_str(t, "[status: ");
+  uvt__text_str(t, uvt_status_name(snap->status));
+  if (snap->detail != NULL && snap->detail[0] != '\0') {
+    uvt__text_str(t, ", ");
+    uvt__text_oneline(t, snap->detail, 400);
+  }
+  uvt__text_str(t, "]");
+}

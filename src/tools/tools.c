@@ -1,0 +1,616 @@
+/* The model-facing tool surface (SPEC §5, M-TOOLS-1..3): four tools over
+ * the registry's operations, completion notices from a listener, and
+ * results delivered through the loop. */
+#include "uvtasks/tools.h"
+
+#include <string.h>
+
+#include "tools-int.h"
+#include "uvtasks/process.h"
+
+/* Longest label shown in a notice or a task_list line, in bytes. */
+#define TOOLS_LABEL_MAX 120
+
+enum { TOOLS_DETACHED = 0, TOOLS_ATTACHED, TOOLS_DETACHING };
+
+enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
+
+enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH };
+
+/* ---------------------------------------------------------------------- */
+/* Options and arguments                                                   */
+
+void uvt_tools_options_init(uvt_tools_options_t *o) {
+  if (o == NULL)
+    return;
+  memset(o, 0, sizeof(*o));
+}
+
+void uvt_tools_args_init(uvt_tools_args_t *a) {
+  if (a == NULL)
+    return;
+  memset(a, 0, sizeof(*a));
+  a->wait = -1;
+  a->timeout_ms = -1;
+}
+
+void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
+  if (req == NULL)
+    return;
+  uvt__tools_free(req->text);
+  req->text = NULL;
+  req->len = 0;
+  req->is_error = 0;
+}
+
+static char *tools_strdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = uvt__tools_malloc(n);
+  if (p != NULL)
+    memcpy(p, s, n);
+  return p;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Delivery                                                                */
+
+static void tools_finish_detach(uvt_tools_t *tools);
+
+static void tools_idle_cb(uv_idle_t *idle) {
+  uvt_tools_t *tools = idle->data;
+  uvt_tools_call_t *list;
+  uvt_tools_call_t *req;
+
+  /* Collect first: calls finished by these callbacks wait for the next
+   * turn, so no callback runs twice in one turn because of us. */
+  list = tools->ready_head_;
+  tools->ready_head_ = NULL;
+  tools->ready_tail_ = NULL;
+  uv_idle_stop(&tools->idle_);
+
+  while (list != NULL) {
+    req = list;
+    list = req->next_;
+    req->next_ = NULL;
+    req->state_ = CALL_IDLE;
+    tools->pending_--;
+    req->cb_(req, req->status_);
+  }
+  if (tools->state_ == TOOLS_DETACHING)
+    tools_finish_detach(tools);
+}
+
+/* Queue `req` for delivery with `status` (its text is already in place). */
+static void tools_ready(uvt_tools_call_t *req, int status) {
+  uvt_tools_t *tools = req->tools;
+
+  req->status_ = status;
+  req->state_ = CALL_READY;
+  req->next_ = NULL;
+  if (tools->ready_tail_ != NULL)
+    tools->ready_tail_->next_ = req;
+  else
+    tools->ready_head_ = req;
+  tools->ready_tail_ = req;
+  uv_idle_start(&tools->idle_, tools_idle_cb);
+}
+
+/* Put the built text into `req` and queue it. */
+static void tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error) {
+  req->len = t->len;
+  req->text = uvt__text_take(t);
+  if (req->text == NULL) {
+    req->len = 0;
+    tools_ready(req, UV_ENOMEM);
+    return;
+  }
+  req->is_error = is_error;
+  tools_ready(req, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Texts                                                                   */
+
+/* The error text for an operation on `id` that returned `err`. */
+static void text_task_error(uvt__text_t *t, const char *verb, const char *id,
+                            int err) {
+  if (err == UVT_ENOTASK) {
+    uvt__text_str(t, "No task ");
+    uvt__text_oneline(t, id, UVT_ID_MAX);
+    uvt__text_str(t, ". task_list shows the tasks you can see.");
+  } else if (err == UVT_EFOREIGN) {
+    uvt__text_str(t, "Task ");
+    uvt__text_oneline(t, id, UVT_ID_MAX);
+    uvt__text_str(t, " belongs to another session.");
+  } else if (err == UVT_ECLOSING) {
+    uvt__text_str(t, "The task service is shutting down.");
+  } else {
+    uvt__text_printf(t, "Could not %s ", verb);
+    uvt__text_oneline(t, id, UVT_ID_MAX);
+    uvt__text_printf(t, ": %s (%s).", uvt_strerror(err), uvt_err_name(err));
+  }
+}
+
+/* The text of a read: new output (or a note), then the status line. */
+static void text_read(uvt__text_t *t, const uvt_read_t *r,
+                      uint64_t timed_out_ms) {
+  if (r->len > 0) {
+    uvt__text_utf8(t, r->text, r->len);
+    if (r->text[r->len - 1] != '\n')
+      uvt__text_str(t, "\n");
+  } else {
+    uvt__text_str(t, "(no new output)\n");
+  }
+  if (timed_out_ms > 0 && !uvt_status_is_terminal(r->snapshot.status))
+    uvt__text_printf(t, "(waited %llu ms; the task has not ended)\n",
+                     (unsigned long long)timed_out_ms);
+  uvt__text_status(t, &r->snapshot);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The tools                                                               */
+
+static void tool_run_in_background(uvt_tools_call_t *req,
+                                   const uvt_tools_args_t *args) {
+  uvt_tools_t *tools = req->tools;
+  uvt_process_options_t po;
+  uvt__text_t t;
+  char id[UVT_ID_MAX];
+  int err;
+
+  uvt__text_init(&t);
+  if (args->command == NULL || args->command[0] == '\0') {
+    uvt__text_str(&t, "run_in_background needs a command (a non-empty "
+                      "string).");
+    tools_result(req, &t, 1);
+    return;
+  }
+  uvt_process_options_init(&po);
+  po.command = args->command;
+  po.cwd = args->cwd != NULL ? args->cwd : tools->cwd_;
+  po.label = args->label != NULL && args->label[0] != '\0' ? args->label : NULL;
+  po.owner = req->caller_;
+  if (tools->output_cap_bytes_ > 0)
+    po.output_cap_bytes = tools->output_cap_bytes_;
+  if (tools->grace_ms_ > 0)
+    po.grace_ms = tools->grace_ms_;
+
+  err = uvt_process_start(tools->registry, &po, id);
+  if (err == 0) {
+    uvt__text_printf(&t, "Started %s.\n[status: running]", id);
+    tools_result(req, &t, 0);
+    return;
+  }
+  uvt__text_str(&t, "Not started: ");
+  if (err == UVT_ELIMIT) {
+    uvt__text_str(&t, "you already have the most running tasks allowed. "
+                      "Wait for one to end or stop one with task_kill.");
+  } else if (err == UVT_ECLOSING) {
+    uvt__text_str(&t, "the task service is shutting down.");
+  } else if (err == UVT_ESTALE) {
+    uvt__text_str(&t, "the caller is not a registered agent.");
+  } else if (err == UV_ENOENT && po.cwd != NULL) {
+    uvt__text_str(&t, "no such directory or no shell (cwd ");
+    uvt__text_oneline(&t, po.cwd, 1024);
+    uvt__text_str(&t, ").");
+  } else if (err == UV_E2BIG) {
+    uvt__text_str(&t, "the command is too long.");
+  } else {
+    uvt__text_printf(&t, "%s (%s).", uvt_strerror(err), uvt_err_name(err));
+  }
+  tools_result(req, &t, 1);
+}
+
+/* Read `id` for `req` and queue the result.  `fallback` (may be NULL) is
+ * the terminal snapshot a wait delivered, shown if the record is gone. */
+static void tools_read_result(uvt_tools_call_t *req, const char *id,
+                              uint64_t timed_out_ms,
+                              const uvt_snapshot_t *fallback) {
+  uvt_read_t r;
+  uvt__text_t t;
+  int err;
+
+  uvt__text_init(&t);
+  memset(&r, 0, sizeof(r));
+  err = uvt_read(req->tools->registry, id, req->caller_, &r);
+  if (err == 0) {
+    text_read(&t, &r, timed_out_ms);
+    uvt_read_cleanup(&r);
+    tools_result(req, &t, 0);
+    return;
+  }
+  if (fallback != NULL && (err == UVT_ENOTASK || err == UVT_ECLOSING)) {
+    uvt__text_str(&t, "(its output is no longer available)\n");
+    uvt__text_status(&t, fallback);
+    tools_result(req, &t, 0);
+    return;
+  }
+  text_task_error(&t, "read", id, err);
+  tools_result(req, &t, 1);
+}
+
+static void tools_unlink_waiting(uvt_tools_call_t *req) {
+  uvt_tools_t *tools = req->tools;
+
+  if (req->prev_ != NULL)
+    req->prev_->next_ = req->next_;
+  else
+    tools->waiting_ = req->next_;
+  if (req->next_ != NULL)
+    req->next_->prev_ = req->prev_;
+  req->next_ = NULL;
+  req->prev_ = NULL;
+}
+
+static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
+                         uvt_agent_t *owner);
+
+static void tools_wait_cb(uvt_wait_t *w, int status,
+                          const uvt_snapshot_t *snap) {
+  uvt_tools_call_t *req = w->data;
+  uvt_tools_t *tools = req->tools;
+  uvt__text_t t;
+
+  tools_unlink_waiting(req);
+  req->state_ = CALL_IDLE;
+
+  if (req->aborted_ != ABORT_NONE || status == UVT_EABORTED) {
+    /* R-WAIT-5: the task settled and was marked reported on this call's
+     * behalf; the call will not show it, so the notice must. */
+    if (status == 0 && snap != NULL && snap->owner_session != NULL &&
+        req->aborted_ == ABORT_CALLER && tools->state_ == TOOLS_ATTACHED)
+      tools_notice(tools, snap, req->caller_);
+    tools_ready(req,
+                req->aborted_ == ABORT_DETACH ? UVT_ECLOSING : UVT_EABORTED);
+    return;
+  }
+  if (status == 0) {
+    tools_read_result(req, req->task_id_, 0, snap);
+    return;
+  }
+  if (status == UVT_EWAITTIMEOUT) {
+    /* M-TOOLS-1: a wait that times out is a success showing the live
+     * status line. */
+    tools_read_result(req, req->task_id_, req->timeout_ms_, NULL);
+    return;
+  }
+  uvt__text_init(&t);
+  text_task_error(&t, "wait for", req->task_id_, status);
+  tools_result(req, &t, 1);
+}
+
+static void tool_task_output(uvt_tools_call_t *req,
+                             const uvt_tools_args_t *args) {
+  uvt_tools_t *tools = req->tools;
+  uvt__text_t t;
+  uint64_t timeout_ms;
+  int wait;
+  int err;
+
+  uvt__text_init(&t);
+  if (args->task_id == NULL || args->task_id[0] == '\0') {
+    uvt__text_str(&t, "task_output needs task_id (a string such as "
+                      "bash-1).");
+    tools_result(req, &t, 1);
+    return;
+  }
+  /* An explicit wait wins; otherwise a timeout_ms asks for a wait. */
+  wait = args->wait >= 0 ? args->wait != 0 : args->timeout_ms >= 0;
+  if (!wait) {
+    tools_read_result(req, args->task_id, 0, NULL);
+    return;
+  }
+  if (args->timeout_ms == 0 || args->timeout_ms < -1) {
+    uvt__text_str(&t, "timeout_ms must be a positive number of "
+                      "milliseconds (at most 600000).");
+    tools_result(req, &t, 1);
+    return;
+  }
+  /* M-TOOLS-1: default 30 s, capped at 600 s. */
+  if (args->timeout_ms < 0)
+    timeout_ms = UVT_TOOLS_WAIT_DEFAULT_MS;
+  else if (args->timeout_ms > UVT_TOOLS_WAIT_MAX_MS)
+    timeout_ms = UVT_TOOLS_WAIT_MAX_MS;
+  else
+    timeout_ms = (uint64_t)args->timeout_ms;
+
+  if (strlen(args->task_id) >= UVT_ID_MAX) {
+    text_task_error(&t, "wait for", args->task_id, UVT_ENOTASK);
+    tools_result(req, &t, 1);
+    return;
+  }
+  strcpy(req->task_id_, args->task_id);
+  req->timeout_ms_ = timeout_ms;
+  req->wait_.data = req;
+  err = uvt_wait(tools->registry, &req->wait_, req->task_id_, timeout_ms,
+                 req->caller_, tools_wait_cb);
+  if (err != 0) {
+    text_task_error(&t, "wait for", req->task_id_, err);
+    tools_result(req, &t, 1);
+    return;
+  }
+  req->state_ = CALL_WAITING;
+  req->prev_ = NULL;
+  req->next_ = tools->waiting_;
+  if (tools->waiting_ != NULL)
+    tools->waiting_->prev_ = req;
+  tools->waiting_ = req;
+}
+
+static void tool_task_list(uvt_tools_call_t *req) {
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  size_t i;
+  uvt__text_t t;
+  int err;
+
+  uvt__text_init(&t);
+  err = uvt_list(req->tools->registry, req->caller_, &snaps, &n);
+  if (err != 0) {
+    uvt__text_printf(&t, "Could not list tasks: %s (%s).", uvt_strerror(err),
+                     uvt_err_name(err));
+    tools_result(req, &t, 1);
+    return;
+  }
+  if (n == 0) {
+    uvt__text_str(&t, "No background tasks.");
+    tools_result(req, &t, 0);
+    return;
+  }
+  uvt__text_printf(&t, "%zu task%s (id, kind, status, label):", n,
+                   n == 1 ? "" : "s");
+  for (i = 0; i < n; i++) {
+    uvt__text_str(&t, "\n");
+    uvt__text_oneline(&t, snaps[i].id, UVT_ID_MAX);
+    uvt__text_str(&t, "  ");
+    uvt__text_oneline(&t, snaps[i].kind, UVT_ID_MAX);
+    uvt__text_str(&t, "  ");
+    uvt__text_str(&t, uvt_status_name(snaps[i].status));
+    if (snaps[i].detail != NULL && snaps[i].detail[0] != '\0') {
+      uvt__text_str(&t, " (");
+      uvt__text_oneline(&t, snaps[i].detail, 200);
+      uvt__text_str(&t, ")");
+    }
+    uvt__text_str(&t, "  ");
+    uvt__text_oneline(&t, snaps[i].label, TOOLS_LABEL_MAX);
+  }
+  uvt_snapshots_free(snaps, n);
+  tools_result(req, &t, 0);
+}
+
+static void tool_task_kill(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args) {
+  uvt_registry_t *reg = req->tools->registry;
+  uvt_kill_result_t res = UVT_KILL_REQUESTED;
+  uvt_snapshot_t snap;
+  uvt__text_t t;
+  int err;
+
+  uvt__text_init(&t);
+  if (args->task_id == NULL || args->task_id[0] == '\0') {
+    uvt__text_str(&t, "task_kill needs task_id (a string such as bash-1).");
+    tools_result(req, &t, 1);
+    return;
+  }
+  err = uvt_kill(reg, args->task_id, req->caller_,
+                 args->reason != NULL && args->reason[0] != '\0' ? args->reason
+                                                                 : NULL,
+                 &res);
+  if (err != 0) {
+    text_task_error(&t, "stop", args->task_id, err);
+    tools_result(req, &t, 1);
+    return;
+  }
+  if (res == UVT_KILL_REQUESTED)
+    uvt__text_printf(&t,
+                     "Stop of %s requested; task_output with wait shows "
+                     "when it has ended.\n",
+                     args->task_id);
+  else
+    uvt__text_printf(&t, "%s had already ended.\n", args->task_id);
+
+  /* The status line comes from a get, so no output is consumed. */
+  memset(&snap, 0, sizeof(snap));
+  err = uvt_get(reg, args->task_id, req->caller_, &snap);
+  if (err == 0) {
+    uvt__text_status(&t, &snap);
+    uvt_snapshot_cleanup(&snap);
+  } else {
+    uvt__text_str(&t, res == UVT_KILL_REQUESTED ? "[status: stopping]"
+                                                : "[status: unknown]");
+  }
+  tools_result(req, &t, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Notices (M-TOOLS-2)                                                     */
+
+static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
+                         uvt_agent_t *owner) {
+  uvt__text_t t;
+  char *line;
+
+  if (tools->notice_cb_ == NULL)
+    return;
+  uvt__text_init(&t);
+  uvt__text_str(&t, "Task ");
+  uvt__text_oneline(&t, snap->id, UVT_ID_MAX);
+  uvt__text_str(&t, " (");
+  uvt__text_oneline(&t, snap->kind, UVT_ID_MAX);
+  uvt__text_str(&t, ": ");
+  uvt__text_oneline(&t, snap->label, TOOLS_LABEL_MAX);
+  uvt__text_str(&t, ") ended; task_output shows its output. ");
+  uvt__text_status(&t, snap);
+  line = uvt__text_take(&t);
+  /* Out of memory: the notice cannot be built; there is nowhere to say so
+   * but the host's notice, which needs the memory too. */
+  if (line == NULL)
+    return;
+  tools->notice_cb_(tools, owner, line);
+  uvt__tools_free(line);
+}
+
+static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                          uvt_agent_t *owner) {
+  uvt_tools_t *tools = l->data;
+
+  /* Unowned tasks have nobody to tell; reported ones were seen ending. */
+  if (tools->state_ != TOOLS_ATTACHED || owner == NULL || snap->reported)
+    return;
+  tools_notice(tools, snap, owner);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Attach, detach, call                                                    */
+
+int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
+                     const uvt_tools_options_t *o) {
+  uvt_tools_options_t defaults;
+  const char *name;
+  int err;
+
+  if (reg == NULL || tools == NULL)
+    return UV_EINVAL;
+  if (o == NULL) {
+    uvt_tools_options_init(&defaults);
+    o = &defaults;
+  }
+  memset(tools, 0, sizeof(*tools));
+  tools->registry = reg;
+  tools->notice_cb_ = o->notice_cb;
+  tools->output_cap_bytes_ = o->output_cap_bytes;
+  tools->grace_ms_ = o->grace_ms;
+  if (o->cwd != NULL) {
+    tools->cwd_ = tools_strdup(o->cwd);
+    if (tools->cwd_ == NULL)
+      return UV_ENOMEM;
+  }
+  name = o->surface_name != NULL ? o->surface_name : UVT_TOOLS_SURFACE_NAME;
+  err = uvt_surface_attach(reg, &tools->surface_, name);
+  if (err != 0)
+    goto fail;
+  tools->listener_.data = tools;
+  err = uvt_listener_start(reg, &tools->listener_, tools_done_cb);
+  if (err != 0) {
+    uvt_surface_detach(&tools->surface_);
+    goto fail;
+  }
+  /* uv_idle_init cannot fail; it comes last so no failure above leaves a
+   * handle to close. */
+  err = uv_idle_init(uvt_registry_loop(reg), &tools->idle_);
+  if (err != 0) {
+    uvt_listener_stop(&tools->listener_);
+    uvt_surface_detach(&tools->surface_);
+    goto fail;
+  }
+  tools->idle_.data = tools;
+  tools->state_ = TOOLS_ATTACHED;
+  return 0;
+
+fail:
+  uvt__tools_free(tools->cwd_);
+  tools->cwd_ = NULL;
+  tools->registry = NULL;
+  return err;
+}
+
+static void tools_idle_closed(uv_handle_t *h) {
+  uvt_tools_t *tools = h->data;
+  uvt_tools_detach_cb cb = tools->detach_cb_;
+
+  uvt__tools_free(tools->cwd_);
+  tools->cwd_ = NULL;
+  tools->state_ = TOOLS_DETACHED;
+  tools->registry = NULL;
+  if (cb != NULL)
+    cb(tools);
+}
+
+static void tools_finish_detach(uvt_tools_t *tools) {
+  if (tools->pending_ != 0 || uv_is_closing((uv_handle_t *)&tools->idle_))
+    return;
+  uv_close((uv_handle_t *)&tools->idle_, tools_idle_closed);
+}
+
+int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
+  uvt_tools_call_t *req;
+  uvt_tools_call_t *next;
+
+  if (tools == NULL)
+    return UV_EINVAL;
+  if (tools->state_ == TOOLS_DETACHING)
+    return UVT_ECLOSING;
+  if (tools->state_ != TOOLS_ATTACHED)
+    return UV_EINVAL;
+  tools->state_ = TOOLS_DETACHING;
+  tools->detach_cb_ = cb;
+  uvt_listener_stop(&tools->listener_);
+  uvt_surface_detach(&tools->surface_);
+  /* Stop the waits; their callbacks come back through tools_wait_cb. */
+  for (req = tools->waiting_; req != NULL; req = next) {
+    next = req->next_;
+    req->aborted_ = ABORT_DETACH;
+    uvt_wait_abort(&req->wait_);
+  }
+  /* Nothing pending: close now; the close callback keeps us out of this
+   * call.  Otherwise the last delivery closes. */
+  tools_finish_detach(tools);
+  return 0;
+}
+
+int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
+                   uvt_agent_t *caller, const char *name,
+                   const uvt_tools_args_t *args, uvt_tools_call_cb cb) {
+  uvt_tools_args_t none;
+
+  if (tools == NULL || req == NULL || name == NULL || cb == NULL)
+    return UV_EINVAL;
+  if (tools->state_ != TOOLS_ATTACHED)
+    return tools->state_ == TOOLS_DETACHING ? UVT_ECLOSING : UV_EINVAL;
+  if (!uvt_tools_has(name))
+    return UV_ENOENT;
+  if (args == NULL) {
+    uvt_tools_args_init(&none);
+    args = &none;
+  }
+  req->tools = tools;
+  req->text = NULL;
+  req->len = 0;
+  req->is_error = 0;
+  req->cb_ = cb;
+  req->next_ = NULL;
+  req->prev_ = NULL;
+  req->caller_ = caller;
+  req->task_id_[0] = '\0';
+  req->timeout_ms_ = 0;
+  req->state_ = CALL_IDLE;
+  req->status_ = 0;
+  req->aborted_ = ABORT_NONE;
+  tools->pending_++;
+
+  if (strcmp(name, "run_in_background") == 0)
+    tool_run_in_background(req, args);
+  else if (strcmp(name, "task_output") == 0)
+    tool_task_output(req, args);
+  else if (strcmp(name, "task_list") == 0)
+    tool_task_list(req);
+  else
+    tool_task_kill(req, args);
+  return 0;
+}
+
+int uvt_tools_call_abort(uvt_tools_call_t *req) {
+  if (req == NULL)
+    return UV_EINVAL;
+  if (req->state_ == CALL_READY)
+    return 0; /* the work is done; the result stands */
+  if (req->state_ != CALL_WAITING)
+    return UV_EINVAL;
+  if (req->aborted_ == ABORT_NONE) {
+    req->aborted_ = ABORT_CALLER;
+    /* UV_EINVAL here means the wait's callback is already due; it will
+     * see aborted_ and end the call as aborted. */
+    uvt_wait_abort(&req->wait_);
+  }
+  return 0;
+}

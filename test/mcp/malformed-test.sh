@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# M-MCP-1, M-MCP-3, M-MCP-4 with nothing but bash and the built server:
+# garbage, oversized lines, wrong types, unknown methods and tools go
+# straight to stdin; each gets its error and the server keeps serving.
+# Then end of input and SIGTERM each stop the server (exit 0) and its
+# tasks' processes.
+#
+# UVTASKS_MCP=path/to/uvtasks-mcp bash malformed-test.sh
+set -u
+
+MCP=${UVTASKS_MCP:-}
+if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
+  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
+  exit 77
+fi
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:400}"; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+start_server() {
+  coproc SRV { exec "$MCP" --grace-ms 200 "$@" 2>"$tmp/stderr"; }
+  SRV_IN=${SRV[1]}
+  SRV_OUT=${SRV[0]}
+}
+
+send() { printf '%s\n' "$1" >&"$SRV_IN"; }
+
+# Read lines until the response with id $1 ("null" for an unknown id);
+# notifications in between are skipped.  Sets REPLY_LINE.
+expect_id() {
+  local want=$1 line
+  REPLY_LINE=
+  while IFS= read -r -t 20 line <&"$SRV_OUT"; do
+    case $line in
+      *'"method":"notifications/'*) continue ;;
+      *"\"id\":$want,"* | *"\"id\":$want}"*)
+        REPLY_LINE=$line
+        return 0
+        ;;
+      *)
+        REPLY_LINE=$line
+        return 1
+        ;;
+    esac
+  done
+  return 1
+}
+
+# check NAME REQUEST ID PATTERN...: send, read the answer, match patterns.
+check() {
+  local name=$1 req=$2 id=$3 p
+  shift 3
+  send "$req"
+  if ! expect_id "$id"; then
+    bad "$name (no answer with id $id)" "$REPLY_LINE"
+    return
+  fi
+  for p in "$@"; do
+    case $REPLY_LINE in
+      *"$p"*) ;;
+      *)
+        bad "$name (wanted $p)" "$REPLY_LINE"
+        return
+        ;;
+    esac
+  done
+  ok "$name"
+}
+
+alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
+# ------------------------------------------------------------------------
+start_server
+
+check "initialize answers the client's version" \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+  1 '"protocolVersion":"2025-06-18"' '"tools":{' '"logging":{}' '"serverInfo":{"name":"uvtasks-mcp"'
+send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+check "initialize with an unknown version gets the latest" \
+  '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}' \
+  2 '"protocolVersion":"2025-11-25"'
+for v in 2025-03-26 2024-11-05 2025-11-25; do
+  check "initialize speaks $v" \
+    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"$v\"}}" \
+    3 "\"protocolVersion\":\"$v\""
+done
+check "not JSON is a parse error" 'this is not json' null '"code":-32700'
+check "truncated JSON is a parse error" '{"jsonrpc":"2.0","id":4,"method":' null '"code":-32700'
+check "a batch is an invalid request" '[{"jsonrpc":"2.0","id":5,"method":"ping"}]' null '"code":-32600'
+check "a bare number is an invalid request" '42' null '"code":-32600'
+check "jsonrpc 1.0 is an invalid request" '{"jsonrpc":"1.0","id":6,"method":"ping"}' 6 '"code":-32600'
+check "an object id is an invalid request" '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}' null '"code":-32600'
+check "a numeric method is an invalid request" '{"jsonrpc":"2.0","id":7,"method":5}' 7 '"code":-32600'
+check "an unknown method" '{"jsonrpc":"2.0","id":8,"method":"resources/frobnicate"}' 8 '"code":-32601' 'resources/frobnicate'
+check "params that are not an object" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":[1,2]}' 9 '"code":-32602'
+check "a tool name that is not a string" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":5}}' 10 '"code":-32602'
+check "an unknown tool" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"rm_rf","arguments":{}}}' 11 '"code":-32602' 'Unknown tool: rm_rf'
+check "a task_id that is a number" '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":7}}}' 12 '"isError":true' 'task_id must be a string'
+check "wait that is a string" '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":"yes"}}}' 13 '"isError":true' 'wait must be true or false'
+check "a negative timeout_ms" '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":-5}}}' 14 '"isError":true' 'timeout_ms'
+check "arguments that are a string" '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"task_list","arguments":"all"}}' 15 '"isError":true' 'arguments must be an object'
+check "a missing command" '{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"run_in_background","arguments":{}}}' 16 '"isError":true' 'needs a command'
+check "an unknown task" '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"task_kill","arguments":{"task_id":"bash-99"}}}' 17 '"isError":true' 'No task bash-99'
+check "a command with a NUL" '{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"a\u0000b"}}}' 18 '"isError":true' 'NUL'
+
+# Invalid UTF-8 inside a request line: jansson refuses it; the answer is
+# still valid UTF-8.
+printf '{"jsonrpc":"2.0","id":19,"method":"\xff\xfe"}\n' >&"$SRV_IN"
+if expect_id null && [[ $REPLY_LINE == *'"code":-32700'* ]] &&
+  printf '%s' "$REPLY_LINE" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1; then
+  ok "invalid UTF-8 in a request is a parse error in valid UTF-8"
+else
+  bad "invalid UTF-8 in a request" "$REPLY_LINE"
+fi
+
+# Oversized lines: answered once, skipped to the newline, nothing else.
+big=$(head -c 5242880 /dev/zero | tr '\0' 'x')
+printf '%s\n' "$big" >&"$SRV_IN"
+check "a 5 MiB line is refused" '{"jsonrpc":"2.0","id":20,"method":"ping"}' null '"code":-32600' 'longer than 4194304'
+if expect_id 20; then ok "the server resynchronises after a 5 MiB line"; else bad "resync after a 5 MiB line" "$REPLY_LINE"; fi
+printf '{"jsonrpc":"2.0","id":21,"method":"ping","pad":"%s"}\n' "$big" >&"$SRV_IN"
+check "a 5 MiB request is refused, not served" '{"jsonrpc":"2.0","id":22,"method":"ping"}' null '"code":-32600'
+if expect_id 22; then ok "the request after it is served"; else bad "the request after a 5 MiB request" "$REPLY_LINE"; fi
+unset big
+
+# Notifications are never answered: the next answer is the ping's.
+send '{"jsonrpc":"2.0","method":"notifications/whatever","params":{}}'
+send ''
+send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}'
+check "unknown notifications and blank lines get no answer" '{"jsonrpc":"2.0","id":23,"method":"ping"}' 23 '"result":{}'
+check "logging/setLevel" '{"jsonrpc":"2.0","id":24,"method":"logging/setLevel","params":{"level":"debug"}}' 24 '"result":{}'
+check "logging/setLevel with a bad level" '{"jsonrpc":"2.0","id":25,"method":"logging/setLevel","params":{"level":"loud"}}' 25 '"code":-32602'
+check "tools/list" '{"jsonrpc":"2.0","id":26,"method":"tools/list"}' 26 '"name":"run_in_background"' '"name":"task_output"' '"name":"task_list"' '"name":"task_kill"' '"inputSchema"'
+
+# Invalid UTF-8 in command output becomes U+FFFD in valid UTF-8 text.
+check "run_in_background" '{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"printf '"'"'\\xff\\xfeok'"'"'"}}}' 27 'Started bash-1.'
+check "invalid UTF-8 output is repaired" '{"jsonrpc":"2.0","id":28,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true,"timeout_ms":10000}}}' \
+  28 $'\xef\xbf\xbd\xef\xbf\xbdok\\n[status: completed, exit code: 0]'
+if printf '%s' "$REPLY_LINE" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1; then
+  ok "the answer is valid UTF-8"
+else
+  bad "the answer is valid UTF-8" "$REPLY_LINE"
+fi
+
+# M-MCP-4: end of input stops the server (exit 0) and every process group.
+check "a long task" '{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 29 'Started bash-2.'
+check "its pid" '{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","timeout_ms":300}}}' 30 '[status: running]'
+pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+# A call still waiting when the input ends is dropped, not waited out.
+send '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true,"timeout_ms":600000}}}'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+rc=0
+wait "$srv" || rc=$?
+if [ "$rc" = 0 ]; then ok "end of input: exit status 0"; else bad "end of input: exit status $rc"; fi
+if [ -n "$pid" ] && ! alive "$pid"; then
+  ok "end of input: the task's process $pid is gone"
+else
+  bad "end of input: the task's process '$pid' is gone"
+fi
+
+# SIGTERM does the same.
+start_server
+check "initialize again" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 1 '"result"'
+check "a long task again" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 2 'Started bash-1.'
+check "its pid again" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 3 '[status: running]'
+pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+srv=$SRV_PID
+kill -TERM "$srv"
+rc=0
+wait "$srv" || rc=$?
+if [ "$rc" = 0 ]; then ok "SIGTERM: exit status 0"; else bad "SIGTERM: exit status $rc"; fi
+if [ -n "$pid" ] && ! alive "$pid"; then
+  ok "SIGTERM: the task's process $pid is gone"
+else
+  bad "SIGTERM: the task's process '$pid' is gone"
+fi
+
+# SIGINT too.
+start_server
+check "a long task for SIGINT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 1 'Started bash-1.'
+check "its pid for SIGINT" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 2 '[status: running]'
+pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+srv=$SRV_PID
+kill -INT "$srv"
+rc=0
+wait "$srv" || rc=$?
+if [ "$rc" = 0 ]; then ok "SIGINT: exit status 0"; else bad "SIGINT: exit status $rc"; fi
+if [ -n "$pid" ] && ! alive "$pid"; then
+  ok "SIGINT: the task's process $pid is gone"
+else
+  bad "SIGINT: the task's process '$pid' is gone"
+fi
+
+# --keep-finished: finished tasks whose end was seen are forgotten beyond
+# the count (R-FORGET-1), the oldest first.
+start_server --keep-finished 1
+check "keep-finished: a first task" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo a"}}}' 1 'Started bash-1.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 'a\n[status: completed, exit code: 0]'
+check "keep-finished: a second task" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo b"}}}' 3 'Started bash-2.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true}}}' 4 'b\n[status: completed, exit code: 0]'
+check "keep-finished: the older one is forgotten" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"task_list"}}' 5 '1 task (id, kind, status, label):\nbash-2  bash  completed (exit code: 0)  echo b"'
+check "keep-finished: lookups say so" '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1"}}}' 6 '"isError":true' 'No task bash-1.'
+# A finished task whose group still has a member is kept, so that the end
+# of the session still stops that member (P-KILL-4).
+check "keep-finished: a task leaving a survivor" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"sleep 30 & echo $!"}}}' 7 'Started bash-3.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0]'
+pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+check "keep-finished: one more task" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 9 'Started bash-4.'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","wait":true}}}' 10 'c\n[status: completed, exit code: 0]'
+check "keep-finished: the task with a survivor stays" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_list"}}' 11 'bash-3  bash  completed' 'bash-4  bash  completed'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+if [ -n "$pid" ] && ! alive "$pid"; then
+  ok "keep-finished: end of input stops the survivor $pid"
+else
+  bad "keep-finished: end of input stops the survivor '$pid'"
+fi
+
+# stdin and stdout may be regular files; a last line without its newline
+# still counts.
+printf '%s\n%s' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_list"}}' >"$tmp/in.jsonl"
+rc=0
+"$MCP" <"$tmp/in.jsonl" >"$tmp/out.jsonl" 2>/dev/null || rc=$?
+if [ "$rc" = 0 ] && grep -q '"id":1,"result":{}' "$tmp/out.jsonl" &&
+  grep -q '"id":2,"result":{"content":\[{"type":"text","text":"No background tasks."}\]' "$tmp/out.jsonl"; then
+  ok "files as stdin and stdout"
+else
+  bad "files as stdin and stdout (exit $rc)" "$(cat "$tmp/out.jsonl")"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,947 @@
+/* The model-facing tool surface (SPEC §5: the tools table, M-TOOLS-1..3).
+ * Fake producers where no process is needed; the process producer for
+ * run_in_background. */
+#include "test-util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uvtasks/process.h"
+#include "uvtasks/tools.h"
+
+/* A tools fixture: registry (no fixture surface, so the tools' surface is
+ * the only one), agent A in session s1, agent B in session s2, and the
+ * tools with a notice recorder. */
+typedef struct {
+  fixture_t f;
+  uvt_tools_t tools;
+  uvt_agent_t a;
+  uvt_agent_t b;
+  int notices;
+  uvt_agent_t *notice_owner;
+  char notice[1024];
+  int detached;
+} tfix_t;
+
+/* One call's record. */
+typedef struct {
+  uvt_tools_call_t req;
+  int calls;
+  int status;
+  int is_error;
+  char text[8192];
+} rec_t;
+
+static void notice_cb(uvt_tools_t *tools, uvt_agent_t *owner,
+                      const char *text) {
+  tfix_t *t = tools->data;
+  t->notices++;
+  t->notice_owner = owner;
+  snprintf(t->notice, sizeof(t->notice), "%s", text);
+}
+
+static void detach_cb(uvt_tools_t *tools) {
+  tfix_t *t = tools->data;
+  t->detached++;
+}
+
+static void tfix_init_opts(tfix_t *t, const uvt_options_t *o,
+                           const uvt_tools_options_t *to_in) {
+  uvt_tools_options_t to;
+
+  memset(t, 0, sizeof(*t));
+  fixture_init(&t->f, o);
+  uvt_surface_detach(&t->f.surface);
+  if (to_in != NULL)
+    to = *to_in;
+  else
+    uvt_tools_options_init(&to);
+  to.notice_cb = notice_cb;
+  assert_int_equal(uvt_tools_attach(t->f.reg, &t->tools, &to), 0);
+  t->tools.data = t;
+  assert_int_equal(uvt_agent_register(t->f.reg, &t->a, "agent-a", "s1"), 0);
+  assert_int_equal(uvt_agent_register(t->f.reg, &t->b, "agent-b", "s2"), 0);
+}
+
+static void tfix_init(tfix_t *t) {
+  tfix_init_opts(t, NULL, NULL);
+}
+
+static void tfix_close(tfix_t *t) {
+  assert_int_equal(uvt_tools_detach(&t->tools, detach_cb), 0);
+  fixture_close(&t->f);
+  assert_int_equal(t->detached, 1);
+}
+
+static void rec_cb(uvt_tools_call_t *req, int status) {
+  rec_t *r = req->data;
+  r->calls++;
+  r->status = status;
+  r->is_error = req->is_error;
+  if (req->text != NULL)
+    snprintf(r->text, sizeof(r->text), "%s", req->text);
+  else
+    r->text[0] = '\0';
+  uvt_tools_call_cleanup(req);
+}
+
+static int rec_done(void *arg) {
+  rec_t *r = arg;
+  return r->calls > 0;
+}
+
+/* Start a call, check the callback did not run inside it. */
+static void call_start(tfix_t *t, rec_t *r, uvt_agent_t *caller,
+                       const char *name, const uvt_tools_args_t *args) {
+  memset(r, 0, sizeof(*r));
+  r->req.data = r;
+  assert_int_equal(
+      uvt_tools_call(&t->tools, &r->req, caller, name, args, rec_cb), 0);
+  assert_int_equal(r->calls, 0);
+}
+
+/* Call and run the loop until the result arrives. */
+static void call(tfix_t *t, rec_t *r, uvt_agent_t *caller, const char *name,
+                 const uvt_tools_args_t *args) {
+  call_start(t, r, caller, name, args);
+  fixture_run_until(&t->f, rec_done, r);
+  assert_int_equal(r->calls, 1);
+}
+
+static uvt_tools_args_t args_id(const char *id) {
+  uvt_tools_args_t a;
+  uvt_tools_args_init(&a);
+  a.task_id = id;
+  return a;
+}
+
+/* Run until the (unowned or any-session-visible via owner) task ends. */
+static void run_until_settled(tfix_t *t, uvt_agent_t *owner, const char *id) {
+  uvt_snapshot_t s;
+  int idle_turns = 0;
+  for (;;) {
+    assert_int_equal(uvt_get(t->f.reg, id, owner, &s), 0);
+    if (uvt_status_is_terminal(s.status)) {
+      uvt_snapshot_cleanup(&s);
+      return;
+    }
+    uvt_snapshot_cleanup(&s);
+    /* A loop with nothing left to do gets one more look, then it fails. */
+    if (uv_run(&t->f.loop, UV_RUN_ONCE) == 0)
+      idle_turns++;
+    assert_true(idle_turns < 2);
+  }
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s);
+  size_t m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* M-TOOLS-3: the schemas are one JSON array naming the four tools, each
+ * with a description and an object input schema. */
+static void test_schema_json(void **state) {
+  const char *s = uvt_tools_schema_json();
+  const char *names[] = {"run_in_background", "task_output", "task_list",
+                         "task_kill"};
+  char key[64];
+  int depth = 0;
+  int in_string = 0;
+  size_t i;
+
+  assert_non_null(s);
+  assert_ptr_equal(s, uvt_tools_schema_json());
+  assert_int_equal(s[0], '[');
+  /* Brackets balance outside strings: the text is one JSON value. */
+  for (i = 0; s[i] != '\0'; i++) {
+    if (in_string) {
+      if (s[i] == '\\')
+        i++;
+      else if (s[i] == '"')
+        in_string = 0;
+      continue;
+    }
+    if (s[i] == '"')
+      in_string = 1;
+    else if (s[i] == '[' || s[i] == '{')
+      depth++;
+    else if (s[i] == ']' || s[i] == '}')
+      depth--;
+    assert_true(depth >= 0);
+    if (depth == 0)
+      assert_int_equal(s[i + 1], '\0');
+  }
+  assert_int_equal(depth, 0);
+  assert_int_equal(in_string, 0);
+  for (i = 0; i < 4; i++) {
+    snprintf(key, sizeof(key), "{\"name\":\"%s\",\"description\":", names[i]);
+    assert_non_null(strstr(s, key));
+    assert_true(uvt_tools_has(names[i]));
+  }
+  assert_non_null(strstr(s, "\"inputSchema\":{\"type\":\"object\""));
+  assert_false(uvt_tools_has("bash"));
+  assert_false(uvt_tools_has(NULL));
+}
+
+/* §5 / STYLE: a call's callback runs once, never inside the call; errors
+ * return without a callback. */
+static void test_call_contract(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_call_t req;
+
+  tfix_init(&t);
+  memset(&req, 0, sizeof(req));
+  assert_int_equal(
+      uvt_tools_call(&t.tools, &req, &t.a, "no_such_tool", NULL, rec_cb),
+      UV_ENOENT);
+  assert_int_equal(uvt_tools_call(&t.tools, &req, &t.a, NULL, NULL, rec_cb),
+                   UV_EINVAL);
+  assert_int_equal(
+      uvt_tools_call(&t.tools, &req, &t.a, "task_list", NULL, NULL), UV_EINVAL);
+  assert_int_equal(uvt_tools_call_abort(&req), UV_EINVAL);
+
+  call(&t, &r, &t.a, "task_list", NULL);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "No background tasks.");
+  assert_int_equal(uvt_tools_call_abort(&r.req), UV_EINVAL);
+  tfix_close(&t);
+}
+
+/* §5 task_output: what is new, then the status line, last. */
+static void test_output_status_line(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, "fake", "job", &t.a, id), 0);
+  a = args_id(id);
+
+  fake_emit(&fk, "hello\n");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "hello\n[status: running]");
+
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "(no new output)\n[status: running]");
+
+  /* Output without a final newline still leaves the status line alone. */
+  fake_emit(&fk, "partial");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "partial\n[status: running]");
+
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", "tail\n"),
+                   0);
+  run_until_settled(&t, &t.a, id);
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "tail\n[status: completed, exit code: 0]");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "(no new output)\n[status: completed, exit code: 0]");
+  /* It settled before anyone read its end: one notice (M-TOOLS-2). */
+  assert_int_equal(t.notices, 1);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-1: a wait that sees the end returns the output and the terminal
+ * status line; the waited task gets no notice (M-TOOLS-2).  C-14: the wait
+ * is asked in the same loop turn as the start. */
+static void test_wait_completes(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r, &t.a, "task_output", &a);
+  uv_run(&t.f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(r.calls, 0);
+  fake_emit(&fk, "a\n");
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 3", "b\n"), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "b\n[status: completed, exit code: 3]");
+  assert_int_equal(t.notices, 0);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-1: a wait that times out is a success showing
+ * [status: running]; the task keeps running and nothing is reported. */
+static void test_wait_timeout_is_success(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+  uvt_snapshot_t s;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* teardown settles it */
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  fake_emit(&fk, "so far\n");
+  a = args_id(id);
+  a.timeout_ms = 50; /* implies wait */
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "so far\n(waited 50 ms; the task has not "
+                              "ended)\n[status: running]");
+  assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
+  assert_int_equal(s.status, UVT_RUNNING);
+  assert_int_equal(s.reported, 0);
+  uvt_snapshot_cleanup(&s);
+
+  /* wait: false with a timeout does not wait. */
+  a.wait = 0;
+  a.timeout_ms = 100000;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "(no new output)\n[status: running]");
+  tfix_close(&t);
+}
+
+/* M-TOOLS-1: wait defaults to 30 s and is capped at 600 s; a timeout of 0
+ * is a tool error. */
+static void test_wait_default_and_cap(void **state) {
+  tfix_t t;
+  rec_t r1, r2, r3;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* teardown settles it */
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r1, &t.a, "task_output", &a);
+  assert_int_equal(r1.req.timeout_ms_, UVT_TOOLS_WAIT_DEFAULT_MS);
+  assert_int_equal(UVT_TOOLS_WAIT_DEFAULT_MS, 30000);
+  a.timeout_ms = 1000000000;
+  call_start(&t, &r2, &t.a, "task_output", &a);
+  assert_int_equal(r2.req.timeout_ms_, UVT_TOOLS_WAIT_MAX_MS);
+  assert_int_equal(UVT_TOOLS_WAIT_MAX_MS, 600000);
+  a.timeout_ms = 0;
+  call(&t, &r3, &t.a, "task_output", &a);
+  assert_int_equal(r3.is_error, 1);
+  assert_non_null(strstr(r3.text, "timeout_ms"));
+
+  assert_int_equal(uvt_tools_call_abort(&r1.req), 0);
+  assert_int_equal(uvt_tools_call_abort(&r2.req), 0);
+  fixture_run_until(&t.f, rec_done, &r1);
+  fixture_run_until(&t.f, rec_done, &r2);
+  assert_int_equal(r1.status, UVT_EABORTED);
+  assert_int_equal(r2.status, UVT_EABORTED);
+  tfix_close(&t);
+}
+
+/* uvt_tools_call_abort: the wait stops with UVT_EABORTED, no output is
+ * consumed and the task keeps running. */
+static void test_abort_wait(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* teardown settles it */
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  fake_emit(&fk, "kept\n");
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r, &t.a, "task_output", &a);
+  uv_run(&t.f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0); /* still pending */
+  assert_int_equal(r.calls, 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, UVT_EABORTED);
+  assert_string_equal(r.text, "");
+
+  a.wait = -1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "kept\n[status: running]");
+  tfix_close(&t);
+}
+
+/* R-WAIT-5 through the tools: the abort comes after settlement counted the
+ * call's wait (from a listener), so the task is reported on the call's
+ * behalf; the call ends aborted and the notice is delivered instead. */
+typedef struct {
+  uvt_listener_t l;
+  rec_t *r;
+  int aborts;
+} abort_listener_t;
+
+static void abort_in_listener(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                              uvt_agent_t *owner) {
+  abort_listener_t *al = l->data;
+  if (uvt_tools_call_abort(&al->r->req) == 0)
+    al->aborts++;
+}
+
+static void test_abort_after_settlement_keeps_notice(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+  abort_listener_t al;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  al.r = &r;
+  al.aborts = 0;
+  al.l.data = &al;
+  assert_int_equal(uvt_listener_start(t.f.reg, &al.l, abort_in_listener), 0);
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", NULL), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(al.aborts, 1);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, UVT_EABORTED);
+  assert_int_equal(t.notices, 1);
+  assert_ptr_equal(t.notice_owner, &t.a);
+  assert_true(ends_with(t.notice, "[status: completed, exit code: 0]"));
+  uvt_listener_stop(&al.l);
+  tfix_close(&t);
+}
+
+/* R-WAIT-5 through the tools, the other order: the abort comes first, in
+ * the same turn as the settle, so the wait no longer counts and the task's
+ * notice is not suppressed; the call ends aborted. */
+static void test_abort_then_settle(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", NULL), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, UVT_EABORTED);
+  assert_int_equal(t.notices, 1);
+  assert_ptr_equal(t.notice_owner, &t.a);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-2: an owned task that settles unreported gives one notice to its
+ * owner: one line naming id, kind, label, and the status line last. */
+static void test_notice_unreported(void **state) {
+  tfix_t t;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  char expect[256];
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(
+      fake_start(t.f.reg, &fk, "build", "make all\nand more", &t.a, id), 0);
+  assert_int_equal(fake_settle(&fk, UVT_FAILED, "exit code: 2", NULL), 0);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(t.notices, 1);
+  assert_ptr_equal(t.notice_owner, &t.a);
+  snprintf(expect, sizeof(expect),
+           "Task %s (build: make all and more) ended; task_output shows its "
+           "output. [status: failed, exit code: 2]",
+           id);
+  assert_string_equal(t.notice, expect);
+  assert_null(strchr(t.notice, '\n'));
+  tfix_close(&t);
+}
+
+/* M-TOOLS-2: reported tasks (killed, waited for) and unowned tasks get no
+ * notice.  C-15: five waited tasks, zero notices. */
+static void test_no_notice_when_reported(void **state) {
+  tfix_t t;
+  fake_t fk[7];
+  char id[7][UVT_ID_MAX];
+  rec_t r[5];
+  rec_t rk;
+  uvt_tools_args_t a;
+  int i;
+
+  tfix_init(&t);
+  memset(fk, 0, sizeof(fk));
+  for (i = 0; i < 5; i++) {
+    assert_int_equal(fake_start(t.f.reg, &fk[i], NULL, "n", &t.a, id[i]), 0);
+    a = args_id(id[i]);
+    a.wait = 1;
+    call_start(&t, &r[i], &t.a, "task_output", &a);
+  }
+  for (i = 0; i < 5; i++)
+    assert_int_equal(fake_settle(&fk[i], UVT_COMPLETED, "exit code: 0", "n\n"),
+                     0);
+  for (i = 0; i < 5; i++) {
+    fixture_run_until(&t.f, rec_done, &r[i]);
+    assert_int_equal(r[i].status, 0);
+    assert_string_equal(r[i].text, "n\n[status: completed, exit code: 0]");
+  }
+
+  /* Killed through task_kill: reported by the kill. */
+  fk[5].settle_on_cancel = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk[5], NULL, "k", &t.a, id[5]), 0);
+  a = args_id(id[5]);
+  call(&t, &rk, &t.a, "task_kill", &a);
+  run_until_settled(&t, &t.a, id[5]);
+
+  /* Unowned: nobody to tell. */
+  assert_int_equal(fake_start(t.f.reg, &fk[6], NULL, "u", NULL, id[6]), 0);
+  assert_int_equal(fake_settle(&fk[6], UVT_COMPLETED, NULL, NULL), 0);
+  run_until_settled(&t, NULL, id[6]);
+
+  assert_int_equal(t.notices, 0);
+  tfix_close(&t);
+}
+
+/* §5 task_kill: requested or already ended, with the status line taken by
+ * a get (no output consumed). */
+static void test_kill(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  char expect[256];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  fake_emit(&fk, "unread\n");
+  a = args_id(id);
+  a.reason = "no longer needed";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  snprintf(expect, sizeof(expect),
+           "Stop of %s requested; task_output with wait shows when it has "
+           "ended.\n[status: stopping]",
+           id);
+  assert_string_equal(r.text, expect);
+  assert_int_equal(fk.cancels, 1);
+  assert_string_equal(fk.last_reason, "no longer needed");
+
+  /* The kill consumed no output. */
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "unread\n[status: stopping]");
+
+  assert_int_equal(fake_settle(&fk, UVT_KILLED, "signal: SIGTERM", NULL), 0);
+  run_until_settled(&t, &t.a, id);
+  call(&t, &r, &t.a, "task_kill", &a);
+  snprintf(expect, sizeof(expect),
+           "%s had already ended.\n[status: killed, signal: SIGTERM]", id);
+  assert_string_equal(r.text, expect);
+  assert_int_equal(fk.cancels, 1);
+  assert_int_equal(t.notices, 0);
+  tfix_close(&t);
+}
+
+/* §5, R-OWN-2 through the tools: unknown and foreign ids, missing
+ * arguments are tool errors, not error returns. */
+static void test_tool_errors(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  char expect[256];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.b, id), 0);
+
+  a = args_id("nope-9");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text,
+                      "No task nope-9. task_list shows the tasks you can see.");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 1);
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+
+  a = args_id(id);
+  snprintf(expect, sizeof(expect), "Task %s belongs to another session.", id);
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, expect);
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, expect);
+  assert_int_equal(fk.cancels, 0);
+
+  uvt_tools_args_init(&a);
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "needs task_id"));
+  call(&t, &r, &t.a, "task_kill", NULL);
+  assert_int_equal(r.is_error, 1);
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "needs a command"));
+
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
+  run_until_settled(&t, &t.b, id);
+  tfix_close(&t);
+}
+
+/* §5 task_list, R-LIST-1: the caller's session and unowned tasks, in
+ * registration order, one line each: id, kind, status, label. */
+static void test_list(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk[3];
+  char id[3][UVT_ID_MAX];
+  char expect[512];
+
+  tfix_init(&t);
+  memset(fk, 0, sizeof(fk));
+  assert_int_equal(
+      fake_start(t.f.reg, &fk[0], "job", "first\tone", &t.a, id[0]), 0);
+  assert_int_equal(fake_start(t.f.reg, &fk[1], "job", "theirs", &t.b, id[1]),
+                   0);
+  assert_int_equal(fake_start(t.f.reg, &fk[2], "other", "shared", NULL, id[2]),
+                   0);
+  assert_int_equal(fake_settle(&fk[0], UVT_COMPLETED, "exit code: 0", NULL), 0);
+  run_until_settled(&t, &t.a, id[0]);
+
+  call(&t, &r, &t.a, "task_list", NULL);
+  assert_int_equal(r.is_error, 0);
+  snprintf(expect, sizeof(expect),
+           "2 tasks (id, kind, status, label):\n"
+           "%s  job  completed (exit code: 0)  first one\n"
+           "%s  other  running  shared",
+           id[0], id[2]);
+  assert_string_equal(r.text, expect);
+
+  assert_int_equal(fake_settle(&fk[1], UVT_COMPLETED, NULL, NULL), 0);
+  assert_int_equal(fake_settle(&fk[2], UVT_COMPLETED, NULL, NULL), 0);
+  run_until_settled(&t, &t.b, id[1]);
+  run_until_settled(&t, NULL, id[2]);
+  tfix_close(&t);
+}
+
+/* §5: result texts are valid UTF-8 without NULs: invalid sequences (each
+ * maximal subpart) and NUL become U+FFFD; valid text passes through. */
+static void test_utf8_repair(void **state) {
+  static const char bad[] = "\xff\xfeok\0z \xe4\xbd\xa0 \xed\xa0\x80 \xe4\xbd";
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+
+  memcpy(fk.pending, bad, sizeof(bad) - 1);
+  fk.pending_len = sizeof(bad) - 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "\xEF\xBF\xBD\xEF\xBF\xBDok\xEF\xBF\xBDz "
+                              "\xe4\xbd\xa0 "
+                              "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD "
+                              "\xEF\xBF\xBD\n[status: running]");
+
+  fake_emit(&fk, "caf\xc3\xa9 \xf0\x9f\x8e\x89\n");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "caf\xc3\xa9 \xf0\x9f\x8e\x89\n[status: running]");
+
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
+  run_until_settled(&t, &t.a, id);
+  tfix_close(&t);
+}
+
+/* uvt_tools_attach/detach: the tools are a surface (R-SURF-1); detach ends
+ * pending waits with UVT_ECLOSING, refuses new calls, stops notices, never
+ * touches tasks (R-DONE-5), and calls back once, after the calls. */
+static void test_attach_detach(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  fake_t fk2;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+  uvt_tools_call_t req;
+  uvt_snapshot_t s;
+
+  memset(&t, 0, sizeof(t));
+  fixture_init(&t.f, NULL);
+  uvt_surface_detach(&t.f.surface);
+  memset(&fk, 0, sizeof(fk));
+  memset(&fk2, 0, sizeof(fk2));
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", NULL, id),
+                   UVT_ENOSURFACE);
+  assert_int_equal(uvt_tools_attach(NULL, &t.tools, NULL), UV_EINVAL);
+  assert_int_equal(uvt_tools_detach(&t.tools, detach_cb), UV_EINVAL);
+  assert_int_equal(uvt_tools_attach(t.f.reg, &t.tools, NULL), 0);
+  t.tools.data = &t;
+  assert_int_equal(uvt_agent_register(t.f.reg, &t.a, "agent-a", "s1"), 0);
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+
+  a = args_id(id);
+  a.wait = 1;
+  call_start(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(uvt_tools_detach(&t.tools, detach_cb), 0);
+  assert_int_equal(uvt_tools_detach(&t.tools, detach_cb), UVT_ECLOSING);
+  assert_int_equal(
+      uvt_tools_call(&t.tools, &req, &t.a, "task_list", NULL, rec_cb),
+      UVT_ECLOSING);
+  assert_int_equal(r.calls, 0);
+  assert_int_equal(t.detached, 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_ECLOSING);
+  while (t.detached == 0)
+    uv_run(&t.f.loop, UV_RUN_ONCE);
+  assert_int_equal(t.detached, 1);
+
+  /* The task is untouched and no surface is left. */
+  assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
+  assert_int_equal(s.status, UVT_RUNNING);
+  assert_int_equal(s.reported, 0);
+  uvt_snapshot_cleanup(&s);
+  assert_int_equal(fk.cancels, 0);
+  assert_int_equal(fake_start(t.f.reg, &fk2, NULL, "job", NULL, NULL),
+                   UVT_ENOSURFACE);
+  /* No notice once detached. */
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(t.notices, 0);
+  fixture_close(&t.f);
+}
+
+/* §5 run_in_background with the process producer: the id, then the output
+ * and the exit status through a wait. */
+static void test_run_in_background(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char id[UVT_ID_MAX];
+  const char *p;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "echo hi; echo oops >&2; exit 3";
+  a.label = "greeting";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+  p = r.text + strlen("Started ");
+  snprintf(id, sizeof(id), "%.*s", (int)(strchr(p, '.') - p), p);
+
+  a = args_id(id);
+  a.timeout_ms = 10000;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text,
+                      "hi\n[stderr]\noops\n[status: completed, exit code: 3]");
+  assert_int_equal(t.notices, 0);
+
+  call(&t, &r, &t.a, "task_list", NULL);
+  assert_string_equal(r.text, "1 task (id, kind, status, label):\n"
+                              "bash-1  bash  completed (exit code: 3)  "
+                              "greeting");
+  tfix_close(&t);
+}
+
+/* §5 run_in_background: a command that cannot start is a tool error; the
+ * tools' cwd default applies. */
+static void test_run_in_background_errors(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+
+  uvt_tools_options_init(&to);
+  to.cwd = "/";
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "pwd";
+  a.cwd = "/nonexistent/dir/for/uvtasks";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "Not started"));
+
+  a.cwd = NULL;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+  a = args_id("bash-1");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "/\n[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
+/* R-LIMIT-1 through the tools: a start beyond the limit is a tool error
+ * saying what to do. */
+static void test_run_in_background_limit(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_options_t o;
+  uvt_tools_args_t a;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+
+  uvt_options_init(&o);
+  o.max_live_per_owner = 1;
+  tfix_init_opts(&t, &o, NULL);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  uvt_tools_args_init(&a);
+  a.command = "true";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "task_kill"));
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
+  run_until_settled(&t, &t.a, id);
+  tfix_close(&t);
+}
+
+/* Allocation failures (as R-START-3 asks of the core): failing the n-th
+ * allocation of a tool call, for every n, gives a clean tool error or a
+ * UV_ENOMEM callback, never a crash, a lost callback or a leak. */
+static int fail_at; /* 0 = never; else fail when the count reaches it */
+static int alloc_count;
+static int failed_once;
+
+static int should_fail(void) {
+  if (fail_at == 0)
+    return 0;
+  if (++alloc_count == fail_at) {
+    failed_once = 1;
+    return 1;
+  }
+  return 0;
+}
+static void *fail_malloc(size_t n) {
+  return should_fail() ? NULL : malloc(n);
+}
+static void *fail_realloc(void *p, size_t n) {
+  return should_fail() ? NULL : realloc(p, n);
+}
+static void *fail_calloc(size_t c, size_t n) {
+  return should_fail() ? NULL : calloc(c, n);
+}
+
+static void test_allocation_failures(void **state) {
+  const char *tools[] = {"task_output", "task_list", "task_kill"};
+  const char *expect[] = {"hello\n[status: running]",
+                          NULL, /* checked by prefix below */
+                          NULL};
+  size_t k;
+  int n;
+
+  assert_int_equal(
+      uvt_replace_allocator(fail_malloc, fail_realloc, fail_calloc, free), 0);
+  for (k = 0; k < 3; k++) {
+    for (n = 1; n < 200; n++) {
+      tfix_t t;
+      rec_t r;
+      fake_t fk;
+      char id[UVT_ID_MAX];
+      uvt_tools_args_t a;
+
+      tfix_init(&t);
+      memset(&fk, 0, sizeof(fk));
+      fk.stream = 1;
+      fk.settle_on_cancel = 1;
+      assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+      fake_emit(&fk, "hello\n");
+      a = args_id(id);
+      alloc_count = 0;
+      failed_once = 0;
+      fail_at = n;
+      call(&t, &r, &t.a, tools[k], &a);
+      fail_at = 0;
+      if (r.status == 0 && !r.is_error) {
+        if (expect[k] != NULL)
+          assert_string_equal(r.text, expect[k]);
+        else if (k == 1)
+          assert_non_null(strstr(r.text, "1 task (id, kind, status, label)"));
+        else
+          assert_non_null(strstr(r.text, "[status: stopping]"));
+      } else if (r.status == 0) {
+        assert_non_null(strstr(r.text, "not enough memory"));
+      } else {
+        assert_int_equal(r.status, UV_ENOMEM);
+        assert_string_equal(r.text, "");
+      }
+      tfix_close(&t);
+      if (!failed_once)
+        break;
+    }
+    assert_true(n > 1);
+  }
+  assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_schema_json),
+      cmocka_unit_test(test_call_contract),
+      cmocka_unit_test(test_output_status_line),
+      cmocka_unit_test(test_wait_completes),
+      cmocka_unit_test(test_wait_timeout_is_success),
+      cmocka_unit_test(test_wait_default_and_cap),
+      cmocka_unit_test(test_abort_wait),
+      cmocka_unit_test(test_abort_after_settlement_keeps_notice),
+      cmocka_unit_test(test_abort_then_settle),
+      cmocka_unit_test(test_notice_unreported),
+      cmocka_unit_test(test_no_notice_when_reported),
+      cmocka_unit_test(test_kill),
+      cmocka_unit_test(test_tool_errors),
+      cmocka_unit_test(test_list),
+      cmocka_unit_test(test_utf8_repair),
+      cmocka_unit_test(test_attach_detach),
+      cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_run_in_background),
+      cmocka_unit_test(test_run_in_background_errors),
+      cmocka_unit_test(test_run_in_background_limit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
