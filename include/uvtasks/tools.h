@@ -1,9 +1,11 @@
 /* uvtasks/tools.h: the model-facing control surface (SPEC §5).
  *
- * A uvt_tools_t attaches a control surface to a registry and offers four
+ * A uvt_tools_t attaches a control surface to a registry and offers five
  * tools to a host that talks to a model:
  *
  *   run_in_background  command, cwd?, label?    -> the new task id
+ *   run_command        command, cwd?, timeout_ms?
+ *                                               -> its output, status line
  *   task_output        task_id, wait?, timeout_ms?
  *                                               -> new output, status line
  *   task_list          (none)                   -> one line per visible task
@@ -19,7 +21,8 @@
  * exactly once, never inside uvt_tools_call() itself.  Most tools do their
  * work inside uvt_tools_call() and only defer the callback; task_output with
  * `wait` waits first (uvt_wait()), which uvt_tools_call_abort() can cut
- * short.
+ * short, and run_command starts its task inside uvt_tools_call() and waits
+ * for its end (uvt_tools_call_task() names the task meanwhile).
  *
  * Completion notices (M-TOOLS-2): when a task that is owned and was not
  * reported settles, the host's notice callback gets the owner and one line
@@ -39,6 +42,12 @@ extern "C" {
  * longest wait it accepts (longer ones are cut to this). */
 #define UVT_TOOLS_WAIT_DEFAULT_MS 30000
 #define UVT_TOOLS_WAIT_MAX_MS 600000
+
+/* run_command: how long the command may run when timeout_ms is not given,
+ * and the longest run it accepts (longer ones are cut to this).  A command
+ * still running then is stopped like a kill (P-LIMIT-1). */
+#define UVT_TOOLS_RUN_DEFAULT_MS 600000
+#define UVT_TOOLS_RUN_MAX_MS 3600000
 
 /* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
 #define UVT_TOOLS_SURFACE_NAME "tools"
@@ -104,13 +113,15 @@ struct uvt_tools_s {
  * tool does not use are ignored.  Strings are read during uvt_tools_call()
  * only. */
 typedef struct {
-  const char *command; /* run_in_background: required */
-  const char *cwd;     /* run_in_background: NULL = the tools' default */
+  const char *command; /* run_in_background, run_command: required */
+  const char *cwd;     /* run_in_background, run_command: NULL = the tools'
+                          default */
   const char *label;   /* run_in_background: NULL = the command */
   const char *task_id; /* task_output, task_kill: required */
   const char *reason;  /* task_kill: NULL = "killed" */
   int wait;            /* task_output: -1 = not given, 0 = no, 1 = yes */
-  int64_t timeout_ms;  /* task_output: -1 = not given; implies wait */
+  int64_t timeout_ms;  /* task_output: -1 = not given; implies wait.
+                          run_command: -1 = UVT_TOOLS_RUN_DEFAULT_MS */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -132,6 +143,7 @@ struct uvt_tools_call_s {
   int state_;
   int status_;
   int aborted_;
+  int tool_;
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
@@ -172,7 +184,7 @@ UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
  * Thread: the loop thread; allowed inside any of our callbacks. */
 UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
 
-/* Nonzero if `name` is one of the four tools. Thread: any. */
+/* Nonzero if `name` is one of the five tools. Thread: any. */
 UVT_EXTERN int uvt_tools_has(const char *name);
 
 /* The tool schemas as JSON (M-TOOLS-3): an array of objects with "name",
@@ -187,6 +199,14 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *
  *  - run_in_background starts `command` with the process producer
  *    (uvtasks/process.h) owned by `caller`.
+ *  - run_command starts `command` the same way, with `timeout_ms` as its
+ *    runtime limit (default UVT_TOOLS_RUN_DEFAULT_MS, at most
+ *    UVT_TOOLS_RUN_MAX_MS), waits for its end and returns its output and
+ *    status line.  A command that ran and exited, whatever its exit code,
+ *    is a success (is_error 0: the exit code is in the status line); a
+ *    command that could not start, was killed (the runtime limit, a kill)
+ *    or failed is is_error 1.  Aborting the call stops the command: it
+ *    runs in the foreground.
  *  - task_output reads what is new (uvt_read()); with `wait` (or a
  *    timeout_ms) it first waits until the task ends or the wait's deadline
  *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most
@@ -215,16 +235,27 @@ UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                               uvt_tools_call_cb cb);
 
 /* Abort a pending call.  A call inside its wait stops waiting and its
- * callback gets UVT_EABORTED; no output is consumed.  If the task settled
- * in the same moment and the wait had already been counted (so the task is
- * marked reported on the call's behalf, R-WAIT-5), the callback still gets
- * UVT_EABORTED and the tools deliver that task's completion notice to the
- * caller instead, so the end is not lost.  A call whose work is done keeps
- * its result.
+ * callback gets UVT_EABORTED; no output is consumed.  run_command's task
+ * is killed (reason "call cancelled"), so its end is reported.  If the
+ * task settled in the same moment and the wait had already been counted
+ * (so the task is marked reported on the call's behalf, R-WAIT-5), the
+ * callback still gets UVT_EABORTED and the tools deliver that task's
+ * completion notice to the caller instead, so the end is not lost.  A call
+ * whose work is done keeps its result.
  *
  * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran).
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
+
+/* The id of the task `req` started: for a run_command call, from the
+ * return of uvt_tools_call() on (also while it waits) until
+ * uvt_tools_call_cleanup(), so a host can name the task before the result
+ * comes (uvtasks-mcp's MCP Tasks do).
+ * Returns the id, or NULL for NULL, other tools and a run_command whose
+ * command did not start.
+ * Ownership: the string is `req`'s; copy it to keep it.
+ * Thread: the loop thread. */
+UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 
 /* Free the result text of `req` and zero the result fields; accepts NULL
  * and requests without a result.  Thread: any. */

@@ -17,7 +17,10 @@ static const char usage[] =
     "\n"
     "A Model Context Protocol server over stdio (JSON-RPC 2.0, one message\n"
     "per line) offering background shell tasks to a model: the tools\n"
-    "run_in_background, task_output, task_list and task_kill.\n"
+    "run_in_background, run_command, task_output, task_list and task_kill.\n"
+    "With protocol revision 2025-11-25 a client may also run run_command as\n"
+    "an MCP task (tools/call with params.task; tasks/get, tasks/result,\n"
+    "tasks/list, tasks/cancel; notifications/tasks/status).\n"
     "\n"
     "Options:\n"
     "  --cwd DIR            directory commands run in (default: the current)\n"
@@ -29,6 +32,11 @@ static const char usage[] =
     "                       (default 3000)\n"
     "  --keep-finished N    finished tasks whose end was seen that are kept;\n"
     "                       older ones are forgotten (default 100)\n"
+    "  --max-task-ttl-ms MS longest ttl granted to an MCP task, and the ttl\n"
+    "                       of one whose request names none (default\n"
+    "                       3600000); when it runs out the task is unknown,\n"
+    "                       its command stopped if still running\n"
+    "  --tasks-page-size N  MCP tasks per tasks/list page (default 50)\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -73,6 +81,7 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
   server->shutting_down = 1;
   fprintf(stderr, "uvtasks-mcp: %s; stopping every task\n", why);
   mcp_in_stop(&server->in);
+  mcp_tasks_stop(server);
   if (server->reg == NULL) {
     on_registry_closed(server);
     return;
@@ -137,6 +146,14 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 1000000)
         goto bad;
       c->keep_finished = (size_t)v;
+    } else if (strcmp(a, "--max-task-ttl-ms") == 0) {
+      if (parse_u64(val, &v) != 0 || v < 1 || v > 31536000000ull)
+        goto bad;
+      c->max_task_ttl_ms = v;
+    } else if (strcmp(a, "--tasks-page-size") == 0) {
+      if (parse_u64(val, &v) != 0 || v < 1 || v > 100000)
+        goto bad;
+      c->tasks_page_size = (size_t)v;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
         goto bad;
@@ -185,6 +202,8 @@ int main(int argc, char **argv) {
   int err;
 
   server.config.keep_finished = MCP_KEEP_FINISHED;
+  server.config.max_task_ttl_ms = MCP_TASK_TTL_MAX_DEFAULT_MS;
+  server.config.tasks_page_size = MCP_TASKS_PAGE_DEFAULT;
   err = parse_args(argc, argv, &server.config);
   if (err != 0)
     return err == 1 ? 0 : 2;
@@ -239,6 +258,8 @@ int main(int argc, char **argv) {
                              server.session);
   }
   if (err == 0)
+    err = mcp_tasks_init(&server);
+  if (err == 0)
     err = mcp_out_init(&server.out, &server);
   if (err == 0) {
     uv_signal_init(&loop, &server.sigterm);
@@ -253,6 +274,7 @@ int main(int argc, char **argv) {
       mcp_server_shutdown(&server, "no input");
   } else {
     server.shutting_down = 1;
+    mcp_tasks_stop(&server);
     if (tools_attached)
       uvt_tools_detach(&server.tools, NULL);
     uvt_registry_close(server.reg, on_registry_closed, &server);
@@ -262,6 +284,7 @@ int main(int argc, char **argv) {
 
   uv_run(&loop, UV_RUN_DEFAULT);
   mcp_rpc_free_notices(&server);
+  mcp_tasks_free(&server);
   if (uv_loop_close(&loop) != 0)
     fprintf(stderr, "uvtasks-mcp: the loop did not close cleanly\n");
   return err != 0 ? 1 : 0;

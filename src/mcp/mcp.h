@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "taskmap.h"
 #include "uvtasks.h"
 #include "uvtasks/tools.h"
 
@@ -72,15 +73,50 @@ typedef struct {
 
 enum { MCP_IO_STREAM = 1, MCP_IO_FILE = 2 };
 
+#define RPC_PARSE_ERROR -32700
+#define RPC_INVALID_REQUEST -32600
+#define RPC_METHOD_NOT_FOUND -32601
+#define RPC_INVALID_PARAMS -32602
+#define RPC_INTERNAL_ERROR -32603
+
+typedef struct mcp_task_s mcp_task_t;
+
 /* A tools/call in progress. */
 typedef struct mcp_call_s {
   uvt_tools_call_t req;
   mcp_server_t *server;
   json_t *id;
   int cancelled;
+  /* Task-augmented (MCP Tasks): the request was answered with a
+   * CreateTaskResult; the result goes to `task`.  `task_errors`: asked as
+   * a task but no task started; the tool's failure is a JSON-RPC error. */
+  mcp_task_t *task;
+  int task_errors;
   struct mcp_call_s *next;
   struct mcp_call_s *prev;
 } mcp_call_t;
+
+/* An MCP task (Tasks, 2025-11-25): a task-augmented tools/call, backed by
+ * the registry task its run_command started.  Only these ids are known to
+ * tasks/get, tasks/result, tasks/list and tasks/cancel. */
+struct mcp_task_s {
+  mcp_task_t *next; /* creation order */
+  mcp_task_t *prev;
+  mcp_call_t *call; /* the run_command call while it waits */
+  char id[UVT_ID_MAX];
+  uint64_t seq;        /* creation number; tasks/list cursors name it */
+  int64_t created_ms;  /* epoch ms: the registry task's start */
+  int64_t updated_ms;  /* epoch ms: the last status change seen */
+  uint64_t ttl_ms;     /* granted */
+  uint64_t expires_at; /* loop time (uv_now) */
+  uvt_status_t status; /* last registry status seen */
+  char *detail;        /* its detail, or NULL */
+  int cancelled;       /* tasks/cancel accepted: stays "cancelled" */
+  int expired;         /* the ttl ran out: unknown from now on */
+  json_t *result;      /* the CallToolResult, once the call ended */
+  json_t *error;       /* or the JSON-RPC error object it ended with */
+  json_t *waiters;     /* ids of tasks/result requests waiting (array) */
+};
 
 /* A completion notice not yet shown in a tool result (M-MCP-2). */
 typedef struct mcp_notice_s {
@@ -93,7 +129,9 @@ typedef struct {
   size_t output_cap_bytes;
   unsigned max_tasks;
   uint64_t grace_ms;
-  size_t keep_finished; /* finished, seen tasks kept before forgetting */
+  size_t keep_finished;     /* finished, seen tasks kept before forgetting */
+  uint64_t max_task_ttl_ms; /* MCP Tasks: the longest ttl granted */
+  size_t tasks_page_size;   /* MCP Tasks: tasks per tasks/list page */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -111,7 +149,16 @@ struct mcp_server_s {
   mcp_call_t *calls;
   mcp_notice_t *notices;
   mcp_notice_t *notices_tail;
-  int log_level; /* index into the syslog level names; below it is quiet */
+  int log_level;     /* index into the syslog level names; below it is quiet */
+  int tasks_enabled; /* the negotiated revision has Tasks */
+  int parsing_task_call; /* argument errors are JSON-RPC errors */
+  mcp_task_t *tasks;     /* MCP tasks, oldest first */
+  mcp_task_t *tasks_tail;
+  uint64_t task_seq;
+  uv_timer_t ttl_timer;
+  int ttl_timer_open;
+  uvt_watch_t watch;
+  int watching;
   int initialized;
   int shutting_down;
   int registry_closed;
@@ -128,6 +175,20 @@ void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len);
 void mcp_out_close(mcp_out_t *out);
 
 /* rpc.c */
+/* Send `msg` as one line and release it. */
+void mcp_rpc_send(mcp_server_t *server, json_t *msg);
+/* Answer `id` with `result` (released). */
+void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result);
+/* Answer with an error; `id` NULL means null. */
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message);
+/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+json_t *mcp_rpc_string(const char *s, size_t len);
+/* A CallToolResult of one text block; `notices` nonzero puts the pending
+ * notices first (and spends them). */
+json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
+                            int is_error, int notices);
+void mcp_rpc_call_free(mcp_call_t *call);
 /* One complete line from stdin (without its newline). */
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);
 /* A line longer than MCP_LINE_MAX was skipped. */
@@ -135,6 +196,32 @@ void mcp_rpc_oversized(mcp_server_t *server);
 /* The tools' notice callback. */
 void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
 void mcp_rpc_free_notices(mcp_server_t *server);
+
+/* tasks.c: MCP Tasks */
+int mcp_tasks_init(mcp_server_t *server);
+/* Stop the change feed and the ttl timer (shutdown). */
+void mcp_tasks_stop(mcp_server_t *server);
+/* Free every task record (after the loop ended). */
+void mcp_tasks_free(mcp_server_t *server);
+/* The task with id `id` a client may see, or NULL. */
+mcp_task_t *mcp_task_find(mcp_server_t *server, const char *id);
+/* A task-augmented tools/call whose run_command started: make the task and
+ * answer `id` with the CreateTaskResult.  Returns 0 or UV_ENOMEM (nothing
+ * answered). */
+int mcp_task_create(mcp_server_t *server, mcp_call_t *call, json_t *id,
+                    double ttl_ms, int ttl_given);
+/* The call of `task` ended: keep its result, answer tasks/result waiters. */
+void mcp_task_call_done(mcp_task_t *task, int status);
+/* notifications/cancelled for `request_id`: drop a waiting tasks/result.
+ * Returns 1 if one was dropped. */
+int mcp_tasks_cancel_request(mcp_server_t *server, json_t *request_id);
+/* Add "execution" to each tool of a tools/list answer. */
+void mcp_tasks_tools_list(mcp_server_t *server, json_t *tools);
+/* The "tasks" server capability. */
+json_t *mcp_tasks_capability(void);
+/* tasks/get, tasks/result, tasks/list, tasks/cancel. */
+void mcp_tasks_request(mcp_server_t *server, const char *method, json_t *id,
+                       json_t *params);
 
 /* main.c */
 /* Begin the orderly exit (M-MCP-4); idempotent. */

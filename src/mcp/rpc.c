@@ -12,17 +12,8 @@
 #include "tools/tools-int.h"
 #include "uvtasks/process.h"
 
-#define RPC_PARSE_ERROR -32700
-#define RPC_INVALID_REQUEST -32600
-#define RPC_METHOD_NOT_FOUND -32601
-#define RPC_INVALID_PARAMS -32602
-#define RPC_INTERNAL_ERROR -32603
-
 static const char *const protocol_versions[] = {
-    "2025-11-25",
-    "2025-06-18",
-    "2025-03-26",
-    "2024-11-05",
+    "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07",
 };
 
 /* RFC 5424 severities as MCP names them, lowest first. */
@@ -33,7 +24,8 @@ static const char *const log_levels[] = {
 #define LOG_LEVEL_NOTICE 2
 
 static const char server_instructions[] =
-    "Runs shell commands as background tasks. Start one with "
+    "Runs shell commands. run_command runs one in the foreground and "
+    "returns its output when it ends. For background work, start one with "
     "run_in_background (it returns an id such as bash-1), read what it "
     "printed since your last read with task_output (wait: true waits for "
     "the end), see every task with task_list, stop one with task_kill. "
@@ -45,7 +37,7 @@ static const char server_instructions[] =
 /* Sending                                                                 */
 
 /* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
-static json_t *rpc_string(const char *s, size_t len) {
+json_t *mcp_rpc_string(const char *s, size_t len) {
   uvt__text_t t;
   json_t *j;
 
@@ -64,7 +56,7 @@ static json_t *rpc_string(const char *s, size_t len) {
 }
 
 /* Send `msg` as one line and release it. */
-static void rpc_send(mcp_server_t *server, json_t *msg) {
+void mcp_rpc_send(mcp_server_t *server, json_t *msg) {
   char *s;
   size_t len;
 
@@ -84,7 +76,7 @@ static void rpc_send(mcp_server_t *server, json_t *msg) {
   free(s);
 }
 
-static void rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
+void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
   json_t *msg = json_object();
 
   if (msg == NULL || result == NULL) {
@@ -95,12 +87,12 @@ static void rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set(msg, "id", id);
   json_object_set_new(msg, "result", result);
-  rpc_send(server, msg);
+  mcp_rpc_send(server, msg);
 }
 
 /* An error answer; `id` NULL means the request's id is unknown (null). */
-static void rpc_error(mcp_server_t *server, json_t *id, int code,
-                      const char *message) {
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message) {
   json_t *msg = json_object();
   json_t *err = json_object();
 
@@ -110,11 +102,11 @@ static void rpc_error(mcp_server_t *server, json_t *id, int code,
     return;
   }
   json_object_set_new(err, "code", json_integer(code));
-  json_object_set_new(err, "message", rpc_string(message, strlen(message)));
+  json_object_set_new(err, "message", mcp_rpc_string(message, strlen(message)));
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set(msg, "id", id != NULL ? id : json_null());
   json_object_set_new(msg, "error", err);
-  rpc_send(server, msg);
+  mcp_rpc_send(server, msg);
 }
 
 static void rpc_errorf(mcp_server_t *server, json_t *id, int code,
@@ -122,7 +114,7 @@ static void rpc_errorf(mcp_server_t *server, json_t *id, int code,
   char buf[512];
 
   snprintf(buf, sizeof(buf), fmt, arg);
-  rpc_error(server, id, code, buf);
+  mcp_rpc_error(server, id, code, buf);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -160,11 +152,11 @@ void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text) {
   }
   json_object_set_new(params, "level", json_string("notice"));
   json_object_set_new(params, "logger", json_string("uvtasks"));
-  json_object_set_new(params, "data", rpc_string(text, len));
+  json_object_set_new(params, "data", mcp_rpc_string(text, len));
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set_new(msg, "method", json_string("notifications/message"));
   json_object_set_new(msg, "params", params);
-  rpc_send(server, msg);
+  mcp_rpc_send(server, msg);
 }
 
 void mcp_rpc_free_notices(mcp_server_t *server) {
@@ -192,15 +184,15 @@ static void call_unlink(mcp_call_t *call) {
     call->next->prev = call->prev;
 }
 
-static void call_free(mcp_call_t *call) {
+void mcp_rpc_call_free(mcp_call_t *call) {
   uvt_tools_call_cleanup(&call->req);
   json_decref(call->id);
   free(call);
 }
 
-/* The CallToolResult: one text block, notices first. */
-static json_t *tool_result(mcp_server_t *server, const char *text, size_t len,
-                           int is_error) {
+/* The CallToolResult: one text block, notices first if asked. */
+json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
+                            int is_error, int notices) {
   uvt__text_t t;
   mcp_notice_t *n;
   json_t *result;
@@ -209,19 +201,19 @@ static json_t *tool_result(mcp_server_t *server, const char *text, size_t len,
   json_t *str;
 
   uvt__text_init(&t);
-  for (n = server->notices; n != NULL; n = n->next) {
+  for (n = notices ? server->notices : NULL; n != NULL; n = n->next) {
     uvt__text_str(&t, "[notice] ");
     uvt__text_str(&t, n->text);
     uvt__text_str(&t, "\n");
   }
-  if (server->notices != NULL)
+  if (notices && server->notices != NULL)
     uvt__text_str(&t, "\n");
   uvt__text_raw(&t, text, len);
   if (t.err != 0) {
     uvt__text_free(&t);
     return NULL;
   }
-  str = rpc_string(t.base != NULL ? t.base : "", t.len);
+  str = mcp_rpc_string(t.base != NULL ? t.base : "", t.len);
   uvt__text_free(&t);
   result = json_object();
   content = json_array();
@@ -234,7 +226,8 @@ static json_t *tool_result(mcp_server_t *server, const char *text, size_t len,
     return NULL;
   }
   /* Shown now: the notices are spent. */
-  mcp_rpc_free_notices(server);
+  if (notices)
+    mcp_rpc_free_notices(server);
   json_object_set_new(block, "type", json_string("text"));
   json_object_set_new(block, "text", str);
   json_array_append_new(content, block);
@@ -245,13 +238,21 @@ static json_t *tool_result(mcp_server_t *server, const char *text, size_t len,
 
 static void tool_error_result(mcp_server_t *server, json_t *id,
                               const char *text) {
-  json_t *result = tool_result(server, text, strlen(text), 1);
+  json_t *result;
 
-  if (result == NULL) {
-    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+  /* A call asked as a task that cannot start one: a protocol error. */
+  if (server->parsing_task_call) {
+    mcp_rpc_error(server, id, RPC_INVALID_PARAMS, text);
     return;
   }
-  rpc_result(server, id, result);
+  result = mcp_rpc_tool_result(server, text, strlen(text), 1, 1);
+
+  if (result == NULL) {
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
+    return;
+  }
+  mcp_rpc_result(server, id, result);
 }
 
 /* Long sessions: beyond the --keep-finished count, forget the oldest
@@ -265,6 +266,9 @@ static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
   int pid;
 
   if (!uvt_status_is_terminal(s->status) || !s->reported)
+    return 0;
+  /* MCP tasks keep their records for their ttl. */
+  if (mcp_task_find(server, s->id) != NULL)
     return 0;
   pid = uvt_process_pid(server->reg, s->id, &server->agent);
   return !(pid > 0 && kill(-pid, 0) == 0);
@@ -301,25 +305,36 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   json_t *result;
 
   call_unlink(call);
+  if (call->task != NULL) {
+    /* Answered with a CreateTaskResult; the result belongs to the task. */
+    mcp_task_call_done(call->task, status);
+    mcp_rpc_call_free(call);
+    return;
+  }
   /* A cancelled request gets no answer (MCP cancellation); a call ended by
    * shutdown has nobody left to answer. */
   if (call->cancelled || status == UVT_ECLOSING || status == UVT_EABORTED) {
-    call_free(call);
+    mcp_rpc_call_free(call);
     return;
   }
   if (status != 0) {
     rpc_errorf(server, call->id, RPC_INTERNAL_ERROR, "Internal error: %s",
                uvt_strerror(status));
-    call_free(call);
+    mcp_rpc_call_free(call);
     return;
   }
-  result = tool_result(server, req->text, req->len, req->is_error);
+  if (call->task_errors && req->is_error) {
+    mcp_rpc_error(server, call->id, RPC_INVALID_PARAMS, req->text);
+    mcp_rpc_call_free(call);
+    return;
+  }
+  result = mcp_rpc_tool_result(server, req->text, req->len, req->is_error, 1);
   if (result == NULL)
-    rpc_error(server, call->id, RPC_INTERNAL_ERROR,
-              "Internal error: out of memory");
+    mcp_rpc_error(server, call->id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
   else
-    rpc_result(server, call->id, result);
-  call_free(call);
+    mcp_rpc_result(server, call->id, result);
+  mcp_rpc_call_free(call);
   rpc_bound_retention(server);
 }
 
@@ -347,19 +362,91 @@ static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
   return 0;
 }
 
+/* Read an optional timeout_ms: a whole number of at least 1; more than
+ * any cap is capped by the tool.  Returns 0, or -1 after answering. */
+static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
+                       const char *tool, int64_t *out) {
+  json_t *v = json_object_get(args, "timeout_ms");
+  char buf[160];
+
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (json_is_integer(v) && json_integer_value(v) >= 1) {
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+  }
+  if (json_is_real(v) && json_real_value(v) >= 1 &&
+      (json_real_value(v) >= 9e18 ||
+       json_real_value(v) == (double)(int64_t)json_real_value(v))) {
+    *out = json_real_value(v) >= 9e18 ? INT64_MAX : (int64_t)json_real_value(v);
+    return 0;
+  }
+  snprintf(buf, sizeof(buf),
+           "%s: timeout_ms must be a whole number of milliseconds, at "
+           "least 1.",
+           tool);
+  tool_error_result(server, id, buf);
+  return -1;
+}
+
+/* params.task of a tools/call (MCP Tasks).  Returns 1 if the call is to run
+ * as a task, 0 if not, -1 after answering an error. */
+static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
+                           const char *name, double *ttl, int *ttl_given) {
+  json_t *task = json_object_get(params, "task");
+  json_t *jttl;
+  const char *support;
+
+  *ttl = 0;
+  *ttl_given = 0;
+  /* Without Tasks negotiated the field means nothing (the spec: process
+   * the request normally). */
+  if (task == NULL || !server->tasks_enabled)
+    return 0;
+  if (!json_is_object(task)) {
+    mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                  "Invalid params: task must be an object");
+    return -1;
+  }
+  jttl = json_object_get(task, "ttl");
+  if (jttl != NULL) {
+    if (!json_is_number(jttl) || json_number_value(jttl) < 0) {
+      mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                    "Invalid params: task.ttl must be a number of "
+                    "milliseconds, at least 0");
+      return -1;
+    }
+    *ttl = json_number_value(jttl);
+    *ttl_given = 1;
+  }
+  support = mcp_tool_task_support(name);
+  if (support == NULL || strcmp(support, "forbidden") == 0) {
+    rpc_errorf(server, id, RPC_METHOD_NOT_FOUND,
+               "Method not found: tool %.200s does not run as a task "
+               "(execution.taskSupport is forbidden)",
+               name);
+    return -1;
+  }
+  return 1;
+}
+
 static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   json_t *jname = json_object_get(params, "name");
   json_t *args = json_object_get(params, "arguments");
   json_t *v;
   const char *name;
+  const char *started;
   uvt_tools_args_t a;
   mcp_call_t *call;
   char buf[256];
+  double ttl;
+  int ttl_given;
+  int as_task;
   int err;
 
   if (!json_is_string(jname)) {
-    rpc_error(server, id, RPC_INVALID_PARAMS,
-              "Invalid params: tools/call needs \"name\", a string");
+    mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                  "Invalid params: tools/call needs \"name\", a string");
     return;
   }
   name = json_string_value(jname);
@@ -367,12 +454,18 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     rpc_errorf(server, id, RPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
     return;
   }
+  as_task = tools_call_task(server, id, params, name, &ttl, &ttl_given);
+  if (as_task < 0)
+    return;
+  /* From here a task-augmented call's failures are JSON-RPC errors: there
+   * is no task to hold a tool result. */
+  server->parsing_task_call = as_task;
   if (args == NULL || json_is_null(args)) {
     args = NULL;
   } else if (!json_is_object(args)) {
     snprintf(buf, sizeof(buf), "%s: arguments must be an object.", name);
     tool_error_result(server, id, buf);
-    return;
+    goto out;
   }
 
   uvt_tools_args_init(&a);
@@ -380,50 +473,49 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
         arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
         arg_string(server, id, args, name, "label", &a.label) != 0)
-      return;
+      goto out;
+  } else if (strcmp(name, "run_command") == 0) {
+    if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
+        arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
+        arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+      goto out;
   } else if (strcmp(name, "task_output") == 0 ||
              strcmp(name, "task_kill") == 0) {
     if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
-      return;
+      goto out;
+    /* An MCP task's output belongs to its tasks/result: the model's tools
+     * leave it alone. */
+    if (a.task_id != NULL && mcp_task_find(server, a.task_id) != NULL) {
+      snprintf(buf, sizeof(buf),
+               "%s: %.100s is an MCP task; use tasks/get, tasks/result or "
+               "tasks/cancel.",
+               name, a.task_id);
+      tool_error_result(server, id, buf);
+      goto out;
+    }
     if (strcmp(name, "task_kill") == 0) {
       if (arg_string(server, id, args, name, "reason", &a.reason) != 0)
-        return;
+        goto out;
     } else {
       v = json_object_get(args, "wait");
       if (v != NULL && !json_is_null(v)) {
         if (!json_is_boolean(v)) {
           tool_error_result(server, id,
                             "task_output: wait must be true or false.");
-          return;
+          goto out;
         }
         a.wait = json_is_true(v);
       }
-      v = json_object_get(args, "timeout_ms");
-      if (v != NULL && !json_is_null(v)) {
-        /* A whole number of at least 1; more than the cap is capped. */
-        if (json_is_integer(v) && json_integer_value(v) >= 1) {
-          a.timeout_ms = (int64_t)json_integer_value(v);
-        } else if (json_is_real(v) && json_real_value(v) >= 1 &&
-                   (json_real_value(v) >= 9e18 ||
-                    json_real_value(v) ==
-                        (double)(int64_t)json_real_value(v))) {
-          a.timeout_ms = json_real_value(v) >= 9e18
-                             ? INT64_MAX
-                             : (int64_t)json_real_value(v);
-        } else {
-          tool_error_result(server, id,
-                            "task_output: timeout_ms must be a whole "
-                            "number of milliseconds, at least 1.");
-          return;
-        }
-      }
+      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+        goto out;
     }
   }
 
   call = calloc(1, sizeof(*call));
   if (call == NULL) {
-    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
-    return;
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
+    goto out;
   }
   call->server = server;
   call->id = json_incref(id);
@@ -436,12 +528,29 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
                                    : uvt_strerror(err));
     json_decref(call->id);
     free(call);
-    return;
+    goto out;
   }
   call->next = server->calls;
   if (server->calls != NULL)
     server->calls->prev = call;
   server->calls = call;
+  if (as_task) {
+    started = uvt_tools_call_task(&call->req);
+    if (started == NULL) {
+      /* The command did not start: its tool error becomes the answer. */
+      call->task_errors = 1;
+    } else if (mcp_task_create(server, call, id, ttl, ttl_given) != 0) {
+      /* No task record: answer now, and stop the command nobody can
+       * reach. */
+      call->cancelled = 1;
+      uvt_tools_call_abort(&call->req);
+      mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                    "Internal error: out of memory");
+    }
+  }
+
+out:
+  server->parsing_task_call = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -467,12 +576,22 @@ static void rpc_initialize(mcp_server_t *server, json_t *id, json_t *params) {
       version, "capabilities", "tools", "listChanged", 0, "logging",
       "serverInfo", "name", "uvtasks-mcp", "title", "uvtasks background tasks",
       "version", UVT_VERSION_STRING, "instructions", server_instructions);
+  /* Tasks only with the revision that has them; an older client sees
+   * neither the capability nor the tools' execution fields. */
+  server->tasks_enabled = mcp_version_has_tasks(version);
+  if (result != NULL && server->tasks_enabled &&
+      json_object_set_new(json_object_get(result, "capabilities"), "tasks",
+                          mcp_tasks_capability()) != 0) {
+    json_decref(result);
+    result = NULL;
+  }
   server->initialized = 1;
   if (result == NULL) {
-    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
     return;
   }
-  rpc_result(server, id, result);
+  mcp_rpc_result(server, id, result);
 }
 
 static void rpc_tools_list(mcp_server_t *server, json_t *id) {
@@ -481,18 +600,21 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
   json_t *result;
 
   if (tools == NULL) {
-    rpc_error(server, id, RPC_INTERNAL_ERROR,
-              "Internal error: the tool schemas do not parse");
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: the tool schemas do not parse");
     return;
   }
   result = json_object();
   if (result == NULL) {
     json_decref(tools);
-    rpc_error(server, id, RPC_INTERNAL_ERROR, "Internal error: out of memory");
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
     return;
   }
+  if (server->tasks_enabled)
+    mcp_tasks_tools_list(server, tools);
   json_object_set_new(result, "tools", tools);
-  rpc_result(server, id, result);
+  mcp_rpc_result(server, id, result);
 }
 
 static void rpc_set_level(mcp_server_t *server, json_t *id, json_t *params) {
@@ -503,14 +625,14 @@ static void rpc_set_level(mcp_server_t *server, json_t *id, json_t *params) {
     for (i = 0; i < sizeof(log_levels) / sizeof(log_levels[0]); i++) {
       if (strcmp(json_string_value(jlevel), log_levels[i]) == 0) {
         server->log_level = (int)i;
-        rpc_result(server, id, json_object());
+        mcp_rpc_result(server, id, json_object());
         return;
       }
     }
   }
-  rpc_error(server, id, RPC_INVALID_PARAMS,
-            "Invalid params: level must be one of debug, info, notice, "
-            "warning, error, critical, alert, emergency");
+  mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                "Invalid params: level must be one of debug, info, notice, "
+                "warning, error, critical, alert, emergency");
 }
 
 static void rpc_cancelled(mcp_server_t *server, json_t *params) {
@@ -519,8 +641,13 @@ static void rpc_cancelled(mcp_server_t *server, json_t *params) {
 
   if (rid == NULL)
     return;
+  /* A waiting tasks/result given up: it will not be answered (the task
+   * goes on). */
+  if (mcp_tasks_cancel_request(server, rid))
+    return;
   for (call = server->calls; call != NULL; call = call->next) {
-    if (!call->cancelled && json_equal(call->id, rid)) {
+    if (!call->cancelled && call->task == NULL && !call->task_errors &&
+        json_equal(call->id, rid)) {
       /* M-MCP-1: stop that call's wait; it will not be answered. */
       call->cancelled = 1;
       uvt_tools_call_abort(&call->req);
@@ -546,7 +673,7 @@ void mcp_rpc_oversized(mcp_server_t *server) {
   snprintf(buf, sizeof(buf),
            "Invalid Request: message longer than %u bytes; skipped",
            MCP_LINE_MAX);
-  rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+  mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
 }
 
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
@@ -572,29 +699,29 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   if (msg == NULL) {
     snprintf(buf, sizeof(buf), "Parse error: %s (at byte %d)", jerr.text,
              jerr.position);
-    rpc_error(server, NULL, RPC_PARSE_ERROR, buf);
+    mcp_rpc_error(server, NULL, RPC_PARSE_ERROR, buf);
     return;
   }
   if (!json_is_object(msg)) {
-    rpc_error(server, NULL, RPC_INVALID_REQUEST,
-              json_is_array(msg)
-                  ? "Invalid Request: batches are not supported"
-                  : "Invalid Request: a message must be a JSON object");
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
+                  json_is_array(msg)
+                      ? "Invalid Request: batches are not supported"
+                      : "Invalid Request: a message must be a JSON object");
     json_decref(msg);
     return;
   }
   id = json_object_get(msg, "id");
   if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
-    rpc_error(server, NULL, RPC_INVALID_REQUEST,
-              "Invalid Request: id must be a string or an integer");
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
+                  "Invalid Request: id must be a string or an integer");
     json_decref(msg);
     return;
   }
   jmethod = json_object_get(msg, "method");
   if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
       strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
-    rpc_error(server, id, RPC_INVALID_REQUEST,
-              "Invalid Request: jsonrpc must be \"2.0\"");
+    mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
+                  "Invalid Request: jsonrpc must be \"2.0\"");
     json_decref(msg);
     return;
   }
@@ -606,8 +733,8 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
     return;
   }
   if (!json_is_string(jmethod)) {
-    rpc_error(server, id, RPC_INVALID_REQUEST,
-              "Invalid Request: method must be a string");
+    mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
+                  "Invalid Request: method must be a string");
     json_decref(msg);
     return;
   }
@@ -615,8 +742,8 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   params = json_object_get(msg, "params");
   if (params != NULL && !json_is_object(params)) {
     if (id != NULL)
-      rpc_error(server, id, RPC_INVALID_PARAMS,
-                "Invalid params: params must be an object");
+      mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                    "Invalid params: params must be an object");
     json_decref(msg);
     return;
   }
@@ -626,11 +753,13 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   else if (strcmp(method, "initialize") == 0)
     rpc_initialize(server, id, params);
   else if (strcmp(method, "ping") == 0)
-    rpc_result(server, id, json_object());
+    mcp_rpc_result(server, id, json_object());
   else if (strcmp(method, "tools/list") == 0)
     rpc_tools_list(server, id);
   else if (strcmp(method, "tools/call") == 0)
     rpc_tools_call(server, id, params);
+  else if (strncmp(method, "tasks/", 6) == 0)
+    mcp_tasks_request(server, method, id, params);
   else if (strcmp(method, "logging/setLevel") == 0)
     rpc_set_level(server, id, params);
   else

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,6 +179,23 @@ static int above_stdio(int fd, int *tmp) {
   return *tmp;
 }
 
+/* The working directory is checked here, before the spawn, as well as by
+ * the child's chdir: a clear error does not then depend on how the C
+ * library reports a child's failure before exec (under valgrind, for one,
+ * posix_spawn cannot report it and the child would exit 127 instead). */
+static int check_cwd(const char *cwd) {
+  struct stat st;
+  if (cwd == NULL)
+    return 0;
+  if (stat(cwd, &st) != 0)
+    return UVT__PERR(errno);
+  if (!S_ISDIR(st.st_mode))
+    return UV_ENOTDIR;
+  if (access(cwd, X_OK) != 0)
+    return UVT__PERR(errno);
+  return 0;
+}
+
 int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
@@ -195,6 +213,9 @@ int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out) {
   int i;
   pid_t pid;
 
+  err = check_cwd(req->cwd);
+  if (err != 0)
+    return err;
   if (req->command != NULL) {
     file = find_shell();
     if (file == NULL)

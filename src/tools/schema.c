@@ -24,6 +24,25 @@ static const char *const schema_parts[] = {
     "command.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
+    "{\"name\":\"run_command\","
+    "\"description\":\"Run a shell command (bash) in the foreground: wait "
+    "until it ends, then return its output (stdout, then stderr after a "
+    "[stderr] line) and its status line, for example [status: completed, "
+    "exit code: 0]. A non-zero exit code is shown in the status line, not "
+    "reported as a tool error. The command runs in its own process group "
+    "with no input and is stopped (SIGTERM, then SIGKILL) if it runs longer "
+    "than timeout_ms. For work you want to check on later, use "
+    "run_in_background.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"command\":{\"type\":\"string\",\"description\":"
+    "\"The shell command to run.\"},"
+    "\"cwd\":{\"type\":\"string\",\"description\":"
+    "\"Directory to run it in. Default: the server's working directory.\"},"
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"How long the command may run, in milliseconds. "
+    "Default 600000, at most 3600000 (a longer one is cut to 3600000).\"}},"
+    "\"required\":[\"command\"],\"additionalProperties\":false}}",
+
     "{\"name\":\"task_output\","
     "\"description\":\"Return the output a background task produced since "
     "your last read of it (each read consumes what it returns), then its "
@@ -62,14 +81,11 @@ static const char *const schema_parts[] = {
 };
 
 static const char *const tool_names[] = {
-    "run_in_background",
-    "task_output",
-    "task_list",
-    "task_kill",
+    "run_in_background", "run_command", "task_output", "task_list", "task_kill",
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;
-static char schema_json[8192];
+static char schema_json[12288];
 
 static void schema_build(void) {
   size_t n = 0;

@@ -17,6 +17,13 @@ enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
 
 enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH };
 
+enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND };
+
+/* run_command waits this much longer than the command's runtime limit: the
+ * limit's SIGTERM, the grace, SIGKILL and the pipes' drain all come first,
+ * so the wait itself never decides the result. */
+#define TOOLS_RUN_WAIT_SLACK_MS 60000
+
 /* ---------------------------------------------------------------------- */
 /* Options and arguments                                                   */
 
@@ -41,6 +48,13 @@ void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
   req->text = NULL;
   req->len = 0;
   req->is_error = 0;
+  req->task_id_[0] = '\0';
+}
+
+const char *uvt_tools_call_task(const uvt_tools_call_t *req) {
+  if (req == NULL || req->tool_ != TOOL_RUN_COMMAND || req->task_id_[0] == 0)
+    return NULL;
+  return req->task_id_;
 }
 
 static char *tools_strdup(const char *s) {
@@ -147,12 +161,48 @@ static void text_read(uvt__text_t *t, const uvt_read_t *r,
   uvt__text_status(t, &r->snapshot);
 }
 
+/* Why a command did not start. */
+static void text_start_error(uvt__text_t *t, int err, const char *cwd) {
+  uvt__text_str(t, "Not started: ");
+  if (err == UVT_ELIMIT) {
+    uvt__text_str(t, "you already have the most running tasks allowed. "
+                     "Wait for one to end or stop one with task_kill.");
+  } else if (err == UVT_ECLOSING) {
+    uvt__text_str(t, "the task service is shutting down.");
+  } else if (err == UVT_ESTALE) {
+    uvt__text_str(t, "the caller is not a registered agent.");
+  } else if (err == UV_ENOENT && cwd != NULL) {
+    uvt__text_str(t, "no such directory or no shell (cwd ");
+    uvt__text_oneline(t, cwd, 1024);
+    uvt__text_str(t, ").");
+  } else if (err == UV_E2BIG) {
+    uvt__text_str(t, "the command is too long.");
+  } else {
+    uvt__text_printf(t, "%s (%s).", uvt_strerror(err), uvt_err_name(err));
+  }
+}
+
+/* Process options for a command of `req` (run_in_background, run_command). */
+static void tools_process_options(uvt_tools_call_t *req,
+                                  const uvt_tools_args_t *args,
+                                  uvt_process_options_t *po) {
+  uvt_tools_t *tools = req->tools;
+
+  uvt_process_options_init(po);
+  po->command = args->command;
+  po->cwd = args->cwd != NULL ? args->cwd : tools->cwd_;
+  po->owner = req->caller_;
+  if (tools->output_cap_bytes_ > 0)
+    po->output_cap_bytes = tools->output_cap_bytes_;
+  if (tools->grace_ms_ > 0)
+    po->grace_ms = tools->grace_ms_;
+}
+
 /* ---------------------------------------------------------------------- */
 /* The tools                                                               */
 
 static void tool_run_in_background(uvt_tools_call_t *req,
                                    const uvt_tools_args_t *args) {
-  uvt_tools_t *tools = req->tools;
   uvt_process_options_t po;
   uvt__text_t t;
   char id[UVT_ID_MAX];
@@ -165,39 +215,16 @@ static void tool_run_in_background(uvt_tools_call_t *req,
     tools_result(req, &t, 1);
     return;
   }
-  uvt_process_options_init(&po);
-  po.command = args->command;
-  po.cwd = args->cwd != NULL ? args->cwd : tools->cwd_;
+  tools_process_options(req, args, &po);
   po.label = args->label != NULL && args->label[0] != '\0' ? args->label : NULL;
-  po.owner = req->caller_;
-  if (tools->output_cap_bytes_ > 0)
-    po.output_cap_bytes = tools->output_cap_bytes_;
-  if (tools->grace_ms_ > 0)
-    po.grace_ms = tools->grace_ms_;
 
-  err = uvt_process_start(tools->registry, &po, id);
+  err = uvt_process_start(req->tools->registry, &po, id);
   if (err == 0) {
     uvt__text_printf(&t, "Started %s.\n[status: running]", id);
     tools_result(req, &t, 0);
     return;
   }
-  uvt__text_str(&t, "Not started: ");
-  if (err == UVT_ELIMIT) {
-    uvt__text_str(&t, "you already have the most running tasks allowed. "
-                      "Wait for one to end or stop one with task_kill.");
-  } else if (err == UVT_ECLOSING) {
-    uvt__text_str(&t, "the task service is shutting down.");
-  } else if (err == UVT_ESTALE) {
-    uvt__text_str(&t, "the caller is not a registered agent.");
-  } else if (err == UV_ENOENT && po.cwd != NULL) {
-    uvt__text_str(&t, "no such directory or no shell (cwd ");
-    uvt__text_oneline(&t, po.cwd, 1024);
-    uvt__text_str(&t, ").");
-  } else if (err == UV_E2BIG) {
-    uvt__text_str(&t, "the command is too long.");
-  } else {
-    uvt__text_printf(&t, "%s (%s).", uvt_strerror(err), uvt_err_name(err));
-  }
+  text_start_error(&t, err, po.cwd);
   tools_result(req, &t, 1);
 }
 
@@ -227,6 +254,66 @@ static void tools_read_result(uvt_tools_call_t *req, const char *id,
   }
   text_task_error(&t, "read", id, err);
   tools_result(req, &t, 1);
+}
+
+/* run_command's result once its wait ended with `status`: the output,
+ * then the status line.  Only a command that completed (whatever its exit
+ * code) is a success. */
+static void tools_run_result(uvt_tools_call_t *req, int status,
+                             const uvt_snapshot_t *snap) {
+  uvt_registry_t *reg = req->tools->registry;
+  uvt_read_t r;
+  uvt__text_t t;
+  int err;
+
+  uvt__text_init(&t);
+  if (status == UVT_EWAITTIMEOUT) {
+    /* The runtime limit should have ended it long ago; stop it now. */
+    uvt_kill(reg, req->task_id_, req->caller_, "run_command wait ran out",
+             NULL);
+  } else if (status != 0) {
+    text_task_error(&t, "wait for", req->task_id_, status);
+    tools_result(req, &t, 1);
+    return;
+  }
+  memset(&r, 0, sizeof(r));
+  err = uvt_read(reg, req->task_id_, req->caller_, &r);
+  if (err != 0) {
+    if (snap == NULL || (err != UVT_ENOTASK && err != UVT_ECLOSING)) {
+      text_task_error(&t, "read", req->task_id_, err);
+      tools_result(req, &t, 1);
+      return;
+    }
+    uvt__text_str(&t, "(its output is no longer available)\n");
+    uvt__text_status(&t, snap);
+    tools_result(req, &t, snap->status != UVT_COMPLETED);
+    return;
+  }
+  if (r.len > 0) {
+    uvt__text_utf8(&t, r.text, r.len);
+    if (r.text[r.len - 1] != '\n')
+      uvt__text_str(&t, "\n");
+  } else {
+    uvt__text_str(&t, "(no output)\n");
+  }
+  if (status == UVT_EWAITTIMEOUT)
+    uvt__text_str(&t, "(the command did not end in time; it is being "
+                      "stopped)\n");
+  uvt__text_status(&t, &r.snapshot);
+  err = r.snapshot.status != UVT_COMPLETED;
+  uvt_read_cleanup(&r);
+  tools_result(req, &t, err);
+}
+
+static void tools_link_waiting(uvt_tools_call_t *req) {
+  uvt_tools_t *tools = req->tools;
+
+  req->state_ = CALL_WAITING;
+  req->prev_ = NULL;
+  req->next_ = tools->waiting_;
+  if (tools->waiting_ != NULL)
+    tools->waiting_->prev_ = req;
+  tools->waiting_ = req;
 }
 
 static void tools_unlink_waiting(uvt_tools_call_t *req) {
@@ -262,6 +349,10 @@ static void tools_wait_cb(uvt_wait_t *w, int status,
       tools_notice(tools, snap, req->caller_);
     tools_ready(req,
                 req->aborted_ == ABORT_DETACH ? UVT_ECLOSING : UVT_EABORTED);
+    return;
+  }
+  if (req->tool_ == TOOL_RUN_COMMAND) {
+    tools_run_result(req, status, snap);
     return;
   }
   if (status == 0) {
@@ -329,12 +420,61 @@ static void tool_task_output(uvt_tools_call_t *req,
     tools_result(req, &t, 1);
     return;
   }
-  req->state_ = CALL_WAITING;
-  req->prev_ = NULL;
-  req->next_ = tools->waiting_;
-  if (tools->waiting_ != NULL)
-    tools->waiting_->prev_ = req;
-  tools->waiting_ = req;
+  tools_link_waiting(req);
+}
+
+static void tool_run_command(uvt_tools_call_t *req,
+                             const uvt_tools_args_t *args) {
+  uvt_tools_t *tools = req->tools;
+  uvt_process_options_t po;
+  uvt__text_t t;
+  uint64_t runtime_ms;
+  uint64_t grace_ms;
+  int err;
+
+  uvt__text_init(&t);
+  if (args->command == NULL || args->command[0] == '\0') {
+    uvt__text_str(&t, "run_command needs a command (a non-empty string).");
+    tools_result(req, &t, 1);
+    return;
+  }
+  if (args->timeout_ms == 0 || args->timeout_ms < -1) {
+    uvt__text_str(&t, "timeout_ms must be a positive number of "
+                      "milliseconds (at most 3600000).");
+    tools_result(req, &t, 1);
+    return;
+  }
+  if (args->timeout_ms < 0)
+    runtime_ms = UVT_TOOLS_RUN_DEFAULT_MS;
+  else if (args->timeout_ms > UVT_TOOLS_RUN_MAX_MS)
+    runtime_ms = UVT_TOOLS_RUN_MAX_MS;
+  else
+    runtime_ms = (uint64_t)args->timeout_ms;
+
+  tools_process_options(req, args, &po);
+  po.max_runtime_ms = runtime_ms;
+  err = uvt_process_start(tools->registry, &po, req->task_id_);
+  if (err != 0) {
+    req->task_id_[0] = '\0';
+    text_start_error(&t, err, po.cwd);
+    tools_result(req, &t, 1);
+    return;
+  }
+  grace_ms = po.grace_ms > 0 ? po.grace_ms : UVT_PROCESS_GRACE_MS;
+  req->timeout_ms_ =
+      runtime_ms + grace_ms + UVT_PROCESS_DRAIN_MS + TOOLS_RUN_WAIT_SLACK_MS;
+  req->wait_.data = req;
+  err = uvt_wait(tools->registry, &req->wait_, req->task_id_, req->timeout_ms_,
+                 req->caller_, tools_wait_cb);
+  if (err != 0) {
+    /* Nobody would wait for it: it must not run unattended. */
+    uvt_kill(tools->registry, req->task_id_, req->caller_,
+             "run_command could not wait", NULL);
+    text_task_error(&t, "wait for", req->task_id_, err);
+    tools_result(req, &t, 1);
+    return;
+  }
+  tools_link_waiting(req);
 }
 
 static void tool_task_list(uvt_tools_call_t *req) {
@@ -586,16 +726,21 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->state_ = CALL_IDLE;
   req->status_ = 0;
   req->aborted_ = ABORT_NONE;
+  req->tool_ = TOOL_OTHER;
   tools->pending_++;
 
-  if (strcmp(name, "run_in_background") == 0)
+  if (strcmp(name, "run_in_background") == 0) {
     tool_run_in_background(req, args);
-  else if (strcmp(name, "task_output") == 0)
+  } else if (strcmp(name, "run_command") == 0) {
+    req->tool_ = TOOL_RUN_COMMAND;
+    tool_run_command(req, args);
+  } else if (strcmp(name, "task_output") == 0) {
     tool_task_output(req, args);
-  else if (strcmp(name, "task_list") == 0)
+  } else if (strcmp(name, "task_list") == 0) {
     tool_task_list(req);
-  else
+  } else {
     tool_task_kill(req, args);
+  }
   return 0;
 }
 
@@ -608,6 +753,11 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
     return UV_EINVAL;
   if (req->aborted_ == ABORT_NONE) {
     req->aborted_ = ABORT_CALLER;
+    /* run_command runs in the foreground: a call given up stops it (the
+     * kill marks it reported, so no notice follows). */
+    if (req->tool_ == TOOL_RUN_COMMAND)
+      uvt_kill(req->tools->registry, req->task_id_, req->caller_,
+               "call cancelled", NULL);
     /* UV_EINVAL here means the wait's callback is already due; it will
      * see aborted_ and end the call as aborted. */
     uvt_wait_abort(&req->wait_);

@@ -197,6 +197,56 @@ else
   bad "SIGINT: the task's process '$pid' is gone"
 fi
 
+# MCP Tasks (2025-11-25): bad input to tasks/* and to task-augmented calls
+# gets the protocol's error and the server keeps serving.
+start_server
+check "tasks: initialize 2025-11-25 declares tasks" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+  1 '"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}'
+check "tasks: a background task" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"true"}}}' 2 'Started bash-1.'
+check "tasks: a task-augmented run_command" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo t"},"task":{"ttl":60000}}}' \
+  3 '"result":{"task":{"taskId":"bash-2","status":"working","ttl":60000,'
+check "tasks: its result" '{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":"bash-2"}}' \
+  4 '"text":"t\n[status: completed, exit code: 0]"' '"isError":false' '"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"bash-2"}}'
+check "tasks/get without taskId" '{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{}}' 5 '"code":-32602' 'taskId must be a string'
+check "tasks/get without params" '{"jsonrpc":"2.0","id":6,"method":"tasks/get"}' 6 '"code":-32602'
+check "tasks/get with a numeric taskId" '{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":2}}' 7 '"code":-32602'
+check "tasks/get of an unknown task" '{"jsonrpc":"2.0","id":8,"method":"tasks/get","params":{"taskId":"bash-99"}}' 8 '"code":-32602' 'Task not found'
+check "tasks/get of a background task (not an MCP task)" '{"jsonrpc":"2.0","id":9,"method":"tasks/get","params":{"taskId":"bash-1"}}' 9 '"code":-32602' 'Task not found'
+check "tasks/result of a background task" '{"jsonrpc":"2.0","id":10,"method":"tasks/result","params":{"taskId":"bash-1"}}' 10 '"code":-32602'
+check "tasks/cancel of a background task" '{"jsonrpc":"2.0","id":11,"method":"tasks/cancel","params":{"taskId":"bash-1"}}' 11 '"code":-32602'
+check "tasks/cancel of a completed task" '{"jsonrpc":"2.0","id":12,"method":"tasks/cancel","params":{"taskId":"bash-2"}}' 12 '"code":-32602' "already in terminal status 'completed'"
+check "tasks/list with a numeric cursor" '{"jsonrpc":"2.0","id":13,"method":"tasks/list","params":{"cursor":5}}' 13 '"code":-32602'
+check "tasks/list with a made-up cursor" '{"jsonrpc":"2.0","id":14,"method":"tasks/list","params":{"cursor":"bogus"}}' 14 '"code":-32602' 'invalid cursor'
+check "tasks/list shows only the MCP task" '{"jsonrpc":"2.0","id":15,"method":"tasks/list"}' 15 '"result":{"tasks":[{"taskId":"bash-2","status":"completed",'
+check "a forbidden tool as a task" '{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"task_list","task":{}}}' 16 '"code":-32601' 'taskSupport is forbidden'
+check "run_in_background as a task" '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"true"},"task":{}}}' 17 '"code":-32601'
+check "a task that is not an object" '{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"},"task":"yes"}}' 18 '"code":-32602' 'task must be an object'
+check "a ttl that is a string" '{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"},"task":{"ttl":"soon"}}}' 19 '"code":-32602' 'task.ttl must be a number'
+check "a negative ttl" '{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"},"task":{"ttl":-1}}}' 20 '"code":-32602'
+check "a null ttl" '{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"},"task":{"ttl":null}}}' 21 '"code":-32602'
+check "a task without a command" '{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"run_command","arguments":{},"task":{}}}' 22 '"code":-32602' 'needs a command'
+check "a task with a wrong argument type" '{"jsonrpc":"2.0","id":23,"method":"tools/call","params":{"name":"run_command","arguments":{"command":7},"task":{}}}' 23 '"code":-32602' 'command must be a string'
+check "a task whose cwd does not exist" '{"jsonrpc":"2.0","id":24,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","cwd":"/no/such/dir"},"task":{}}}' 24 '"code":-32602' 'Not started'
+check "run_command with a bad timeout_ms" '{"jsonrpc":"2.0","id":25,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","timeout_ms":0}}}' 25 '"isError":true' 'timeout_ms'
+check "task_kill on an MCP task is a tool error" '{"jsonrpc":"2.0","id":26,"method":"tools/call","params":{"name":"task_kill","arguments":{"task_id":"bash-2"}}}' 26 '"isError":true' 'is an MCP task'
+check "an unknown tasks/ method" '{"jsonrpc":"2.0","id":27,"method":"tasks/delete","params":{"taskId":"bash-2"}}' 27 '"code":-32601'
+# A tasks/result given up with notifications/cancelled is never answered;
+# the task goes on and can be cancelled.
+check "tasks: a long task" '{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},"task":{}}}' 40 '"taskId":"bash-3","status":"working"'
+send '{"jsonrpc":"2.0","id":41,"method":"tasks/result","params":{"taskId":"bash-3"}}'
+send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41}}'
+check "tasks: cancel it" '{"jsonrpc":"2.0","id":42,"method":"tasks/cancel","params":{"taskId":"bash-3"}}' 42 '"status":"cancelled"'
+check "tasks: its result, asked again" '{"jsonrpc":"2.0","id":43,"method":"tasks/result","params":{"taskId":"bash-3"}}' 43 '[status: killed, signal: SIGTERM]' '"isError":true'
+check "tasks: the given-up tasks/result got no answer" '{"jsonrpc":"2.0","id":28,"method":"ping"}' 28 '"result":{}'
+check "tasks: initialize 2025-06-18 has no tasks" '{"jsonrpc":"2.0","id":29,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 29 '"capabilities":{"tools":{"listChanged":false},"logging":{}}'
+check "tasks: without Tasks, tasks/get does not exist" '{"jsonrpc":"2.0","id":30,"method":"tasks/get","params":{"taskId":"bash-2"}}' 30 '"code":-32601'
+check "tasks: without Tasks, a task field is ignored" '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},"task":"anything"}}' 31 '"text":"plain\n[status: completed, exit code: 0]"'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+rc=0
+wait "$srv" || rc=$?
+if [ "$rc" = 0 ]; then ok "tasks: end of input, exit status 0"; else bad "tasks: end of input, exit status $rc"; fi
+
 # --keep-finished: finished tasks whose end was seen are forgotten beyond
 # the count (R-FORGET-1), the oldest first.
 start_server --keep-finished 1
