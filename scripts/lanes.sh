@@ -69,7 +69,7 @@ lane_valgrind() {
   setup build-valgrind -Db_sanitize=none -Dwerror=true -Dbuildtype=debug
   meson test -C build-valgrind --suite unit --print-errorlogs \
     --timeout-multiplier 10 \
-    --wrap='valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 --quiet' \
+    --wrap='valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 --quiet --max-threads=2048' \
     "$@"
 }
 
