@@ -8,12 +8,14 @@ static int print_task(FILE *fp, const uvt_task_t *t) {
   const struct uvt__link *n;
   size_t waits = 0;
   for (n = t->waits.next; n != &t->waits; n = n->next)
-    waits++;
+    if (uvt__container_of(n, const uvt_wait_t, link_)->state_ ==
+        UVT__WAIT_PENDING)
+      waits++;
   return fprintf(
       fp,
       "  task %s kind=%s status=%s reported=%d owner=%s "
       "session=%s waits=%zu label=\"%s\"%s%s%s%s\n",
-      t->id, t->kind, uvt_status_name(t->status), t->reported ? 1 : 0,
+      t->id, uvt__task_kind(t), uvt_status_name(t->status), t->reported ? 1 : 0,
       t->owner != NULL && t->owner->id ? t->owner->id : "-",
       t->owner_session != NULL ? t->owner_session : "-", waits, t->label,
       t->detail ? " detail=\"" : "", t->detail ? t->detail : "",
@@ -61,6 +63,8 @@ int uvt_registry_print(const uvt_registry_t *reg, FILE *fp) {
     const struct uvt__link *m;
     for (m = t->waits.next; m != &t->waits; m = m->next) {
       const uvt_wait_t *w = uvt__container_of(m, const uvt_wait_t, link_);
+      if (w->state_ != UVT__WAIT_PENDING)
+        continue; /* counted at settlement; its callback is due */
       bad |= fprintf(fp, "  wait %p on %s due at loop time %" PRIu64 " ms\n",
                      (const void *)w, t->id, w->deadline_.due_ms) < 0;
     }

@@ -41,10 +41,10 @@ void uvt__update_ref(uvt_registry_t *reg) {
   int pending;
   if (reg->handles_closing)
     return;
-  pending =
-      reg->metrics.live > 0 || reg->closing ||
-      !uvt__list_empty(&reg->deferred) || !uvt__list_empty(&reg->dispatch) ||
-      !uvt__list_empty(&reg->agents_done) || !uvt__list_empty(&reg->changes);
+  pending = reg->metrics.live > 0 || reg->closing ||
+            !uvt__list_empty(&reg->deferred) ||
+            !uvt__list_empty(&reg->dispatch) ||
+            !uvt__list_empty(&reg->agents_done) || reg->changes != NULL;
   if (pending)
     uv_ref((uv_handle_t *)&reg->async);
   else
@@ -98,7 +98,8 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   uvt__list_init(&reg->agents_done);
   uvt__list_init(&reg->watchers);
   uvt__list_init(&reg->watch_dispatching);
-  uvt__list_init(&reg->changes);
+  reg->changes = NULL;
+  reg->changes_tail = &reg->changes;
 
   err = uvt__hub_new(reg, &reg->hub);
   if (err != 0) {
@@ -192,7 +193,7 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
     return;
   if (reg->records > 0 || reg->disposing_agents > 0 ||
       !uvt__list_empty(&reg->deferred) || !uvt__list_empty(&reg->dispatch) ||
-      !uvt__list_empty(&reg->agents_done) || !uvt__list_empty(&reg->changes) ||
+      !uvt__list_empty(&reg->agents_done) || reg->changes != NULL ||
       reg->deadlines != NULL)
     return;
 

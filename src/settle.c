@@ -21,23 +21,21 @@ int uvt__hub_new(uvt_registry_t *reg, uvt__hub_t **out) {
   }
   uvt__list_init(&hub->queue);
   hub->async = &reg->async;
-  hub->refs = 1;
+  atomic_init(&hub->refs, 1);
   *out = hub;
   return 0;
 }
 
+/* The count is atomic rather than under hub->mutex: every start and every
+ * record freed takes or drops a reference, and two lock round trips per
+ * task showed in bench-core lifecycle.  Only a holder of a reference
+ * touches the hub, so the holder that drops the last one is alone. */
 void uvt__hub_ref(uvt__hub_t *hub) {
-  uv_mutex_lock(&hub->mutex);
-  hub->refs++;
-  uv_mutex_unlock(&hub->mutex);
+  atomic_fetch_add_explicit(&hub->refs, 1, memory_order_relaxed);
 }
 
 void uvt__hub_unref(uvt__hub_t *hub) {
-  size_t refs;
-  uv_mutex_lock(&hub->mutex);
-  refs = --hub->refs;
-  uv_mutex_unlock(&hub->mutex);
-  if (refs == 0) {
+  if (atomic_fetch_sub_explicit(&hub->refs, 1, memory_order_acq_rel) == 1) {
     uv_mutex_destroy(&hub->mutex);
     uvt__free(hub);
   }
@@ -75,6 +73,20 @@ void uvt__hub_cancel(uvt_task_t *t) {
   uv_mutex_unlock(&t->hub->mutex);
 }
 
+/* Queue `t` for the loop; hub->mutex held, hub->async set.  Only a push
+ * onto an empty queue sends: a non-empty queue means an earlier push sent
+ * after the last drain took the queue, and the callback that send
+ * guarantees takes this task too.  Settles from many threads then do not
+ * all touch the async handle's cache line (bench-core xsettle). */
+static void hub_push(uvt__hub_t *hub, uvt_task_t *t) {
+  int was_empty = uvt__list_empty(&hub->queue);
+  uvt__list_insert_tail(&hub->queue, &t->queue_link);
+  t->queued = 1;
+  /* Sent under the lock, so close cannot free the handle in between. */
+  if (was_empty)
+    uv_async_send(hub->async);
+}
+
 int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *o) {
   uvt__hub_t *hub;
   char *detail = NULL;
@@ -100,11 +112,8 @@ int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *o) {
   if (atomic_load(&t->settle_called)) {
     /* R-DONE-2: the first outcome wins; the drain logs the later ones. */
     t->dup_settles++;
-    if (hub->async != NULL && !t->queued) {
-      uvt__list_insert_tail(&hub->queue, &t->queue_link);
-      t->queued = 1;
-      uv_async_send(hub->async);
-    }
+    if (hub->async != NULL && !t->queued)
+      hub_push(hub, t);
     uv_mutex_unlock(&hub->mutex);
     uvt__free(detail);
     uvt__free(output);
@@ -122,10 +131,7 @@ int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *o) {
     uvt__task_free(t);
     return 0;
   }
-  uvt__list_insert_tail(&hub->queue, &t->queue_link);
-  t->queued = 1;
-  /* Sent under the lock, so close cannot free the handle in between. */
-  uv_async_send(hub->async);
+  hub_push(hub, t);
   uv_mutex_unlock(&hub->mutex);
   return 0;
 }

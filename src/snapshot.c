@@ -6,7 +6,7 @@
 
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s) {
   s->id = t->id;
-  s->kind = t->kind;
+  s->kind = uvt__task_kind(t);
   s->label = t->label;
   s->owner_session = t->owner_session;
   s->status = t->status;

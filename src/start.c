@@ -56,14 +56,13 @@ static uvt_task_t *task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec) {
   if (t == NULL)
     return NULL;
   p = (char *)(t + 1);
-  t->kind = p;
   memcpy(p, spec->kind, kind_len + 1);
   p += kind_len + 1;
   t->id = p;
   memcpy(p, spec->kind, kind_len);
   p[kind_len] = '-';
   p[kind_len + 1] = '\0';
-  t->id_prefix_len = kind_len + 1;
+  t->id_prefix_len = (unsigned char)(kind_len + 1);
   p += kind_len + 22;
   t->label = p;
   memcpy(p, spec->label, label_len + 1);
@@ -79,7 +78,6 @@ static uvt_task_t *task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec) {
   uvt__list_init(&t->scope_link);
   uvt__list_init(&t->owner_link);
   uvt__list_init(&t->waits);
-  uvt__list_init(&t->counted);
   uvt__list_init(&t->dispatch_link);
   uvt__list_init(&t->sweep_link);
   uvt__list_init(&t->apply_link);

@@ -59,7 +59,7 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason) {
       uvt__log(reg, UVT_LOG_WARN,
                "task %s (kind %s, label \"%s\"): cancel failed during "
                "teardown (%s); its work may be orphaned",
-               t->id, t->kind, t->label, uvt_err_name(err));
+               t->id, uvt__task_kind(t), t->label, uvt_err_name(err));
       uvt__force_fail(t, cancel_failed_detail(err),
                       "cancel failed during teardown; work may be orphaned");
       return;
@@ -114,14 +114,14 @@ void uvt__teardown_expired(uvt_task_t *t) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
              "cancel; its work may be orphaned",
-             t->id, t->kind, t->label, grace);
+             t->id, uvt__task_kind(t), t->label, grace);
     uvt__force_fail(t, grace_detail(grace),
                     "did not stop in time after cancel; work may be orphaned");
   } else if (t->quiesce_pending) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\"): what its work left behind did "
              "not stop within %llu ms; it may be orphaned",
-             t->id, t->kind, t->label, grace);
+             t->id, uvt__task_kind(t), t->label, grace);
     t->quiesce_pending = 0;
     uvt__drop(t);
   }

@@ -100,7 +100,7 @@ typedef struct {
   uv_mutex_t mutex;
   struct uvt__link queue; /* tasks whose outcome (or a duplicate) arrived */
   uv_async_t *async;      /* NULL once the registry closed */
-  size_t refs;            /* the registry + every task not yet freed */
+  atomic_size_t refs;     /* the registry + every task not yet freed */
 } uvt__hub_t;
 
 /* ---- Sessions: the per-session index behind uvt_list (R-LIST-1). */
@@ -128,46 +128,42 @@ enum {
   UVT__CHANGE_DROPPED,
   UVT__CHANGE_COUNT
 };
+/* The queue is a singly-linked FIFO (nodes leave only from its head), and
+ * a node finds its record from its own index, so each node costs 16 bytes
+ * of the record instead of 32. */
 struct uvt__change {
-  struct uvt__link link;
-  struct uvt_task_s *task;
-  uvt_status_t status;
-  int which;
+  struct uvt__change *next;
+  unsigned char which;  /* index in the record's changes[] */
+  unsigned char status; /* uvt_status_t the transition produced */
+  unsigned char fed;    /* queued once: each transition happens once */
 };
 
-/* ---- The record. */
+/* ---- The record.  Fields are ordered by when they are touched: what
+ * settlement reads and writes first (the hub-guarded outcome, then the
+ * loop-side state a settle drain applies), then the views, then what only
+ * starts, lookups and teardown use.  A drain of many settles from other
+ * threads reaches records that are no longer in cache; keeping its fields
+ * in the first cache lines is what bench-core xsettle measures. */
 struct uvt_task_s {
-  struct uvt__hentry hentry; /* registry's id index */
+  /* Guarded by hub->mutex (separate memory locations from the loop-side
+   * fields below). */
+  struct uvt__link queue_link;
+  atomic_int settle_called;
+  unsigned dup_settles;
+  uvt_status_t o_status;
+  unsigned char queued;
+  unsigned char o_lost;
+  char *o_detail;
+  char *o_output;
+  size_t o_output_len;
+
+  /* Loop side from here on. */
+  struct uvt__link apply_link; /* a settle drain in progress */
   uvt_registry_t *reg;
   uvt__hub_t *hub;
-  struct uvt__link all_link;      /* registry's tasks, registration order */
-  struct uvt__link scope_link;    /* session's tasks, or the unowned list */
-  struct uvt__link owner_link;    /* owner agent's tasks */
-  struct uvt__link waits;         /* pending waits, not yet counted */
-  struct uvt__link counted;       /* waits counted at settlement */
-  struct uvt__link dispatch_link; /* registry's dispatch list */
-  struct uvt__link sweep_link;    /* a teardown sweep being collected */
-  struct uvt__link apply_link;    /* a settle drain in progress */
-  struct uvt__deadline teardown_deadline;
-  struct uvt__change changes[UVT__CHANGE_COUNT];
-  uvt_agent_t *owner;
-  uvt__session_t *session;
-  uvt_hooks_t hooks;
-  void *arg;
-  uint64_t seq;
-  char *id; /* "<kind>-" preformatted; digits written at commit */
-  char *kind;
-  char *label;
-  char *owner_session; /* copy, so views never depend on the session */
-  size_t id_prefix_len;
+  /* Small fields, packed: the record's size is what a host holding many
+   * tasks pays (bench-core memory). */
   uvt_status_t status;
-  char *detail;
-  const char *kill_reason;
-  char *output;
-  size_t output_len;
-  size_t output_pos; /* stream kinds: what reads consumed of `output` */
-  int64_t started_at_ms;
-  int64_t finished_at_ms;
   unsigned pins; /* callbacks in flight that hold a view of the record */
   unsigned reported : 1;
   unsigned committed : 1;
@@ -181,20 +177,39 @@ struct uvt_task_s {
   unsigned kill_reason_owned : 1;
   unsigned producer_done : 1; /* the outcome was taken off the hub */
   unsigned in_quiesce_hook : 1;
-  unsigned hidden : 1; /* out of the id index and the list views */
-
-  /* Guarded by hub->mutex. */
-  struct uvt__link queue_link;
-  atomic_int settle_called;
-  int queued;
-  unsigned dup_settles;
-  unsigned dups_seen; /* loop side: taken from dup_settles by the drain */
-  uvt_status_t o_status;
-  char *o_detail;
-  char *o_output;
-  size_t o_output_len;
-  int o_lost;
+  unsigned hidden : 1;         /* out of the id index and the list views */
+  unsigned char id_prefix_len; /* strlen("<kind>-"), at most 65 */
+  unsigned dups_seen;          /* taken from dup_settles by the drain */
+  uvt_agent_t *owner;
+  struct uvt__link waits; /* pending waits; once terminal, counted ones */
+  uvt_hooks_t hooks;
+  char *detail;
+  char *output;
+  size_t output_len;
+  size_t output_pos;   /* stream kinds: what reads consumed of `output` */
+  char *id;            /* "<kind>-" preformatted; digits written at commit */
+  char *label;         /* the kind is the first string after the record */
+  char *owner_session; /* copy, so views never depend on the session */
+  const char *kill_reason;
+  int64_t started_at_ms;
+  int64_t finished_at_ms;
+  void *arg;
+  uint64_t seq;
+  uvt__session_t *session;
+  struct uvt__hentry hentry;      /* registry's id index */
+  struct uvt__link all_link;      /* registry's tasks, registration order */
+  struct uvt__link scope_link;    /* session's tasks, or the unowned list */
+  struct uvt__link owner_link;    /* owner agent's tasks */
+  struct uvt__link dispatch_link; /* registry's dispatch list */
+  struct uvt__link sweep_link;    /* a teardown sweep being collected */
+  struct uvt__deadline teardown_deadline;
+  struct uvt__change changes[UVT__CHANGE_COUNT];
 };
+
+/* The kind is stored right after the record (one block, see start.c). */
+static inline const char *uvt__task_kind(const uvt_task_t *t) {
+  return (const char *)(t + 1);
+}
 
 enum {
   UVT__AGENT_IDLE = 0,
@@ -206,7 +221,7 @@ enum {
 enum {
   UVT__WAIT_IDLE = 0,
   UVT__WAIT_PENDING, /* on task->waits with a deadline */
-  UVT__WAIT_COUNTED, /* on task->counted: settlement delivers status 0 */
+  UVT__WAIT_COUNTED, /* still on task->waits: dispatch delivers status 0 */
   UVT__WAIT_DUE,     /* on reg->deferred: delivered in the next drain */
   UVT__WAIT_EXPIRED  /* collected by the deadline sweep */
 };
@@ -235,7 +250,8 @@ struct uvt_registry_s {
   struct uvt__link agents_done; /* agents whose dispose finished */
   struct uvt__link watchers;
   struct uvt__link watch_dispatching;
-  struct uvt__link changes; /* queued change-feed transitions */
+  struct uvt__change *changes; /* queued change-feed transitions (FIFO) */
+  struct uvt__change **changes_tail;
 
   size_t records;
   size_t unowned_count;

@@ -83,7 +83,8 @@ void uvt__waits_count(uvt_task_t *t) {
     req->state_ = UVT__WAIT_COUNTED;
     uvt__deadline_remove(t->reg, &req->deadline_);
   }
-  uvt__list_splice(&t->waits, &t->counted);
+  /* They stay on t->waits: a terminal task gains no pending wait (a wait
+   * on it is deferred), so from here on that list holds counted ones. */
 }
 
 void uvt__waits_deliver_counted(uvt_task_t *t) {
@@ -91,7 +92,7 @@ void uvt__waits_deliver_counted(uvt_task_t *t) {
   struct uvt__link *n;
   uvt_snapshot_t view;
   uvt__list_init(&local);
-  uvt__list_splice(&t->counted, &local);
+  uvt__list_splice(&t->waits, &local);
   while ((n = uvt__list_pop(&local)) != NULL) {
     uvt_wait_t *req = uvt__container_of(n, uvt_wait_t, link_);
     req->state_ = UVT__WAIT_IDLE;

@@ -30,26 +30,31 @@ void uvt__feed(uvt_task_t *t, int which) {
   /* Nobody to tell, or silent since close began: skip the work. */
   if (reg->closing || uvt__list_empty(&reg->watchers))
     return;
-  if (c->task != NULL)
+  if (c->fed)
     return; /* each transition happens once */
-  c->task = t;
-  c->which = which;
-  c->status = t->status;
+  c->fed = 1;
+  c->which = (unsigned char)which;
+  c->status = (unsigned char)t->status;
+  c->next = NULL;
   uvt__task_pin(t);
-  uvt__list_insert_tail(&reg->changes, &c->link);
+  *reg->changes_tail = c;
+  reg->changes_tail = &c->next;
   uvt__kick(reg);
 }
 
 void uvt__feed_drain(uvt_registry_t *reg) {
-  struct uvt__link local;
-  struct uvt__link *n, *m;
+  struct uvt__change *c = reg->changes;
+  struct uvt__link *m;
   uvt_snapshot_t view;
 
-  uvt__list_init(&local);
-  uvt__list_splice(&reg->changes, &local);
-  while ((n = uvt__list_pop(&local)) != NULL) {
-    struct uvt__change *c = uvt__container_of(n, struct uvt__change, link);
-    uvt_task_t *t = c->task;
+  /* Take what is queued now; transitions fed by the callbacks below are
+   * delivered in the next turn.  Every node taken pins its record, so the
+   * chain stays valid while callbacks run. */
+  reg->changes = NULL;
+  reg->changes_tail = &reg->changes;
+  while (c != NULL) {
+    struct uvt__change *next = c->next;
+    uvt_task_t *t = uvt__container_of(c - c->which, uvt_task_t, changes);
     /* Same containment as listeners (R-DONE-4). */
     uvt__list_splice(&reg->watchers, &reg->watch_dispatching);
     while (!reg->closing &&
@@ -57,10 +62,11 @@ void uvt__feed_drain(uvt_registry_t *reg) {
       uvt_watch_t *w = uvt__container_of(m, uvt_watch_t, link_);
       uvt__list_insert_tail(&reg->watchers, m);
       uvt__snapshot_view(t, &view);
-      view.status = c->status;
+      view.status = (uvt_status_t)c->status;
       w->cb_(w, &view, c->which == UVT__CHANGE_DROPPED);
     }
     uvt__list_splice(&reg->watch_dispatching, &reg->watchers);
     uvt__task_unpin(t);
+    c = next;
   }
 }

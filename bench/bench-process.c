@@ -1,0 +1,454 @@
+/* Process tasks per second (workload 1) and loop responsiveness during the
+ * spawn storm (workload 2).
+ *
+ *   bench-process --impl uvtasks|uvspawn|posix_spawn --mode argv|shell
+ *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
+ *                 [--fds 0] [--probe]
+ *
+ * Runs `count` short commands (`true`), at most `live` at once, each read to
+ * the end of its output:
+ *   uvtasks      uvt_process_start (argv, or the command "true" run by the
+ *                producer's shell); every task is read once terminal and
+ *                then forgotten, as a long-lived host would.
+ *   uvspawn      a raw uv_spawn loop: stdout and stderr pipes, setsid,
+ *                reading both to EOF and waiting for the exit callback.
+ *   posix_spawn  the limit: posix_spawn + pipe + poll + waitpid, nothing
+ *                else.
+ * In shell mode the raw loops run `bash -c true` (uvtasks' shell).
+ * --heap-mib touches that much heap first; --idle keeps that many
+ * `sleep 3600` tasks alive during the run (uvtasks only); --probe runs a
+ * 1 ms repeating uv_timer on the same loop and reports its lateness, and
+ * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
+ * descriptors open.
+ *
+ * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
+ * uvt_process_start or uv_spawn); with --probe lat_p50_us, lat_p99_us,
+ * lat_max_us. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "uvtasks.h"
+#include "uvtasks/process.h"
+
+#include "bench-util.h"
+
+extern char **environ;
+
+static struct {
+  const char *impl;
+  int shell;
+  long count;
+  long live_max;
+  long idle;
+  int probe;
+} cfg;
+
+static uv_loop_t loop;
+static long started;
+static long finished;
+static long live;
+static uint64_t t_start;
+static uint64_t t_end;
+
+static const char *const argv_true[] = {"true", NULL};
+static const char *const argv_shell[] = {"bash", "-c", "true", NULL};
+
+/* ---- The lateness probe: a 1 ms repeating timer on the same loop. */
+
+static uv_timer_t probe;
+static uint64_t probe_last;
+static uint64_t *lateness;
+static size_t lateness_n;
+static size_t lateness_cap;
+
+static void probe_cb(uv_timer_t *timer) {
+  uint64_t now = bench_now_ns();
+  (void)timer;
+  if (probe_last != 0) {
+    uint64_t due = probe_last + 1000000;
+    if (lateness_n == lateness_cap) {
+      lateness_cap = lateness_cap ? lateness_cap * 2 : 4096;
+      lateness = realloc(lateness, lateness_cap * sizeof(*lateness));
+      if (lateness == NULL)
+        abort();
+    }
+    lateness[lateness_n++] = now > due ? now - due : 0;
+  }
+  probe_last = now;
+}
+
+static void probe_start(void) {
+  if (!cfg.probe)
+    return;
+  uv_timer_init(&loop, &probe);
+  uv_timer_start(&probe, probe_cb, 1, 1);
+}
+
+static void probe_stop(void) {
+  if (cfg.probe)
+    uv_close((uv_handle_t *)&probe, NULL);
+}
+
+/* ---- Start-call durations and pacing.  With --probe the host starts at
+ * most one task per loop turn (a uv_idle handle), as a host that cares
+ * about its loop's latency would; otherwise every finished task is
+ * replaced inside its completion callback. */
+
+static uint64_t *start_ns;
+static size_t start_n;
+static uv_idle_t pacer;
+static void (*start_one)(void);
+
+static void timed_start(void (*fn)(void)) {
+  uint64_t t0 = bench_now_ns();
+  fn();
+  if (start_n < (size_t)cfg.count)
+    start_ns[start_n++] = bench_now_ns() - t0;
+}
+
+static void pacer_cb(uv_idle_t *h) {
+  if (live < cfg.live_max && started < cfg.count)
+    timed_start(start_one);
+  if (live >= cfg.live_max || started >= cfg.count)
+    uv_idle_stop(h);
+}
+
+static void refill(void) {
+  if (cfg.probe) {
+    if (live < cfg.live_max && started < cfg.count)
+      uv_idle_start(&pacer, pacer_cb);
+    return;
+  }
+  while (live < cfg.live_max && started < cfg.count)
+    timed_start(start_one);
+}
+
+static void all_done(void) {
+  t_end = bench_now_ns();
+  probe_stop();
+  uv_close((uv_handle_t *)&pacer, NULL);
+}
+
+/* ---- uvtasks */
+
+static uvt_registry_t *reg;
+static uvt_surface_t surface;
+static uvt_listener_t listener;
+static char forget_ids[256][UVT_ID_MAX];
+static size_t forget_n;
+static size_t bytes_read;
+
+static void uvt_start_one(void) {
+  uvt_process_options_t o;
+  uvt_process_options_init(&o);
+  if (cfg.shell)
+    o.command = "true";
+  else
+    o.argv = argv_true;
+  BENCH_CHECK(uvt_process_start(reg, &o, NULL));
+  started++;
+  live++;
+}
+
+static void forget_pending(void) {
+  size_t i;
+  /* Records whose dispatch finished may be dropped now (R-FORGET-1). */
+  for (i = 0; i < forget_n; i++)
+    BENCH_CHECK(uvt_forget(reg, forget_ids[i], NULL));
+  forget_n = 0;
+}
+
+static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                    uvt_agent_t *owner) {
+  uvt_read_t r;
+  (void)l;
+  (void)owner;
+  forget_pending();
+  /* Each task is read to the end: what is left at settlement. */
+  BENCH_CHECK(uvt_read(reg, snap->id, NULL, &r));
+  bytes_read += r.len;
+  uvt_read_cleanup(&r);
+  if (snap->status != UVT_COMPLETED || snap->detail == NULL ||
+      strcmp(snap->detail, "exit code: 0") != 0)
+    fprintf(stderr, "bench: %s ended %s (%s)\n", snap->id,
+            uvt_status_name(snap->status), snap->detail ? snap->detail : "");
+  memcpy(forget_ids[forget_n++], snap->id, strlen(snap->id) + 1);
+  live--;
+  finished++;
+  refill();
+  if (finished == cfg.count) {
+    all_done();
+    uvt_listener_stop(&listener);
+    BENCH_CHECK(uvt_registry_close(reg, NULL, NULL));
+  }
+}
+
+static uv_timer_t settle_timer;
+
+static void begin_storm(uv_timer_t *timer) {
+  if (timer != NULL)
+    uv_close((uv_handle_t *)timer, NULL);
+  probe_start();
+  t_start = bench_now_ns();
+  refill();
+}
+
+static void run_uvtasks(void) {
+  static const char *const argv_idle[] = {"sleep", "3600", NULL};
+  long i;
+  BENCH_CHECK(uvt_registry_new(&loop, NULL, &reg));
+  BENCH_CHECK(uvt_surface_attach(reg, &surface, "bench"));
+  BENCH_CHECK(uvt_listener_start(reg, &listener, on_done));
+  for (i = 0; i < cfg.idle; i++) {
+    uvt_process_options_t o;
+    uvt_process_options_init(&o);
+    o.argv = argv_idle;
+    o.kind = "idle";
+    o.grace_ms = 100;
+    BENCH_CHECK(uvt_process_start(reg, &o, NULL));
+  }
+  start_one = uvt_start_one;
+  if (cfg.idle > 0) {
+    /* Let the idle tasks finish starting (exec, dynamic loading) before
+     * the clock starts: they must be idle, not competing for the CPU. */
+    uv_timer_init(&loop, &settle_timer);
+    uv_timer_start(&settle_timer, begin_storm, 1000, 0);
+  } else {
+    begin_storm(NULL);
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);
+}
+
+/* ---- raw uv_spawn */
+
+typedef struct {
+  uv_process_t proc;
+  uv_pipe_t out;
+  uv_pipe_t err;
+  int pending; /* exit + two EOFs */
+  int closes;
+} raw_t;
+
+static void raw_start_one(void);
+
+static void raw_closed(uv_handle_t *h) {
+  raw_t *r = h->data;
+  if (--r->closes > 0)
+    return;
+  free(r);
+  live--;
+  finished++;
+  refill();
+  if (finished == cfg.count)
+    all_done();
+}
+
+static void raw_step(raw_t *r) {
+  if (--r->pending > 0)
+    return;
+  r->closes = 3;
+  uv_close((uv_handle_t *)&r->proc, raw_closed);
+  uv_close((uv_handle_t *)&r->out, raw_closed);
+  uv_close((uv_handle_t *)&r->err, raw_closed);
+}
+
+static void raw_exit(uv_process_t *p, int64_t status, int sig) {
+  (void)status;
+  (void)sig;
+  raw_step(p->data);
+}
+
+static char raw_buf[65536];
+
+static void raw_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
+  (void)h;
+  (void)size;
+  buf->base = raw_buf;
+  buf->len = sizeof(raw_buf);
+}
+
+static void raw_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  (void)buf;
+  if (n > 0)
+    bytes_read += (size_t)n;
+  if (n < 0) {
+    uv_read_stop(s);
+    raw_step(s->data);
+  }
+}
+
+static void raw_start_one(void) {
+  raw_t *r = calloc(1, sizeof(*r));
+  uv_process_options_t o;
+  uv_stdio_container_t stdio[3];
+  if (r == NULL)
+    abort();
+  uv_pipe_init(&loop, &r->out, 0);
+  uv_pipe_init(&loop, &r->err, 0);
+  r->proc.data = r->out.data = r->err.data = r;
+  memset(&o, 0, sizeof(o));
+  stdio[0].flags = UV_IGNORE;
+  stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[1].data.stream = (uv_stream_t *)&r->out;
+  stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+  stdio[2].data.stream = (uv_stream_t *)&r->err;
+  o.stdio = stdio;
+  o.stdio_count = 3;
+  o.exit_cb = raw_exit;
+  o.file = cfg.shell ? argv_shell[0] : argv_true[0];
+  o.args = (char **)(cfg.shell ? argv_shell : argv_true);
+  o.flags = UV_PROCESS_DETACHED; /* setsid, as uvtasks does */
+  BENCH_CHECK(uv_spawn(&loop, &r->proc, &o));
+  r->pending = 3;
+  BENCH_CHECK(uv_read_start((uv_stream_t *)&r->out, raw_alloc, raw_read));
+  BENCH_CHECK(uv_read_start((uv_stream_t *)&r->err, raw_alloc, raw_read));
+  started++;
+  live++;
+}
+
+static void run_uvspawn(void) {
+  probe_start();
+  start_one = raw_start_one;
+  t_start = bench_now_ns();
+  refill();
+  uv_run(&loop, UV_RUN_DEFAULT);
+}
+
+/* ---- posix_spawn: the limit */
+
+static void run_posix_spawn(void) {
+  const char *const *args = cfg.shell ? argv_shell : argv_true;
+  struct pollfd *fds = calloc((size_t)cfg.live_max, sizeof(*fds));
+  pid_t *pids = calloc((size_t)cfg.live_max, sizeof(*pids));
+  posix_spawnattr_t attr;
+  char buf[65536];
+  long i;
+
+  if (fds == NULL || pids == NULL)
+    abort();
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  for (i = 0; i < cfg.live_max; i++)
+    fds[i].fd = -1;
+  t_start = bench_now_ns();
+  while (finished < cfg.count) {
+    for (i = 0; i < cfg.live_max && started < cfg.count; i++) {
+      posix_spawn_file_actions_t fa;
+      int p[2];
+      if (fds[i].fd >= 0)
+        continue;
+      if (pipe2(p, O_CLOEXEC) != 0)
+        abort();
+      posix_spawn_file_actions_init(&fa);
+      posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+      posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+      posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+      if (posix_spawnp(&pids[i], args[0], &fa, &attr, (char **)args, environ) !=
+          0)
+        abort();
+      posix_spawn_file_actions_destroy(&fa);
+      close(p[1]);
+      fds[i].fd = p[0];
+      fds[i].events = POLLIN;
+      started++;
+    }
+    if (poll(fds, (nfds_t)cfg.live_max, -1) < 0 && errno != EINTR)
+      abort();
+    for (i = 0; i < cfg.live_max; i++) {
+      ssize_t n;
+      if (fds[i].fd < 0 || fds[i].revents == 0)
+        continue;
+      n = read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        bytes_read += (size_t)n;
+        continue;
+      }
+      close(fds[i].fd);
+      fds[i].fd = -1;
+      waitpid(pids[i], NULL, 0);
+      finished++;
+    }
+  }
+  t_end = bench_now_ns();
+  posix_spawnattr_destroy(&attr);
+  free(fds);
+  free(pids);
+}
+
+int main(int argc, char **argv) {
+  char *heap;
+  cfg.impl = bench_sopt(argc, argv, "--impl", "uvtasks");
+  cfg.shell = strcmp(bench_sopt(argc, argv, "--mode", "argv"), "shell") == 0;
+  cfg.count = bench_lopt(argc, argv, "--count", 2000);
+  cfg.live_max = bench_lopt(argc, argv, "--live", 64);
+  cfg.idle = bench_lopt(argc, argv, "--idle", 0);
+  cfg.probe = bench_flag(argc, argv, "--probe");
+  heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
+  {
+    /* --fds N: hold N more descriptors, as N/3 live process tasks do, to
+     * tell the kernel's per-spawn descriptor-table cost from the
+     * registry's. */
+    long i, nfds = bench_lopt(argc, argv, "--fds", 0);
+    for (i = 0; i < nfds; i++)
+      if (open("/dev/null", O_RDONLY | O_CLOEXEC) < 0)
+        abort();
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  uv_loop_init(&loop);
+  uv_idle_init(&loop, &pacer);
+  start_ns = calloc((size_t)cfg.count + 1, sizeof(*start_ns));
+  if (start_ns == NULL)
+    abort();
+  if (strcmp(cfg.impl, "uvtasks") == 0) {
+    run_uvtasks();
+  } else if (strcmp(cfg.impl, "uvspawn") == 0) {
+    run_uvspawn();
+  } else if (strcmp(cfg.impl, "posix_spawn") == 0) {
+    uv_close((uv_handle_t *)&pacer, NULL);
+    run_posix_spawn();
+  } else {
+    fprintf(stderr, "bench-process: unknown --impl %s\n", cfg.impl);
+    return 2;
+  }
+  if (uv_run(&loop, UV_RUN_DEFAULT) != 0 || uv_loop_close(&loop) != 0) {
+    fprintf(stderr, "bench-process: loop not clean at exit\n");
+    return 1;
+  }
+  if (finished != cfg.count) {
+    fprintf(stderr, "bench-process: %ld of %ld finished\n", finished,
+            cfg.count);
+    return 1;
+  }
+  bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
+  if (cfg.probe) {
+    bench_result("lat_p50_us",
+                 (double)bench_percentile(lateness, lateness_n, 50) / 1e3);
+    bench_result("lat_p99_us",
+                 (double)bench_percentile(lateness, lateness_n, 99) / 1e3);
+    bench_result("lat_max_us",
+                 (double)bench_percentile(lateness, lateness_n, 100) / 1e3);
+    bench_result("probe_samples", (double)lateness_n);
+  }
+  if (start_n > 0) {
+    bench_result("start_p50_us",
+                 (double)bench_percentile(start_ns, start_n, 50) / 1e3);
+    bench_result("start_p99_us",
+                 (double)bench_percentile(start_ns, start_n, 99) / 1e3);
+  }
+  free(start_ns);
+  free(lateness);
+  free(heap);
+  return 0;
+}

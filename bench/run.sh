@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# The benchmark runner: every workload for uvtasks and its peers, run
+# alternately (round after round) in one run, then a table of medians,
+# min-max and ratios, the goals, and a last line
+#   bench: N goals met, M missed
+#
+#   bench/run.sh                 full run (about 10 minutes on 2 cores)
+#   bench/run.sh --quick         smaller sizes, fewer rounds (under 2 min)
+#   bench/run.sh --rounds N      rounds per workload (default 5, quick 3)
+#   bench/run.sh --build DIR     use an existing build (configured with
+#                                -Dbench=true); default: build-bench/,
+#                                configured and compiled here (release)
+#   bench/run.sh --raw FILE      also keep every sample (tab-separated)
+#
+# Needs bash, awk and a C toolchain with meson/ninja.  Peers whose tool is
+# absent (node, python3, nvim, valgrind) are skipped with a note.  Times
+# come from the programs themselves (uv_hrtime), memory from getrusage,
+# instructions from valgrind --tool=callgrind.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+quick=0
+rounds=""
+build=""
+raw_out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --quick) quick=1 ;;
+  --rounds) rounds=$2; shift ;;
+  --build) build=$2; shift ;;
+  --raw) raw_out=$2; shift ;;
+  *) echo "usage: bench/run.sh [--quick] [--rounds N] [--build DIR] [--raw FILE]" >&2
+     exit 2 ;;
+  esac
+  shift
+done
+
+if [ -z "$build" ]; then
+  build=$root/build-bench
+  if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" -Dbench=true -Dtests=false -Dbuildtype=release \
+      >/dev/null || exit 2
+  else
+    # Layers (src/mcp, ...) are picked up at configure time.
+    meson setup --reconfigure "$build" >/dev/null || exit 2
+  fi
+  meson compile -C "$build" >/dev/null || exit 2
+fi
+B=$build/bench
+for p in bench-core bench-output bench-process; do
+  if [ ! -x "$B/$p" ]; then
+    echo "bench: $B/$p is missing (configure with -Dbench=true)" >&2
+    exit 2
+  fi
+done
+
+if [ "$quick" = 1 ]; then
+  : "${rounds:=3}"
+  COUNT=500 MIB=64 LC_TASKS=200000 FLAT_TASKS=50000 XS_TASKS=100000
+  CG_TASKS=5000
+else
+  : "${rounds:=5}"
+  COUNT=2000 MIB=256 LC_TASKS=1000000 FLAT_TASKS=200000 XS_TASKS=400000
+  CG_TASKS=20000
+fi
+LIVE=64
+IDLE=500
+RECORDS=100000
+
+# 500 idle tasks hold about 1500 descriptors; a fresh machine's soft limit
+# may be 1024.
+ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+results=$tmp/results
+notes=$tmp/notes
+: >"$results"
+: >"$notes"
+
+note() { echo "$*" >>"$notes"; }
+
+# run WORKLOAD IMPL COMMAND...: run once, keep its "metric value" lines.
+run() {
+  local wl=$1 impl=$2 out
+  shift 2
+  if out=$(timeout 300 "$@" 2>"$tmp/stderr"); then
+    printf '%s\n' "$out" | awk -v wl="$wl" -v impl="$impl" \
+      'NF == 2 { print wl "\t" impl "\t" $1 "\t" $2 }' >>"$results"
+  else
+    note "$wl / $impl: run failed: $(tail -n 2 "$tmp/stderr" | tr '\n' ' ')"
+  fi
+}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+has_node=0 has_py=0 has_nvim=0 has_vg=0
+have node && has_node=1 || note "peer Node skipped: node not installed"
+if have python3 && python3 -c 'import asyncio' 2>/dev/null; then
+  has_py=1
+else
+  note "peer Python skipped: python3 (asyncio) not installed"
+fi
+if have nvim && nvim --headless -u NONE -l /dev/null >/dev/null 2>&1 </dev/null; then
+  has_nvim=1
+else
+  note "peer Neovim skipped: nvim (0.9+, for -l) not installed"
+fi
+have valgrind && has_vg=1 ||
+  note "instructions per task skipped: valgrind not installed"
+
+echo "bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds$([ "$quick" = 1 ] && echo ", quick sizes"); machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+for r in $(seq 1 "$rounds"); do
+  echo "bench: round $r of $rounds" >&2
+  # 1. Process tasks/s, argv and shell, against the peers.
+  for mode in argv shell; do
+    wl="1 process $mode"
+    run "$wl" uvtasks "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE
+    run "$wl" posix_spawn "$B/bench-process" --impl posix_spawn --mode $mode --count $COUNT --live $LIVE
+    run "$wl" uv_spawn "$B/bench-process" --impl uvspawn --mode $mode --count $COUNT --live $LIVE
+    [ $has_node = 1 ] && run "$wl" node node bench/peers/spawn.js $COUNT $LIVE $mode
+    [ $has_py = 1 ] && run "$wl" python python3 bench/peers/spawn.py $COUNT $LIVE $mode
+    [ $has_nvim = 1 ] && run "$wl" nvim nvim --headless -u NONE -l bench/peers/spawn.lua $COUNT $LIVE $mode
+  done
+  # 1b. The same with a 256 MiB host and with 500 idle tasks alive.
+  run "1 process argv" "uvtasks+256MiB" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --heap-mib 256
+  # (uv_spawn forks: with a 256 MiB host it is slow, so fewer tasks.)
+  run "1 process argv" "uv_spawn+256MiB" "$B/bench-process" --impl uvspawn --count $((COUNT / 4)) --live $LIVE --heap-mib 256
+  run "1 process argv" "uvtasks+500idle" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --idle $IDLE
+  # The limit with the descriptors 500 idle tasks hold (3 each).
+  run "1 process argv" "posix_spawn+1500fd" "$B/bench-process" --impl posix_spawn --count $COUNT --live $LIVE --fds $((IDLE * 3))
+  # 2. Loop responsiveness during the storm.
+  run "2 lateness" uvtasks "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --probe
+  run "2 lateness" uv_spawn "$B/bench-process" --impl uvspawn --count $COUNT --live $LIVE --probe
+  # 3. Output throughput.
+  for cmd in head dd; do
+    wl="3 output $cmd"
+    run "$wl" uvtasks "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4
+    run "$wl" rawpipe "$B/bench-output" --impl rawpipe --cmd $cmd --mib $MIB
+    run "$wl" "$cmd|cat" "$B/bench-output" --impl shellpipe --cmd $cmd --mib $MIB
+    [ $has_node = 1 ] && run "$wl" node node bench/peers/output.js $cmd $MIB
+    [ $has_py = 1 ] && run "$wl" python python3 bench/peers/output.py $cmd $MIB
+  done
+  # 4. In-process lifecycle, and settle cost against the number of live
+  #    tasks.
+  run "4 lifecycle" uvtasks "$B/bench-core" lifecycle --tasks $LC_TASKS
+  #    (Both registries in one process, chunks alternating: same noise.)
+  run "4 flat" "10 vs 100000" "$B/bench-core" flat --tasks $FLAT_TASKS --low 10 --high 100000
+  # 5. Cross-thread settles.
+  run "5 xsettle" "4 threads" "$B/bench-core" xsettle --tasks $XS_TASKS --threads 4
+  # 7. list(caller) among foreign tasks.
+  run "7 list" "100000 foreign" "$B/bench-core" list --mine 10 --foreign 100000
+  run "7 list" "no foreign" "$B/bench-core" list --mine 10 --foreign 0
+done
+
+# 6. Memory: deterministic enough for one run each.
+run "6 memory" records "$B/bench-core" memory --records $RECORDS
+mcp=$build/src/mcp/uvtasks-mcp
+if [ -x "$mcp" ]; then
+  run "6 memory" uvtasks-mcp "$B/bench-core" mcp-rss "$mcp"
+else
+  note "uvtasks-mcp idle RSS skipped: $mcp not built (it lives on branch mcp)"
+fi
+
+# 4. Instructions per task from callgrind: the difference of two runs, so
+#    the setup cost cancels out.
+if [ $has_vg = 1 ]; then
+  ir() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+      "$B/bench-core" lifecycle --tasks "$1" 2>&1 >/dev/null |
+      awk '/Collected :/ { print $NF }'
+  }
+  a=$(ir $CG_TASKS) b=$(ir $((CG_TASKS * 2)))
+  if [ -n "$a" ] && [ -n "$b" ]; then
+    printf '4 lifecycle\tuvtasks\tinstr_per_task\t%s\n' \
+      "$(awk -v a="$a" -v b="$b" -v n=$CG_TASKS 'BEGIN { printf "%.0f", (b - a) / n }')" >>"$results"
+  else
+    note "callgrind run failed"
+  fi
+fi
+
+[ -n "$raw_out" ] && cp "$results" "$raw_out"
+
+# ---- Summary: medians, min-max, ratios, goals.
+awk -F'\t' -v notes="$notes" '
+function median(key,   n, i, j, t, v) {
+  n = split(vals[key], v, " ")
+  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+    if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+  lo[key] = v[1]; hi[key] = v[n]; cnt[key] = n
+  return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function fmt(x) {
+  if (x == "") return "-"
+  if (x >= 100) return sprintf("%.0f", x)
+  if (x >= 10) return sprintf("%.1f", x)
+  return sprintf("%.2f", x)
+}
+function m(wl, impl, metric,   k) {
+  k = wl SUBSEP impl SUBSEP metric
+  return (k in med) ? med[k] : ""
+}
+function goal(text, ok, have) {
+  if (!have) { printf "  skip  %s (no data)\n", text; return }
+  printf "  %s  %s\n", ok ? "met " : "MISS", text
+  if (ok) met++; else missed++
+}
+{
+  k = $1 SUBSEP $2 SUBSEP $3
+  if (!(k in vals)) order[++nk] = k
+  vals[k] = vals[k] " " $4
+}
+END {
+  for (i = 1; i <= nk; i++) med[order[i]] = median(order[i])
+
+  # What to show per metric: unit, and the reference for the ratio.
+  unit["rate"] = "tasks/s"; unit["mib_per_s"] = "MiB/s"
+  unit["lat_p99_us"] = "us p99"; unit["lat_p50_us"] = "us p50"
+  unit["lat_max_us"] = "us max"; unit["start_p50_us"] = "us/start p50"
+  unit["start_p99_us"] = "us/start p99"
+  unit["ns_per_task"] = "ns/task"; unit["settle_ns"] = "ns/settle call"
+  unit["instr_per_task"] = "instr/task (callgrind)"
+  unit["settles_per_s"] = "settle calls/s"; unit["applied_per_s"] = "applied/s"
+  unit["rss_per_record"] = "B/record (RSS)"; unit["string_bytes"] = "B strings/record"
+  unit["record_struct"] = "B sizeof record"; unit["rss_kb"] = "KiB peak RSS"
+  unit["ns_per_list"] = "ns/list"
+  unit["ns_low"] = "ns/task at 10 live"; unit["ns_high"] = "ns/task at 100000 live"
+  unit["flat_ratio"] = "x (100000 / 10 live)"
+  ref["1 process argv"] = "posix_spawn"; ref["1 process shell"] = "posix_spawn"
+  ref["3 output head"] = "rawpipe"; ref["3 output dd"] = "rawpipe"
+  ref["2 lateness"] = "uv_spawn"
+  ref["7 list"] = "no foreign"
+
+  printf "%-17s %-16s %12s %21s  %-22s %s\n", "workload", "impl", "median", "min-max", "unit", "ratio"
+  for (i = 1; i <= nk; i++) {
+    split(order[i], f, SUBSEP)
+    if (!(f[3] in unit) || f[3] == "lat_p50_us") continue
+    if (f[3] ~ /^start_/ && (f[1] != "1 process argv" || (f[2] != "uvtasks" && f[2] != "uv_spawn"))) continue
+    r = ""
+    if ((f[1] in ref) && f[2] != ref[f[1]]) {
+      d = m(f[1], ref[f[1]], f[3])
+      if (d != "" && d + 0 > 0) r = sprintf("%.2fx %s", med[order[i]] / d, ref[f[1]])
+    }
+    printf "%-17s %-16s %12s %21s  %-22s %s\n", f[1], f[2], fmt(med[order[i]]),
+      fmt(lo[order[i]]) "-" fmt(hi[order[i]]) " (" cnt[order[i]] ")", unit[f[3]], r
+  }
+
+  print ""
+  print "goals (on medians):"
+  met = 0; missed = 0
+  for (mi = 1; mi <= 2; mi++) {
+    mode = mi == 1 ? "argv" : "shell"; wl = "1 process " mode
+    u = m(wl, "uvtasks", "rate"); lim = m(wl, "posix_spawn", "rate")
+    goal(sprintf("1 %s: uvtasks %s tasks/s >= 0.95x posix_spawn %s", mode, fmt(u), fmt(lim)),
+      u >= 0.95 * lim, u != "" && lim != "")
+    best = ""; who = ""
+    split("uv_spawn node python nvim", peers, " ")
+    for (p = 1; p <= 4; p++) {
+      v = m(wl, peers[p], "rate")
+      if (v != "" && (best == "" || v + 0 > best + 0)) { best = v; who = peers[p] }
+    }
+    goal(sprintf("1 %s: uvtasks %s tasks/s >= 1.0x fastest peer (%s %s)", mode, fmt(u), who, fmt(best)),
+      u >= best, u != "" && best != "")
+  }
+  u = m("1 process argv", "uvtasks", "rate")
+  h = m("1 process argv", "uvtasks+256MiB", "rate")
+  goal(sprintf("1 argv with 256 MiB heap: %s tasks/s >= 0.9x plain %s", fmt(h), fmt(u)),
+    h >= 0.9 * u, h != "" && u != "")
+  h = m("1 process argv", "uvtasks+500idle", "rate")
+  goal(sprintf("1 argv with 500 idle tasks: %s tasks/s >= 0.9x plain %s", fmt(h), fmt(u)),
+    h >= 0.9 * u, h != "" && u != "")
+  v = m("2 lateness", "uvtasks", "lat_p99_us")
+  goal(sprintf("2 timer lateness during the storm: p99 %s us <= 1000 us", fmt(v)),
+    v <= 1000, v != "")
+  for (ci = 1; ci <= 2; ci++) {
+    c = ci == 1 ? "head" : "dd"; wl = "3 output " c
+    u = m(wl, "uvtasks", "mib_per_s"); d = m(wl, "rawpipe", "mib_per_s")
+    goal(sprintf("3 %s: uvtasks %s MiB/s >= 0.9x raw pipe reader %s", c, fmt(u), fmt(d)),
+      u >= 0.9 * d, u != "" && d != "")
+  }
+  v = m("4 lifecycle", "uvtasks", "ns_per_task")
+  goal(sprintf("4 lifecycle: %s ns/task <= 1000 ns", fmt(v)), v <= 1000, v != "")
+  v = m("4 flat", "10 vs 100000", "flat_ratio")
+  goal(sprintf("4 settle cost flat: %.2fx at 100000 live vs 10 live <= 1.2x (median of per-run ratios)", v),
+    v <= 1.2, v != "")
+  v = m("5 xsettle", "4 threads", "applied_per_s")
+  goal(sprintf("5 cross-thread settles (4 threads, settle to listener): %.2f M/s >= 2 M/s", v / 1e6),
+    v >= 2e6, v != "")
+  v = m("6 memory", "records", "rss_per_record"); s = m("6 memory", "records", "string_bytes")
+  goal(sprintf("6 RSS per record at 100000: %s B - %s B strings <= 512 B", fmt(v), fmt(s)),
+    v - s <= 512, v != "")
+  v = m("6 memory", "uvtasks-mcp", "rss_kb")
+  if (v != "")
+    goal(sprintf("6 uvtasks-mcp idle peak RSS: %s KiB <= 5 MB (4883 KiB)", fmt(v)), v <= 5e6 / 1024, 1)
+  a = m("7 list", "no foreign", "ns_per_list"); b = m("7 list", "100000 foreign", "ns_per_list")
+  goal(sprintf("7 list of 10 among 100000 foreign: %s ns <= 2x %s ns alone", fmt(b), fmt(a)),
+    b <= 2 * a, a != "" && b != "")
+
+  while ((getline line < notes) > 0) print "note: " line
+  print "note: uvtasks output reads use output_cap_bytes 4 MiB; with the default 1 MiB a host reading once per loop turn loses bytes (libuv reads up to 32 x 64 KiB per turn)"
+  print "note: uv_spawn+256MiB runs a quarter of the tasks (libuv 1.44 forks, which copies the page tables)"
+  print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"
+  printf "bench: %d goals met, %d missed\n", met, missed
+}' "$results"
