@@ -191,13 +191,15 @@ void uvt__settle_drain(uvt_registry_t *reg) {
     t->queued = 0;
     t->dups_seen += t->dup_settles;
     t->dup_settles = 0;
+    /* Pinned while on the local list: a callback run by an earlier entry
+     * (a listener disposing the owner) may drop it. */
+    uvt__task_pin(t);
     uvt__list_insert_tail(&local, &t->apply_link);
   }
   uv_mutex_unlock(&hub->mutex);
 
   while ((n = uvt__list_pop(&local)) != NULL) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, apply_link);
-    uvt__task_pin(t);
     apply(t);
     uvt__task_unpin(t);
   }

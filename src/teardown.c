@@ -106,7 +106,10 @@ void uvt_task_quiescent(uvt_task_t *t) {
 void uvt__teardown_expired(uvt_task_t *t) {
   uvt_registry_t *reg = t->reg;
   unsigned long long grace = (unsigned long long)reg->options.teardown_grace_ms;
-  if (uvt__task_live(t)) {
+  if (uvt__task_live(t) && atomic_load(&t->settle_called)) {
+    /* The producer stopped in time: its outcome waits in the settle queue
+     * for the loop to drain it, which ends the teardown as usual. */
+  } else if (uvt__task_live(t)) {
     /* R-AGENT-4 */
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
