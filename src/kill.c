@@ -7,6 +7,7 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              const char *reason, uvt_kill_result_t *result) {
   uvt_task_t *t;
   char *copy = NULL;
+  int was_running;
   int err;
 
   err = uvt__lookup(reg, id, caller, &t);
@@ -40,9 +41,11 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
 
   /* R-KILL-2.  The cancel hook may have settled synchronously; that only
    * queues the outcome, so the record is still live here. */
+  was_running = t->status == UVT_RUNNING;
   t->status = UVT_STOPPING;
   t->reported = 1;
-  uvt__feed(t, UVT__CHANGE_STOPPING);
+  if (was_running) /* a transition only the first time (R-FEED-1) */
+    uvt__feed(t, UVT__CHANGE_STOPPING);
   if (copy != NULL) {
     t->kill_reason = copy;
     t->kill_reason_owned = 1;

@@ -50,8 +50,10 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason) {
   }
   if (t->kill_reason == NULL)
     t->kill_reason = reason; /* static text, not owned */
-  t->status = UVT_STOPPING;
-  uvt__feed(t, UVT__CHANGE_STOPPING);
+  if (t->status == UVT_RUNNING) {
+    t->status = UVT_STOPPING;
+    uvt__feed(t, UVT__CHANGE_STOPPING);
+  }
   if (!atomic_load(&t->settle_called)) {
     err = t->hooks.cancel != NULL ? t->hooks.cancel(t, reason) : UV_ENOTSUP;
     if (err != 0) {

@@ -170,6 +170,32 @@ static void test_forget(void **state) {
   assert_int_equal(fk.releases, 1);
 }
 
+/* R-FEED-1: a second kill of a stopping task is not a transition, even
+ * when the first one happened before anybody watched. */
+static void test_feed_no_second_stopping(void **state) {
+  fixture_t f;
+  uvt_watch_t w;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+
+  reset();
+  memset(&fk, 0, sizeof(fk));
+  fixture_init(&f, NULL);
+  assert_int_equal(fake_start(f.reg, &fk, "feed", "one", NULL, id), 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, NULL), 0);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(uvt_watch_start(f.reg, &w, record_change), 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, NULL), 0);
+  assert_int_equal(fk.cancels, 2);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(nevents, 0);
+  assert_int_equal(fake_settle(&fk, UVT_KILLED, "signal: SIGKILL", NULL), 0);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(nevents, 1);
+  assert_int_equal(events[0].status, UVT_KILLED);
+  fixture_close(&f);
+}
+
 /* A terminal task whose work left something behind (P-KILL-4). */
 static uvt_task_t *lingering;
 static int quiesce_calls, linger_releases;
@@ -232,6 +258,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_feed_transitions_in_order),
       cmocka_unit_test(test_feed_containment_and_close),
+      cmocka_unit_test(test_feed_no_second_stopping),
       cmocka_unit_test(test_forget),
       cmocka_unit_test(test_forget_quiesces_first),
   };

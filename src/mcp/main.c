@@ -118,7 +118,8 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
   uint64_t v;
   int i;
 
-  for (i = 1; i < argc; i++) {
+  i = 1;
+  while (i < argc) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -162,7 +163,7 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       fprintf(stderr, "uvtasks-mcp: unknown option %s (see --help)\n", a);
       return 2;
     }
-    i++;
+    i += 2; /* every option other than --help and --version takes a value */
   }
   return 0;
 

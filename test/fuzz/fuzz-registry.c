@@ -27,7 +27,8 @@
  *   fuzz-registry [--seed N] [--ops M] [--verbose] [--strict-feed]
  *
  * --strict-feed: expect no second "stopping" change for a task already
- * stopping (see model.h, strict_feed).
+ * stopping (see model.h, strict_feed).  On by default since the core
+ * feeds "stopping" only on the running -> stopping transition.
  *
  * Prints the seed; on a divergence prints the episode's operations, the
  * failing step and what differed, and exits 1.  Built with -DUVT_LIBFUZZER
@@ -213,7 +214,7 @@ struct episode_s {
 static uint64_t g_seed;
 static long g_episode;
 static int g_verbose;
-static int g_strict_feed;
+static int g_strict_feed = 1;
 
 /* What the run exercised, printed at the end. */
 static struct {
