@@ -30,3 +30,10 @@ int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len) {
   b->base[b->len] = '\0';
   return 0;
 }
+
+void uvt__buf_adopt(uvt_buf_t *b, char *base, size_t len, size_t size) {
+  b->base = base;
+  b->len = len;
+  b->cap_ = size;
+  base[len] = '\0';
+}

@@ -23,6 +23,10 @@ void *uvt__realloc(void *ptr, size_t size);
 void uvt__free(void *ptr);
 char *uvt__strdup(const char *s);
 
+/* ---- buf.c: an empty uvt_buf_t takes `base` (from uvt__malloc, `size`
+ * bytes, `len` < `size` of them text) as its contents, without copying. */
+void uvt__buf_adopt(uvt_buf_t *b, char *base, size_t len, size_t size);
+
 /* ---- Intrusive lists.  A removed node points at itself, so "linked" is
  * a cheap test and a second removal is harmless. */
 static inline void uvt__list_init(struct uvt__link *h) {

@@ -183,13 +183,20 @@ static int helper(int argc, char **argv) {
     return 0;
   }
   if (strcmp(mode, "utf8-split") == 0) {
-    /* "a" and the first two bytes of U+4F60, then the rest on SIGUSR1. */
+    /* N (default 1, at most 4000) times "a" and the first two bytes of
+     * U+4F60 in one write, then the rest on SIGUSR1. */
     sigset_t set;
     int sig;
+    char first[4002];
+    long n = argc > 2 ? atol(argv[2]) : 1;
+    if (n < 1 || n > 4000)
+      return 92;
+    memset(first, 'a', (size_t)n);
+    memcpy(first + n, "\xe4\xbd", 2);
     sigemptyset(&set);
     sigaddset(&set, SIGUSR1);
     sigprocmask(SIG_BLOCK, &set, NULL);
-    write_all(1, "a\xe4\xbd", 3);
+    write_all(1, first, (size_t)n + 2);
     sigwait(&set, &sig);
     write_all(1,
               "\xa0"
@@ -1261,6 +1268,47 @@ static void test_out_utf8_hold(void **state) {
   /* "a" arrived together with two bytes of a three-byte character. */
   assert_int_equal(sb.len, 1);
   assert_string_equal(sb.buf, "a");
+  sb_free(&sb);
+  assert_int_equal(kill(pid, SIGUSR1), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  read_into(&f, id, NULL, &sb);
+  assert_string_equal(sb.buf, "\xe4\xbd\xa0"
+                              "b\n");
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+/* P-OUT-3: the same with a read that fills most of the stream's first
+ * ring (3000 of 4096 bytes): the held bytes survive the read and complete
+ * the character later. */
+static void test_out_utf8_hold_big(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  sbuf_t sb = {0};
+  read_wait_t rw;
+  int pid;
+  size_t k;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=utf8-split", "3000", NULL, id), 0);
+  pid = uvt_process_pid(f.reg, id, NULL);
+  rw.f = &f;
+  rw.id = id;
+  rw.caller = NULL;
+  rw.sb = &sb;
+  assert_true(run_until(&f, read_nonempty, &rw, 10000));
+  /* One write of at most PIPE_BUF bytes arrives whole. */
+  assert_int_equal(sb.len, 3000);
+  for (k = 0; k < sb.len; k++)
+    if (sb.buf[k] != 'a')
+      break;
+  assert_int_equal(k, 3000);
   sb_free(&sb);
   assert_int_equal(kill(pid, SIGUSR1), 0);
   wait_task(&f, &w, id, 5000, NULL);
@@ -2463,6 +2511,7 @@ int main(int argc, char **argv) {
       T(test_out_streams),
       T(test_out_cap),
       T(test_out_utf8_hold),
+      T(test_out_utf8_hold_big),
       T(test_out_utf8_invalid),
       T(test_c10_utf8),
       T(test_c09_yes),

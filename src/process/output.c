@@ -19,6 +19,7 @@ void uvt__outbuf_free(uvt__outbuf_t *b) {
   b->alloc = 0;
   b->head = 0;
   b->len = 0;
+  b->hint = 0;
 }
 
 static unsigned char byte_at(const uvt__outbuf_t *b, size_t i) {
@@ -51,7 +52,9 @@ static size_t grow(uvt__outbuf_t *b, size_t want) {
     n = n > b->cap / 2 ? b->cap : n * 2;
   if (n > b->cap)
     n = b->cap;
-  ring = uvt__malloc(n);
+  /* One spare byte: a ring handed over as a read's text (uvt__output_take)
+   * is NUL-terminated there. */
+  ring = uvt__malloc(n + 1);
   if (ring == NULL)
     return b->alloc;
   /* Copy the unread bytes to the start of the new ring, in order. */
@@ -105,6 +108,48 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
     first = n;
   memcpy(b->ring + tail, data, first);
   memcpy(b->ring, data + first, n - first);
+  b->len += n;
+}
+
+size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at) {
+  size_t tail;
+  size_t span;
+  size_t free_bytes;
+
+  *at = NULL;
+  if (want == 0)
+    return 0;
+  if (b->len == 0)
+    b->head = 0;
+  /* Below the cap, double once the free space is smaller than a chunk (or
+   * than half the ring, while it is small): a read seldom gets less than a
+   * chunk, and the ring stays within four times what was unread. */
+  free_bytes = b->alloc - b->len;
+  if (b->alloc == 0)
+    grow(b, b->hint > RING_START ? b->hint : RING_START);
+  else if (b->alloc < b->cap &&
+           free_bytes < (b->alloc / 2 < want ? b->alloc / 2 : want))
+    grow(b, b->alloc + 1);
+  if (b->alloc == 0)
+    return 0;
+  if (b->len == b->alloc) {
+    /* Full (at the cap, or out of memory below it): the bytes overwrite the
+     * oldest ones, which the commit counts as dropped (P-OUT-2). */
+    tail = b->head;
+    span = b->alloc - b->head;
+  } else {
+    tail = (b->head + b->len) % b->alloc;
+    span = tail >= b->head ? b->alloc - tail : b->head - tail;
+  }
+  *at = b->ring + tail;
+  return span < want ? span : want;
+}
+
+void uvt__outbuf_commit(uvt__outbuf_t *b, size_t n) {
+  if (n == 0)
+    return;
+  if (b->len + n > b->alloc)
+    drop_oldest(b, b->len + n - b->alloc);
   b->len += n;
 }
 
@@ -197,6 +242,47 @@ static void consume(uvt__outbuf_t *b, const plan_t *p) {
   b->cut = 0;
   if (b->len == 0)
     b->head = 0;
+}
+
+int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
+                     int err_final, char **text, size_t *len, size_t *size) {
+  plan_t po;
+  plan_t pe;
+  char *ring;
+  size_t keep;
+
+  plan_stream(out, out_final, &po);
+  plan_stream(err, err_final, &pe);
+  /* Only stdout, no notice, starting at the start of the block; and at least
+   * half of the ring, so the text wastes no more than the doubling of
+   * uvt_buf_append would. */
+  if (pe.emit > 0 || pe.dropped > 0 || po.dropped > 0 || po.skip > 0 ||
+      out->head != 0 || po.emit == 0 || po.emit < out->alloc / 2)
+    return 0;
+  /* At most 3 bytes of an incomplete character stay for later; head is 0,
+   * so the unread bytes do not wrap. */
+  keep = out->len - po.emit;
+  ring = NULL;
+  if (keep > 0) {
+    /* The replacement has the same size: that is what this stream needs
+     * between reads. */
+    ring = uvt__malloc(out->alloc + 1);
+    if (ring == NULL)
+      return 0;
+    memcpy(ring, out->ring + po.emit, keep);
+  }
+  *text = out->ring;
+  *len = po.emit;
+  *size = out->alloc + 1;
+  /* Without held bytes the next ring (of the same size) is allocated at the
+   * next read from the pipe: by then the reader has often freed this text,
+   * and the allocator hands the same, cache-warm memory back. */
+  out->hint = out->alloc;
+  out->ring = ring;
+  if (ring == NULL)
+    out->alloc = 0;
+  out->len = keep;
+  return 1;
 }
 
 int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,

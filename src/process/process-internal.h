@@ -25,6 +25,7 @@ typedef struct {
   size_t cap;
   uint64_t dropped; /* bytes dropped since the last read */
   int cut;          /* a drop moved `head`; it may sit inside a character */
+  size_t hint;      /* size for the next ring after uvt__output_take */
 } uvt__outbuf_t;
 
 /* Where collected output goes: 0 or a negative error. */
@@ -35,6 +36,16 @@ void uvt__outbuf_init(uvt__outbuf_t *b, size_t cap);
  * fails: when memory runs out the bytes that do not fit are dropped. */
 void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n);
 void uvt__outbuf_free(uvt__outbuf_t *b);
+/* Where the next bytes of the stream go, so a read system call writes them
+ * in place: sets *at and returns a contiguous span of up to `want` bytes
+ * (growing the ring towards the cap first when it is short of room), or 0
+ * when there is no memory for a ring.  With the ring full at the cap the
+ * span is the oldest unread bytes, which the bytes written there replace.
+ * Nothing may touch `b` before the matching commit. */
+size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at);
+/* `n` bytes (at most the span) were written at the span: append them,
+ * counting the unread bytes they replaced as dropped. */
+void uvt__outbuf_commit(uvt__outbuf_t *b, size_t n);
 
 /* Hand what is unread to `sink` in the read format of P-OUT-1..3 and
  * consume it; a stream not `*_final` keeps an incomplete trailing UTF-8
@@ -42,6 +53,16 @@ void uvt__outbuf_free(uvt__outbuf_t *b);
  * returned). */
 int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
                         int err_final, uvt__sink_fn sink, void *ctx);
+
+/* The read of uvt__output_collect without a copy, when it would be exactly
+ * a prefix of the stdout ring starting at its block (no notice, no stderr)
+ * and fills at least half of it: the ring becomes the text (*text, *len;
+ * *size bytes allocated, more than *len) and the stream gets a new ring of
+ * the same size (now if it holds bytes of an incomplete character, else at
+ * the next uvt__outbuf_space).  Returns 1 then, or 0 with nothing changed (use
+ * uvt__output_collect). */
+int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
+                     int err_final, char **text, size_t *len, size_t *size);
 
 /* ---- process.c -------------------------------------------------------- */
 

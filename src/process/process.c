@@ -20,8 +20,8 @@
 
 #include "process-internal.h"
 
-/* Bytes read per system call. */
-#define SCRATCH_SIZE (64 * 1024)
+/* Bytes read per system call (at most). */
+#define READ_CHUNK (64 * 1024)
 /* At drain time, read at most this much of what a pipe still holds. */
 #define DRAIN_LIMIT (1024 * 1024)
 /* How often disposal checks whether a group is gone. */
@@ -196,14 +196,26 @@ static void maybe_finish(uvt__proc_t *p) {
 
 /* ---- output ----------------------------------------------------------- */
 
+/* libuv reads straight into the stream's ring (uvt__outbuf_space); the
+ * scratch buffer is only the fallback when no ring could be allocated, and
+ * what lands there goes through uvt__outbuf_push (which drops it). */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   stream_t *s = h->data;
   uvt__proc_t *p = s->proc;
+  char *at;
+  size_t n;
 
+  (void)suggested;
+  n = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
+  if (n > 0) {
+    buf->base = at;
+    buf->len = n;
+    return;
+  }
   if (p->scratch == NULL)
-    p->scratch = uvt__malloc(SCRATCH_SIZE);
+    p->scratch = uvt__malloc(READ_CHUNK);
   buf->base = p->scratch;
-  buf->len = p->scratch != NULL ? SCRATCH_SIZE : 0;
+  buf->len = p->scratch != NULL ? READ_CHUNK : 0;
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -211,7 +223,10 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   uvt__proc_t *p = s->proc;
 
   if (nread > 0) {
-    uvt__outbuf_push(&s->buf, buf->base, (size_t)nread);
+    if (buf->base != NULL && buf->base == p->scratch)
+      uvt__outbuf_push(&s->buf, buf->base, (size_t)nread);
+    else
+      uvt__outbuf_commit(&s->buf, (size_t)nread);
     return;
   }
   if (nread == 0)
@@ -227,19 +242,32 @@ static void drain_stream(uvt__proc_t *p, stream_t *s) {
   uv_os_fd_t fd;
   size_t total = 0;
   ssize_t n;
+  char *at;
+  size_t room;
 
   if (!s->open)
     return;
-  if (p->scratch == NULL)
-    p->scratch = uvt__malloc(SCRATCH_SIZE);
-  if (p->scratch != NULL && uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
+  if (uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
     while (total < DRAIN_LIMIT) {
-      n = read(fd, p->scratch, SCRATCH_SIZE);
+      room = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
+      if (room == 0) {
+        /* No ring: read into the scratch buffer and count it dropped. */
+        if (p->scratch == NULL)
+          p->scratch = uvt__malloc(READ_CHUNK);
+        if (p->scratch == NULL)
+          break;
+        at = p->scratch;
+        room = READ_CHUNK;
+      }
+      n = read(fd, at, room);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
         break;
-      uvt__outbuf_push(&s->buf, p->scratch, (size_t)n);
+      if (at == p->scratch)
+        uvt__outbuf_push(&s->buf, at, (size_t)n);
+      else
+        uvt__outbuf_commit(&s->buf, (size_t)n);
       total += (size_t)n;
     }
   }
@@ -449,7 +477,16 @@ static int buf_sink(void *ctx, const void *bytes, size_t len) {
 
 static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
   uvt__proc_t *p = uvt_task_arg(t);
+  char *text;
+  size_t len;
+  size_t size;
 
+  if (out->base == NULL &&
+      uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
+                       &text, &len, &size)) {
+    uvt__buf_adopt(out, text, len, size);
+    return 0;
+  }
   return uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
                              p->err.closed, buf_sink, out);
 }
