@@ -133,10 +133,12 @@ typedef enum {
 } uvt_status_t;
 
 /* "running", "stopping", "completed", "killed", "failed"; "unknown" for a
- * value outside the set.  Static string.  Thread: any. */
+ * value outside the set.  Static string.  Thread: any.
+ * Returns a static string. */
 UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
 
-/* Nonzero for completed, killed and failed. Thread: any. */
+/* Nonzero for completed, killed and failed. Thread: any.
+ * Returns 1 or 0. */
 UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
 
 typedef enum {
@@ -342,7 +344,8 @@ UVT_EXTERN int uvt_replace_allocator(uvt_malloc_func malloc_func,
 /* Registry                                                                */
 
 /* Fill `o` with the defaults: teardown_grace_ms 10000, no admission limit,
- * log to stderr. */
+ * log to stderr.
+ * Accepts NULL.  Thread: any. */
 UVT_EXTERN void uvt_options_init(uvt_options_t *o);
 
 /* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied.
@@ -372,7 +375,8 @@ UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
 UVT_EXTERN int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb,
                                   void *data);
 
-/* The loop the registry runs on. */
+/* The loop the registry runs on.
+ * Returns NULL for a NULL registry.  Thread: any. */
 UVT_EXTERN uv_loop_t *uvt_registry_loop(const uvt_registry_t *reg);
 
 /* Copy the counters into *m (R-METRICS-1).  Thread: loop thread. */
@@ -397,7 +401,8 @@ UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
 
 /* Detach; idempotent, accepts NULL; never touches tasks (R-DONE-5).  Safe
- * after the registry closed (close detaches every surface). */
+ * after the registry closed (close detaches every surface).
+ * Thread: loop thread. */
 UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 
 /* ---------------------------------------------------------------------- */
@@ -444,7 +449,8 @@ UVT_EXTERN int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l,
 
 /* Stop; idempotent, accepts NULL; never touches tasks.  Safe inside any
  * callback, including the listener's own, and after the registry closed
- * (close stops every listener). */
+ * (close stops every listener).
+ * Thread: loop thread. */
 UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
 
 /* ---------------------------------------------------------------------- */
@@ -467,7 +473,8 @@ UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
                                uvt_change_cb cb);
 
 /* Stop; idempotent, accepts NULL; never touches tasks; safe after the
- * registry closed. */
+ * registry closed.
+ * Thread: loop thread. */
 UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
 
 /* Drop a terminal record now (R-FORGET-1): later lookups and lists no
@@ -539,10 +546,12 @@ UVT_EXTERN int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
 UVT_EXTERN void *uvt_task_arg(const uvt_task_t *t);
 
 /* The task's id; valid from the commit (after `run` returns) until the
- * record is dropped.  Thread: loop thread. */
+ * record is dropped.  Thread: loop thread.
+ * Returns NULL before the commit or for NULL. */
 UVT_EXTERN const char *uvt_task_id(const uvt_task_t *t);
 
-/* The registry the task belongs to.  Thread: any. */
+/* The registry the task belongs to.  Thread: any.
+ * Returns NULL for NULL. */
 UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
 
 /* Report how the work ended, at quiescence (R-DONE-1..3).  The outcome is
@@ -566,7 +575,8 @@ UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
  * Thread: loop thread. */
 UVT_EXTERN void uvt_task_quiescent(uvt_task_t *t);
 
-/* Append `len` bytes to `b`.  Returns 0 or UV_ENOMEM (b unchanged). */
+/* Append `len` bytes to `b`.  Returns 0 or UV_ENOMEM (b unchanged).
+ * Thread: the thread that owns `b` (the loop thread inside read_output). */
 UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
 
 /* ---------------------------------------------------------------------- */
@@ -575,7 +585,8 @@ UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
 /* Snapshot one task without changing anything (R-GET-1).
  * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN
  * (R-OWN-2), UV_ENOMEM.  Ownership: *out is the caller's; free it with
- * uvt_snapshot_cleanup(). */
+ * uvt_snapshot_cleanup().
+ * Thread: loop thread. */
 UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uvt_snapshot_t *out);
 
@@ -583,7 +594,8 @@ UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
  * registration order; a NULL caller sees unowned tasks only (R-LIST-1).
  * Cost grows with what is returned.
  * Returns 0, UV_EINVAL, UV_ENOMEM.  Ownership: *out (NULL when *count is 0)
- * is the caller's; free with uvt_snapshots_free(*out, *count). */
+ * is the caller's; free with uvt_snapshots_free(*out, *count).
+ * Thread: loop thread. */
 UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
                         uvt_snapshot_t **out, size_t *count);
 
@@ -593,7 +605,8 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
  * read that finds the task terminal marks it reported.
  * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
  * producer's read_output error.  Ownership: *out is the caller's; free with
- * uvt_read_cleanup(). */
+ * uvt_read_cleanup().
+ * Thread: loop thread. */
 UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, uvt_read_t *out);
 
@@ -604,7 +617,8 @@ UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
  * *result is UVT_KILL_ALREADY_TERMINAL.  `reason` NULL = "killed";
  * `result` may be NULL.
  * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
- * producer's cancel error. */
+ * producer's cancel error.
+ * Thread: loop thread; the cancel hook runs inside this call. */
 UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, const char *reason,
                         uvt_kill_result_t *result);
@@ -618,7 +632,8 @@ UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
  *   status 0 and the terminal snapshot (marked reported), or
  *   UVT_EWAITTIMEOUT and the live snapshot (task and `reported` untouched),
  *   or UVT_EABORTED and NULL (see uvt_wait_abort()).
- * `req` may be reused or freed from the callback on. */
+ * `req` may be reused or freed from the callback on.
+ * Thread: loop thread. */
 UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
                         uint64_t timeout_ms, const uvt_agent_t *caller,
                         uvt_wait_cb cb);
@@ -627,21 +642,26 @@ UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
  * unless settlement already counted the waiter, in which case it still gets
  * status 0 and the terminal snapshot.  Either way the task is untouched.
  * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran or is
- * already due with UVT_EABORTED). */
+ * already due with UVT_EABORTED).
+ * Thread: loop thread. */
 UVT_EXTERN int uvt_wait_abort(uvt_wait_t *req);
 
 /* Free a snapshot's memory and zero it; accepts NULL and snapshots that own
- * nothing (those handed to callbacks). */
+ * nothing (those handed to callbacks).
+ * Thread: any (it touches only `s`). */
 UVT_EXTERN void uvt_snapshot_cleanup(uvt_snapshot_t *s);
 
-/* Free an array from uvt_list(); accepts NULL. */
+/* Free an array from uvt_list(); accepts NULL.
+ * Thread: any. */
 UVT_EXTERN void uvt_snapshots_free(uvt_snapshot_t *a, size_t n);
 
-/* Free a read's text and snapshot and zero it; accepts NULL. */
+/* Free a read's text and snapshot and zero it; accepts NULL.
+ * Thread: any. */
 UVT_EXTERN void uvt_read_cleanup(uvt_read_t *r);
 
 /* Make *dst an owned copy of *src.  Returns 0, UV_EINVAL or UV_ENOMEM
- * (*dst zeroed). */
+ * (*dst zeroed).
+ * Thread: any. */
 UVT_EXTERN int uvt_snapshot_copy(uvt_snapshot_t *dst,
                                  const uvt_snapshot_t *src);
 
