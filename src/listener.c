@@ -1,11 +1,9 @@
 /* Completion listeners and the dispatch of a terminal record (R-DONE-3..5).
  *
- * A dispatch moves the listener list aside and calls each listener as it
- * puts it back, so a listener may stop itself or any other (an unlinked
- * listener is simply no longer on either list), and one started during the
- * dispatch lands on the live list only and is not called for it.  Nothing a
- * listener can do applies another settlement synchronously, so dispatches
- * never nest. */
+ * Listeners are called through a contained fan-out (uvt__fanout_*), so a
+ * listener may stop itself or any other, or start one, mid-dispatch.
+ * Nothing a listener can do applies another settlement synchronously, so
+ * dispatches never nest. */
 #include "uvt-internal.h"
 
 int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l, uvt_done_cb cb) {
@@ -37,14 +35,14 @@ void uvt__dispatch(uvt_task_t *t) {
   uvt__task_pin(t);
   /* Silent once registry close began (R-CLOSE-1). */
   if (!reg->closing) {
-    uvt__list_splice(&reg->listeners, &reg->dispatching);
-    while (!reg->closing && (n = uvt__list_pop(&reg->dispatching)) != NULL) {
+    uvt__fanout_begin(&reg->listeners, &reg->dispatching);
+    while (!reg->closing &&
+           (n = uvt__fanout_next(&reg->listeners, &reg->dispatching)) != NULL) {
       uvt_listener_t *l = uvt__container_of(n, uvt_listener_t, link_);
-      uvt__list_insert_tail(&reg->listeners, n);
       uvt__snapshot_view(t, &view);
       l->cb_(l, &view, owner);
     }
-    uvt__list_splice(&reg->dispatching, &reg->listeners);
+    uvt__fanout_end(&reg->listeners, &reg->dispatching);
   }
   uvt__waits_deliver_counted(t);
   t->dispatched = 1;

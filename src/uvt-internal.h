@@ -69,6 +69,26 @@ static inline void uvt__list_splice(struct uvt__link *from,
   uvt__list_init(from);
 }
 
+/* A fan-out that survives its own callbacks (R-DONE-4): the live list is
+ * moved aside, and each member is put back before it is called.  A member
+ * stopped by a callback is simply on neither list; one started by a
+ * callback lands on the live list only and is not called this round. */
+static inline void uvt__fanout_begin(struct uvt__link *live,
+                                     struct uvt__link *aside) {
+  uvt__list_splice(live, aside);
+}
+static inline struct uvt__link *uvt__fanout_next(struct uvt__link *live,
+                                                 struct uvt__link *aside) {
+  struct uvt__link *n = uvt__list_pop(aside);
+  if (n != NULL)
+    uvt__list_insert_tail(live, n);
+  return n;
+}
+static inline void uvt__fanout_end(struct uvt__link *live,
+                                   struct uvt__link *aside) {
+  uvt__list_splice(aside, live);
+}
+
 /* ---- index.c: a string-keyed hash table of intrusive entries.  Insertion
  * never allocates; uvt__index_reserve() grows it ahead of time. */
 typedef struct {

@@ -56,16 +56,16 @@ void uvt__feed_drain(uvt_registry_t *reg) {
     struct uvt__change *next = c->next;
     uvt_task_t *t = uvt__container_of(c - c->which, uvt_task_t, changes);
     /* Same containment as listeners (R-DONE-4). */
-    uvt__list_splice(&reg->watchers, &reg->watch_dispatching);
+    uvt__fanout_begin(&reg->watchers, &reg->watch_dispatching);
     while (!reg->closing &&
-           (m = uvt__list_pop(&reg->watch_dispatching)) != NULL) {
+           (m = uvt__fanout_next(&reg->watchers, &reg->watch_dispatching)) !=
+               NULL) {
       uvt_watch_t *w = uvt__container_of(m, uvt_watch_t, link_);
-      uvt__list_insert_tail(&reg->watchers, m);
       uvt__snapshot_view(t, &view);
       view.status = (uvt_status_t)c->status;
       w->cb_(w, &view, c->which == UVT__CHANGE_DROPPED);
     }
-    uvt__list_splice(&reg->watch_dispatching, &reg->watchers);
+    uvt__fanout_end(&reg->watchers, &reg->watch_dispatching);
     uvt__task_unpin(t);
     c = next;
   }
