@@ -101,6 +101,7 @@ static void heap_remove(uvt_registry_t *reg, node_t *d) {
 
 void uvt__deadline_add(uvt_registry_t *reg, node_t *d, int kind,
                        uint64_t timeout_ms) {
+  uint64_t now;
   if (uvt__deadline_armed(d))
     heap_remove(reg, d);
   /* Measured from the call, not from the loop's cached time (R-WAIT-7). */
@@ -109,7 +110,9 @@ void uvt__deadline_add(uvt_registry_t *reg, node_t *d, int kind,
   d->sibling = NULL;
   d->prev = NULL;
   d->kind = kind;
-  d->due_ms = uv_now(reg->loop) + timeout_ms;
+  now = uv_now(reg->loop);
+  /* Saturate: a timeout near UINT64_MAX means "never", not "already". */
+  d->due_ms = timeout_ms > UINT64_MAX - now ? UINT64_MAX : now + timeout_ms;
   reg->deadlines = meld(reg->deadlines, d);
   rearm(reg);
 }

@@ -129,6 +129,29 @@ static void wait_live_once(void **state) {
   wrec_cleanup(&w);
 }
 
+/* R-WAIT-4, R-WAIT-7: the largest timeout means "not before the task
+ * ends", not an overflowed deadline that has already passed. */
+static void wait_huge_timeout(void **state) {
+  fixture_t f;
+  fake_t fk;
+  wrec_t w;
+  char id[UVT_ID_MAX];
+  (void)state;
+  fixture_init(&f, NULL);
+  wrec_init(&w);
+  assert_int_equal(start_fake(&f, &fk, "w", NULL, id), 0);
+  assert_int_equal(uvt_wait(f.reg, &w.req, id, UINT64_MAX, NULL, wrec_cb), 0);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(w.calls, 0);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
+  tc_run_until(&f, &w.calls, 1);
+  fixture_close(&f);
+  assert_int_equal(w.calls, 1);
+  assert_int_equal(w.status, 0);
+  wrec_cleanup(&w);
+}
+
 /* ---------------------------------------------------------------------- */
 /* R-WAIT-3: settlement with the wait pending: status 0 and the terminal
  * snapshot; the task is marked reported before any listener runs. */
@@ -725,6 +748,7 @@ int main(void) {
       TC_TEST(wait_checks),
       TC_TEST(wait_terminal_task),
       TC_TEST(wait_live_once),
+      TC_TEST(wait_huge_timeout),
       TC_TEST(wait_settlement),
       TC_TEST(wait_timeout),
       TC_TEST(wait_abort_pending),
