@@ -2,6 +2,19 @@
  * all three. */
 #include "uvt-internal.h"
 
+/* libuv formats codes it does not know into a buffer it never frees; ask
+ * it only about the codes its own table (UV_ERRNO_MAP) names. */
+static int uv_knows(int err) {
+  switch (err) {
+#define UVT__UV_CASE(name, msg) case UV_##name:
+    UV_ERRNO_MAP(UVT__UV_CASE)
+#undef UVT__UV_CASE
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 const char *uvt_strerror(int err) {
   switch (err) {
 #define UVT__STRERROR_CASE(name, code, msg)                                    \
@@ -9,8 +22,10 @@ const char *uvt_strerror(int err) {
     return msg;
     UVT_ERRNO_MAP(UVT__STRERROR_CASE)
 #undef UVT__STRERROR_CASE
+  case 0:
+    return "success";
   default:
-    return uv_strerror(err);
+    return uv_knows(err) ? uv_strerror(err) : "unknown error";
   }
 }
 
@@ -21,8 +36,10 @@ const char *uvt_err_name(int err) {
     return "UVT_" #name;
     UVT_ERRNO_MAP(UVT__ERRNAME_CASE)
 #undef UVT__ERRNAME_CASE
+  case 0:
+    return "OK";
   default:
-    return uv_err_name(err);
+    return uv_knows(err) ? uv_err_name(err) : "UNKNOWN";
   }
 }
 

@@ -91,6 +91,17 @@ static void errors_fallback_to_libuv(void **state) {
   assert_string_equal(uvt_err_name(UV_EPERM), "EPERM");
 }
 
+/* SPEC §1 Errors: 0 and codes nobody defines get static text (libuv would
+ * format them into memory it never frees). */
+static void errors_unknown_codes(void **state) {
+  (void)state;
+  assert_string_equal(uvt_err_name(0), "OK");
+  assert_string_equal(uvt_strerror(0), "success");
+  assert_string_equal(uvt_err_name(12345), "UNKNOWN");
+  assert_string_equal(uvt_strerror(-19999), "unknown error");
+  assert_string_equal(uvt_err_name(-20009), "UNKNOWN");
+}
+
 /* SPEC §1 Types: status names, "unknown" outside the set. */
 static void errors_status_names(void **state) {
   (void)state;
@@ -153,6 +164,7 @@ int main(void) {
       TC_TEST(errors_band_distinct),
       TC_TEST(errors_names_and_messages),
       TC_TEST(errors_fallback_to_libuv),
+      TC_TEST(errors_unknown_codes),
       TC_TEST(errors_status_names),
       TC_TEST(errors_status_terminal),
       TC_TEST(errors_any_thread),

@@ -1722,6 +1722,19 @@ static void test_end_exit_codes(void **state) {
   wait_task(&f, &w, id, 5000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 42");
   wait_end(&w);
+
+  /* The command, not the wrapper shell, dies of a signal nobody asked for
+   * (an external kill, the OOM killer): still killed, not "exit code: 137".
+   * An explicit exit with the same number stays an exit code. */
+  assert_int_equal(start_sh(&f, NULL, "echo x; sh -c 'kill -9 $$'", id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  wait_end(&w);
+
+  assert_int_equal(start_sh(&f, NULL, "echo x; exit 137", id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 137");
+  wait_end(&w);
   fixture_close(&f);
 }
 
