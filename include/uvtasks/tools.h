@@ -102,10 +102,9 @@ struct uvt_tools_s {
   char *cwd_;
   size_t output_cap_bytes_;
   uint64_t grace_ms_;
-  uvt_tools_call_t *ready_head_; /* finished calls, in finishing order */
-  uvt_tools_call_t *ready_tail_;
-  uvt_tools_call_t *waiting_; /* calls inside a uvt_wait() */
-  size_t pending_;            /* calls whose callback has not run */
+  struct uvt__link ready_;   /* finished calls, in finishing order */
+  struct uvt__link waiting_; /* calls inside a uvt_wait() */
+  size_t pending_;           /* calls whose callback has not run */
   int state_;
 };
 
@@ -134,8 +133,7 @@ struct uvt_tools_call_s {
   int is_error; /* 1 when the tool failed (unknown task, bad arguments...) */
   /* private */
   uvt_tools_call_cb cb_;
-  uvt_tools_call_t *next_;
-  uvt_tools_call_t *prev_;
+  struct uvt__link link_; /* on the tools' waiting or ready list */
   uvt_agent_t *caller_;
   uvt_wait_t wait_;
   char task_id_[UVT_ID_MAX];

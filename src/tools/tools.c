@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tools-int.h"
+#include "uvt-internal.h"
 #include "uvtasks/process.h"
 
 /* Longest label shown in a notice or a task_list line, in bytes. */
@@ -72,20 +73,18 @@ static void tools_finish_detach(uvt_tools_t *tools);
 
 static void tools_idle_cb(uv_idle_t *idle) {
   uvt_tools_t *tools = idle->data;
-  uvt_tools_call_t *list;
+  struct uvt__link list;
+  struct uvt__link *n;
   uvt_tools_call_t *req;
 
   /* Collect first: calls finished by these callbacks wait for the next
    * turn, so no callback runs twice in one turn because of us. */
-  list = tools->ready_head_;
-  tools->ready_head_ = NULL;
-  tools->ready_tail_ = NULL;
+  uvt__list_init(&list);
+  uvt__list_splice(&tools->ready_, &list);
   uv_idle_stop(&tools->idle_);
 
-  while (list != NULL) {
-    req = list;
-    list = req->next_;
-    req->next_ = NULL;
+  while ((n = uvt__list_pop(&list)) != NULL) {
+    req = uvt__container_of(n, uvt_tools_call_t, link_);
     req->state_ = CALL_IDLE;
     tools->pending_--;
     req->cb_(req, req->status_);
@@ -100,12 +99,8 @@ static void tools_ready(uvt_tools_call_t *req, int status) {
 
   req->status_ = status;
   req->state_ = CALL_READY;
-  req->next_ = NULL;
-  if (tools->ready_tail_ != NULL)
-    tools->ready_tail_->next_ = req;
-  else
-    tools->ready_head_ = req;
-  tools->ready_tail_ = req;
+  uvt__list_remove(&req->link_);
+  uvt__list_insert_tail(&tools->ready_, &req->link_);
   uv_idle_start(&tools->idle_, tools_idle_cb);
 }
 
@@ -305,28 +300,39 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
   tools_result(req, &t, err);
 }
 
+/* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`.
+ * A zero or negative one is a tool error, already delivered when this
+ * returns -1. */
+static int tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                         uint64_t default_ms, uint64_t max_ms, uint64_t *out) {
+  uvt__text_t t;
+  if (args->timeout_ms == 0 || args->timeout_ms < -1) {
+    uvt__text_init(&t);
+    uvt__text_printf(&t,
+                     "timeout_ms must be a positive number of milliseconds "
+                     "(at most %llu).",
+                     (unsigned long long)max_ms);
+    tools_result(req, &t, 1);
+    return -1;
+  }
+  if (args->timeout_ms < 0)
+    *out = default_ms;
+  else if ((uint64_t)args->timeout_ms > max_ms)
+    *out = max_ms;
+  else
+    *out = (uint64_t)args->timeout_ms;
+  return 0;
+}
+
 static void tools_link_waiting(uvt_tools_call_t *req) {
   uvt_tools_t *tools = req->tools;
 
   req->state_ = CALL_WAITING;
-  req->prev_ = NULL;
-  req->next_ = tools->waiting_;
-  if (tools->waiting_ != NULL)
-    tools->waiting_->prev_ = req;
-  tools->waiting_ = req;
+  uvt__list_insert_tail(&tools->waiting_, &req->link_);
 }
 
 static void tools_unlink_waiting(uvt_tools_call_t *req) {
-  uvt_tools_t *tools = req->tools;
-
-  if (req->prev_ != NULL)
-    req->prev_->next_ = req->next_;
-  else
-    tools->waiting_ = req->next_;
-  if (req->next_ != NULL)
-    req->next_->prev_ = req->prev_;
-  req->next_ = NULL;
-  req->prev_ = NULL;
+  uvt__list_remove(&req->link_);
 }
 
 static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
@@ -391,19 +397,10 @@ static void tool_task_output(uvt_tools_call_t *req,
     tools_read_result(req, args->task_id, 0, NULL);
     return;
   }
-  if (args->timeout_ms == 0 || args->timeout_ms < -1) {
-    uvt__text_str(&t, "timeout_ms must be a positive number of "
-                      "milliseconds (at most 600000).");
-    tools_result(req, &t, 1);
-    return;
-  }
   /* M-TOOLS-1: default 30 s, capped at 600 s. */
-  if (args->timeout_ms < 0)
-    timeout_ms = UVT_TOOLS_WAIT_DEFAULT_MS;
-  else if (args->timeout_ms > UVT_TOOLS_WAIT_MAX_MS)
-    timeout_ms = UVT_TOOLS_WAIT_MAX_MS;
-  else
-    timeout_ms = (uint64_t)args->timeout_ms;
+  if (tools_timeout(req, args, UVT_TOOLS_WAIT_DEFAULT_MS, UVT_TOOLS_WAIT_MAX_MS,
+                    &timeout_ms) != 0)
+    return;
 
   if (strlen(args->task_id) >= UVT_ID_MAX) {
     text_task_error(&t, "wait for", args->task_id, UVT_ENOTASK);
@@ -438,18 +435,9 @@ static void tool_run_command(uvt_tools_call_t *req,
     tools_result(req, &t, 1);
     return;
   }
-  if (args->timeout_ms == 0 || args->timeout_ms < -1) {
-    uvt__text_str(&t, "timeout_ms must be a positive number of "
-                      "milliseconds (at most 3600000).");
-    tools_result(req, &t, 1);
+  if (tools_timeout(req, args, UVT_TOOLS_RUN_DEFAULT_MS, UVT_TOOLS_RUN_MAX_MS,
+                    &runtime_ms) != 0)
     return;
-  }
-  if (args->timeout_ms < 0)
-    runtime_ms = UVT_TOOLS_RUN_DEFAULT_MS;
-  else if (args->timeout_ms > UVT_TOOLS_RUN_MAX_MS)
-    runtime_ms = UVT_TOOLS_RUN_MAX_MS;
-  else
-    runtime_ms = (uint64_t)args->timeout_ms;
 
   tools_process_options(req, args, &po);
   po.max_runtime_ms = runtime_ms;
@@ -616,6 +604,8 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     o = &defaults;
   }
   memset(tools, 0, sizeof(*tools));
+  uvt__list_init(&tools->ready_);
+  uvt__list_init(&tools->waiting_);
   tools->registry = reg;
   tools->notice_cb_ = o->notice_cb;
   tools->output_cap_bytes_ = o->output_cap_bytes;
@@ -674,7 +664,7 @@ static void tools_finish_detach(uvt_tools_t *tools) {
 
 int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
   uvt_tools_call_t *req;
-  uvt_tools_call_t *next;
+  struct uvt__link *n, *next;
 
   if (tools == NULL)
     return UV_EINVAL;
@@ -687,8 +677,9 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
   uvt_listener_stop(&tools->listener_);
   uvt_surface_detach(&tools->surface_);
   /* Stop the waits; their callbacks come back through tools_wait_cb. */
-  for (req = tools->waiting_; req != NULL; req = next) {
-    next = req->next_;
+  for (n = tools->waiting_.next; n != &tools->waiting_; n = next) {
+    next = n->next;
+    req = uvt__container_of(n, uvt_tools_call_t, link_);
     req->aborted_ = ABORT_DETACH;
     uvt_wait_abort(&req->wait_);
   }
@@ -718,8 +709,7 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->len = 0;
   req->is_error = 0;
   req->cb_ = cb;
-  req->next_ = NULL;
-  req->prev_ = NULL;
+  uvt__list_init(&req->link_);
   req->caller_ = caller;
   req->task_id_[0] = '\0';
   req->timeout_ms_ = 0;
