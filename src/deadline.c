@@ -145,6 +145,6 @@ void uvt__deadline_timer_cb(uv_timer_t *timer) {
       uvt__teardown_expired(t);
     }
   }
-  uvt__waits_expire(reg, &expired);
+  uvt__waits_expire(&expired);
   rearm(reg);
 }

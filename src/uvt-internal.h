@@ -11,8 +11,6 @@
 
 #include "uvtasks.h"
 
-#define UVT__EXPORT UVT_EXTERN
-
 #define uvt__container_of(ptr, type, member)                                   \
   ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -289,7 +287,6 @@ struct uvt_registry_s {
   void *close_data;
   int closing;         /* close requested */
   int handles_closing; /* count of uv_close callbacks outstanding */
-  int in_drain;
 };
 
 /* ---- registry.c */
@@ -338,7 +335,7 @@ void uvt__waits_count(uvt_task_t *t);
 void uvt__waits_deliver_counted(uvt_task_t *t);
 void uvt__waits_drain(uvt_registry_t *reg);
 void uvt__wait_expired(uvt_wait_t *req);
-void uvt__waits_expire(uvt_registry_t *reg, struct uvt__link *expired);
+void uvt__waits_expire(struct uvt__link *expired);
 
 /* ---- teardown.c */
 void uvt__teardown_task(uvt_task_t *t, const char *reason);

@@ -133,10 +133,9 @@ void uvt__wait_expired(uvt_wait_t *req) {
   req->registry->metrics.waits_timed_out++;
 }
 
-void uvt__waits_expire(uvt_registry_t *reg, struct uvt__link *expired) {
+void uvt__waits_expire(struct uvt__link *expired) {
   struct uvt__link *n;
   uvt_snapshot_t view;
-  (void)reg;
   while ((n = uvt__list_pop(expired)) != NULL) {
     uvt_wait_t *req = uvt__container_of(n, uvt_wait_t, link_);
     uvt_task_t *t = req->task_;
