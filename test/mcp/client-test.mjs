@@ -4,40 +4,14 @@
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node client-test.mjs
 //
 // Exits 77 (skip) when the SDK is not installed, 1 on any failed check.
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-if (!existsSync(join(here, 'node_modules', '@modelcontextprotocol', 'sdk'))) {
-  console.log('SKIP: node_modules is missing; run `npm ci` in test/mcp');
-  process.exit(77);
-}
-const server = process.env.UVTASKS_MCP;
-if (!server || !existsSync(server)) {
-  console.log('SKIP: UVTASKS_MCP must name the built uvtasks-mcp');
-  process.exit(77);
-}
+import { readFileSync } from 'node:fs';
+import { check, fail, finish, server } from './harness.mjs';
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = await import(
   '@modelcontextprotocol/sdk/client/stdio.js');
 const { LoggingMessageNotificationSchema } = await import(
   '@modelcontextprotocol/sdk/types.js');
-
-let passed = 0;
-let failed = 0;
-function check(name, cond, got) {
-  if (cond) {
-    passed++;
-    console.log(`ok   ${name}`);
-  } else {
-    failed++;
-    console.log(`FAIL ${name}`);
-    if (got !== undefined)
-      console.log(`     got: ${JSON.stringify(got).slice(0, 600)}`);
-  }
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const textOf = (res) =>
@@ -219,12 +193,10 @@ try {
   check('client close stops the server', !alive(serverPid), serverPid);
   check('client close stops the task process', !alive(sleepPid), sleepPid);
 } catch (e) {
-  failed++;
-  console.log(`FAIL unexpected error: ${e?.stack || e}`);
+  fail(`unexpected error: ${e?.stack || e}`);
   if (stderr)
     console.log(`server stderr:\n${stderr}`);
   try { await client.close(); } catch { /* already closed */ }
 }
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();

@@ -7,20 +7,7 @@
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node tasks-test.mjs
 //
 // Exits 77 (skip) when the SDK is not installed, 1 on any failed check.
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const here = dirname(fileURLToPath(import.meta.url));
-if (!existsSync(join(here, 'node_modules', '@modelcontextprotocol', 'sdk'))) {
-  console.log('SKIP: node_modules is missing; run `npm ci` in test/mcp');
-  process.exit(77);
-}
-const server = process.env.UVTASKS_MCP;
-if (!server || !existsSync(server)) {
-  console.log('SKIP: UVTASKS_MCP must name the built uvtasks-mcp');
-  process.exit(77);
-}
+import { check, fail, finish, server } from './harness.mjs';
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = await import(
@@ -29,20 +16,6 @@ const {
   CallToolResultSchema, CreateTaskResultSchema, TaskStatusNotificationSchema,
   LoggingMessageNotificationSchema, RELATED_TASK_META_KEY,
 } = await import('@modelcontextprotocol/sdk/types.js');
-
-let passed = 0;
-let failed = 0;
-function check(name, cond, got) {
-  if (cond) {
-    passed++;
-    console.log(`ok   ${name}`);
-  } else {
-    failed++;
-    console.log(`FAIL ${name}`);
-    if (got !== undefined)
-      console.log(`     got: ${JSON.stringify(got, (k, v) => (v instanceof Error ? String(v) : v)).slice(0, 800)}`);
-  }
-}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const textOf = (res) =>
@@ -313,12 +286,10 @@ try {
   check('2025-06-18: no status notifications', c2.statuses.length === 0, c2.statuses);
   await old.close();
 } catch (e) {
-  failed++;
-  console.log(`FAIL unexpected error: ${e?.stack || e}`);
+  fail(`unexpected error: ${e?.stack || e}`);
   if (c1)
     console.log(`server stderr:\n${c1.stderr()}`);
   try { await c1?.client.close(); } catch { /* already closed */ }
 }
 
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish();
