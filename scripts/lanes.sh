@@ -52,7 +52,18 @@ lane_tsan() {
   setup build-tsan -Db_sanitize=thread -Db_lundef=false -Dwerror=true \
     -Dbuildtype=debugoptimized
   local tests
-  tests=$(existing_tests build-tsan thread listener fuzz-registry)
+  # Leading test names replace the cross-thread set; from the first option
+  # on, the words go to meson test.
+  local names=()
+  while [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; do
+    names+=("$1")
+    shift
+  done
+  if [ ${#names[@]} -gt 0 ]; then
+    tests=$(existing_tests build-tsan "${names[@]}")
+  else
+    tests=$(existing_tests build-tsan thread listener fuzz-registry)
+  fi
   if [ -z "$tests" ]; then
     echo "lanes.sh tsan: none of the cross-thread tests is built" >&2
     exit 1
