@@ -21,6 +21,7 @@ if [ -d build ]; then
 else
   meson setup build -Dwerror=true >/dev/null
 fi
+echo "== build: plain, -Dwerror=true"
 meson compile -C build
 meson test -C build --print-errorlogs --num-processes 2
 
