@@ -1,0 +1,393 @@
+/* Stopping process tasks (P-KILL-*) and cases C-02, C-03, C-07, C-13. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test-process-util.h"
+
+/* ---------------------------------------------------------------------- */
+/* Kill                                                                    */
+
+/* C-07 (first half), P-KILL-1, P-KILL-2: a killed sleep is `killed`,
+ * "signal: SIGTERM", reported, and stopping in between. */
+static void test_c07_kill_term(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  uvt_snapshot_t s;
+  waitres_t w;
+  pid_t pgid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  assert_int_equal(start_sh(&f, &a, "sleep 100", id), 0);
+  pgid = uvt_process_pid(f.reg, id, &a);
+  assert_int_equal(uvt_kill(f.reg, id, &a, "enough", &kr), 0);
+  assert_int_equal(kr, UVT_KILL_REQUESTED);
+  assert_int_equal(uvt_get(f.reg, id, &a, &s), 0);
+  assert_int_equal(s.status, UVT_STOPPING);
+  uvt_snapshot_cleanup(&s);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGTERM");
+  assert_int_equal(w.snap.reported, 1);
+  assert_string_equal(w.snap.kill_reason, "enough");
+  assert_true(group_gone(&f, pgid));
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+/* C-07 (second half), P-KILL-2: a leader that exits by itself after the
+ * request is `killed`, "exit code: 0 after kill request". */
+static void test_c07_exit_after_kill(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  assert_int_equal(
+      start_sh(&f, &a, "trap 'exit 0' TERM; echo ready; sleep 100 & wait", id),
+      0);
+  read_until_has(&f, id, &a, &sb, "ready\n");
+  assert_int_equal(uvt_kill(f.reg, id, &a, NULL, &kr), 0);
+  assert_int_equal(kr, UVT_KILL_REQUESTED);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_outcome(&w.snap, UVT_KILLED, "exit code: 0 after kill request");
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+/* C-03 (second half), P-KILL-1: TERM ignored, SIGKILL after the grace. */
+static void test_c03_kill_grace(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uint64_t t0;
+  pid_t pgid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  pgid = uvt_process_pid(f.reg, id, NULL);
+  read_until_has(&f, id, NULL, &sb, "ready\n");
+  t0 = now_ms();
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  assert_true(w.at_ms - t0 >= 190);
+  assert_true(group_gone(&f, pgid));
+  wait_end(&w);
+  sb_free(&sb);
+
+  /* The shell form of the case. */
+  assert_int_equal(
+      start_sh(&f, NULL, "trap '' TERM; echo ready; sleep 1000", id), 0);
+  pgid = uvt_process_pid(f.reg, id, NULL);
+  read_until_has(&f, id, NULL, &sb, "ready\n");
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  assert_true(group_gone(&f, pgid));
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+/* P-KILL-1, R-KILL-3: a second cancel sends SIGKILL at once. */
+static void test_kill_twice(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.grace_ms = 20000;
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  read_until_has(&f, id, NULL, &sb, "ready\n");
+  t0 = now_ms();
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_int_equal(kr, UVT_KILL_REQUESTED);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_int_equal(kr, UVT_KILL_REQUESTED);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  assert_true(w.at_ms - t0 < 10000);
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+/* P-KILL-2, P-KILL-3: a leader that already exited keeps its honest
+ * outcome, and nothing is signalled after its reap: the grandchild holding
+ * stdout is still alive after the kill and the settle. */
+static void test_kill_after_exit(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  pid_t pid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.drain_ms = 400;
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=hold-stdout", NULL, NULL, id), 0);
+  pid = uvt_process_pid(f.reg, id, NULL);
+  /* The library reaps the leader; then the pid is gone. */
+  assert_true(run_until(&f, leader_gone, &pid, 10000));
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_int_equal(w.snap.reported, 1);
+  assert_int_equal(group_live(pid), 1);
+  wait_end(&w);
+  /* Disposal stops the survivor (P-KILL-4). */
+  fixture_close(&f);
+  assert_int_equal(group_live(pid), 0);
+}
+
+/* C-03 (first half): the script's EXIT trap runs on kill; nothing of its
+ * group survives. */
+static void test_c03_trap_cleanup(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char id[UVT_ID_MAX];
+  char file[] = "/tmp/uvt-trap-XXXXXX";
+  char cmd[256];
+  char got[64];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  pid_t pgid;
+  int fd;
+  ssize_t n;
+  (void)state;
+
+  fd = mkstemp(file);
+  assert_true(fd >= 0);
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  snprintf(cmd, sizeof(cmd),
+           "trap 'echo cleanup >> %s' EXIT; echo ready; sleep 1000 & wait",
+           file);
+  assert_int_equal(start_sh(&f, &a, cmd, id), 0);
+  pgid = uvt_process_pid(f.reg, id, &a);
+  read_until_has(&f, id, &a, &sb, "ready\n");
+  /* Killed between its fork and exec, the background child would run the
+   * trap as well (bash); kill once `sleep` runs. */
+  assert_true(run_until(&f, group_runs_sleep, &pgid, 10000));
+  assert_int_equal(uvt_kill(f.reg, id, &a, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_true(group_gone(&f, pgid));
+  n = read(fd, got, sizeof(got) - 1);
+  assert_true(n >= 0);
+  got[n] = '\0';
+  assert_string_equal(got, "cleanup\n");
+  close(fd);
+  unlink(file);
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+/* C-02, P-KILL-4: background jobs do not outlive their owner. */
+static void test_c02_dispose(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  dispose_t d;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  memset(&d, 0, sizeof(d));
+  a.data = &d;
+  assert_int_equal(
+      start_sh(&f, &a, "for i in 1 2 3; do yes >/dev/null & done; sleep 0.2",
+               id),
+      0);
+  d.pgid = uvt_process_pid(f.reg, id, &a);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_true(group_live(d.pgid) >= 3);
+  wait_end(&w);
+  assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+  fixture_run_until(&f, disposed, &d);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.live_at_cb, 0);
+  assert_int_equal(uvt_process_pid(f.reg, id, NULL), UVT_ENOTASK);
+  fixture_close(&f);
+}
+
+/* P-KILL-4: survivors that ignore SIGTERM get SIGKILL after the grace;
+ * disposal waits for the group to be gone. */
+static void test_quiesce_ignore_term(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  dispose_t d;
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  memset(&d, 0, sizeof(d));
+  a.data = &d;
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, &a, &o, "--helper=hold-stdout-ignore-term",
+                                NULL, NULL, id),
+                   0);
+  d.pgid = uvt_process_pid(f.reg, id, &a);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_int_equal(group_live(d.pgid), 1);
+  wait_end(&w);
+  t0 = now_ms();
+  assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+  fixture_run_until(&f, disposed, &d);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.live_at_cb, 0);
+  assert_true(d.at_ms - t0 >= 190);
+  fixture_close(&f);
+}
+
+/* P-KILL-4: a live task at registry disposal: cancelled, settled, and its
+ * group's survivors stopped before the close callback. */
+static void test_registry_close_live(void **state) {
+  fixture_t f;
+  char id[UVT_ID_MAX];
+  pid_t pgid;
+  sbuf_t sb = {0};
+  (void)state;
+
+  fixture_init(&f, NULL);
+  assert_int_equal(
+      start_sh(&f, NULL, "trap '' TERM; sleep 1000 & echo ready; wait", id), 0);
+  pgid = uvt_process_pid(f.reg, id, NULL);
+  read_until_has(&f, id, NULL, &sb, "ready\n");
+  fixture_close(&f);
+  assert_int_equal(group_live(pgid), 0);
+  sb_free(&sb);
+}
+
+/* P-KILL-4 through R-FORGET-1: forgetting a finished task stops the group
+ * members its leader left running. */
+static void test_forget_quiesce(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  pid_t pgid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, NULL, &o,
+                                "--helper=hold-stdout-ignore-term", NULL, NULL,
+                                id),
+                   0);
+  pgid = uvt_process_pid(f.reg, id, NULL);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  assert_int_equal(group_live(pgid), 1);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  /* TERM is ignored: SIGKILL follows after the grace. */
+  assert_true(group_gone(&f, pgid));
+  run_for(&f, 20);
+  assert_int_equal(uvt_process_pid(f.reg, id, NULL), UVT_ENOTASK);
+  fixture_close(&f);
+}
+
+/* C-13: a TERM-ignoring shell and a pipeline both stop within grace +
+ * slack, and nothing of either group survives. */
+static void test_c13_pipeline(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char ida[UVT_ID_MAX];
+  char idb[UVT_ID_MAX];
+  pid_t pa, pb;
+  uvt_kill_result_t kr;
+  waitres_t wa, wb;
+  sbuf_t sb = {0};
+  pid_t pbs;
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  assert_int_equal(
+      start_sh(&f, &a, "trap '' TERM; echo ready; sleep 1000", ida), 0);
+  assert_int_equal(start_sh(&f, &a, "sleep 30 | sleep 30", idb), 0);
+  pa = uvt_process_pid(f.reg, ida, &a);
+  pb = uvt_process_pid(f.reg, idb, &a);
+  read_until_has(&f, ida, &a, &sb, "ready\n");
+  pbs = pb;
+  assert_true(run_until(&f, group_runs_sleep, &pbs, 10000));
+  t0 = now_ms();
+  assert_int_equal(uvt_kill(f.reg, ida, &a, NULL, &kr), 0);
+  assert_int_equal(uvt_kill(f.reg, idb, &a, NULL, &kr), 0);
+  wait_begin(&f, &wa, ida, 5000, &a);
+  wait_begin(&f, &wb, idb, 5000, &a);
+  fixture_run_until(&f, wait_done, &wa);
+  fixture_run_until(&f, wait_done, &wb);
+  assert_int_equal(wa.status, 0);
+  assert_int_equal(wb.status, 0);
+  assert_outcome(&wa.snap, UVT_KILLED, "signal: SIGKILL");
+  assert_outcome(&wb.snap, UVT_KILLED, "signal: SIGTERM");
+  assert_true(wa.at_ms - t0 < 200 + 2000);
+  assert_true(wb.at_ms - t0 < 200 + 2000);
+  assert_true(group_gone(&f, pa));
+  assert_true(group_gone(&f, pb));
+  wait_end(&wa);
+  wait_end(&wb);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      T(test_c07_kill_term),       T(test_c07_exit_after_kill),
+      T(test_c03_kill_grace),      T(test_kill_twice),
+      T(test_kill_after_exit),     T(test_c03_trap_cleanup),
+      T(test_c02_dispose),         T(test_quiesce_ignore_term),
+      T(test_registry_close_live), T(test_forget_quiesce),
+      T(test_c13_pipeline),
+  };
+  return PROCESS_TESTS("process-kill", tests);
+}
