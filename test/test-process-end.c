@@ -142,18 +142,119 @@ static void test_end_exit_codes(void **state) {
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 42");
   wait_end(&w);
 
-  /* The command, not the wrapper shell, dies of a signal nobody asked for
-   * (an external kill, the OOM killer): still killed, not "exit code: 137".
-   * An explicit exit with the same number stays an exit code. */
+  /* P-END-3: a command that dies of a signal inside the shell leaves the
+   * shell with status 128 + N; the shell itself exited, so that is an exit
+   * code, not a signal the task received. */
   assert_int_equal(start_sh(&f, NULL, "echo x; sh -c 'kill -9 $$'", id), 0);
-  wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
-  wait_end(&w);
-
-  assert_int_equal(start_sh(&f, NULL, "echo x; exit 137", id), 0);
   wait_task(&f, &w, id, 5000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 137");
   wait_end(&w);
+  fixture_close(&f);
+}
+
+static int have_python3(void) {
+  return system("command -v python3 >/dev/null 2>&1") == 0;
+}
+
+/* C-28, P-END-3: an exit status is an exit status.  Every status above
+ * 128 that a program or the shell chooses itself is `completed`, "exit
+ * code: N", in shell and argv mode; 147 (128 + SIGSTOP) neither stops the
+ * task nor makes a kill wait the grace; only the leader's own death by a
+ * signal is `killed`. */
+static void test_c28_exit_status(void **state) {
+  static const char *const codes[] = {"130", "137", "141", "143", "147", "255"};
+  const char *const py[] = {"python3", "-c", "import sys; sys.exit(141)", NULL};
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char cmd[128];
+  char want[64];
+  char sig[16];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  uint64_t t0;
+  size_t i;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  /* A grace far beyond the wait: a task that stopped itself would need a
+   * kill and the whole grace to end. */
+  o.grace_ms = 60000;
+  for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+    snprintf(want, sizeof(want), "exit code: %s", codes[i]);
+    /* The shell's own exit, a child's exit as the last command, and this
+     * binary in argv mode. */
+    snprintf(cmd, sizeof(cmd), "exit %s", codes[i]);
+    o.argv = NULL;
+    o.command = cmd;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 5000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, want);
+    wait_end(&w);
+    snprintf(cmd, sizeof(cmd), "echo x; sh -c 'exit %s'", codes[i]);
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 5000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, want);
+    wait_end(&w);
+    assert_int_equal(
+        start_helper(&f, NULL, &o, "--helper=exit", codes[i], NULL, id), 0);
+    wait_task(&f, &w, id, 5000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, want);
+    wait_end(&w);
+  }
+
+  /* 147 with a kill right behind it: whichever comes first, the task ends
+   * well inside the 60 s grace. */
+  t0 = now_ms();
+  o.argv = NULL;
+  o.command = "sh -c 'exit 147'";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  run_for(&f, 50);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_true(now_ms() - t0 < 20000);
+  if (w.snap.status == UVT_COMPLETED)
+    assert_string_equal(w.snap.detail, "exit code: 147");
+  else if (strcmp(w.snap.detail, "signal: SIGTERM") != 0)
+    assert_string_equal(w.snap.detail, "exit code: 147 after kill request");
+  wait_end(&w);
+
+  /* The leader itself dies of a signal: killed, in both modes. */
+  o.command = "kill -TERM $$";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGTERM");
+  wait_end(&w);
+  o.command = "kill -PIPE $$";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGPIPE");
+  wait_end(&w);
+  snprintf(sig, sizeof(sig), "%d", SIGINT);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=raise", sig, NULL, id),
+                   0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGINT");
+  wait_end(&w);
+
+  /* The case itself, with python3 (scripts/setup.sh installs it). */
+  if (have_python3()) {
+    o.argv = NULL;
+    o.command = "python3 -c 'import sys; sys.exit(130)'";
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 10000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 130");
+    wait_end(&w);
+    o.command = NULL;
+    o.argv = py;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 10000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 141");
+    wait_end(&w);
+  } else {
+    print_message("python3 not found: C-28's python commands skipped\n");
+  }
   fixture_close(&f);
 }
 
@@ -416,10 +517,15 @@ static void test_c08_races(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_end_handles_closed), T(test_c01_background),
-      T(test_end_exit_codes),     T(test_end_reaped_elsewhere),
-      T(test_limit_runtime),      T(test_c05_stdin),
-      T(test_c06_many),           T(test_c08_races),
+      T(test_end_handles_closed),
+      T(test_c01_background),
+      T(test_end_exit_codes),
+      T(test_c28_exit_status),
+      T(test_end_reaped_elsewhere),
+      T(test_limit_runtime),
+      T(test_c05_stdin),
+      T(test_c06_many),
+      T(test_c08_races),
   };
   return PROCESS_TESTS("process-end", tests);
 }

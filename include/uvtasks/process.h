@@ -89,7 +89,10 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * and register it as a stream-kind task.
  *
  * The task settles at quiescence (P-END-1): `completed` "exit code: N";
- * `killed` "signal: NAME" for any death by signal; after a kill request
+ * `killed` "signal: NAME" when the leader itself died of a signal, and
+ * only then (P-END-3: a status above 128 that a program or the shell
+ * returned, as `exit 130` or a shell whose last command was killed, is
+ * "exit code: N"; no status makes the task stop or hang); after a kill request
  * `killed` "signal: NAME" or "exit code: N after kill request"; after
  * max_runtime_ms `killed` "timed out after N ms".  A kill (the cancel
  * hook) sends SIGTERM to the group and SIGKILL after grace_ms unless the

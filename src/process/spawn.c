@@ -42,24 +42,18 @@ extern char **environ;
 /* The fixed wrapper (P-SPAWN-2): the command travels in CMD_VAR, is moved
  * into a shell variable, unset from the environment, and evaluated; the
  * shell variable is unset by the evaluated text's first line, so the
- * command sees neither.
+ * command sees neither.  The shell exits with the evaluated text's status.
  *
- * A shell given its command with -c execs a lone last command, so that
- * command's death by a signal is the leader's; an evaluated command is never
- * exec'd.  So when the evaluated text ends with a status that says "died of
- * signal N" (129..192), the wrapper re-raises N on itself with the default
- * action, and the task settles killed, "signal: NAME" (P-END-2), not
- * completed with "exit code: 137".  An explicit `exit 137` in the command
- * leaves the shell directly and stays an exit code. */
+ * P-END-3: nothing is guessed from that status.  A shell whose last
+ * command died of signal N exits 128 + N, exactly as a program that chose
+ * that status itself (python's sys.exit(130), a script's `exit 147`), so
+ * the task reports "exit code: N" for both, and no status can make the
+ * wrapper signal or stop itself.  `killed`, "signal: NAME" comes only from
+ * the leader's own wait status: a kill's SIGTERM reaches the whole session
+ * (P-KILL-5), the shell with it, so a killed command still ends killed
+ * (C-07). */
 static const char wrapper[] =
-    "__uvt_c=$" CMD_VAR "; unset " CMD_VAR
-    "; eval \"unset __uvt_c\n$__uvt_c\"\n"
-    "__uvt_s=$?\n"
-    "if [ \"$__uvt_s\" -gt 128 ] && [ \"$__uvt_s\" -lt 193 ]; then "
-    "trap - \"$((__uvt_s - 128))\" 2>/dev/null; "
-    "kill -s \"$((__uvt_s - 128))\" \"$$\" 2>/dev/null || "
-    "kill -\"$((__uvt_s - 128))\" \"$$\"; fi\n"
-    "exit \"$__uvt_s\"";
+    "__uvt_c=$" CMD_VAR "; unset " CMD_VAR "; eval \"unset __uvt_c\n$__uvt_c\"";
 
 /* Fixed additions to every child's environment (P-SPAWN-3). */
 static const char *const fixed_env[] = {"NO_COLOR=1", "TERM=dumb", "PAGER=cat",
