@@ -111,6 +111,7 @@ static void test_invalid_options(void **state) {
   char id[UVT_ID_MAX];
   const char *const av[] = {"true", NULL};
   const char *const empty[] = {NULL};
+  const char *const empty_word[] = {"", NULL};
   const char *const bad_env[] = {"NOEQUALS", NULL};
   waitres_t w;
   (void)state;
@@ -139,6 +140,17 @@ static void test_invalid_options(void **state) {
   o.command = "";
   o.argv = NULL;
   assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  /* An empty command is refused whatever the label (a label used to
+   * stand in for the label check that caught it). */
+  o.label = "a label";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  o.command = " \t\n ";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  o.command = NULL;
+  o.argv = empty_word;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  o.argv = NULL;
+  o.label = NULL;
   /* No surface: refused by the registry before spawning. */
   uvt_surface_detach(&f.surface);
   o.command = "true";

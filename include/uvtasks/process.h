@@ -106,7 +106,8 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
  *
  * Returns 0, UV_EINVAL (NULL reg or o; none or both of command and argv;
- * an empty argv; an env entry without '='; output_cap_bytes < 4), the
+ * an empty or blank command, whatever the label; an empty argv or an
+ * empty argv[0]; an env entry without '='; output_cap_bytes < 4), the
  * errors of uvt_start() (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING,
  * UVT_ELIMIT, UV_ENOMEM, ...), or the spawn's libuv error (UV_ENOENT for a
  * missing cwd or executable, UV_EACCES, UV_EMFILE, UV_E2BIG, ...).  On

@@ -730,6 +730,15 @@ static char *join_argv(const char *const *argv) {
   return s;
 }
 
+/* Nothing but spaces, tabs and newlines: nothing to run, whatever the
+ * label says. */
+static int blank(const char *s) {
+  for (; *s != '\0'; s++)
+    if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+      return 0;
+  return 1;
+}
+
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
   uvt__proc_t *p;
@@ -740,7 +749,9 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
 
   if (reg == NULL || o == NULL || (o->command == NULL) == (o->argv == NULL))
     return UV_EINVAL;
-  if (o->argv != NULL && o->argv[0] == NULL)
+  if (o->argv != NULL && (o->argv[0] == NULL || o->argv[0][0] == '\0'))
+    return UV_EINVAL;
+  if (o->command != NULL && blank(o->command))
     return UV_EINVAL;
   if (o->output_cap_bytes < 4)
     return UV_EINVAL;
