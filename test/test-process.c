@@ -404,6 +404,251 @@ static void test_spawn_env(void **state) {
   unsetenv("NO_COLOR");
 }
 
+typedef struct {
+  const char *name;
+  const char *host; /* set in the host's environment first, NULL = unset */
+  const char *want; /* the helper's line for it */
+} env_case_t;
+
+/* Run this binary's env helper over the names of `cases` (host values set
+ * first, `extra` as the options' env) and compare its lines. */
+static void check_env(const env_case_t *cases, size_t n,
+                      const char *const *extra) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  sbuf_t sb = {0};
+  sbuf_t want = {0};
+  const char *av[64];
+  size_t i;
+
+  assert_true(n + 3 <= sizeof(av) / sizeof(av[0]));
+  av[0] = self_exe;
+  av[1] = "--helper=env";
+  for (i = 0; i < n; i++) {
+    if (cases[i].host != NULL)
+      setenv(cases[i].name, cases[i].host, 1);
+    else
+      unsetenv(cases[i].name);
+    av[i + 2] = cases[i].name;
+    sb_add(&want, cases[i].want, strlen(cases[i].want));
+    sb_add(&want, "\n", 1);
+  }
+  av[n + 2] = NULL;
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.env = extra;
+  o.argv = av;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  read_into(&f, id, NULL, &sb);
+  assert_string_equal(sb.buf, want.buf);
+  wait_end(&w);
+  sb_free(&sb);
+  sb_free(&want);
+  fixture_close(&f);
+  for (i = 0; i < n; i++)
+    unsetenv(cases[i].name);
+}
+
+/* P-SPAWN-3b: the credential scrub matches whole name parts (split at
+ * '_', any case) and keeps names that merely contain the letters. */
+static void test_spawn_env_scrub(void **state) {
+  static const env_case_t cases[] = {
+      {"UVT_AWS_SECRET_ACCESS_KEY", "x", "UVT_AWS_SECRET_ACCESS_KEY unset"},
+      {"UVT_GITHUB_TOKEN", "x", "UVT_GITHUB_TOKEN unset"},
+      {"UVT_DB_PASSWORD", "x", "UVT_DB_PASSWORD unset"},
+      {"UVT_GITHUB_PAT", "x", "UVT_GITHUB_PAT unset"},
+      {"UVT_OPENAI_API_KEY", "x", "UVT_OPENAI_API_KEY unset"},
+      {"UVT_OPENAI_APIKEY", "x", "UVT_OPENAI_APIKEY unset"},
+      {"uvt_smtp_passwd", "x", "uvt_smtp_passwd unset"},
+      {"UVT_SMTP_PASS", "x", "UVT_SMTP_PASS unset"},
+      {"UVT_GPG_PASSPHRASE", "x", "UVT_GPG_PASSPHRASE unset"},
+      {"UVT_GCP_CREDENTIALS", "x", "UVT_GCP_CREDENTIALS unset"},
+      {"Uvt_Cloud_Credential_File", "x", "Uvt_Cloud_Credential_File unset"},
+      {"UVT_NGROK_AUTHTOKEN", "x", "UVT_NGROK_AUTHTOKEN unset"},
+      {"UVT_OAUTH_CLIENT_SECRET", "x", "UVT_OAUTH_CLIENT_SECRET unset"},
+      {"UVT_SSH_PRIVATE_KEYS", "x", "UVT_SSH_PRIVATE_KEYS unset"},
+      {"TOKEN", "x", "TOKEN unset"},
+      /* Kept: the letters inside a longer part. */
+      {"KEYBOARD_LAYOUT", "us", "KEYBOARD_LAYOUT=us"},
+      {"MONKEY", "m", "MONKEY=m"},
+      {"UVT_TOKENIZERS_PARALLELISM", "false",
+       "UVT_TOKENIZERS_PARALLELISM=false"},
+      {"UVT_PATH_EXTRA", "/x", "UVT_PATH_EXTRA=/x"},
+      {"UVT_PASSAGE", "p", "UVT_PASSAGE=p"},
+      {"UVT_KEYSTONE_URL", "u", "UVT_KEYSTONE_URL=u"},
+      {"UVT_SECRETARY", "s", "UVT_SECRETARY=s"},
+      /* An entry the host gives on purpose goes through the options. */
+      {"UVT_GIVEN_TOKEN", "host", "UVT_GIVEN_TOKEN=given"},
+  };
+  const char *const extra[] = {"UVT_GIVEN_TOKEN=given", NULL};
+  (void)state;
+  check_env(cases, sizeof(cases) / sizeof(cases[0]), extra);
+}
+
+/* P-SPAWN-3b: editors that never wait for a person, git that never asks
+ * for credentials, unbuffered python; the options still win, and so does
+ * nothing the host set. */
+static void test_spawn_env_model(void **state) {
+  static const env_case_t cases[] = {
+      {"EDITOR", "sleep 600;", "EDITOR=true"},
+      {"VISUAL", "sleep 600;", "VISUAL=true"},
+      {"GIT_EDITOR", "vim", "GIT_EDITOR=true"},
+      {"GIT_SEQUENCE_EDITOR", "vim", "GIT_SEQUENCE_EDITOR=true"},
+      {"GIT_TERMINAL_PROMPT", "1", "GIT_TERMINAL_PROMPT=0"},
+      {"PYTHONUNBUFFERED", NULL, "PYTHONUNBUFFERED=1"},
+      {"NO_COLOR", NULL, "NO_COLOR=1"},
+      {"TERM", "xterm", "TERM=dumb"},
+      {"PAGER", "less", "PAGER=cat"},
+      {"GIT_PAGER", NULL, "GIT_PAGER=cat"},
+  };
+  static const env_case_t given[] = {
+      {"EDITOR", "sleep 600;", "EDITOR=ed"},
+      {"GIT_TERMINAL_PROMPT", "1", "GIT_TERMINAL_PROMPT=1"},
+      {"PYTHONUNBUFFERED", NULL, "PYTHONUNBUFFERED="},
+      {"VISUAL", "sleep 600;", "VISUAL=true"},
+  };
+  const char *const extra[] = {"EDITOR=ed", "GIT_TERMINAL_PROMPT=1",
+                               "PYTHONUNBUFFERED=", NULL};
+  (void)state;
+  check_env(cases, sizeof(cases) / sizeof(cases[0]), NULL);
+  check_env(given, sizeof(given) / sizeof(given[0]), extra);
+}
+
+/* Run `cmd` in `dir` through /bin/sh for a test's setup; asserts exit 0. */
+static void setup_sh(const char *dir, const char *cmd) {
+  char line[1024];
+  snprintf(line, sizeof(line), "cd '%s' && { %s; } >/dev/null 2>&1", dir, cmd);
+  assert_int_equal(system(line), 0);
+}
+
+/* C-27, P-SPAWN-3b: an editor that never returns in the host's
+ * environment (what vim does without a terminal) cannot hang git: `git
+ * commit` without -m ends at once with git's own message, and so does a
+ * repository whose core.editor never returns; `git rebase -i` proceeds
+ * without a person.  Nothing of the tasks is left. */
+static void test_c27_git_editor(void **state) {
+  static const char *const cmds[] = {
+      "git commit",
+      "git -c core.editor='sleep 600;' commit",
+  };
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char dir[] = "/tmp/uvt-git-XXXXXX";
+  waitres_t w;
+  sbuf_t sb = {0};
+  pid_t pid;
+  size_t i;
+  (void)state;
+
+  if (system("command -v git >/dev/null 2>&1") != 0) {
+    print_message("git not found: C-27 skipped\n");
+    return;
+  }
+  assert_non_null(mkdtemp(dir));
+  setup_sh(dir, "git init -q . && git config user.name uvt && "
+                "git config user.email uvt@example.invalid && "
+                "echo one > a && git add a && git commit -qm one && "
+                "echo two > a && git add a");
+  setenv("EDITOR", "sleep 600;", 1);
+  setenv("VISUAL", "sleep 600;", 1);
+  setenv("GIT_SEQUENCE_EDITOR", "sleep 600;", 1);
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  test_opts(&o);
+  o.cwd = dir;
+  o.owner = &a;
+  for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+    o.command = cmds[i];
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    pid = (pid_t)uvt_process_pid(f.reg, id, &a);
+    /* Far below the editor's 600 s, and well above what git needs. */
+    wait_task(&f, &w, id, 30000, &a);
+    assert_int_equal(w.snap.status, UVT_COMPLETED);
+    assert_string_not_equal(w.snap.detail, "exit code: 0");
+    read_into(&f, id, &a, &sb);
+    assert_non_null(strstr(sb.buf, "Aborting commit due to empty commit"));
+    assert_true(group_gone(&f, pid));
+    wait_end(&w);
+    sb_free(&sb);
+  }
+  /* The sequence editor accepts git's own plan. */
+  o.command = "git rebase -q -i HEAD~1 && git log --format=%s -1 HEAD";
+  setup_sh(dir, "git commit -qm two");
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 30000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  read_into(&f, id, &a, &sb);
+  assert_string_equal(sb.buf, "two\n");
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+  unsetenv("EDITOR");
+  unsetenv("VISUAL");
+  unsetenv("GIT_SEQUENCE_EDITOR");
+  {
+    char rm[128];
+    snprintf(rm, sizeof(rm), "rm -rf '%s'", dir);
+    assert_int_equal(system(rm), 0);
+  }
+}
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  sbuf_t sb;
+  uvt_status_t status_at_ready;
+} ready_t;
+
+static int ready_seen(void *arg) {
+  ready_t *r = arg;
+  uvt_status_t st = read_into(r->f, r->id, NULL, &r->sb);
+  if (r->sb.len > 0 && strstr(r->sb.buf, "ready\n") != NULL) {
+    r->status_at_ready = st;
+    return 1;
+  }
+  return 0;
+}
+
+/* C-31, P-SPAWN-3b: python's output arrives while it runs, even when the
+ * host's environment does not ask for unbuffered output. */
+static void test_c31_python_unbuffered(void **state) {
+  fixture_t f;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  ready_t r;
+  (void)state;
+
+  if (system("command -v python3 >/dev/null 2>&1") != 0) {
+    print_message("python3 not found: C-31 skipped\n");
+    return;
+  }
+  unsetenv("PYTHONUNBUFFERED");
+  fixture_init(&f, NULL);
+  assert_int_equal(
+      start_sh(&f, NULL,
+               "python3 -c 'import time; print(\"ready\"); time.sleep(5)'", id),
+      0);
+  memset(&r, 0, sizeof(r));
+  r.f = &f;
+  r.id = id;
+  r.status_at_ready = UVT_COMPLETED;
+  /* Buffered, "ready" would only come with the exit after 5 s. */
+  assert_true(run_until(&f, ready_seen, &r, 4500));
+  assert_int_equal(r.status_at_ready, UVT_RUNNING);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  wait_end(&w);
+  sb_free(&r.sb);
+  fixture_close(&f);
+}
+
 /* P-SPAWN-3: cwd as given (the host's otherwise). */
 static void test_spawn_cwd(void **state) {
   fixture_t f;
@@ -630,13 +875,24 @@ static void test_start_failmalloc(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_defaults),          T(test_kind_label),
-      T(test_invalid_options),   T(test_pid),
-      T(test_spawn_session),     T(test_spawn_stdin_data),
-      T(test_spawn_argv_hidden), T(test_c04_pkill),
-      T(test_spawn_env),         T(test_spawn_cwd),
-      T(test_spawn_fail),        T(test_spawn_emfile),
-      T(test_spawn_fds),         T(test_start_failmalloc),
+      T(test_defaults),
+      T(test_kind_label),
+      T(test_invalid_options),
+      T(test_pid),
+      T(test_spawn_session),
+      T(test_spawn_stdin_data),
+      T(test_spawn_argv_hidden),
+      T(test_c04_pkill),
+      T(test_spawn_env),
+      T(test_spawn_env_scrub),
+      T(test_spawn_env_model),
+      T(test_c27_git_editor),
+      T(test_c31_python_unbuffered),
+      T(test_spawn_cwd),
+      T(test_spawn_fail),
+      T(test_spawn_emfile),
+      T(test_spawn_fds),
+      T(test_start_failmalloc),
   };
   return PROCESS_TESTS("process", tests);
 }

@@ -58,7 +58,29 @@ typedef struct {
   /* Working directory; NULL = the host's. */
   const char *cwd;
   /* Extra "NAME=value" entries, NULL-terminated; they win over the
-   * inherited environment and the fixed additions (P-SPAWN-3). */
+   * inherited environment and the fixed additions (P-SPAWN-3, P-SPAWN-3b).
+   *
+   * The child's environment is the host's, minus every variable whose
+   * name looks like a credential, plus fixed additions, plus these
+   * entries.  A name looks like a credential when one of its parts (the
+   * name split at every character that is not a letter or digit, so at
+   * '_') is, in any case, KEY, KEYS, APIKEY, ACCESSKEY, SECRETKEY,
+   * PRIVATEKEY, SECRET, SECRETS, TOKEN, TOKENS, AUTHTOKEN, ACCESSTOKEN,
+   * PASSWORD, PASSWORDS, PASSWD, PASS, PASSPHRASE, PAT, CREDENTIAL,
+   * CREDENTIALS or CREDS: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, GITHUB_PAT,
+   * DB_PASSWORD go; KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM, PATH
+   * and SSH_AUTH_SOCK stay.  Pass a credential a command needs here.
+   *
+   * The fixed additions make output plain and every interactive step
+   * proceed without a person or fail at once: NO_COLOR=1 TERM=dumb
+   * PAGER=cat GIT_PAGER=cat; EDITOR, VISUAL, GIT_EDITOR and
+   * GIT_SEQUENCE_EDITOR are `true` (as if a person closed the editor
+   * without a change: git rebase -i and git revert go on with git's own
+   * text, git commit without -m stops with "Aborting commit due to empty
+   * commit message"; GIT_EDITOR also overrides a repository's
+   * core.editor); GIT_TERMINAL_PROMPT=0 (git fails instead of asking for
+   * a password); PYTHONUNBUFFERED=1 (a server's "ready" line arrives when
+   * printed). */
   const char *const *env;
   /* Bytes for the child's stdin, then end of file; NULL = /dev/null.  They
    * are copied into an in-memory file (memfd) that becomes the child's

@@ -55,10 +55,38 @@ extern char **environ;
 static const char wrapper[] =
     "__uvt_c=$" CMD_VAR "; unset " CMD_VAR "; eval \"unset __uvt_c\n$__uvt_c\"";
 
-/* Fixed additions to every child's environment (P-SPAWN-3). */
-static const char *const fixed_env[] = {"NO_COLOR=1", "TERM=dumb", "PAGER=cat",
-                                        "GIT_PAGER=cat"};
+/* Fixed additions to every child's environment (P-SPAWN-3, P-SPAWN-3b).
+ * The editors are `true`: what a person does who closes the editor without
+ * a change, so every program either goes on with its own default (git
+ * rebase -i, git merge, git revert) or refuses with its own message where
+ * it needs a person's text (git commit: "Aborting commit due to empty
+ * commit message"), and nothing waits for a terminal that is not there.
+ * `false` would make git abort some operations half-way (a revert left in
+ * progress), which is harder for a model to recover from. */
+static const char *const fixed_env[] = {"NO_COLOR=1",
+                                        "TERM=dumb",
+                                        "PAGER=cat",
+                                        "GIT_PAGER=cat",
+                                        "EDITOR=true",
+                                        "VISUAL=true",
+                                        "GIT_EDITOR=true",
+                                        "GIT_SEQUENCE_EDITOR=true",
+                                        "GIT_TERMINAL_PROMPT=0",
+                                        "PYTHONUNBUFFERED=1"};
 #define FIXED_ENV_N (sizeof(fixed_env) / sizeof(fixed_env[0]))
+
+/* Name parts that mark a credential (P-SPAWN-3b), upper case.  A name is
+ * split at every character that is not a letter or a digit ('_' in
+ * practice) and matches when one of its parts equals one of these, in any
+ * case: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, DB_PASSWORD, GITHUB_PAT,
+ * OPENAI_API_KEY; but KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM and
+ * PATH stay. */
+static const char *const credential_parts[] = {
+    "KEY",        "KEYS",        "APIKEY",   "ACCESSKEY",  "SECRETKEY",
+    "PRIVATEKEY", "SECRET",      "SECRETS",  "TOKEN",      "TOKENS",
+    "AUTHTOKEN",  "ACCESSTOKEN", "PASSWORD", "PASSWORDS",  "PASSWD",
+    "PASS",       "PASSPHRASE",  "PAT",      "CREDENTIAL", "CREDENTIALS",
+    "CREDS"};
 
 static size_t name_len(const char *entry) {
   const char *eq = strchr(entry, '=');
@@ -74,17 +102,23 @@ static int upper(int c) {
   return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c;
 }
 
-/* Case-insensitive: does name[0, n) contain `word` (upper case)? */
-static int name_has(const char *name, size_t n, const char *word) {
-  size_t w = strlen(word);
+static int alnum(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+         (c >= '0' && c <= '9');
+}
+
+/* Case-insensitive: is part[0, n) one of credential_parts? */
+static int credential_part(const char *part, size_t n) {
   size_t i;
   size_t j;
+  const char *w;
 
-  for (i = 0; i + w <= n; i++) {
-    for (j = 0; j < w; j++)
-      if (upper((unsigned char)name[i + j]) != word[j])
+  for (i = 0; i < sizeof(credential_parts) / sizeof(credential_parts[0]); i++) {
+    w = credential_parts[i];
+    for (j = 0; j < n && w[j] != '\0'; j++)
+      if (upper((unsigned char)part[j]) != w[j])
         break;
-    if (j == w)
+    if (j == n && w[j] == '\0')
       return 1;
   }
   return 0;
@@ -92,8 +126,19 @@ static int name_has(const char *name, size_t n, const char *word) {
 
 static int looks_like_credential(const char *entry) {
   size_t n = name_len(entry);
-  return name_has(entry, n, "KEY") || name_has(entry, n, "SECRET") ||
-         name_has(entry, n, "TOKEN") || name_has(entry, n, "PASSWORD");
+  size_t i = 0;
+  size_t start;
+
+  while (i < n) {
+    while (i < n && !alnum((unsigned char)entry[i]))
+      i++;
+    start = i;
+    while (i < n && alnum((unsigned char)entry[i]))
+      i++;
+    if (i > start && credential_part(entry + start, i - start))
+      return 1;
+  }
+  return 0;
 }
 
 static int in_list(const char *entry, const char *const *list) {
