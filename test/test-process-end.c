@@ -282,6 +282,20 @@ static void test_end_reaped_elsewhere(void **state) {
   fixture_close(&f);
 }
 
+/* `killed`, "timed out after N ms" with limit_ms <= N <= at_most_ms: the
+ * detail names what really elapsed (R-TIME-1). */
+static void assert_timed_out(const uvt_snapshot_t *s, uint64_t limit_ms,
+                             uint64_t at_most_ms) {
+  unsigned long long n;
+  char tail[8];
+  assert_int_equal(s->status, UVT_KILLED);
+  assert_non_null(s->detail);
+  assert_int_equal(sscanf(s->detail, "timed out after %llu m%7s", &n, tail), 2);
+  assert_string_equal(tail, "s");
+  assert_true(n >= limit_ms);
+  assert_true(n <= at_most_ms + 1); /* both clocks in whole ms */
+}
+
 /* P-LIMIT-1: max_runtime_ms stops the task like a kill. */
 static void test_limit_runtime(void **state) {
   fixture_t f;
@@ -299,8 +313,7 @@ static void test_limit_runtime(void **state) {
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=sleep", "20000", NULL, id), 0);
   wait_task(&f, &w, id, 10000, NULL);
-  assert_outcome(&w.snap, UVT_KILLED, "timed out after 200 ms");
-  assert_true(w.at_ms - t0 >= 190);
+  assert_timed_out(&w.snap, 200, w.at_ms - t0);
   /* Nobody asked: the task is not reported by the timeout itself. */
   assert_null(w.snap.kill_reason);
   wait_end(&w);
@@ -309,7 +322,7 @@ static void test_limit_runtime(void **state) {
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
   wait_task(&f, &w, id, 10000, NULL);
-  assert_outcome(&w.snap, UVT_KILLED, "timed out after 200 ms");
+  assert_timed_out(&w.snap, 200, 10000);
   wait_end(&w);
 
   /* The owner's first kill after the timeout's SIGTERM lets the grace
@@ -322,7 +335,7 @@ static void test_limit_runtime(void **state) {
   run_for(&f, 200);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 10000, NULL);
-  assert_outcome(&w.snap, UVT_KILLED, "timed out after 100 ms");
+  assert_timed_out(&w.snap, 100, w.at_ms - t0);
   assert_true(w.at_ms - t0 >= 490);
   wait_end(&w);
   o.grace_ms = 20000;
@@ -333,7 +346,7 @@ static void test_limit_runtime(void **state) {
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 10000, NULL);
-  assert_outcome(&w.snap, UVT_KILLED, "timed out after 100 ms");
+  assert_timed_out(&w.snap, 100, w.at_ms - t0);
   assert_true(w.at_ms - t0 < 10000);
   wait_end(&w);
   o.grace_ms = 200;
@@ -344,6 +357,32 @@ static void test_limit_runtime(void **state) {
                    0);
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+/* C-22, R-TIME-1, P-LIMIT-1: a host that blocked its loop before calling
+ * uvt_process_start still gets the whole runtime, counted from the call,
+ * and the detail names what really elapsed. */
+static void test_c22_runtime_stale_clock(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.max_runtime_ms = 500;
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  block_host(400);
+  t0 = now_ms();
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=sleep", "20000", NULL, id), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_true(w.at_ms - t0 >= 500);
+  assert_timed_out(&w.snap, 500, w.at_ms - t0);
   wait_end(&w);
   fixture_close(&f);
 }
@@ -523,6 +562,7 @@ int main(int argc, char **argv) {
       T(test_c28_exit_status),
       T(test_end_reaped_elsewhere),
       T(test_limit_runtime),
+      T(test_c22_runtime_stale_clock),
       T(test_c05_stdin),
       T(test_c06_many),
       T(test_c08_races),

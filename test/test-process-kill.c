@@ -334,6 +334,73 @@ static void test_forget_quiesce(void **state) {
   fixture_close(&f);
 }
 
+/* C-22, R-TIME-1, P-KILL-1: the kill's grace counts from the kill call
+ * even when the host blocked its loop for longer than the grace before
+ * calling: SIGKILL comes no sooner than grace_ms after the call. */
+static void test_c22_kill_stale_clock(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.grace_ms = 500;
+  o.command = "trap '' TERM; echo ready; sleep 30";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &sb, "ready\n");
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  block_host(1000);
+  t0 = now_ms();
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  assert_true(w.at_ms - t0 >= 500);
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+}
+
+/* C-22, R-TIME-1, P-KILL-4: the same for the grace disposal gives what a
+ * finished task left running. */
+static void test_c22_quiesce_stale_clock(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  dispose_t d;
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  memset(&d, 0, sizeof(d));
+  a.data = &d;
+  test_opts(&o);
+  o.grace_ms = 500;
+  assert_int_equal(start_helper(&f, &a, &o, "--helper=hold-stdout-ignore-term",
+                                NULL, NULL, id),
+                   0);
+  d.pgid = task_pid(&f, id, &a);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_int_equal(group_live(d.pgid), 1);
+  wait_end(&w);
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  block_host(1000);
+  t0 = now_ms();
+  assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+  fixture_run_until(&f, disposed, &d);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.live_at_cb, 0);
+  assert_true(d.at_ms - t0 >= 500);
+  fixture_close(&f);
+}
+
 /* C-13: a TERM-ignoring shell and a pipeline both stop within grace +
  * slack, and nothing of either group survives. */
 static void test_c13_pipeline(void **state) {
@@ -382,12 +449,19 @@ static void test_c13_pipeline(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_c07_kill_term),       T(test_c07_exit_after_kill),
-      T(test_c03_kill_grace),      T(test_kill_twice),
-      T(test_kill_after_exit),     T(test_c03_trap_cleanup),
-      T(test_c02_dispose),         T(test_quiesce_ignore_term),
-      T(test_registry_close_live), T(test_forget_quiesce),
+      T(test_c07_kill_term),
+      T(test_c07_exit_after_kill),
+      T(test_c03_kill_grace),
+      T(test_kill_twice),
+      T(test_kill_after_exit),
+      T(test_c03_trap_cleanup),
+      T(test_c02_dispose),
+      T(test_quiesce_ignore_term),
+      T(test_registry_close_live),
+      T(test_forget_quiesce),
       T(test_c13_pipeline),
+      T(test_c22_kill_stale_clock),
+      T(test_c22_quiesce_stale_clock),
   };
   return PROCESS_TESTS("process-kill", tests);
 }

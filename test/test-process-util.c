@@ -599,6 +599,20 @@ int disposed(void *arg) {
   return ((dispose_t *)arg)->calls > 0;
 }
 
+void block_host(uint64_t ms) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ms / 1000);
+  ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+}
+
+int task_pid(fixture_t *f, const char *id, const uvt_agent_t *caller) {
+  int pid = uvt_process_pid(f->reg, id, caller);
+  assert_true(pid > 0);
+  return pid;
+}
+
 void close_noop(uv_handle_t *h) {
   (void)h;
 }

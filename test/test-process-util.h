@@ -84,6 +84,11 @@ int run_until(fixture_t *f, int (*pred)(void *), void *arg, uint64_t max_ms);
 int never(void *arg);
 void run_for(fixture_t *f, uint64_t ms);
 void close_noop(uv_handle_t *h);
+/* Block this thread (the loop's) for `ms`, as a host busy elsewhere does:
+ * no loop turn, so the loop's cached time goes stale (R-TIME-1). */
+void block_host(uint64_t ms);
+/* The task's leader pid (asserted > 0). */
+int task_pid(fixture_t *f, const char *id, const uvt_agent_t *caller);
 
 /* Waits that record into a waitres_t. */
 void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap);

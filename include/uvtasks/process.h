@@ -94,7 +94,8 @@ typedef struct {
   uint64_t drain_ms;
   /* Unread bytes kept per stream, default 1 MiB, at least 4 (P-OUT-2). */
   size_t output_cap_bytes;
-  /* Stop the task like a kill after this long; 0 = never (P-LIMIT-1). */
+  /* Stop the task like a kill this long after uvt_process_start() was
+   * called; 0 = never (P-LIMIT-1, R-TIME-1). */
   uint64_t max_runtime_ms;
 } uvt_process_options_t;
 
@@ -116,7 +117,11 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * returned, as `exit 130` or a shell whose last command was killed, is
  * "exit code: N"; no status makes the task stop or hang); after a kill request
  * `killed` "signal: NAME" or "exit code: N after kill request"; after
- * max_runtime_ms `killed` "timed out after N ms".  A kill (the cancel
+ * max_runtime_ms `killed` "timed out after N ms", N being what really
+ * elapsed from this call to the SIGTERM (at least max_runtime_ms).  Every
+ * duration (max_runtime_ms, grace_ms, drain_ms, the grace of disposal's
+ * stop) counts from the call or event that starts it, even when the host
+ * blocked its loop before calling (R-TIME-1).  A kill (the cancel
  * hook) sends SIGTERM to the group and SIGKILL after grace_ms unless the
  * leader exited; a second kill sends SIGKILL at once (P-KILL-1).
  *
