@@ -172,6 +172,17 @@ int helper(int argc, char **argv) {
       write_all(1, line, (size_t)n);
     return 0;
   }
+  if (strcmp(mode, "wait-usr1") == 0) {
+    /* "ready", then exit 0 on SIGUSR1 (blocked first, so it cannot kill). */
+    sigset_t set;
+    int sig;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    say("ready\n");
+    sigwait(&set, &sig);
+    return 0;
+  }
   if (strcmp(mode, "utf8-split") == 0) {
     /* N (default 1, at most 4000) times "a" and the first two bytes of
      * U+4F60 in one write, then the rest on SIGUSR1. */

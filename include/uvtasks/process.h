@@ -14,9 +14,12 @@
  *   disposal             group members still alive are stopped (P-KILL-4)
  *
  * The leader is reaped by the library (waitpid on its pid, woken by a
- * pidfd; by SIGCHLD where pidfds are unavailable).  The host must not reap
- * children it did not spawn (waitpid(-1, ...)) nor ignore SIGCHLD: a leader
- * reaped elsewhere settles `failed`, "exit status lost: reaped elsewhere".
+ * pidfd; where pidfds are unavailable, by one SIGCHLD watch per registry
+ * that reaps every exited leader per signal, with a re-check every second
+ * so that a lost signal delays a task's end by at most that, P-REAP-2).  The
+ * host must not reap children it did not spawn (waitpid(-1, ...)) nor ignore
+ * SIGCHLD: a leader reaped elsewhere settles `failed`, "exit status lost:
+ * reaped elsewhere".
  *
  * Ownership: the producer's per-task state is library-allocated and freed
  * by the library once the task has settled AND its record was dropped (the

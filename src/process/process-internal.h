@@ -64,11 +64,121 @@ int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
 int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
                      int err_final, char **text, size_t *len, size_t *size);
 
-/* ---- process.c -------------------------------------------------------- */
+/* ---- process.c: one task ---------------------------------------------- */
 
 /* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
  * available (for tests of that path).  Loop thread; set between tasks. */
 extern int uvt__process_no_pidfd;
+
+typedef struct uvt__proc_s uvt__proc_t;
+typedef struct uvt__procs_s uvt__procs_t;
+
+typedef struct {
+  uv_pipe_t pipe;
+  uvt__outbuf_t buf;
+  uvt__proc_t *proc;
+  int open;   /* handle initialised and uv_close not yet called */
+  int closed; /* uv_close called: no more bytes will arrive */
+} uvt__stream_t;
+
+/* The handles of a task, as bits of uvt__proc_t.live. */
+enum {
+  UVT__H_POLL = 1 << 0,
+  UVT__H_KILL = 1 << 1,
+  UVT__H_DRAIN = 1 << 2,
+  UVT__H_RUNTIME = 1 << 3
+};
+
+struct uvt__proc_s {
+  uvt_task_t *task;
+  uvt_registry_t *reg;
+  uv_loop_t *loop;
+  uvt__procs_t *procs;               /* the registry's context; NULL once
+                                        it closed under this task */
+  const uvt_process_options_t *opts; /* valid during run() only */
+
+  char id[UVT_ID_MAX];
+
+  pid_t pid;
+  int pidfd;
+  uv_poll_t exit_poll; /* on the pidfd; without one the context's SIGCHLD
+                          watch reaps the leader (reap.c) */
+  uv_timer_t kill_timer;
+  uv_timer_t drain_timer;
+  uv_timer_t runtime_timer;
+  uvt__stream_t out;
+  uvt__stream_t err;
+  char *scratch;
+
+  /* Links of the context's lists (reap.c). */
+  struct uvt__link unreaped_link; /* leader watched through SIGCHLD */
+
+  uint64_t grace_ms;
+  uint64_t drain_ms;
+  uint64_t max_runtime_ms;
+
+  unsigned live;    /* UVT__H_* handles initialised, uv_close not called */
+  unsigned closing; /* handles whose close callback has not run */
+
+  int status;         /* waitpid status of the leader */
+  int reaped;         /* the leader's exit was seen and reaped */
+  int status_lost;    /* someone else reaped the leader */
+  int kill_requested; /* cancel (or the runtime limit) before the reap */
+  int killed_now;     /* SIGKILL was sent */
+  int timed_out;
+  unsigned cancels; /* calls of the cancel hook */
+  int finishing;    /* closing the last handles towards settle */
+  int run_failed;   /* run() returned an error: free after the closes */
+  int settled;
+  int released;
+  int quiescing; /* the quiesce hook is waiting for the group */
+  uint64_t quiesce_start_ns;
+  uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
+  uint64_t timed_out_ms; /* from the start call to the runtime's SIGTERM */
+};
+
+/* Reap the leader if it has exited (waitpid on its pid, WNOHANG).
+ * Returns 1 if it is (now) reaped. */
+int uvt__proc_check_leader(uvt__proc_t *p);
+
+/* ---- context.c: the producer's per-registry context -------------------- */
+
+struct uvt__procs_s {
+  uvt__ext_t ext;
+  uv_loop_t *loop;
+  uvt_registry_t *reg;
+
+  /* reap.c */
+  uv_signal_t sigchld;
+  uv_timer_t recheck;
+  int watching;              /* sigchld and recheck are initialised */
+  struct uvt__link unreaped; /* procs whose leader waits for SIGCHLD */
+
+  /* Shutdown (context.c). */
+  int closing;
+  unsigned handles_closing;
+  uvt__ext_done_cb done;
+};
+
+/* The registry's context, created on first use.  Returns 0 and *out, or
+ * UV_ENOMEM, UVT_ECLOSING. */
+int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out);
+/* Called by reap.c when a list it waits on at close became empty. */
+void uvt__procs_maybe_closed(uvt__procs_t *ps);
+
+/* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
+
+/* Watch p's leader through the context's one SIGCHLD watch (started on
+ * first use), and look once now for an exit that came before.  0 or a
+ * libuv error (the watch could not start). */
+int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p);
+/* p's leader was reaped, or p goes away: stop watching it. */
+void uvt__reap_unwatch(uvt__proc_t *p);
+/* At context close: -1 while a leader still waits on the watch (its group
+ * was sent SIGKILL; call again when the list empties, which
+ * uvt__procs_maybe_closed does), else close the watch's handles and return
+ * how many were closed (on_closed runs for each, data = ps). */
+int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
 /* ---- spawn.c: everything that talks to the operating system ----------- */
 

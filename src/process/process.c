@@ -2,13 +2,13 @@
  * built on the public producer API (uvt_start + hooks).
  *
  * Handles per task: two pipes (stdout, stderr), a poll handle on the
- * leader's pidfd (exit detection without SIGCHLD; a SIGCHLD watcher where
- * there are no pidfds), and three timers (kill
- * grace, drain, max runtime).  The task settles when the leader was reaped,
- * both pipes are closed and every handle's close callback has run (P-END-1).
- * The per-task state is freed once it has settled, its record was released
- * and no handle is open; disposal may reopen the kill timer to stop group
- * survivors (P-KILL-4) between settle and release. */
+ * leader's pidfd (exit detection without SIGCHLD; where there are no
+ * pidfds the registry's one SIGCHLD watch reaps it, reap.c), and three
+ * timers (kill grace, drain, max runtime).  The task settles when the leader
+ * was reaped, both pipes are closed and every handle's close callback has run
+ * (P-END-1). The per-task state is freed once it has settled, its record was
+ * released and no handle is open; disposal may reopen the kill timer to stop
+ * group survivors (P-KILL-4) between settle and release. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -27,68 +27,7 @@
 /* How often disposal checks whether a group is gone. */
 #define QUIESCE_POLL_MS 10
 
-typedef struct uvt__proc_s uvt__proc_t;
-
-typedef struct {
-  uv_pipe_t pipe;
-  uvt__outbuf_t buf;
-  uvt__proc_t *proc;
-  int open;   /* handle initialised and uv_close not yet called */
-  int closed; /* uv_close called: no more bytes will arrive */
-} stream_t;
-
-enum {
-  H_POLL = 1 << 0,
-  H_KILL = 1 << 1,
-  H_DRAIN = 1 << 2,
-  H_RUNTIME = 1 << 3,
-  H_SIGNAL = 1 << 4
-};
-
 int uvt__process_no_pidfd;
-
-struct uvt__proc_s {
-  uvt_task_t *task;
-  uvt_registry_t *reg;
-  uv_loop_t *loop;
-  const uvt_process_options_t *opts; /* valid during run() only */
-
-  char id[UVT_ID_MAX];
-
-  pid_t pid;
-  int pidfd;
-  uv_poll_t exit_poll;     /* on the pidfd, or: */
-  uv_signal_t exit_signal; /* SIGCHLD, where pidfds are not available */
-  uv_timer_t kill_timer;
-  uv_timer_t drain_timer;
-  uv_timer_t runtime_timer;
-  stream_t out;
-  stream_t err;
-  char *scratch;
-
-  uint64_t grace_ms;
-  uint64_t drain_ms;
-  uint64_t max_runtime_ms;
-
-  unsigned live;    /* H_* handles initialised, uv_close not yet called */
-  unsigned closing; /* handles whose close callback has not run */
-
-  int status;         /* waitpid status of the leader */
-  int reaped;         /* the leader's exit was seen and reaped */
-  int status_lost;    /* someone else reaped the leader */
-  int kill_requested; /* cancel (or the runtime limit) before the reap */
-  int killed_now;     /* SIGKILL was sent */
-  int timed_out;
-  unsigned cancels; /* calls of the cancel hook */
-  int finishing;    /* closing the last handles towards settle */
-  int run_failed;   /* run() returned an error: free after the closes */
-  int settled;
-  int released;
-  int quiescing; /* the quiesce hook is waiting for the group */
-  uint64_t quiesce_start_ns;
-  uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
-  uint64_t timed_out_ms; /* from the start call to the runtime's SIGTERM */
-};
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -147,6 +86,7 @@ static uint64_t ms_since(uint64_t t0_ns) {
 }
 
 static void proc_free(uvt__proc_t *p) {
+  uvt__reap_unwatch(p);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -165,9 +105,9 @@ static void settle(uvt__proc_t *p);
 static void on_close(uv_handle_t *h) {
   uvt__proc_t *p;
 
-  /* Pipes carry their stream_t, everything else the task state. */
+  /* Pipes carry their uvt__stream_t, everything else the task state. */
   if (h->type == UV_NAMED_PIPE)
-    p = ((stream_t *)h->data)->proc;
+    p = ((uvt__stream_t *)h->data)->proc;
   else
     p = h->data;
 
@@ -188,7 +128,7 @@ static void close_handle(uvt__proc_t *p, unsigned bit, uv_handle_t *h) {
   uv_close(h, on_close);
 }
 
-static void close_stream(stream_t *s) {
+static void close_stream(uvt__stream_t *s) {
   if (!s->open)
     return;
   s->open = 0;
@@ -202,11 +142,10 @@ static void maybe_finish(uvt__proc_t *p) {
   if (p->finishing || !p->reaped || p->out.open || p->err.open)
     return;
   p->finishing = 1;
-  close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
-  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
-  close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
-  close_handle(p, H_DRAIN, (uv_handle_t *)&p->drain_timer);
-  close_handle(p, H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
+  close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
+  close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
   /* The settle itself waits for the last close callback (on_close), never
    * inside a hook. */
 }
@@ -217,7 +156,7 @@ static void maybe_finish(uvt__proc_t *p) {
  * scratch buffer is only the fallback when no ring could be allocated, and
  * what lands there goes through uvt__outbuf_push (which drops it). */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  stream_t *s = h->data;
+  uvt__stream_t *s = h->data;
   uvt__proc_t *p = s->proc;
   char *at;
   size_t n;
@@ -236,7 +175,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-  stream_t *s = stream->data;
+  uvt__stream_t *s = stream->data;
   uvt__proc_t *p = s->proc;
 
   if (nread > 0) {
@@ -255,7 +194,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
 }
 
 /* Read what the pipe holds now, without waiting, then close it. */
-static void drain_stream(uvt__proc_t *p, stream_t *s) {
+static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
   uv_os_fd_t fd;
   size_t total = 0;
   ssize_t n;
@@ -302,23 +241,22 @@ static void on_drain_timer(uv_timer_t *timer) {
 /* ---- the leader ------------------------------------------------------- */
 
 static void leader_exited(uvt__proc_t *p, int status, int lost) {
+  uvt__reap_unwatch(p);
   p->reaped = 1;
   p->status = status;
   p->status_lost = lost;
   /* P-KILL-3: nothing is signalled after this point (disposal aside). */
-  close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
-  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
-  if (p->live & H_KILL)
+  close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+  if (p->live & UVT__H_KILL)
     uv_timer_stop(&p->kill_timer);
-  if (p->live & H_RUNTIME)
+  if (p->live & UVT__H_RUNTIME)
     uv_timer_stop(&p->runtime_timer);
   if (p->out.open || p->err.open)
     arm(&p->drain_timer, on_drain_timer, p->drain_ms);
   maybe_finish(p);
 }
 
-/* Reap the leader if it has exited.  Returns 1 if it is (now) reaped. */
-static int check_leader(uvt__proc_t *p) {
+int uvt__proc_check_leader(uvt__proc_t *p) {
   int status = 0;
   pid_t r;
 
@@ -336,15 +274,11 @@ static int check_leader(uvt__proc_t *p) {
 static void on_exit_poll(uv_poll_t *poll, int status, int events) {
   uvt__proc_t *p = poll->data;
 
-  if (!check_leader(p) && status < 0) {
+  if (!uvt__proc_check_leader(p) && status < 0) {
     /* The pidfd cannot be watched any more; the leader is alive.  Keep
      * polling rather than lose its exit. */
     uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
   }
-}
-
-static void on_sigchld(uv_signal_t *handle, int signum) {
-  check_leader(handle->data);
 }
 
 static int signal_group(uvt__proc_t *p, int sig) {
@@ -357,7 +291,7 @@ static void on_kill_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
   /* P-KILL-1: the leader outlived the grace. */
-  if (!check_leader(p) && !p->killed_now) {
+  if (!uvt__proc_check_leader(p) && !p->killed_now) {
     p->killed_now = 1;
     signal_group(p, SIGKILL);
   }
@@ -377,7 +311,7 @@ static void on_runtime_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
   /* P-LIMIT-1: stopped like a kill, unless a kill came first. */
-  if (check_leader(p) || p->kill_requested)
+  if (uvt__proc_check_leader(p) || p->kill_requested)
     return;
   if (request_stop(p) == 0) {
     p->timed_out = 1;
@@ -477,7 +411,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
 
   /* P-KILL-2/3: a leader that already exited keeps its outcome and is not
    * signalled. */
-  if (check_leader(p))
+  if (uvt__proc_check_leader(p))
     return 0;
   p->cancels++;
   if (!p->kill_requested)
@@ -486,7 +420,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
   if (p->timed_out && p->cancels == 1)
     return 0;
-  if (p->live & H_KILL)
+  if (p->live & UVT__H_KILL)
     uv_timer_stop(&p->kill_timer);
   p->killed_now = 1;
   return signal_group(p, SIGKILL);
@@ -517,7 +451,7 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 
   if (!uvt__group_alive(p->pid)) {
     p->quiescing = 0;
-    close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
+    close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
     uvt_task_quiescent(p->task);
     return;
   }
@@ -540,7 +474,7 @@ static int hook_quiesce(uvt_task_t *t) {
     return 0;
   }
   p->kill_timer.data = p;
-  p->live |= H_KILL;
+  p->live |= UVT__H_KILL;
   p->closing++;
   p->quiescing = 1;
   p->killed_now = 0;
@@ -561,14 +495,14 @@ static void hook_release(uvt_task_t *t) {
     p->quiescing = 0;
     if (uvt__group_alive(p->pid))
       kill(-p->pid, SIGKILL);
-    close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
+    close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   }
   maybe_free(p);
 }
 
 /* ---- start ------------------------------------------------------------ */
 
-static int open_pipe(uvt__proc_t *p, stream_t *s, int fd) {
+static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   int err;
 
   s->proc = p;
@@ -608,6 +542,9 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   int err;
 
   p->task = t;
+  err = uvt__procs_get(p->reg, &p->procs);
+  if (err != 0)
+    return err;
   if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
     err = UVT__PERR(errno);
     goto fail_fds;
@@ -654,23 +591,16 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   if (err == 0)
     errp[0] = -1;
   if (err == 0)
-    err = init_timer(p, &p->kill_timer, H_KILL);
+    err = init_timer(p, &p->kill_timer, UVT__H_KILL);
   if (err == 0)
-    err = init_timer(p, &p->drain_timer, H_DRAIN);
+    err = init_timer(p, &p->drain_timer, UVT__H_DRAIN);
   if (err == 0)
-    err = init_timer(p, &p->runtime_timer, H_RUNTIME);
+    err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME);
   if (err == 0 && p->pidfd >= 0) {
     err = uv_poll_init(p->loop, &p->exit_poll, p->pidfd);
     if (err == 0) {
       p->exit_poll.data = p;
-      p->live |= H_POLL;
-      p->closing++;
-    }
-  } else if (err == 0) {
-    err = uv_signal_init(p->loop, &p->exit_signal);
-    if (err == 0) {
-      p->exit_signal.data = p;
-      p->live |= H_SIGNAL;
+      p->live |= UVT__H_POLL;
       p->closing++;
     }
   }
@@ -678,15 +608,12 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
-  if (err == 0 && (p->live & H_POLL))
+  if (err == 0 && (p->live & UVT__H_POLL))
     err = uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
-  if (err == 0 && (p->live & H_SIGNAL))
-    err = uv_signal_start(&p->exit_signal, on_sigchld, SIGCHLD);
+  if (err == 0 && !(p->live & UVT__H_POLL))
+    err = uvt__reap_watch(p->procs, p);
   if (err != 0)
     goto fail_child;
-  /* A SIGCHLD from before the watcher started is lost: look once now. */
-  if (p->live & H_SIGNAL)
-    check_leader(p);
   if (p->max_runtime_ms > 0)
     arm(&p->runtime_timer, on_runtime_timer, p->max_runtime_ms);
 
@@ -698,16 +625,16 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
 
 fail_child:
   /* P-SPAWN-4: no child, no zombie, every handle closed. */
+  uvt__reap_unwatch(p);
   uvt__spawn_abort(p->pid);
   p->run_failed = 1;
   close_stream(&p->out);
   close_stream(&p->err);
-  close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
-  close_handle(p, H_DRAIN, (uv_handle_t *)&p->drain_timer);
-  close_handle(p, H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
-  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
-  if (p->live & H_POLL)
-    close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
+  close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
+  if (p->live & UVT__H_POLL)
+    close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
   else
     close_fd(&p->pidfd);
 fail_fds:
@@ -794,6 +721,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->max_runtime_ms = o->max_runtime_ms;
   p->out.proc = p;
   p->err.proc = p;
+  uvt__list_init(&p->unreaped_link);
 
   memset(&spec, 0, sizeof(spec));
   spec.kind = o->kind != NULL ? o->kind : "bash";

@@ -1,0 +1,80 @@
+/* The process producer's per-registry context (an extension of the
+ * registry, uvt-internal.h): what all tasks of one registry share.  Today
+ * that is the one SIGCHLD watch (reap.c).
+ *
+ * Created by the first task's start, it lives until registry close, which
+ * shuts it down after every record was dropped: it closes its handles and
+ * then tells the registry it is done, so its handles count towards the
+ * registry's quiescence (L-1).  A task that outlives its record (one that
+ * disposal force-failed) outlives the context too: the context detaches
+ * it at close, after stopping its process, and waits for its leader's
+ * reap where that needs the SIGCHLD watch. */
+#include <string.h>
+
+#include "process-internal.h"
+
+/* The context's key among the registry's extensions. */
+static const char procs_key = 'p';
+
+/* Drop one hold on the closing context; the last one ends it. */
+static void procs_unhold(uvt__procs_t *ps) {
+  uvt__ext_done_cb done;
+
+  if (--ps->handles_closing > 0)
+    return;
+  done = ps->done;
+  done(&ps->ext);
+  uvt__free(ps);
+}
+
+static void procs_handle_closed(uv_handle_t *h) {
+  procs_unhold(h->data);
+}
+
+void uvt__procs_maybe_closed(uvt__procs_t *ps) {
+  int n;
+
+  if (!ps->closing || ps->handles_closing > 0)
+    return;
+  n = uvt__reap_close(ps, procs_handle_closed);
+  if (n < 0)
+    return; /* a leader's reap still needs the SIGCHLD watch */
+  /* Held while the handles are asked to close, so that a context with no
+   * handle ends here and one with handles ends in their last callback. */
+  ps->handles_closing = (unsigned)n + 1;
+  procs_unhold(ps);
+}
+
+static void procs_close(uvt__ext_t *ext, uvt__ext_done_cb done) {
+  uvt__procs_t *ps = uvt__container_of(ext, uvt__procs_t, ext);
+
+  ps->closing = 1;
+  ps->done = done;
+  uvt__procs_maybe_closed(ps);
+}
+
+int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
+  uvt__ext_t *e = uvt__ext_find(reg, &procs_key);
+  uvt__procs_t *ps;
+  int err;
+
+  if (e != NULL) {
+    *out = uvt__container_of(e, uvt__procs_t, ext);
+    return 0;
+  }
+  ps = uvt__calloc(1, sizeof(*ps));
+  if (ps == NULL)
+    return UV_ENOMEM;
+  ps->reg = reg;
+  ps->loop = uvt_registry_loop(reg);
+  uvt__list_init(&ps->unreaped);
+  ps->ext.key = &procs_key;
+  ps->ext.close = procs_close;
+  err = uvt__ext_add(reg, &ps->ext);
+  if (err != 0) {
+    uvt__free(ps);
+    return err;
+  }
+  *out = ps;
+  return 0;
+}
