@@ -334,6 +334,67 @@ static void test_forget_quiesce(void **state) {
   fixture_close(&f);
 }
 
+/* C-29, P-KILL-5: a task is every process of its session.  `set -m` gives
+ * each background job a process group of its own; none of them escapes a
+ * kill, the runtime limit, or disposal of a finished task. */
+static void test_c29_set_m_jobs(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  dispose_t d;
+  pid_t sid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  agent_setup(&f, &a, "A", "S1");
+  test_opts(&o);
+  o.owner = &a;
+
+  /* The case: a kill. */
+  o.command = "set -m; sleep 300 & sleep 300 & echo up; wait";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  sid = task_pid(&f, id, &a);
+  read_until_has(&f, id, &a, &sb, "up\n");
+  assert_true(session_has(&f, sid, "sleep 300", 2));
+  assert_int_equal(uvt_kill(f.reg, id, &a, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  /* Within the grace (200 ms), with slack for a loaded machine. */
+  assert_true(session_gone(&f, sid, 2000));
+  wait_end(&w);
+  sb_free(&sb);
+
+  /* The runtime limit. */
+  o.max_runtime_ms = 300;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  sid = task_pid(&f, id, &a);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_true(session_gone(&f, sid, 2000));
+  wait_end(&w);
+  o.max_runtime_ms = 0;
+
+  /* Disposal of a task that ended and left its jobs behind. */
+  o.command = "set -m; sleep 300 & sleep 300 & echo up";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  sid = task_pid(&f, id, &a);
+  wait_task(&f, &w, id, 5000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_true(session_has(&f, sid, "sleep 300", 2));
+  wait_end(&w);
+  memset(&d, 0, sizeof(d));
+  a.data = &d;
+  assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+  fixture_run_until(&f, disposed, &d);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(session_live(sid, NULL), 0);
+  fixture_close(&f);
+}
+
 /* C-22, R-TIME-1, P-KILL-1: the kill's grace counts from the kill call
  * even when the host blocked its loop for longer than the grace before
  * calling: SIGKILL comes no sooner than grace_ms after the call. */
@@ -449,19 +510,13 @@ static void test_c13_pipeline(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_c07_kill_term),
-      T(test_c07_exit_after_kill),
-      T(test_c03_kill_grace),
-      T(test_kill_twice),
-      T(test_kill_after_exit),
-      T(test_c03_trap_cleanup),
-      T(test_c02_dispose),
-      T(test_quiesce_ignore_term),
-      T(test_registry_close_live),
-      T(test_forget_quiesce),
-      T(test_c13_pipeline),
-      T(test_c22_kill_stale_clock),
-      T(test_c22_quiesce_stale_clock),
+      T(test_c07_kill_term),        T(test_c07_exit_after_kill),
+      T(test_c03_kill_grace),       T(test_kill_twice),
+      T(test_kill_after_exit),      T(test_c03_trap_cleanup),
+      T(test_c02_dispose),          T(test_quiesce_ignore_term),
+      T(test_registry_close_live),  T(test_forget_quiesce),
+      T(test_c13_pipeline),         T(test_c29_set_m_jobs),
+      T(test_c22_kill_stale_clock), T(test_c22_quiesce_stale_clock),
   };
   return PROCESS_TESTS("process-kill", tests);
 }

@@ -121,6 +121,68 @@ static void test_c26_many_without_pidfd(void **state) {
   uvt__process_no_pidfd = 0;
 }
 
+/* No child of this process at all, zombie or live (waitpid(-1) says
+ * ECHILD). */
+static int no_child_left(void) {
+  return waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD;
+}
+
+/* C-25, P-REAP-1: a host that is a child subreaper (as every process suite
+ * is, see test-process-util.c) gets no zombie from the library: members of
+ * a task's session reparented to the host are reaped, after a natural end,
+ * after a kill, with `set -m` jobs in groups of their own, and through
+ * disposal of the owner or of the registry. */
+static void test_c25_subreaper(void **state) {
+  static const char *const cmds[] = {
+      "sleep 0.2 & sleep 0.1 & echo hi",
+      "set -m; sleep 0.2 & sleep 0.1 & echo hi",
+      "sleep 0.3 & sleep 0.2 & echo hi; sleep 100",
+  };
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  dispose_t d;
+  size_t i;
+  (void)state;
+
+  for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+    fixture_init(&f, NULL);
+    agent_setup(&f, &a, "A", "S1");
+    memset(&d, 0, sizeof(d));
+    a.data = &d;
+    test_opts(&o);
+    o.owner = &a;
+    o.command = cmds[i];
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    read_until_has(&f, id, &a, &sb, "hi\n");
+    if (i == 2)
+      assert_int_equal(uvt_kill(f.reg, id, &a, NULL, &kr), 0);
+    wait_task(&f, &w, id, 5000, &a);
+    assert_int_equal(w.snap.status, i == 2 ? UVT_KILLED : UVT_COMPLETED);
+    wait_end(&w);
+    sb_free(&sb);
+    assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+    fixture_run_until(&f, disposed, &d);
+    assert_int_equal(d.calls, 1);
+    fixture_close(&f);
+    assert_true(no_child_left());
+  }
+
+  /* Registry disposal alone, the sleeps still running. */
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "sleep 0.3 & sleep 0.2 & echo hi";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &sb, "hi\n");
+  sb_free(&sb);
+  fixture_close(&f);
+  assert_true(no_child_left());
+}
+
 static void sigchld_ignored(int sig) {
   (void)sig;
 }
@@ -164,6 +226,7 @@ int main(int argc, char **argv) {
       T(test_sigchld_fallback),
       T(test_c26_many_without_pidfd),
       T(test_reap_missed_signal),
+      T(test_c25_subreaper),
   };
   return PROCESS_TESTS("process-reap", tests);
 }

@@ -20,6 +20,7 @@ typedef struct {
   pid_t pid;
   pid_t ppid;
   pid_t pgrp;
+  pid_t sid;
   char state;
 } pstat_t;
 
@@ -68,6 +69,16 @@ int read_stat(pid_t pid, pstat_t *st);
 void each_process(int (*fn)(const pstat_t *st, void *arg), void *arg);
 /* Live members of group `pgid` (zombies count as dead, C-02). */
 int group_live(pid_t pgid);
+/* Live processes of session `sid` (zombies count as dead), only those
+ * whose argv joined by spaces is `argv_joined` unless it is NULL. */
+int session_live(pid_t sid, const char *argv_joined);
+/* Run the loop until session `sid` has no live process, at most max_ms;
+ * returns whether it got there. */
+int session_gone(fixture_t *f, pid_t sid, uint64_t max_ms);
+/* Run the loop until session `sid` has at least n live processes running
+ * `argv_joined` (a background job is forked before it execs), at most
+ * 10 s; returns whether it got there. */
+int session_has(fixture_t *f, pid_t sid, const char *argv_joined, int n);
 /* Kill and reap every live child; returns how many there were. */
 int kill_children(void);
 /* L-2, after every test: no live child, no task leader left a zombie. */

@@ -1,17 +1,31 @@
 /* uvtasks process producer: shell commands (or an argv) as stream-kind
- * tasks, each in its own session and process group, stopped as a whole
- * group (SPEC.md §3).
+ * tasks, each in a session of its own, stopped as a whole session
+ * (SPEC.md §3).
  *
  * Lifecycle of one task, as the producer sees it:
  *
  *   uvt_process_start()  spawn; the record exists ("bash-1"), status running
  *   child writes         stdout/stderr are buffered, capped per stream
  *   uvt_read()           returns and consumes what is new (P-OUT-1..3)
- *   uvt_kill()           SIGTERM to the group, SIGKILL after grace_ms
+ *   uvt_kill()           SIGTERM to the session, SIGKILL after grace_ms
  *   leader exits         reaped at once; pipes get drain_ms to reach EOF
  *   quiescence           leader reaped, pipes closed, every handle closed:
  *                        the task settles (P-END-1, P-END-2, P-KILL-2)
- *   disposal             group members still alive are stopped (P-KILL-4)
+ *   kill of the ended    what it left running in its session is stopped
+ *   task, disposal       (P-KILL-6, P-KILL-4)
+ *
+ * Which processes are the task (P-KILL-5): every process of its session,
+ * the session whose id is the leader's pid (uvt_process_pid()), whatever
+ * process group it is in: `set -m` jobs, which get groups of their own,
+ * are stopped with the rest.  Each group of the session gets the signal
+ * as a whole; the leader's group at once, the others after one pass over
+ * /proc (batched per loop turn).  After the leader was reaped a process
+ * counts as a member only while that is sure (P-KILL-3): the session id
+ * has not been reused (no process has the leader's pid) and the process
+ * started no earlier than the leader.  Not stopped: a process that left
+ * the session on purpose (`setsid cmd &`, a daemon that double-forks into
+ * a new session), and with it whatever it starts.  Without /proc only the
+ * leader's group is reached.
  *
  * The leader is reaped by the library (waitpid on its pid, woken by a
  * pidfd; where pidfds are unavailable, by one SIGCHLD watch per registry
@@ -19,7 +33,12 @@
  * so that a lost signal delays a task's end by at most that, P-REAP-2).  The
  * host must not reap children it did not spawn (waitpid(-1, ...)) nor ignore
  * SIGCHLD: a leader reaped elsewhere settles `failed`, "exit status lost:
- * reaped elsewhere".
+ * reaped elsewhere".  A host that is a child subreaper or pid 1 inherits
+ * the members of a session whose parents died; the library reaps those
+ * that belong to a task it still holds (their own pids, nothing else),
+ * on SIGCHLD and whenever it checks a session, so disposal's "the session
+ * is gone" means reaped (P-REAP-1).  Members still running when their
+ * task's record was dropped are the host's to reap.
  *
  * Ownership: the producer's per-task state is library-allocated and freed
  * by the library once the task has settled AND its record was dropped (the

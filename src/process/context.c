@@ -1,6 +1,7 @@
 /* The process producer's per-registry context (an extension of the
- * registry, uvt-internal.h): what all tasks of one registry share.  Today
- * that is the one SIGCHLD watch (reap.c).
+ * registry, uvt-internal.h): what all tasks of one registry share: the one
+ * SIGCHLD watch (reap.c), the table of sessions and the batched passes
+ * over /proc (session.c).
  *
  * Created by the first task's start, it lives until registry close, which
  * shuts it down after every record was dropped: it closes its handles and
@@ -9,7 +10,10 @@
  * disposal force-failed) outlives the context too: the context detaches
  * it at close, after stopping its process, and waits for its leader's
  * reap where that needs the SIGCHLD watch. */
+#define _GNU_SOURCE
 #include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "process-internal.h"
 
@@ -39,6 +43,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   n = uvt__reap_close(ps, procs_handle_closed);
   if (n < 0)
     return; /* a leader's reap still needs the SIGCHLD watch */
+  n += (int)uvt__session_close(ps, procs_handle_closed);
   /* Held while the handles are asked to close, so that a context with no
    * handle ends here and one with handles ends in their last callback. */
   ps->handles_closing = (unsigned)n + 1;
@@ -53,13 +58,28 @@ static void procs_close(uvt__ext_t *ext, uvt__ext_done_cb done) {
   uvt__procs_maybe_closed(ps);
 }
 
+/* P-REAP-1: a host that is a child subreaper or pid 1 inherits the
+ * members of our sessions whose parents died; the SIGCHLD watch reaps
+ * them.  Asked at every start, as a host may become one at any time. */
+static int host_reaps_orphans(void) {
+  int v = 0;
+  if (getpid() == 1)
+    return 1;
+  return prctl(PR_GET_CHILD_SUBREAPER, &v) == 0 && v != 0;
+}
+
 int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   uvt__ext_t *e = uvt__ext_find(reg, &procs_key);
   uvt__procs_t *ps;
   int err;
 
   if (e != NULL) {
-    *out = uvt__container_of(e, uvt__procs_t, ext);
+    ps = uvt__container_of(e, uvt__procs_t, ext);
+    *out = ps;
+    if (!ps->subreaper && host_reaps_orphans()) {
+      ps->subreaper = 1;
+      return uvt__reap_start(ps);
+    }
     return 0;
   }
   ps = uvt__calloc(1, sizeof(*ps));
@@ -70,11 +90,18 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   uvt__list_init(&ps->unreaped);
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;
-  err = uvt__ext_add(reg, &ps->ext);
+  err = uvt__session_init(ps);
+  if (err == 0)
+    err = uvt__ext_add(reg, &ps->ext);
   if (err != 0) {
+    uvt__free(ps->sessions);
     uvt__free(ps);
     return err;
   }
   *out = ps;
+  if (host_reaps_orphans()) {
+    ps->subreaper = 1;
+    return uvt__reap_start(ps);
+  }
   return 0;
 }

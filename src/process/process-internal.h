@@ -73,6 +73,9 @@ extern int uvt__process_no_pidfd;
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
 
+/* Groups of one session a pass remembers having signalled. */
+#define UVT__PASS_GROUPS 32
+
 typedef struct {
   uv_pipe_t pipe;
   uvt__outbuf_t buf;
@@ -110,8 +113,21 @@ struct uvt__proc_s {
   uvt__stream_t err;
   char *scratch;
 
-  /* Links of the context's lists (reap.c). */
+  /* Links of the context's lists (reap.c, session.c). */
   struct uvt__link unreaped_link; /* leader watched through SIGCHLD */
+  struct uvt__link sweep_link;    /* waiting for the next batched pass */
+  struct uvt__link pass_link;     /* on the list of a pass being run */
+  uvt__proc_t *sid_next;          /* the context's table of sessions */
+
+  /* The session (session.c). */
+  unsigned long long start_ticks; /* the leader's start time */
+  int tracked;                    /* in the context's table */
+  int session_gone;               /* no member can be left: final */
+  int want_sig;                   /* for the next batched pass */
+  int pass_sig;                   /* for the pass being run */
+  unsigned pass_live;             /* live members the last pass found */
+  unsigned pass_groups;           /* groups it signalled */
+  pid_t pass_group[UVT__PASS_GROUPS];
 
   uint64_t grace_ms;
   uint64_t drain_ms;
@@ -140,6 +156,8 @@ struct uvt__proc_s {
 /* Reap the leader if it has exited (waitpid on its pid, WNOHANG).
  * Returns 1 if it is (now) reaped. */
 int uvt__proc_check_leader(uvt__proc_t *p);
+/* A batched pass over p's session ran (session.c): pass_live is fresh. */
+void uvt__proc_swept(uvt__proc_t *p);
 
 /* ---- context.c: the producer's per-registry context -------------------- */
 
@@ -152,7 +170,16 @@ struct uvt__procs_s {
   uv_signal_t sigchld;
   uv_timer_t recheck;
   int watching;              /* sigchld and recheck are initialised */
+  int subreaper;             /* the host is a child subreaper or pid 1 */
   struct uvt__link unreaped; /* procs whose leader waits for SIGCHLD */
+
+  /* session.c */
+  uvt__proc_t **sessions; /* tracked sessions by leader pid (chained) */
+  size_t sessions_size;   /* buckets, a power of two */
+  size_t sessions_count;
+  struct uvt__link sweeping; /* procs waiting for the next pass */
+  uv_idle_t sweeper;
+  int sweeper_init;
 
   /* Shutdown (context.c). */
   int closing;
@@ -166,8 +193,45 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out);
 /* Called by reap.c when a list it waits on at close became empty. */
 void uvt__procs_maybe_closed(uvt__procs_t *ps);
 
+/* ---- session.c: the task's session (P-KILL-5, P-KILL-3, P-REAP-1) ------ */
+
+typedef struct {
+  pid_t pid;
+  pid_t ppid;
+  pid_t pgrp;
+  pid_t sid;
+  char state;
+  unsigned long long start; /* clock ticks after boot */
+} uvt__pstat_t;
+
+/* /proc/<pid>/stat: 0, or -1 (gone, or no /proc). */
+int uvt__pstat_read(pid_t pid, uvt__pstat_t *st);
+/* The context's table of sessions: UV_ENOMEM or 0. */
+int uvt__session_init(uvt__procs_t *ps);
+/* Track p's session (after the spawn: reads the leader's start time);
+ * untrack it (p goes away).  Loop thread. */
+void uvt__session_track(uvt__proc_t *p);
+void uvt__session_untrack(uvt__proc_t *p);
+/* Send `sig` to every group of p's session: the leader's group at once
+ * while the leader is unreaped, the others from the next batched pass
+ * (which calls uvt__proc_swept).  0, or the error of the leader's group
+ * (EPERM). */
+int uvt__session_signal(uvt__proc_t *p, int sig);
+/* Ask for a batched pass (liveness only); uvt__proc_swept follows. */
+void uvt__session_check(uvt__proc_t *p);
+/* A pass over p's session now, sending `sig` (0: none) to its groups;
+ * returns its live members.  Reaps our zombie members on the way. */
+int uvt__session_count(uvt__proc_t *p, int sig);
+/* SIGCHLD on a subreaper host: reap zombie children of tracked sessions. */
+void uvt__session_reap_orphans(uvt__procs_t *ps);
+/* At context close: detach procs still tracked, close the idle handle;
+ * returns the number of handles closed (on_closed runs for each). */
+unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed);
+
 /* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
 
+/* Start the context's SIGCHLD watch (once); 0 or a libuv error. */
+int uvt__reap_start(uvt__procs_t *ps);
 /* Watch p's leader through the context's one SIGCHLD watch (started on
  * first use), and look once now for an exit that came before.  0 or a
  * libuv error (the watch could not start). */

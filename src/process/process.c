@@ -87,6 +87,7 @@ static uint64_t ms_since(uint64_t t0_ns) {
 
 static void proc_free(uvt__proc_t *p) {
   uvt__reap_unwatch(p);
+  uvt__session_untrack(p);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -281,25 +282,20 @@ static void on_exit_poll(uv_poll_t *poll, int status, int events) {
   }
 }
 
-static int signal_group(uvt__proc_t *p, int sig) {
-  if (kill(-p->pid, sig) == 0 || errno == ESRCH)
-    return 0;
-  return UVT__PERR(errno);
-}
-
 static void on_kill_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
   /* P-KILL-1: the leader outlived the grace. */
   if (!uvt__proc_check_leader(p) && !p->killed_now) {
     p->killed_now = 1;
-    signal_group(p, SIGKILL);
+    uvt__session_signal(p, SIGKILL);
   }
 }
 
-/* The first stop request: SIGTERM now, SIGKILL after the grace. */
+/* The first stop request: SIGTERM to the session now, SIGKILL after the
+ * grace (P-KILL-1, P-KILL-5). */
 static int request_stop(uvt__proc_t *p) {
-  int err = signal_group(p, SIGTERM);
+  int err = uvt__session_signal(p, SIGTERM);
   if (err != 0)
     return err;
   p->kill_requested = 1;
@@ -423,7 +419,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
   if (p->live & UVT__H_KILL)
     uv_timer_stop(&p->kill_timer);
   p->killed_now = 1;
-  return signal_group(p, SIGKILL);
+  return uvt__session_signal(p, SIGKILL);
 }
 
 static int buf_sink(void *ctx, const void *bytes, size_t len) {
@@ -446,31 +442,48 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
                              p->err.closed, buf_sink, out);
 }
 
+/* ---- what an ended task left running (P-KILL-4, P-KILL-6) -------------- */
+
+static void quiesce_done(uvt__proc_t *p) {
+  p->quiescing = 0;
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  uvt_task_quiescent(p->task);
+}
+
+void uvt__proc_swept(uvt__proc_t *p) {
+  /* "Gone" means no live member and every zombie of ours reaped (the pass
+   * reaps them, P-REAP-1). */
+  if (p->quiescing && p->pass_live == 0)
+    quiesce_done(p);
+}
+
 static void on_quiesce_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
-  if (!uvt__group_alive(p->pid)) {
-    p->quiescing = 0;
-    close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
-    uvt_task_quiescent(p->task);
-    return;
-  }
   if (!p->killed_now && ms_since(p->quiesce_start_ns) >= p->grace_ms) {
     p->killed_now = 1;
-    kill(-p->pid, SIGKILL);
+    uvt__session_signal(p, SIGKILL);
+  } else {
+    uvt__session_check(p);
   }
 }
 
-/* P-KILL-4: stop what the leader left running in its group. */
+/* Stop every process the ended task left in its session: SIGTERM now,
+ * SIGKILL after grace_ms, uvt_task_quiescent() once none is left.  Called
+ * by disposal (P-KILL-4) and by a kill of the ended task (P-KILL-6); the
+ * registry does not call it again while a stop is in progress.  Returns 1
+ * unless the session is known to be empty: whether members are left is
+ * decided by the next pass over /proc (one per loop turn for all tasks),
+ * so a disposal of many finished tasks costs a pass, not one per task. */
 static int hook_quiesce(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->quiescing || p->pid <= 0 || !uvt__group_alive(p->pid))
+  if (!p->settled || p->quiescing || p->pid <= 0 || p->session_gone)
     return 0;
   if (uv_timer_init(p->loop, &p->kill_timer) != 0) {
-    kill(-p->pid, SIGKILL);
+    uvt__session_count(p, SIGKILL);
     return 0;
   }
   p->kill_timer.data = p;
@@ -479,7 +492,7 @@ static int hook_quiesce(uvt_task_t *t) {
   p->quiescing = 1;
   p->killed_now = 0;
   p->quiesce_start_ns = uv_hrtime();
-  kill(-p->pid, SIGTERM);
+  uvt__session_signal(p, SIGTERM);
   uv_update_time(p->loop);
   uv_timer_start(&p->kill_timer, on_quiesce_timer, QUIESCE_POLL_MS,
                  QUIESCE_POLL_MS);
@@ -493,8 +506,7 @@ static void hook_release(uvt_task_t *t) {
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;
-    if (uvt__group_alive(p->pid))
-      kill(-p->pid, SIGKILL);
+    uvt__session_count(p, SIGKILL);
     close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   }
   maybe_free(p);
@@ -571,6 +583,7 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   close_fd(&in_fd);
   if (err != 0)
     goto fail_fds;
+  uvt__session_track(p);
 
   /* From here a child exists: any failure kills and reaps it. */
   p->pidfd = uvt__process_no_pidfd ? UV_ENOSYS : uvt__pidfd_open(p->pid);
@@ -626,6 +639,7 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
 fail_child:
   /* P-SPAWN-4: no child, no zombie, every handle closed. */
   uvt__reap_unwatch(p);
+  uvt__session_untrack(p);
   uvt__spawn_abort(p->pid);
   p->run_failed = 1;
   close_stream(&p->out);
@@ -722,6 +736,8 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->out.proc = p;
   p->err.proc = p;
   uvt__list_init(&p->unreaped_link);
+  uvt__list_init(&p->sweep_link);
+  uvt__list_init(&p->pass_link);
 
   memset(&spec, 0, sizeof(spec));
   spec.kind = o->kind != NULL ? o->kind : "bash";

@@ -44,15 +44,19 @@ static void reap_scan(uvt__procs_t *ps) {
 }
 
 static void on_sigchld(uv_signal_t *h, int signum) {
+  uvt__procs_t *ps = h->data;
   (void)signum;
-  reap_scan(h->data);
+  reap_scan(ps);
+  /* P-REAP-1 (session.c): members reparented to a subreaper host. */
+  if (ps->subreaper && !ps->closing)
+    uvt__session_reap_orphans(ps);
 }
 
 static void on_recheck(uv_timer_t *t) {
   reap_scan(t->data);
 }
 
-static int reap_start(uvt__procs_t *ps) {
+int uvt__reap_start(uvt__procs_t *ps) {
   int err;
 
   if (ps->watching)
@@ -72,7 +76,7 @@ static int reap_start(uvt__procs_t *ps) {
 }
 
 int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p) {
-  int err = reap_start(ps);
+  int err = uvt__reap_start(ps);
   if (err != 0)
     return err;
   uvt__list_insert_tail(&ps->unreaped, &p->unreaped_link);
