@@ -179,6 +179,20 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);
 
+/* The number of live processes in the task's session (P-KILL-5): for a
+ * live task its leader and everything it started that stayed in the
+ * session; for an ended task what it left running there (`server &`),
+ * which a kill of the ended task stops (P-KILL-6).  One pass over /proc
+ * now; zombies count as gone (those reparented to a subreaper host are
+ * reaped on the way, P-REAP-1).  A surface calls it before a kill to say
+ * what the kill will stop.
+ *
+ * Returns the count (>= 0), UV_EINVAL (NULL reg or id, or a task that is
+ * not a process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
+                                     const uvt_agent_t *caller);
+
 #ifdef __cplusplus
 }
 #endif

@@ -116,6 +116,8 @@ static void on_close(uv_handle_t *h) {
     close(p->pidfd);
     p->pidfd = -1;
   }
+  if (h == (uv_handle_t *)&p->kill_timer)
+    p->kill_timer_closing = 0;
   p->closing--;
   if (p->closing == 0 && p->finishing && !p->settled)
     settle(p);
@@ -126,6 +128,8 @@ static void close_handle(uvt__proc_t *p, unsigned bit, uv_handle_t *h) {
   if (!(p->live & bit))
     return;
   p->live &= ~bit;
+  if (bit == UVT__H_KILL)
+    p->kill_timer_closing = 1;
   uv_close(h, on_close);
 }
 
@@ -482,6 +486,14 @@ static int hook_quiesce(uvt_task_t *t) {
    * path is still running. */
   if (!p->settled || p->quiescing || p->pid <= 0 || p->session_gone)
     return 0;
+  if (p->kill_timer_closing) {
+    /* A stop ends only when its pass found the session empty, which marks
+     * it gone, so this should not happen; but the timer cannot be
+     * initialised again before its close callback: stop what is there at
+     * once instead. */
+    uvt__session_count(p, SIGKILL);
+    return 0;
+  }
   if (uv_timer_init(p->loop, &p->kill_timer) != 0) {
     uvt__session_count(p, SIGKILL);
     return 0;
@@ -770,10 +782,10 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   return 0;
 }
 
-int uvt_process_pid(uvt_registry_t *reg, const char *id,
-                    const uvt_agent_t *caller) {
+/* The process task behind `id`, through the registry's fence. */
+static int lookup_proc(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller, uvt__proc_t **out) {
   uvt_task_t *t;
-  uvt__proc_t *p;
   int err;
 
   /* The registry's lookup applies the fence (R-OWN-2). */
@@ -784,6 +796,27 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
     return UVT_ENOTASK;
   if (t->hooks.cancel != hook_cancel)
     return UV_EINVAL; /* another producer's task */
-  p = t->arg;
+  *out = t->arg;
+  return 0;
+}
+
+int uvt_process_pid(uvt_registry_t *reg, const char *id,
+                    const uvt_agent_t *caller) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
   return (int)p->pid;
+}
+
+int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
+                          const uvt_agent_t *caller) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
+  if (p->pid <= 0)
+    return 0;
+  /* One pass over this session now (it also reaps our zombie members). */
+  return uvt__session_count(p, 0);
 }
