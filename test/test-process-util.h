@@ -15,6 +15,8 @@ extern char self_exe[PATH_MAX];
 
 /* The library's switch for its SIGCHLD fallback (no pidfd). */
 extern int uvt__process_no_pidfd;
+/* The library's switch for its fork spawn (no posix_spawn closefrom). */
+extern int uvt__process_force_fork;
 
 typedef struct {
   pid_t pid;

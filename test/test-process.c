@@ -797,6 +797,163 @@ static void test_spawn_fds(void **state) {
   close(p[1]);
 }
 
+/* Write an executable file holding `text` into a fresh directory; the
+ * path goes to `path`, the directory to `dir`. */
+static void make_script(char dir[64], char path[128], const char *name,
+                        const char *text) {
+  FILE *fp;
+  snprintf(dir, 64, "/tmp/uvt-bin-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, 128, "%s/%s", dir, name);
+  fp = fopen(path, "w");
+  assert_non_null(fp);
+  fputs(text, fp);
+  assert_int_equal(fclose(fp), 0);
+  assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void remove_script(const char dir[64], const char path[128]) {
+  unlink(path);
+  rmdir(dir);
+}
+
+/* P-SPAWN-4: a file that exec refuses (executable, but neither a binary
+ * nor a script) is an error of the spawn itself, with no child and no
+ * descriptor left. */
+static void test_spawn_fail_exec(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char dir[64];
+  char path[128];
+  const char *av[2];
+  int fds;
+  (void)state;
+
+  make_script(dir, path, "not-a-program", "\x01\x02 not a program\n");
+  fixture_init(&f, NULL);
+  fds = count_fds();
+  test_opts(&o);
+  av[0] = path;
+  av[1] = NULL;
+  o.argv = av;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), -ENOEXEC);
+  run_for(&f, 10);
+  assert_int_equal(count_fds(), fds);
+  fixture_close(&f);
+  remove_script(dir, path);
+}
+
+/* P-SPAWN-3: argv[0] is found in the child's PATH, the options' entry
+ * when they give one. */
+static void test_spawn_path(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char dir[64];
+  char path[128];
+  char pathvar[128];
+  const char *env[2];
+  const char *av[] = {"uvt-only-here", NULL};
+  waitres_t w;
+  sbuf_t sb = {0};
+  (void)state;
+
+  make_script(dir, path, "uvt-only-here", "#!/bin/sh\necho found me\n");
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.argv = av;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOENT);
+  snprintf(pathvar, sizeof(pathvar), "PATH=/usr/bin:/bin:%s", dir);
+  env[0] = pathvar;
+  env[1] = NULL;
+  o.env = env;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  read_into(&f, id, NULL, &sb);
+  assert_string_equal(sb.buf, "found me\n");
+  wait_end(&w);
+  sb_free(&sb);
+  /* Relative to the child's working directory. */
+  o.env = NULL;
+  o.cwd = dir;
+  av[0] = "./uvt-only-here";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  fixture_close(&f);
+  remove_script(dir, path);
+}
+
+/* P-SPAWN-3 with the environment built once per registry: a change of the
+ * host's environment (set, replaced, removed) or of the options' entries
+ * reaches the next start. */
+static void test_spawn_env_changes(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  const char *av[] = {self_exe, "--helper=env", "UVT_CHANGING", NULL};
+  const char *e1[] = {"UVT_CHANGING=from options", NULL};
+  char e2buf[64];
+  const char *e2[] = {e2buf, NULL};
+  static const char *const want[] = {
+      "UVT_CHANGING unset\n",        "UVT_CHANGING=one\n",
+      "UVT_CHANGING=two\n",          "UVT_CHANGING unset\n",
+      "UVT_CHANGING=from options\n", "UVT_CHANGING=from options\n",
+      "UVT_CHANGING=other options\n"};
+  waitres_t w;
+  sbuf_t sb = {0};
+  int i;
+  (void)state;
+
+  unsetenv("UVT_CHANGING");
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.argv = av;
+  for (i = 0; i < 7; i++) {
+    if (i == 1)
+      setenv("UVT_CHANGING", "one", 1);
+    if (i == 2)
+      setenv("UVT_CHANGING", "two", 1);
+    if (i == 3)
+      unsetenv("UVT_CHANGING");
+    if (i == 4)
+      o.env = e1;
+    if (i == 5) {
+      /* The same entries in another array: the same environment. */
+      snprintf(e2buf, sizeof(e2buf), "UVT_CHANGING=from options");
+      o.env = e2;
+    }
+    if (i == 6)
+      snprintf(e2buf, sizeof(e2buf), "UVT_CHANGING=other options");
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 5000, NULL);
+    read_into(&f, id, NULL, &sb);
+    assert_string_equal(sb.buf, want[i]);
+    wait_end(&w);
+    sb_free(&sb);
+  }
+  fixture_close(&f);
+}
+
+/* The spawn without posix_spawn's closefrom (glibc before 2.34, chosen at
+ * configure time): the fork path gives the same children (P-SPAWN-1, -3,
+ * -4, -5).  The spawn tests run again through it. */
+static void test_spawn_fork_fallback(void **state) {
+  uvt__process_force_fork = 1;
+  test_spawn_session(state);
+  test_spawn_stdin_data(state);
+  test_spawn_env(state);
+  test_spawn_cwd(state);
+  test_spawn_fds(state);
+  test_spawn_fail(state);
+  test_spawn_fail_exec(state);
+  test_spawn_path(state);
+  uvt__process_force_fork = 0;
+}
+
 static int fm_armed;
 static int fm_count;
 static int fm_fail_at;
@@ -892,6 +1049,10 @@ int main(int argc, char **argv) {
       T(test_spawn_fail),
       T(test_spawn_emfile),
       T(test_spawn_fds),
+      T(test_spawn_fail_exec),
+      T(test_spawn_path),
+      T(test_spawn_env_changes),
+      T(test_spawn_fork_fallback),
       T(test_start_failmalloc),
   };
   return PROCESS_TESTS("process", tests);

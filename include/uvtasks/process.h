@@ -69,7 +69,9 @@ typedef struct {
    * environment and unsets it before evaluating it.  Less than 128 KiB
    * (the kernel's limit for one environment string; longer is UV_E2BIG). */
   const char *command;
-  /* NULL-terminated; argv[0] is looked up in PATH and run directly. */
+  /* NULL-terminated; run directly.  argv[0] with a '/' is used as it is
+   * (relative to cwd); else it is looked up as execvp does, in the child's
+   * PATH: the `env` entry PATH=... when given, else the host's. */
   const char *const *argv;
   /* Task kind, default "bash"; label, default the command (or the argv
    * joined by spaces). */

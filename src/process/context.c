@@ -44,6 +44,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   if (n < 0)
     return; /* a leader's reap still needs the SIGCHLD watch */
   n += (int)uvt__session_close(ps, procs_handle_closed);
+  uvt__env_cache_free(&ps->envc);
   /* Held while the handles are asked to close, so that a context with no
    * handle ends here and one with handles ends in their last callback. */
   ps->handles_closing = (unsigned)n + 1;

@@ -2,6 +2,7 @@
 #ifndef UVTASKS_PROCESS_INTERNAL_H
 #define UVTASKS_PROCESS_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -147,7 +148,7 @@ struct uvt__proc_s {
   int run_failed;   /* run() returned an error: free after the closes */
   int settled;
   int released;
-  int quiescing; /* the quiesce hook is waiting for the group */
+  int quiescing;          /* the quiesce hook is waiting for the group */
   int kill_timer_closing; /* its close callback has not run yet */
   uint64_t quiesce_start_ns;
   uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
@@ -159,6 +160,39 @@ struct uvt__proc_s {
 int uvt__proc_check_leader(uvt__proc_t *p);
 /* A batched pass over p's session ran (session.c): pass_live is fresh. */
 void uvt__proc_swept(uvt__proc_t *p);
+
+/* ---- env.c: the child's environment, cached per registry -------------- */
+
+/* The name of the variable that carries the command to the wrapper. */
+#define UVT__CMD_VAR "UVTASKS_CMD"
+
+/* An immutable environment block: `n` entries, NULL-terminated, strings in
+ * the same allocation.  Reference-counted on the loop thread. */
+typedef struct {
+  size_t refs;
+  size_t n;
+  char **envp;
+} uvt__env_t;
+
+/* The context's cache: the block built from the host's environment alone,
+ * and the one built with the last options' entries. */
+typedef struct {
+  uvt__env_t *base;
+  uvt__env_t *with_extra;
+  char **environ_array; /* `environ` when base was built */
+  char **environ_seen;  /* its pointers then */
+  size_t environ_n;
+  char **extra; /* copies of the entries with_extra was built from */
+  size_t extra_n;
+  const char *shell; /* the shell found last (spawn.c) */
+} uvt__envcache_t;
+
+/* The block for a start with option entries `extra` (NULL or empty: none),
+ * referenced for the caller: 0 and *out, or UV_ENOMEM. */
+int uvt__env_get(uvt__envcache_t *c, const char *const *extra,
+                 uvt__env_t **out);
+void uvt__env_unref(uvt__env_t *env);
+void uvt__env_cache_free(uvt__envcache_t *c);
 
 /* ---- context.c: the producer's per-registry context -------------------- */
 
@@ -181,6 +215,9 @@ struct uvt__procs_s {
   struct uvt__link sweeping; /* procs waiting for the next pass */
   uv_idle_t sweeper;
   int sweeper_init;
+
+  /* env.c */
+  uvt__envcache_t envc;
 
   /* Shutdown (context.c). */
   int closing;
@@ -209,8 +246,8 @@ typedef struct {
 int uvt__pstat_read(pid_t pid, uvt__pstat_t *st);
 /* The context's table of sessions: UV_ENOMEM or 0. */
 int uvt__session_init(uvt__procs_t *ps);
-/* Track p's session (after the spawn: reads the leader's start time);
- * untrack it (p goes away).  Loop thread. */
+/* Track p's session (after the spawn, with p->start_ticks set); untrack
+ * it (p goes away).  Loop thread. */
 void uvt__session_track(uvt__proc_t *p);
 void uvt__session_untrack(uvt__proc_t *p);
 /* Send `sig` to every group of p's session: the leader's group at once
@@ -247,20 +284,47 @@ int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
 /* ---- spawn.c: everything that talks to the operating system ----------- */
 
-typedef struct {
-  const char *command;     /* shell mode, or NULL */
-  const char *const *argv; /* argv mode (PATH lookup), or NULL */
-  const char *cwd;         /* NULL = inherit */
-  const char *const *env;  /* extra entries, or NULL */
-  int stdin_fd;            /* -1 = /dev/null */
-  int stdout_fd;
-  int stderr_fd;
-} uvt__spawn_req_t;
+/* Nonzero: spawn through fork even where posix_spawn has everything (for
+ * tests of the fallback).  Loop thread; set between tasks. */
+extern int uvt__process_force_fork;
 
-/* Spawn the child in its own session with stdio from `req` and no other
- * descriptor (P-SPAWN-1..5).  Returns 0 and *pid_out, or a libuv error with
- * no child left behind. */
-int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out);
+/* A spawn request: built on the loop thread, then only read by the spawn,
+ * which writes the answer; one allocation with everything it points to. */
+typedef struct {
+  struct uvt__link link; /* a queue of whoever holds the request */
+  /* Set before the spawn, read-only after. */
+  const char *file; /* what to exec (a resolved path, or the shell) */
+  char *const *argv;
+  char *const *envp;
+  const char *cwd; /* NULL = inherit */
+  int fd[3];       /* the child's stdin (-1 = /dev/null), stdout, stderr,
+                      all above 2; the spawn closes them */
+  int want_pidfd;
+  int force_fork;
+  uvt__env_t *env;      /* loop side: released with the request */
+  void *cookie;         /* loop side: the task it is for */
+  atomic_int cancelled; /* set by the loop: do not spawn */
+  /* The answer. */
+  int skipped; /* cancelled: nothing was spawned */
+  int err;     /* 0 or the libuv error of the spawn */
+  pid_t pid;
+  int pidfd; /* or a libuv error (then: the SIGCHLD watch) */
+  unsigned long long start_ticks; /* the leader's start time */
+} uvt__spawn_t;
+
+/* Check what can be checked before the spawn (cwd, the shell or argv[0]
+ * in PATH, the size of the command) and build the request, taking over
+ * the three descriptors only on success.  0 and *out, or a libuv error
+ * (UV_ENOENT, UV_ENOTDIR, UV_EACCES, UV_E2BIG, UV_ENAMETOOLONG,
+ * UV_ENOMEM).  Loop thread. */
+int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
+                       const int fd[3], uvt__spawn_t **out);
+/* Spawn the child in its own session with stdio from the request and no
+ * other descriptor (P-SPAWN-1..5), unless the request was cancelled; then
+ * close the request's descriptors.  Any thread; allocates nothing of ours. */
+void uvt__spawn_run(uvt__spawn_t *sp);
+/* Loop thread; accepts NULL. */
+void uvt__spawn_free(uvt__spawn_t *sp);
 
 /* A pidfd for `pid` (close-on-exec), or a libuv error. */
 int uvt__pidfd_open(pid_t pid);
@@ -269,9 +333,9 @@ int uvt__pidfd_open(pid_t pid);
  * libuv error. */
 int uvt__stdin_file(const char *data, size_t len);
 
-/* 1 if some member of process group `pgid` is alive (a zombie is dead),
- * else 0. */
-int uvt__group_alive(pid_t pgid);
+/* `fd` itself, or a close-on-exec copy above 2 (closing `fd`) so that the
+ * child's dup2 onto 0..2 cannot overwrite it; or a libuv error. */
+int uvt__fd_above_stdio(int fd);
 
 /* Kill the group with SIGKILL and reap the leader (blocking): the undo of a
  * start that failed after the spawn. */

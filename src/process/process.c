@@ -559,10 +559,11 @@ static void close_fd(int *fd) {
 static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   uvt__proc_t *p = arg;
   const uvt_process_options_t *o = p->opts;
-  uvt__spawn_req_t req;
+  uvt__spawn_t *sp = NULL;
   int outp[2] = {-1, -1};
   int errp[2] = {-1, -1};
   int in_fd = -1;
+  int child[3];
   int err;
 
   p->task = t;
@@ -580,34 +581,36 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
       goto fail_fds;
     }
   }
-
-  memset(&req, 0, sizeof(req));
-  req.command = o->command;
-  req.argv = o->argv;
-  req.cwd = o->cwd;
-  req.env = o->env;
-  req.stdin_fd = in_fd;
-  req.stdout_fd = outp[1];
-  req.stderr_fd = errp[1];
-  err = uvt__spawn(&req, &p->pid);
-  close_fd(&outp[1]);
-  close_fd(&errp[1]);
-  close_fd(&in_fd);
+  /* The child's ends above stdio, so its dup2s cannot clash. */
+  if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
+      (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
+      (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
+    err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
+    goto fail_fds;
+  }
+  child[0] = in_fd;
+  child[1] = outp[1];
+  child[2] = errp[1];
+  err = uvt__spawn_prepare(&p->procs->envc, o, child, &sp);
+  if (err != 0)
+    goto fail_fds;
+  /* The request owns the child's ends now. */
+  in_fd = outp[1] = errp[1] = -1;
+  uvt__spawn_run(sp);
+  err = sp->err;
+  p->pid = sp->pid;
+  p->pidfd = sp->pidfd;
+  p->start_ticks = sp->start_ticks;
+  uvt__spawn_free(sp);
   if (err != 0)
     goto fail_fds;
   uvt__session_track(p);
 
-  /* From here a child exists: any failure kills and reaps it. */
-  p->pidfd = uvt__process_no_pidfd ? UV_ENOSYS : uvt__pidfd_open(p->pid);
-  if (p->pidfd < 0) {
-    err = p->pidfd;
+  /* From here a child exists: any failure kills and reaps it.  Without a
+   * pidfd (none at all: kernel before 5.3, a seccomp filter, valgrind; or
+   * none left) the registry's SIGCHLD watch reaps the leader. */
+  if (p->pidfd < 0)
     p->pidfd = -1;
-    /* Out of descriptors is an error; no pidfds at all (kernel before 5.3,
-     * a seccomp filter, valgrind) means the SIGCHLD fallback. */
-    if (err == UV_EMFILE || err == UV_ENFILE || err == UV_ENOMEM)
-      goto fail_child;
-    err = 0;
-  }
   err = open_pipe(p, &p->out, outp[0]);
   if (err == 0)
     outp[0] = -1; /* the pipe handle owns it now */

@@ -142,13 +142,10 @@ static uvt__proc_t *table_find(const uvt__procs_t *ps, pid_t sid) {
 
 void uvt__session_track(uvt__proc_t *p) {
   uvt__procs_t *ps = p->procs;
-  uvt__pstat_t st;
   size_t b;
 
   if (ps == NULL || p->tracked || p->pid <= 0)
     return;
-  /* The leader is our unreaped child: its pid is still its own. */
-  p->start_ticks = uvt__pstat_read(p->pid, &st) == 0 ? st.start : 0;
   if (ps->sessions_count >= ps->sessions_size)
     table_grow(ps);
   b = bucket(ps, p->pid);
