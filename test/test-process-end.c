@@ -271,9 +271,9 @@ static void test_end_reaped_elsewhere(void **state) {
 
   fixture_init(&f, NULL);
   test_opts(&o);
-  assert_int_equal(start_helper(&f, NULL, &o, "--helper=sleep", "50", NULL, id),
-                   0);
-  pid = uvt_process_pid(f.reg, id, NULL);
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=sleep", "300", NULL, id), 0);
+  pid = task_pid(&f, id, NULL);
   /* The loop is not running: the library cannot reap before we do. */
   assert_int_equal(waitpid(pid, &status, 0), pid);
   wait_task(&f, &w, id, 5000, NULL);
@@ -540,10 +540,13 @@ static void test_c08_races(void **state) {
     if (c->w.snap.status == UVT_COMPLETED) {
       assert_string_equal(c->w.snap.detail, "exit code: 0");
     } else {
-      /* Killed only if the request came before the leader's exit. */
+      /* Killed only if the request came before the leader's exit; on a
+       * busy machine it may even come before the spawner got to the task
+       * (P-SPAWN-6). */
       assert_int_equal(c->kr, UVT_KILL_REQUESTED);
       assert_int_equal(c->w.snap.status, UVT_KILLED);
-      if (strcmp(c->w.snap.detail, "signal: SIGTERM") != 0)
+      if (strcmp(c->w.snap.detail, "signal: SIGTERM") != 0 &&
+          strcmp(c->w.snap.detail, "killed before it started") != 0)
         assert_string_equal(c->w.snap.detail,
                             "exit code: 0 after kill request");
     }

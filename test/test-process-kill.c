@@ -35,7 +35,7 @@ static void test_c07_kill_term(void **state) {
   fixture_init(&f, NULL);
   agent_setup(&f, &a, "A", "S1");
   assert_int_equal(start_sh(&f, &a, "sleep 100", id), 0);
-  pgid = uvt_process_pid(f.reg, id, &a);
+  pgid = task_pid(&f, id, &a);
   assert_int_equal(uvt_kill(f.reg, id, &a, "enough", &kr), 0);
   assert_int_equal(kr, UVT_KILL_REQUESTED);
   assert_int_equal(uvt_get(f.reg, id, &a, &s), 0);
@@ -92,7 +92,7 @@ static void test_c03_kill_grace(void **state) {
   test_opts(&o);
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
-  pgid = uvt_process_pid(f.reg, id, NULL);
+  pgid = task_pid(&f, id, NULL);
   read_until_has(&f, id, NULL, &sb, "ready\n");
   t0 = now_ms();
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
@@ -106,7 +106,7 @@ static void test_c03_kill_grace(void **state) {
   /* The shell form of the case. */
   assert_int_equal(
       start_sh(&f, NULL, "trap '' TERM; echo ready; sleep 1000", id), 0);
-  pgid = uvt_process_pid(f.reg, id, NULL);
+  pgid = task_pid(&f, id, NULL);
   read_until_has(&f, id, NULL, &sb, "ready\n");
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 5000, NULL);
@@ -164,7 +164,7 @@ static void test_kill_after_exit(void **state) {
   o.drain_ms = 400;
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=hold-stdout", NULL, NULL, id), 0);
-  pid = uvt_process_pid(f.reg, id, NULL);
+  pid = task_pid(&f, id, NULL);
   /* The library reaps the leader; then the pid is gone. */
   assert_true(run_until(&f, leader_gone, &pid, 10000));
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
@@ -203,7 +203,7 @@ static void test_c03_trap_cleanup(void **state) {
            "trap 'echo cleanup >> %s' EXIT; echo ready; sleep 1000 & wait",
            file);
   assert_int_equal(start_sh(&f, &a, cmd, id), 0);
-  pgid = uvt_process_pid(f.reg, id, &a);
+  pgid = task_pid(&f, id, &a);
   read_until_has(&f, id, &a, &sb, "ready\n");
   /* Killed between its fork and exec, the background child would run the
    * trap as well (bash); kill once `sleep` runs. */
@@ -240,7 +240,7 @@ static void test_c02_dispose(void **state) {
       start_sh(&f, &a, "for i in 1 2 3; do yes >/dev/null & done; sleep 0.2",
                id),
       0);
-  d.pgid = uvt_process_pid(f.reg, id, &a);
+  d.pgid = task_pid(&f, id, &a);
   wait_task(&f, &w, id, 5000, &a);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   assert_true(group_live(d.pgid) >= 3);
@@ -273,7 +273,7 @@ static void test_quiesce_ignore_term(void **state) {
   assert_int_equal(start_helper(&f, &a, &o, "--helper=hold-stdout-ignore-term",
                                 NULL, NULL, id),
                    0);
-  d.pgid = uvt_process_pid(f.reg, id, &a);
+  d.pgid = task_pid(&f, id, &a);
   wait_task(&f, &w, id, 5000, &a);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   assert_int_equal(group_live(d.pgid), 1);
@@ -299,7 +299,7 @@ static void test_registry_close_live(void **state) {
   fixture_init(&f, NULL);
   assert_int_equal(
       start_sh(&f, NULL, "trap '' TERM; sleep 1000 & echo ready; wait", id), 0);
-  pgid = uvt_process_pid(f.reg, id, NULL);
+  pgid = task_pid(&f, id, NULL);
   read_until_has(&f, id, NULL, &sb, "ready\n");
   fixture_close(&f);
   assert_int_equal(group_live(pgid), 0);
@@ -322,7 +322,7 @@ static void test_forget_quiesce(void **state) {
                                 "--helper=hold-stdout-ignore-term", NULL, NULL,
                                 id),
                    0);
-  pgid = uvt_process_pid(f.reg, id, NULL);
+  pgid = task_pid(&f, id, NULL);
   wait_task(&f, &w, id, 5000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   wait_end(&w);
@@ -433,6 +433,8 @@ static void test_leftovers(void **state) {
   test_opts(&o);
   assert_int_equal(
       start_helper(&f, &a, &o, "--helper=sleep", "10000", NULL, id), 0);
+  /* Nothing while the spawn is out (P-SPAWN-6), the leader after. */
+  task_pid(&f, id, &a);
   assert_int_equal(uvt_process_leftovers(f.reg, id, &a), 1);
   assert_int_equal(uvt_process_leftovers(f.reg, id, &b), UVT_EFOREIGN);
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), UVT_EFOREIGN);
@@ -660,8 +662,8 @@ static void test_c13_pipeline(void **state) {
   assert_int_equal(
       start_sh(&f, &a, "trap '' TERM; echo ready; sleep 1000", ida), 0);
   assert_int_equal(start_sh(&f, &a, "sleep 30 | sleep 30", idb), 0);
-  pa = uvt_process_pid(f.reg, ida, &a);
-  pb = uvt_process_pid(f.reg, idb, &a);
+  pa = task_pid(&f, ida, &a);
+  pb = task_pid(&f, idb, &a);
   read_until_has(&f, ida, &a, &sb, "ready\n");
   pbs = pb;
   assert_true(run_until(&f, group_runs_sleep, &pbs, 10000));

@@ -128,7 +128,7 @@ static void test_out_utf8_hold(void **state) {
   test_opts(&o);
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=utf8-split", NULL, NULL, id), 0);
-  pid = uvt_process_pid(f.reg, id, NULL);
+  pid = task_pid(&f, id, NULL);
   rw.f = &f;
   rw.id = id;
   rw.caller = NULL;
@@ -166,7 +166,7 @@ static void test_out_utf8_hold_big(void **state) {
   test_opts(&o);
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=utf8-split", "3000", NULL, id), 0);
-  pid = uvt_process_pid(f.reg, id, NULL);
+  pid = task_pid(&f, id, NULL);
   rw.f = &f;
   rw.id = id;
   rw.caller = NULL;

@@ -48,6 +48,7 @@ static void test_sigchld_fallback(void **state) {
   wait_end(&w);
   sb_free(&sb);
   assert_int_equal(start_sh(&f, NULL, "sleep 100", id), 0);
+  task_pid(&f, id, NULL); /* a kill after the spawn, not before it */
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 5000, NULL);
   assert_outcome(&w.snap, UVT_KILLED, "signal: SIGTERM");

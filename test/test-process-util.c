@@ -699,10 +699,26 @@ void block_host(uint64_t ms) {
     ;
 }
 
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  const uvt_agent_t *caller;
+  int pid;
+} pid_wait_t;
+
+static int pid_known(void *arg) {
+  pid_wait_t *w = arg;
+  w->pid = uvt_process_pid(w->f->reg, w->id, w->caller);
+  return w->pid != UV_EAGAIN;
+}
+
 int task_pid(fixture_t *f, const char *id, const uvt_agent_t *caller) {
-  int pid = uvt_process_pid(f->reg, id, caller);
-  assert_true(pid > 0);
-  return pid;
+  pid_wait_t w = {f, id, caller, 0};
+  /* The spawn runs off the loop thread (P-SPAWN-6): until its answer the
+   * pid is UV_EAGAIN. */
+  assert_true(run_until(f, pid_known, &w, 10000));
+  assert_true(w.pid > 0);
+  return w.pid;
 }
 
 void close_noop(uv_handle_t *h) {

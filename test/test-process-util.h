@@ -100,7 +100,7 @@ void close_noop(uv_handle_t *h);
 /* Block this thread (the loop's) for `ms`, as a host busy elsewhere does:
  * no loop turn, so the loop's cached time goes stale (R-TIME-1). */
 void block_host(uint64_t ms);
-/* The task's leader pid (asserted > 0). */
+/* The task's leader pid, once the spawner answered (asserted > 0). */
 int task_pid(fixture_t *f, const char *id, const uvt_agent_t *caller);
 
 /* Waits that record into a waitres_t. */

@@ -183,7 +183,7 @@ static void test_pid(void **state) {
   test_opts(&o);
   assert_int_equal(
       start_helper(&f, &a, &o, "--helper=sleep", "10000", NULL, id), 0);
-  pid = uvt_process_pid(f.reg, id, &a);
+  pid = task_pid(&f, id, &a);
   assert_true(pid > 0);
   assert_int_equal(getpgid(pid), pid);
   assert_int_equal(getsid(pid), pid);
@@ -223,7 +223,7 @@ static void test_spawn_session(void **state) {
   test_opts(&o);
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=ids", NULL, NULL, id),
                    0);
-  pid = uvt_process_pid(f.reg, id, NULL);
+  pid = task_pid(&f, id, NULL);
   assert_true(pid > 0);
   wait_task(&f, &w, id, 5000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
@@ -279,7 +279,7 @@ static void test_spawn_argv_hidden(void **state) {
   snprintf(marker, sizeof(marker), "UVTMARK%dX", (int)getpid());
   snprintf(cmd, sizeof(cmd), ": %s; sleep 30", marker);
   assert_int_equal(start_sh(&f, NULL, cmd, id), 0);
-  pid = uvt_process_pid(f.reg, id, NULL);
+  pid = task_pid(&f, id, NULL);
   assert_true(run_until(&f, group_runs_sleep, &pid, 10000));
   assert_int_equal(cmdline_count(marker), 0);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
@@ -318,7 +318,7 @@ static void test_c04_pkill(void **state) {
   agent_setup(&f, &a, "A", "S1");
   snprintf(cmd, sizeof(cmd), "sleep 999.%d", (int)getpid());
   assert_int_equal(start_sh(&f, &a, cmd, id1), 0);
-  pid1 = uvt_process_pid(f.reg, id1, &a);
+  pid1 = task_pid(&f, id1, &a);
   assert_true(run_until(&f, group_runs_sleep, &pid1, 10000));
   snprintf(cmd, sizeof(cmd), "pkill -f 'sleep 999.%d'; echo rc=$?",
            (int)getpid());
@@ -566,7 +566,7 @@ static void test_c27_git_editor(void **state) {
   for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
     o.command = cmds[i];
     assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-    pid = (pid_t)uvt_process_pid(f.reg, id, &a);
+    pid = task_pid(&f, id, &a);
     /* Far below the editor's 600 s, and well above what git needs. */
     wait_task(&f, &w, id, 30000, &a);
     assert_int_equal(w.snap.status, UVT_COMPLETED);
@@ -817,9 +817,10 @@ static void remove_script(const char dir[64], const char path[128]) {
   rmdir(dir);
 }
 
-/* P-SPAWN-4: a file that exec refuses (executable, but neither a binary
- * nor a script) is an error of the spawn itself, with no child and no
- * descriptor left. */
+/* P-SPAWN-4 (amended), P-SPAWN-6: a file that exec refuses (executable,
+ * but neither a binary nor a script) is an error only the spawn itself
+ * reports: the task is registered, then settles `failed`, "spawn failed:
+ * ENOEXEC", with no child and no descriptor left. */
 static void test_spawn_fail_exec(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -827,17 +828,30 @@ static void test_spawn_fail_exec(void **state) {
   char dir[64];
   char path[128];
   const char *av[2];
+  waitres_t w;
   int fds;
   (void)state;
 
   make_script(dir, path, "not-a-program", "\x01\x02 not a program\n");
   fixture_init(&f, NULL);
-  fds = count_fds();
   test_opts(&o);
   av[0] = path;
   av[1] = NULL;
   o.argv = av;
-  assert_int_equal(uvt_process_start(f.reg, &o, id), -ENOEXEC);
+  /* The first start creates the registry's spawner; count after it. */
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_FAILED, "spawn failed: ENOEXEC");
+  wait_end(&w);
+  fds = count_fds();
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  assert_string_equal(id, "bash-2");
+  assert_int_equal(uvt_process_pid(f.reg, id, NULL), UV_EAGAIN);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_FAILED, "spawn failed: ENOEXEC");
+  assert_int_equal(uvt_process_pid(f.reg, id, NULL), UV_ESRCH);
+  assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 0);
+  wait_end(&w);
   run_for(&f, 10);
   assert_int_equal(count_fds(), fds);
   fixture_close(&f);

@@ -4,7 +4,8 @@
  *
  * Lifecycle of one task, as the producer sees it:
  *
- *   uvt_process_start()  spawn; the record exists ("bash-1"), status running
+ *   uvt_process_start()  checks; the record exists ("bash-1"), running;
+ *                        the spawn runs on a spawner thread (P-SPAWN-6)
  *   child writes         stdout/stderr are buffered, capped per stream
  *   uvt_read()           returns and consumes what is new (P-OUT-1..3)
  *   uvt_kill()           SIGTERM to the session, SIGKILL after grace_ms
@@ -129,25 +130,43 @@ typedef struct {
  * Ownership: nothing is allocated.  Thread: any. */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
 
-/* Start a process task: spawn the command (or argv) in a session and
- * process group of its own (P-SPAWN-1) with stdin /dev/null or the given
+/* Start a process task: check and prepare everything here, register the
+ * task, and spawn the command (or argv) off the loop thread (P-SPAWN-6) in
+ * a session of its own (P-SPAWN-1) with stdin /dev/null or the given
  * bytes, stdout and stderr captured separately, the filtered environment
- * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5),
- * and register it as a stream-kind task.
+ * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5).
+ *
+ * The spawn (P-SPAWN-6).  This call never waits for a child to exec: it
+ * checks the options, that cwd exists and is a directory, that argv[0]
+ * resolves in PATH (or that a shell exists), makes the pipes and stdin's
+ * memfd, builds an immutable request and returns the id; one of the
+ * registry's spawner threads (one per core, at most 4, started with the
+ * first spawn) runs posix_spawn and the loop hears the answer through an
+ * async handle.  Until then the task is running like any other: get, read
+ * (nothing yet), wait and kill work, uvt_process_pid() says UV_EAGAIN.  A
+ * kill, the runtime limit or a disposal before the child exists settles
+ * it `killed` ("killed before it started", or "timed out after N ms")
+ * without running the command; one that comes while the spawner is
+ * already spawning reaches the child as soon as the answer brings its
+ * pid, its grace counted from the kill.  Registry close with spawns out
+ * answers the queued ones unspawned and joins the threads before its
+ * callback (L-1).
  *
  * The task settles at quiescence (P-END-1): `completed` "exit code: N";
  * `killed` "signal: NAME" when the leader itself died of a signal, and
  * only then (P-END-3: a status above 128 that a program or the shell
  * returned, as `exit 130` or a shell whose last command was killed, is
- * "exit code: N"; no status makes the task stop or hang); after a kill request
- * `killed` "signal: NAME" or "exit code: N after kill request"; after
- * max_runtime_ms `killed` "timed out after N ms", N being what really
- * elapsed from this call to the SIGTERM (at least max_runtime_ms).  Every
- * duration (max_runtime_ms, grace_ms, drain_ms, the grace of disposal's
- * stop) counts from the call or event that starts it, even when the host
- * blocked its loop before calling (R-TIME-1).  A kill (the cancel
- * hook) sends SIGTERM to the group and SIGKILL after grace_ms unless the
- * leader exited; a second kill sends SIGKILL at once (P-KILL-1).
+ * "exit code: N"; no status makes the task stop or hang); after a kill
+ * request `killed` "signal: NAME" or "exit code: N after kill request";
+ * after max_runtime_ms `killed` "timed out after N ms", N being what
+ * really elapsed from this call to the SIGTERM (at least max_runtime_ms);
+ * `failed` "spawn failed: NAME" when the spawn itself failed (below).
+ * Every duration (max_runtime_ms, grace_ms, drain_ms, the grace of
+ * disposal's stop) counts from the call or event that starts it, even
+ * when the host blocked its loop before calling (R-TIME-1).  A kill (the
+ * cancel hook) sends SIGTERM to the session and SIGKILL after grace_ms
+ * unless the leader exited; a second kill sends SIGKILL at once (P-KILL-1,
+ * P-KILL-5).
  *
  * Reads (uvt_read) return the new stdout bytes, then, if stderr has new
  * bytes, a line "[stderr]" (preceded by a newline when the stdout part
@@ -156,15 +175,23 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * An incomplete trailing UTF-8 sequence waits for the rest or the end of
  * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
  *
- * Returns 0, UV_EINVAL (NULL reg or o; none or both of command and argv;
- * an empty or blank command, whatever the label; an empty argv or an
- * empty argv[0]; an env entry without '='; output_cap_bytes < 4), the
- * errors of uvt_start() (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING,
- * UVT_ELIMIT, UV_ENOMEM, ...), or the spawn's libuv error (UV_ENOENT for a
- * missing cwd or executable, UV_EACCES, UV_EMFILE, UV_E2BIG, ...).  On
- * error nothing is registered, no id number is used and no child is left;
- * handles opened for the attempt are closed through the loop (run it to
- * let their close callbacks finish).
+ * Returns 0, or an error found before the spawn (P-SPAWN-4): UV_EINVAL
+ * (NULL reg or o; none or both of command and argv; an empty or blank
+ * command, whatever the label; an empty argv or an empty argv[0]; an env
+ * entry without '='; output_cap_bytes < 4), the errors of uvt_start()
+ * (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING, UVT_ELIMIT, UV_ENOMEM, ...),
+ * UV_ENOENT (no such cwd, argv[0] not found, no shell), UV_ENOTDIR (cwd is
+ * not a directory), UV_EACCES (cwd or argv[0] not accessible),
+ * UV_ENAMETOOLONG, UV_E2BIG (the command or one argument beyond the
+ * kernel's 128 KiB for one string), UV_EMFILE or UV_ENFILE (no descriptor
+ * for the pipes).  On error nothing is registered, no id number is used
+ * and no child exists; handles opened for the attempt are closed through
+ * the loop (run it to let their close callbacks finish).  An error only
+ * the spawn itself reports (exec refusing the file, ENOEXEC; an
+ * environment and arguments too big together, E2BIG; no process left,
+ * EAGAIN; a cwd removed in between) settles the registered task `failed`,
+ * "spawn failed: NAME" (the libuv error name), with no child and every
+ * handle closed.
  * Ownership: every option is copied or consumed before this returns.
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
@@ -175,8 +202,11 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
  * It stays the value the task had after the leader was reaped (the number
  * may then belong to another process: signal it only through the registry).
  *
- * Returns the pid (> 0), UV_EINVAL (NULL reg or id, or a task that is not a
- * process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Returns the pid (> 0), UV_EAGAIN while the spawn is out (P-SPAWN-6: the
+ * pid is known from the loop turn in which the spawner's answer arrives),
+ * UV_ESRCH if the task never had a process (its spawn failed, or a kill
+ * came first), UV_EINVAL (NULL reg or id, or a task that is not a process
+ * task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
  * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);

@@ -1,5 +1,6 @@
 /* The process producer's per-registry context (an extension of the
- * registry, uvt-internal.h): what all tasks of one registry share: the one
+ * registry, uvt-internal.h): what all tasks of one registry share: the
+ * spawner threads (spawner.c), the cached environment (env.c), the one
  * SIGCHLD watch (reap.c), the table of sessions and the batched passes
  * over /proc (session.c).
  *
@@ -27,7 +28,9 @@ static void procs_unhold(uvt__procs_t *ps) {
   if (--ps->handles_closing > 0)
     return;
   done = ps->done;
-  done(&ps->ext);
+  uvt__free(ps->sessions);
+  if (done != NULL)
+    done(&ps->ext);
   uvt__free(ps);
 }
 
@@ -40,10 +43,13 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
 
   if (!ps->closing || ps->handles_closing > 0)
     return;
+  if (uvt__spawner_stop(ps) != 0)
+    return; /* spawns still out: the threads' answers call again */
   n = uvt__reap_close(ps, procs_handle_closed);
   if (n < 0)
     return; /* a leader's reap still needs the SIGCHLD watch */
   n += (int)uvt__session_close(ps, procs_handle_closed);
+  n += (int)uvt__spawner_close(ps, procs_handle_closed);
   uvt__env_cache_free(&ps->envc);
   /* Held while the handles are asked to close, so that a context with no
    * handle ends here and one with handles ends in their last callback. */
@@ -92,11 +98,24 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;
   err = uvt__session_init(ps);
-  if (err == 0)
-    err = uvt__ext_add(reg, &ps->ext);
+  if (err == 0) {
+    err = uvt__spawner_init(ps);
+    if (err != 0)
+      uvt__free(ps->sessions);
+  }
   if (err != 0) {
-    uvt__free(ps->sessions);
     uvt__free(ps);
+    return err;
+  }
+  err = uvt__ext_add(reg, &ps->ext);
+  if (err != 0) {
+    /* The registry began closing inside this start: undo through the
+     * async handle's close. */
+    ps->done = NULL;
+    uv_cond_destroy(&ps->spawn_cond);
+    uv_mutex_destroy(&ps->spawn_mutex);
+    ps->handles_closing = 1;
+    uv_close((uv_handle_t *)&ps->spawn_async, procs_handle_closed);
     return err;
   }
   *out = ps;

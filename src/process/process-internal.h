@@ -73,6 +73,7 @@ extern int uvt__process_no_pidfd;
 
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
+typedef struct uvt__spawn_s uvt__spawn_t;
 
 /* Groups of one session a pass remembers having signalled. */
 #define UVT__PASS_GROUPS 32
@@ -103,8 +104,12 @@ struct uvt__proc_s {
 
   char id[UVT_ID_MAX];
 
-  pid_t pid;
+  pid_t pid; /* 0 until the spawner answered, and if nothing started */
   int pidfd;
+  uvt__spawn_t *spawn; /* the request, from run() until the answer */
+  int spawning;        /* the request is prepared or out */
+  int not_started;     /* answered: no child (spawn_err, or cancelled) */
+  int spawn_err;
   uv_poll_t exit_poll; /* on the pidfd; without one the context's SIGCHLD
                           watch reaps the leader (reap.c) */
   uv_timer_t kill_timer;
@@ -160,6 +165,8 @@ struct uvt__proc_s {
 int uvt__proc_check_leader(uvt__proc_t *p);
 /* A batched pass over p's session ran (session.c): pass_live is fresh. */
 void uvt__proc_swept(uvt__proc_t *p);
+/* The spawner answered the task's request (sp->cookie). */
+void uvt__proc_spawned(uvt__spawn_t *sp);
 
 /* ---- env.c: the child's environment, cached per registry -------------- */
 
@@ -219,6 +226,21 @@ struct uvt__procs_s {
   /* env.c */
   uvt__envcache_t envc;
 
+  /* spawner.c */
+  uv_mutex_t spawn_mutex; /* guards the two queues and spawners_left */
+  uv_cond_t spawn_cond;
+  struct uvt__link spawn_queue; /* requests for the threads */
+  struct uvt__link spawn_done;  /* answers for the loop */
+  uv_async_t spawn_async;
+  uv_thread_t spawner[4];
+  unsigned spawners;      /* threads started */
+  unsigned spawners_left; /* threads that have left (under the mutex) */
+  unsigned spawns_out;    /* requests submitted and not answered */
+  int spawner_init;       /* mutex, cond and async initialised */
+  int spawners_tried;     /* the threads were started (or tried) */
+  int spawn_stop;         /* close: threads leave (under the mutex) */
+  int spawners_joined;
+
   /* Shutdown (context.c). */
   int closing;
   unsigned handles_closing;
@@ -266,6 +288,24 @@ void uvt__session_reap_orphans(uvt__procs_t *ps);
  * returns the number of handles closed (on_closed runs for each). */
 unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
+/* ---- spawner.c: spawning off the loop thread (P-SPAWN-6) -------------- */
+
+/* Spawner threads per registry; 0 = as many as cores, at most 4.  Read
+ * when a registry starts its threads (tests and the benchmark set it). */
+extern unsigned uvt__process_spawners;
+
+/* The context's queues, mutex and async handle: 0 or a libuv error. */
+int uvt__spawner_init(uvt__procs_t *ps);
+/* Hand a request over (starting the threads with the first one); its
+ * answer comes back through uvt__proc_spawned() from the async. */
+void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp);
+/* At context close: stop the threads (answering queued requests "not
+ * spawned" at once); 0 once they are joined and every answer delivered,
+ * else -1 (uvt__procs_maybe_closed is called again then). */
+int uvt__spawner_stop(uvt__procs_t *ps);
+/* Then: close the async handle; returns how many handles were closed. */
+unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
+
 /* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
 
 /* Start the context's SIGCHLD watch (once); 0 or a libuv error. */
@@ -287,10 +327,15 @@ int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
 /* Nonzero: spawn through fork even where posix_spawn has everything (for
  * tests of the fallback).  Loop thread; set between tasks. */
 extern int uvt__process_force_fork;
+/* Tests only: called by the thread that runs a spawn, with 0 before it
+ * looks at the request's `cancelled` and 1 once it decided to spawn, so a
+ * test can hold the spawner at either point.  Read when a request is
+ * built; NULL otherwise. */
+extern void (*uvt__process_spawn_hook)(int phase);
 
 /* A spawn request: built on the loop thread, then only read by the spawn,
  * which writes the answer; one allocation with everything it points to. */
-typedef struct {
+struct uvt__spawn_s {
   struct uvt__link link; /* a queue of whoever holds the request */
   /* Set before the spawn, read-only after. */
   const char *file; /* what to exec (a resolved path, or the shell) */
@@ -301,16 +346,21 @@ typedef struct {
                       all above 2; the spawn closes them */
   int want_pidfd;
   int force_fork;
+  void (*hook)(int phase);
   uvt__env_t *env;      /* loop side: released with the request */
   void *cookie;         /* loop side: the task it is for */
   atomic_int cancelled; /* set by the loop: do not spawn */
   /* The answer. */
   int skipped; /* cancelled: nothing was spawned */
   int err;     /* 0 or the libuv error of the spawn */
-  pid_t pid;
-  int pidfd; /* or a libuv error (then: the SIGCHLD watch) */
+  pid_t pid;   /* 0 until the spawner answered, and if nothing started */
+  int pidfd;
+  uvt__spawn_t *spawn; /* the request, from run() until the answer */
+  int spawning;        /* the request is prepared or out */
+  int not_started;     /* answered: no child (spawn_err, or cancelled) */
+  int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
   unsigned long long start_ticks; /* the leader's start time */
-} uvt__spawn_t;
+};
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
  * in PATH, the size of the command) and build the request, taking over

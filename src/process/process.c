@@ -68,6 +68,18 @@ static const char *signal_name(int sig, char *buf, size_t size) {
   return buf;
 }
 
+/* The name of a libuv error, also for the errno values libuv 1.44 has no
+ * name for (ENOEXEC). */
+static const char *err_name(int err, char *buf, size_t size) {
+  const char *name = uvt_err_name(err);
+  if (strcmp(name, "UNKNOWN") != 0)
+    return name;
+  if (err == -ENOEXEC)
+    return "ENOEXEC";
+  snprintf(buf, size, "errno %d", -err);
+  return buf;
+}
+
 /* ---- handles ---------------------------------------------------------- */
 
 /* R-TIME-1: every duration counts from the call that sets it.  A host that
@@ -88,6 +100,7 @@ static uint64_t ms_since(uint64_t t0_ns) {
 static void proc_free(uvt__proc_t *p) {
   uvt__reap_unwatch(p);
   uvt__session_untrack(p);
+  uvt__spawn_free(p->spawn); /* one that never left */
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -267,6 +280,8 @@ int uvt__proc_check_leader(uvt__proc_t *p) {
 
   if (p->reaped)
     return 1;
+  if (p->pid <= 0)
+    return 0; /* the spawn is out: no leader yet */
   do
     r = waitpid(p->pid, &status, WNOHANG);
   while (r < 0 && errno == EINTR);
@@ -303,6 +318,10 @@ static int request_stop(uvt__proc_t *p) {
   if (err != 0)
     return err;
   p->kill_requested = 1;
+  /* P-SPAWN-6: a kill before the child exists: it is never spawned (or,
+   * if the spawner got there first, signalled when the answer comes). */
+  if (p->spawning)
+    atomic_store(&p->spawn->cancelled, 1);
   arm(&p->kill_timer, on_kill_timer, p->grace_ms);
   return 0;
 }
@@ -360,7 +379,20 @@ static void settle(uvt__proc_t *p) {
 
   memset(&o, 0, sizeof(o));
   memset(&g, 0, sizeof(g));
-  if (p->status_lost) {
+  if (p->not_started && p->spawn_err != 0) {
+    /* P-SPAWN-4: what only the spawn could report. */
+    o.status = UVT_FAILED;
+    snprintf(detail, sizeof(detail), "spawn failed: %s",
+             err_name(p->spawn_err, sigbuf, sizeof(sigbuf)));
+  } else if (p->not_started) {
+    /* P-SPAWN-6: stopped before the child existed; nothing ran. */
+    o.status = UVT_KILLED;
+    if (p->timed_out)
+      snprintf(detail, sizeof(detail), "timed out after %llu ms",
+               (unsigned long long)p->timed_out_ms);
+    else
+      snprintf(detail, sizeof(detail), "killed before it started");
+  } else if (p->status_lost) {
     o.status = UVT_FAILED;
     snprintf(detail, sizeof(detail), "exit status lost: reaped elsewhere");
   } else {
@@ -556,10 +588,29 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
+/* Close what a start opened (its record is not, or no longer, to be
+ * committed): the request if it never left, the pipes, the timers.  The
+ * state is freed by the last close callback. */
+static void undo_start(uvt__proc_t *p) {
+  p->run_failed = 1;
+  uvt__spawn_free(p->spawn);
+  p->spawn = NULL;
+  p->spawning = 0;
+  close_stream(&p->out);
+  close_stream(&p->err);
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
+  close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
+}
+
+/* Everything that can fail cheaply happens here, on the loop thread and
+ * before the record exists (P-SPAWN-4): the descriptors, the checks and
+ * the request of spawn.c, the pipe handles and timers.  The spawn itself
+ * is handed to the spawner once uvt_start has committed the record
+ * (P-SPAWN-6, uvt_process_start). */
 static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   uvt__proc_t *p = arg;
   const uvt_process_options_t *o = p->opts;
-  uvt__spawn_t *sp = NULL;
   int outp[2] = {-1, -1};
   int errp[2] = {-1, -1};
   int in_fd = -1;
@@ -591,26 +642,14 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   child[0] = in_fd;
   child[1] = outp[1];
   child[2] = errp[1];
-  err = uvt__spawn_prepare(&p->procs->envc, o, child, &sp);
+  err = uvt__spawn_prepare(&p->procs->envc, o, child, &p->spawn);
   if (err != 0)
     goto fail_fds;
   /* The request owns the child's ends now. */
   in_fd = outp[1] = errp[1] = -1;
-  uvt__spawn_run(sp);
-  err = sp->err;
-  p->pid = sp->pid;
-  p->pidfd = sp->pidfd;
-  p->start_ticks = sp->start_ticks;
-  uvt__spawn_free(sp);
-  if (err != 0)
-    goto fail_fds;
-  uvt__session_track(p);
+  p->spawn->cookie = p;
+  p->spawning = 1;
 
-  /* From here a child exists: any failure kills and reaps it.  Without a
-   * pidfd (none at all: kernel before 5.3, a seccomp filter, valgrind; or
-   * none left) the registry's SIGCHLD watch reaps the leader. */
-  if (p->pidfd < 0)
-    p->pidfd = -1;
   err = open_pipe(p, &p->out, outp[0]);
   if (err == 0)
     outp[0] = -1; /* the pipe handle owns it now */
@@ -624,24 +663,15 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = init_timer(p, &p->drain_timer, UVT__H_DRAIN);
   if (err == 0)
     err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME);
-  if (err == 0 && p->pidfd >= 0) {
-    err = uv_poll_init(p->loop, &p->exit_poll, p->pidfd);
-    if (err == 0) {
-      p->exit_poll.data = p;
-      p->live |= UVT__H_POLL;
-      p->closing++;
-    }
-  }
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
-  if (err == 0 && (p->live & UVT__H_POLL))
-    err = uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
-  if (err == 0 && !(p->live & UVT__H_POLL))
-    err = uvt__reap_watch(p->procs, p);
-  if (err != 0)
-    goto fail_child;
+  if (err != 0) {
+    undo_start(p);
+    goto fail_fds;
+  }
+  /* From the call, not from the spawn (R-TIME-1). */
   if (p->max_runtime_ms > 0)
     arm(&p->runtime_timer, on_runtime_timer, p->max_runtime_ms);
 
@@ -651,21 +681,6 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   hooks->quiesce = hook_quiesce;
   return 0;
 
-fail_child:
-  /* P-SPAWN-4: no child, no zombie, every handle closed. */
-  uvt__reap_unwatch(p);
-  uvt__session_untrack(p);
-  uvt__spawn_abort(p->pid);
-  p->run_failed = 1;
-  close_stream(&p->out);
-  close_stream(&p->err);
-  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
-  close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
-  close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
-  if (p->live & UVT__H_POLL)
-    close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
-  else
-    close_fd(&p->pidfd);
 fail_fds:
   p->run_failed = 1;
   close_fd(&outp[0]);
@@ -674,6 +689,87 @@ fail_fds:
   close_fd(&errp[1]);
   close_fd(&in_fd);
   return err;
+}
+
+/* Watch the leader's exit: its pidfd, or the registry's SIGCHLD watch. */
+static int watch_leader(uvt__proc_t *p) {
+  int err;
+
+  if (p->pidfd >= 0) {
+    err = uv_poll_init(p->loop, &p->exit_poll, p->pidfd);
+    if (err == 0) {
+      p->exit_poll.data = p;
+      p->live |= UVT__H_POLL;
+      p->closing++;
+      err = uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
+      if (err == 0)
+        return 0;
+      close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+    } else {
+      close_fd(&p->pidfd);
+    }
+  }
+  p->pidfd = -1;
+  if (p->procs == NULL)
+    return UV_ECANCELED;
+  return uvt__reap_watch(p->procs, p);
+}
+
+/* No child: the spawn failed, or was not made (a kill came first).  The
+ * pipes' write ends are closed, so they end at once; the task settles as
+ * usual at quiescence. */
+static void not_started(uvt__proc_t *p, int err) {
+  p->not_started = 1;
+  p->spawn_err = err;
+  p->reaped = 1;
+  if (p->live & UVT__H_KILL)
+    uv_timer_stop(&p->kill_timer);
+  if (p->live & UVT__H_RUNTIME)
+    uv_timer_stop(&p->runtime_timer);
+  if (p->out.open || p->err.open)
+    arm(&p->drain_timer, on_drain_timer, p->drain_ms);
+  maybe_finish(p);
+}
+
+void uvt__proc_spawned(uvt__spawn_t *sp) {
+  uvt__proc_t *p = sp->cookie;
+  int err;
+
+  p->spawn = NULL;
+  p->spawning = 0;
+  if (sp->skipped || sp->err != 0) {
+    err = sp->skipped ? 0 : sp->err;
+    uvt__spawn_free(sp);
+    not_started(p, err);
+    return;
+  }
+  p->pid = sp->pid;
+  p->pidfd = sp->pidfd >= 0 ? sp->pidfd : -1;
+  p->start_ticks = sp->start_ticks;
+  uvt__spawn_free(sp);
+  uvt__session_track(p);
+  err = watch_leader(p);
+  if (err != 0) {
+    /* Neither a pidfd nor the SIGCHLD watch: the exit could not be seen.
+     * P-SPAWN-4: no child, no zombie. */
+    uvt__session_untrack(p);
+    uvt__spawn_abort(p->pid);
+    p->pid = 0;
+    not_started(p, err);
+    return;
+  }
+  if (p->released) {
+    /* The record was dropped while the spawn was out (disposal gave up on
+     * it): nobody wants this child. */
+    p->killed_now = 1;
+    uvt__session_signal(p, SIGKILL);
+  } else if (p->killed_now) {
+    uvt__session_signal(p, SIGKILL);
+  } else if (p->kill_requested) {
+    /* A kill came while the spawn was out and too late to stop it; its
+     * grace has been running since the kill call. */
+    uvt__session_signal(p, SIGTERM);
+  }
 }
 
 void uvt_process_options_init(uvt_process_options_t *o) {
@@ -775,13 +871,20 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   uvt__free(joined);
   p->opts = NULL;
   if (err != 0) {
-    /* run() may have left closes in flight; the last one frees. */
+    /* run() may have left closes in flight (or succeeded and the start was
+     * then refused: undo it); the last close frees. */
+    if (p->task != NULL && !p->run_failed)
+      undo_start(p);
     p->run_failed = 1;
     maybe_free(p);
     return err;
   }
   if (id_out != NULL)
     memcpy(id_out, p->id, UVT_ID_MAX);
+  /* P-SPAWN-6: the record exists; the spawn runs off the loop thread.  A
+   * kill that came inside uvt_start (R-REENTER-1) already marked the
+   * request cancelled: the spawner will not spawn it. */
+  uvt__spawner_submit(p->procs, p->spawn);
   return 0;
 }
 
@@ -809,6 +912,10 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
     return err;
+  if (p->spawning)
+    return UV_EAGAIN;
+  if (p->pid <= 0)
+    return UV_ESRCH;
   return (int)p->pid;
 }
 

@@ -53,6 +53,7 @@
 #define ONE_STRING_MAX (32 * 4096)
 
 int uvt__process_force_fork;
+void (*uvt__process_spawn_hook)(int phase);
 
 /* The fixed wrapper (P-SPAWN-2): the command travels in UVT__CMD_VAR, is
  * moved into a shell variable, unset from the environment, and evaluated;
@@ -277,6 +278,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   sp->pidfd = -1;
   sp->want_pidfd = !uvt__process_no_pidfd;
   sp->force_fork = uvt__process_force_fork;
+  sp->hook = uvt__process_spawn_hook;
   atomic_init(&sp->cancelled, 0);
   *out = sp;
   return 0;
@@ -434,13 +436,18 @@ static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out) {
 }
 
 void uvt__spawn_run(uvt__spawn_t *sp) {
+  void (*hook)(int) = sp->hook;
   uvt__pstat_t st;
   pid_t pid = -1;
   int i;
 
+  if (hook != NULL)
+    hook(0);
   if (atomic_load(&sp->cancelled)) {
     sp->skipped = 1;
   } else {
+    if (hook != NULL)
+      hook(1);
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
     if (!sp->force_fork)
       sp->err = spawn_posix(sp, &pid);
