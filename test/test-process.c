@@ -691,10 +691,12 @@ static void test_spawn_fail(void **state) {
   (void)state;
 
   fixture_init(&f, NULL);
-  fds = count_fds();
   test_opts(&o);
   o.command = "true";
   o.cwd = "/nonexistent/uvt-no-such-dir";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOENT);
+  /* The registry's producer context exists from the first start on. */
+  fds = count_fds();
   assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOENT);
   o.cwd = NULL;
   o.command = NULL;

@@ -94,14 +94,18 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return UV_ENOMEM;
   ps->reg = reg;
   ps->loop = uvt_registry_loop(reg);
+  ps->owner_fd = -1;
   uvt__list_init(&ps->unreaped);
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;
   err = uvt__session_init(ps);
   if (err == 0) {
     err = uvt__spawner_init(ps);
-    if (err != 0)
+    if (err != 0) {
       uvt__free(ps->sessions);
+      if (ps->owner_fd >= 0)
+        close(ps->owner_fd);
+    }
   }
   if (err != 0) {
     uvt__free(ps);
@@ -112,6 +116,8 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     /* The registry began closing inside this start: undo through the
      * async handle's close. */
     ps->done = NULL;
+    if (ps->owner_fd >= 0)
+      close(ps->owner_fd);
     uv_cond_destroy(&ps->spawn_cond);
     uv_mutex_destroy(&ps->spawn_mutex);
     ps->handles_closing = 1;

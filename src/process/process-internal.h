@@ -220,6 +220,7 @@ struct uvt__procs_s {
   size_t sessions_size;   /* buckets, a power of two */
   size_t sessions_count;
   struct uvt__link sweeping; /* procs waiting for the next pass */
+  int owner_fd;              /* for the F_SETOWN test, or -1 */
   uv_idle_t sweeper;
   int sweeper_init;
 
@@ -279,6 +280,10 @@ void uvt__session_untrack(uvt__proc_t *p);
 int uvt__session_signal(uvt__proc_t *p, int sig);
 /* Ask for a batched pass (liveness only); uvt__proc_swept follows. */
 void uvt__session_check(uvt__proc_t *p);
+/* 1 if p's session is known to have no process left (not even a zombie):
+ * marked gone, or its leader reaped and its number no longer allocated
+ * (two fcntl calls); 0 if a pass must tell. */
+int uvt__session_known_empty(uvt__proc_t *p);
 /* A pass over p's session now, sending `sig` (0: none) to its groups;
  * returns its live members.  Reaps our zombie members on the way. */
 int uvt__session_count(uvt__proc_t *p, int sig);

@@ -507,16 +507,17 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 /* Stop every process the ended task left in its session: SIGTERM now,
  * SIGKILL after grace_ms, uvt_task_quiescent() once none is left.  Called
  * by disposal (P-KILL-4) and by a kill of the ended task (P-KILL-6); the
- * registry does not call it again while a stop is in progress.  Returns 1
- * unless the session is known to be empty: whether members are left is
- * decided by the next pass over /proc (one per loop turn for all tasks),
- * so a disposal of many finished tasks costs a pass, not one per task. */
+ * registry does not call it again while a stop is in progress.  Returns 0
+ * when the session is known to be empty (session.c's cheap test: the
+ * common case, a task that left nothing), else 1: whether members are
+ * left is then decided by the next pass over /proc (one per loop turn for
+ * all tasks). */
 static int hook_quiesce(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->quiescing || p->pid <= 0 || p->session_gone)
+  if (!p->settled || p->quiescing || p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
   if (p->kill_timer_closing) {
     /* A stop ends only when its pass found the session empty, which marks
@@ -925,7 +926,7 @@ int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
     return err;
-  if (p->pid <= 0)
+  if (p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
   /* One pass over this session now (it also reaps our zombie members). */
   return uvt__session_count(p, 0);

@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,6 +91,39 @@ int uvt__pstat_read(pid_t pid, uvt__pstat_t *st) {
   return 0;
 }
 
+/* ---- is the session's number still in use? ---------------------------- */
+
+/* The kernel keeps a pid number allocated while any process has it as its
+ * pid, process group or session, zombies included (until they are
+ * reaped), and F_SETOWN with a negative number fails with ESRCH exactly
+ * when the number is not allocated.  So after the leader's reap, ESRCH
+ * means no process is left in the session, not even a zombie: the cheap
+ * test that spares a pass over /proc for the common task that left
+ * nothing behind.  Success proves nothing (the number may be reused): a
+ * pass decides then. */
+static int number_free(uvt__procs_t *ps, pid_t sid) {
+  int r;
+
+  if (ps == NULL || ps->owner_fd < 0)
+    return 0;
+  r = fcntl(ps->owner_fd, F_SETOWN, -(int)sid);
+  if (r == 0) {
+    fcntl(ps->owner_fd, F_SETOWN, 0);
+    return 0;
+  }
+  return errno == ESRCH;
+}
+
+int uvt__session_known_empty(uvt__proc_t *p) {
+  if (p->session_gone)
+    return 1;
+  if (p->pid <= 0 || !p->reaped)
+    return 0;
+  if (number_free(p->procs, p->pid))
+    p->session_gone = 1;
+  return p->session_gone;
+}
+
 /* ---- the table of tracked sessions (by leader pid = session id) ------- */
 
 #define TABLE_MIN 64
@@ -125,6 +159,8 @@ int uvt__session_init(uvt__procs_t *ps) {
   ps->sessions = uvt__calloc(TABLE_MIN, sizeof(*ps->sessions));
   if (ps->sessions == NULL)
     return UV_ENOMEM;
+  /* For number_free(); without it every check is a pass. */
+  ps->owner_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   ps->sessions_size = TABLE_MIN;
   uvt__list_init(&ps->sweeping);
   return 0;
@@ -185,7 +221,9 @@ static void pass_begin(uvt__proc_t *p) {
   p->pass_groups = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
-  if (!p->session_gone && p->reaped && uvt__pstat_read(p->pid, &st) == 0)
+  if (uvt__session_known_empty(p))
+    return;
+  if (p->reaped && uvt__pstat_read(p->pid, &st) == 0)
     p->session_gone = 1;
 }
 
@@ -230,8 +268,15 @@ static void pass_run(struct uvt__link *list) {
   pid_t self = getpid();
   pid_t pid;
 
-  for (n = list->next; n != list; n = n->next)
-    pass_begin(uvt__container_of(n, uvt__proc_t, pass_link));
+  int wanted = 0;
+
+  for (n = list->next; n != list; n = n->next) {
+    uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
+    pass_begin(p);
+    wanted += !p->session_gone;
+  }
+  if (!wanted)
+    goto done; /* every session known empty: no need to read /proc */
   d = opendir("/proc");
   if (d == NULL)
     return; /* no /proc: only the leader's group was signalled */
@@ -248,6 +293,7 @@ static void pass_run(struct uvt__link *list) {
     }
   }
   closedir(d);
+done:
   for (n = list->next; n != list; n = n->next) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
     /* Nobody is left to fork into a session whose leader was reaped. */
@@ -455,6 +501,9 @@ unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed) {
   ps->sessions = NULL;
   ps->sessions_size = 0;
   ps->sessions_count = 0;
+  if (ps->owner_fd >= 0)
+    close(ps->owner_fd);
+  ps->owner_fd = -1;
   if (!ps->sweeper_init)
     return 0;
   ps->sweeper_init = 0;
