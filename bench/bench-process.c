@@ -1,9 +1,9 @@
 /* Process tasks per second (workload 1) and loop responsiveness during the
  * spawn storm (workload 2).
  *
- *   bench-process --impl uvtasks|uvspawn|posix_spawn --mode argv|shell
+ *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
- *                 [--fds 0] [--probe]
+ *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -14,12 +14,15 @@
  *                reading both to EOF and waiting for the exit callback.
  *   posix_spawn  the limit: posix_spawn + pipe + poll + waitpid, nothing
  *                else.
+ *   idle         nothing but the probe, for --idle-ms: the floor of the
+ *                loop's timer lateness on this machine now.
  * In shell mode the raw loops run `bash -c true` (uvtasks' shell).
  * --heap-mib touches that much heap first; --idle keeps that many
  * `sleep 3600` tasks alive during the run (uvtasks only); --probe runs a
  * 1 ms repeating uv_timer on the same loop and reports its lateness, and
  * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
- * descriptors open.
+ * descriptors open; --spawners N sets the registry's spawner threads (0:
+ * the library's default, one per core).
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
  * uvt_process_start or uv_spawn); with --probe lat_p50_us, lat_p99_us,
@@ -44,6 +47,8 @@
 #include "bench-util.h"
 
 extern char **environ;
+/* The library's spawner threads per registry (0 = its default). */
+extern unsigned uvt__process_spawners;
 
 static struct {
   const char *impl;
@@ -325,6 +330,27 @@ static void run_uvspawn(void) {
   uv_run(&loop, UV_RUN_DEFAULT);
 }
 
+/* ---- idle: the probe alone */
+
+static uv_timer_t idle_end;
+
+static void idle_done(uv_timer_t *t) {
+  t_end = bench_now_ns();
+  finished = cfg.count;
+  probe_stop();
+  uv_close((uv_handle_t *)t, NULL);
+  uv_close((uv_handle_t *)&pacer, NULL);
+}
+
+static void run_idle(long ms) {
+  cfg.probe = 1;
+  probe_start();
+  t_start = bench_now_ns();
+  uv_timer_init(&loop, &idle_end);
+  uv_timer_start(&idle_end, idle_done, (uint64_t)ms, 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+}
+
 /* ---- posix_spawn: the limit */
 
 static void run_posix_spawn(void) {
@@ -394,6 +420,7 @@ int main(int argc, char **argv) {
   cfg.live_max = bench_lopt(argc, argv, "--live", 64);
   cfg.idle = bench_lopt(argc, argv, "--idle", 0);
   cfg.probe = bench_flag(argc, argv, "--probe");
+  uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
   heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
   {
     /* --fds N: hold N more descriptors, as N/3 live process tasks do, to
@@ -415,6 +442,8 @@ int main(int argc, char **argv) {
     run_uvtasks();
   } else if (strcmp(cfg.impl, "uvspawn") == 0) {
     run_uvspawn();
+  } else if (strcmp(cfg.impl, "idle") == 0) {
+    run_idle(bench_lopt(argc, argv, "--idle-ms", 2000));
   } else if (strcmp(cfg.impl, "posix_spawn") == 0) {
     uv_close((uv_handle_t *)&pacer, NULL);
     run_posix_spawn();
@@ -431,7 +460,8 @@ int main(int argc, char **argv) {
             cfg.count);
     return 1;
   }
-  bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
+  if (strcmp(cfg.impl, "idle") != 0)
+    bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
   if (cfg.probe) {
     bench_result("lat_p50_us",
                  (double)bench_percentile(lateness, lateness_n, 50) / 1e3);

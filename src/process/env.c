@@ -298,5 +298,6 @@ void uvt__env_cache_free(uvt__envcache_t *c) {
   uvt__env_unref(c->with_extra);
   uvt__free(c->environ_seen);
   uvt__free(c->extra);
+  uvt__free(c->resolved);
   memset(c, 0, sizeof(*c));
 }

@@ -192,6 +192,7 @@ typedef struct {
   char **extra; /* copies of the entries with_extra was built from */
   size_t extra_n;
   const char *shell; /* the shell found last (spawn.c) */
+  char *resolved;    /* the last argv[0] found in PATH (spawn.c) */
 } uvt__envcache_t;
 
 /* The block for a start with option entries `extra` (NULL or empty: none),

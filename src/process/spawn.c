@@ -122,10 +122,8 @@ static int executable(const char *path) {
  * entry if they give one, else the host's), as execvp searches.  A
  * relative directory in PATH is taken from the child's working directory.
  * Returns 0 with the path in buf, or UV_ENOENT, UV_EACCES, UV_ENAMETOOLONG. */
-static int resolve(const char *name, const char *const *env, const char *cwd,
-                   char buf[PATH_MAX]) {
-  const char *path = NULL;
-  const char *const *e;
+static int resolve_path(const char *name, const char *path, const char *cwd,
+                        char buf[PATH_MAX]) {
   const char *dir;
   const char *end;
   size_t nlen = strlen(name);
@@ -146,13 +144,6 @@ static int resolve(const char *name, const char *const *env, const char *cwd,
     memcpy(buf, name, nlen + 1); /* exec'd relative to the child's cwd */
     return 0;
   }
-  for (e = env; e != NULL && *e != NULL; e++)
-    if (strncmp(*e, "PATH=", 5) == 0)
-      path = *e + 5;
-  if (env == NULL || path == NULL)
-    path = getenv("PATH");
-  if (path == NULL)
-    path = "/bin:/usr/bin";
   for (dir = path;; dir = end + 1) {
     end = strchr(dir, ':');
     dlen = end != NULL ? (size_t)(end - dir) : strlen(dir);
@@ -178,6 +169,64 @@ static int resolve(const char *name, const char *const *env, const char *cwd,
       break;
   }
   return saw_eacces ? UV_EACCES : UV_ENOENT;
+}
+
+/* resolve_path with the child's PATH, remembering the last answer: a
+ * PATH of a dozen directories is a dozen stat calls, and a host tends to
+ * start the same few programs.  The remembered path is used when the
+ * name, the PATH and the cwd are the same and it is still an executable
+ * file (one stat); a program put earlier in PATH meanwhile is found only
+ * once the remembered one stops qualifying. */
+static int resolve(uvt__envcache_t *c, const char *name, const char *const *env,
+                   const char *cwd, char buf[PATH_MAX]) {
+  const char *path = NULL;
+  const char *const *e;
+  const char *dir = cwd != NULL ? cwd : "";
+  size_t nlen;
+  size_t plen;
+  size_t dlen;
+  size_t blen;
+  char *key;
+  struct stat st;
+  int err;
+
+  if (strchr(name, '/') != NULL)
+    return resolve_path(name, NULL, cwd, buf);
+  for (e = env; e != NULL && *e != NULL; e++)
+    if (strncmp(*e, "PATH=", 5) == 0)
+      path = *e + 5;
+  if (env == NULL || path == NULL)
+    path = getenv("PATH");
+  if (path == NULL)
+    path = "/bin:/usr/bin";
+  nlen = strlen(name) + 1;
+  plen = strlen(path) + 1;
+  dlen = strlen(dir) + 1;
+  key = c->resolved;
+  if (key != NULL && memcmp(key, name, nlen) == 0 &&
+      memcmp(key + nlen, path, plen) == 0 &&
+      memcmp(key + nlen + plen, dir, dlen) == 0) {
+    const char *found = key + nlen + plen + dlen;
+    if (stat(found, &st) == 0 && S_ISREG(st.st_mode) &&
+        (st.st_mode & 0111) != 0) {
+      memcpy(buf, found, strlen(found) + 1);
+      return 0;
+    }
+  }
+  err = resolve_path(name, path, cwd, buf);
+  if (err != 0)
+    return err;
+  blen = strlen(buf) + 1;
+  key = uvt__malloc(nlen + plen + dlen + blen);
+  if (key != NULL) {
+    memcpy(key, name, nlen);
+    memcpy(key + nlen, path, plen);
+    memcpy(key + nlen + plen, dir, dlen);
+    memcpy(key + nlen + plen + dlen, buf, blen);
+    uvt__free(c->resolved);
+    c->resolved = key;
+  }
+  return 0;
 }
 
 int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
@@ -207,7 +256,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
       return UV_ENOENT;
     argc = 3;
   } else {
-    err = resolve(o->argv[0], o->env, o->cwd, path);
+    err = resolve(envc, o->argv[0], o->env, o->cwd, path);
     if (err != 0)
       return err;
     file = path;
