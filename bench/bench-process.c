@@ -25,8 +25,9 @@
  * the library's default, one per core).
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
- * uvt_process_start or uv_spawn); with --probe lat_p50_us, lat_p99_us,
- * lat_max_us. */
+ * uvt_process_start or uv_spawn); loop_cpu_us (CPU time of the loop's
+ * thread per task, user + system: what the host's loop pays, whatever the
+ * neighbours do); with --probe lat_p50_us, lat_p99_us, lat_max_us. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +69,15 @@ static uint64_t t_start;
 static uint64_t t_end;
 
 static const char *const argv_true[] = {"true", NULL};
+
+/* CPU time of the calling thread, in microseconds. */
+static uint64_t thread_cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0)
+    return 0;
+  return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 static const char *const argv_shell[] = {"bash", "-c", "true", NULL};
 
 /* ---- The lateness probe: a 1 ms repeating timer on the same loop. */
@@ -414,6 +425,7 @@ static void run_posix_spawn(void) {
 
 int main(int argc, char **argv) {
   char *heap;
+  uint64_t cpu0;
   cfg.impl = bench_sopt(argc, argv, "--impl", "uvtasks");
   cfg.shell = strcmp(bench_sopt(argc, argv, "--mode", "argv"), "shell") == 0;
   cfg.count = bench_lopt(argc, argv, "--count", 2000);
@@ -432,6 +444,7 @@ int main(int argc, char **argv) {
         abort();
   }
   signal(SIGPIPE, SIG_IGN);
+  cpu0 = thread_cpu_us();
 
   uv_loop_init(&loop);
   uv_idle_init(&loop, &pacer);
@@ -460,8 +473,11 @@ int main(int argc, char **argv) {
             cfg.count);
     return 1;
   }
-  if (strcmp(cfg.impl, "idle") != 0)
+  if (strcmp(cfg.impl, "idle") != 0) {
     bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
+    bench_result("loop_cpu_us",
+                 (double)(thread_cpu_us() - cpu0) / (double)cfg.count);
+  }
   if (cfg.probe) {
     bench_result("lat_p50_us",
                  (double)bench_percentile(lateness, lateness_n, 50) / 1e3);
