@@ -4,6 +4,7 @@
  *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
+ *                 [--cgroups]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -22,7 +23,8 @@
  * 1 ms repeating uv_timer on the same loop and reports its lateness, and
  * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
  * descriptors open; --spawners N sets the registry's spawner threads (0:
- * the library's default, one per core).
+ * the library's default, one per core); --cgroups gives every uvtasks task
+ * a cgroup of its own (uvt_process_cgroups; the host's own cgroup).
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
  * uvt_process_start or uv_spawn); loop_cpu_us (CPU time of the loop's
@@ -59,6 +61,7 @@ static struct {
   long live_max;
   long idle;
   int probe;
+  int cgroups;
 } cfg;
 
 static uv_loop_t loop;
@@ -226,6 +229,8 @@ static void run_uvtasks(void) {
   BENCH_CHECK(uvt_registry_new(&loop, NULL, &reg));
   BENCH_CHECK(uvt_surface_attach(reg, &surface, "bench"));
   BENCH_CHECK(uvt_listener_start(reg, &listener, on_done));
+  if (cfg.cgroups)
+    BENCH_CHECK(uvt_process_cgroups(reg, NULL));
   for (i = 0; i < cfg.idle; i++) {
     uvt_process_options_t o;
     uvt_process_options_init(&o);
@@ -432,6 +437,7 @@ int main(int argc, char **argv) {
   cfg.live_max = bench_lopt(argc, argv, "--live", 64);
   cfg.idle = bench_lopt(argc, argv, "--idle", 0);
   cfg.probe = bench_flag(argc, argv, "--probe");
+  cfg.cgroups = bench_flag(argc, argv, "--cgroups");
   uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
   heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
   {

@@ -148,6 +148,13 @@ if probe Neovim 0.9 nvim --version; then
     note "peer Neovim skipped: 'nvim --headless -u NONE -l' failed or hung (10 s)"
   fi
 fi
+# Cgroups per task: only where this process may create them.
+has_cgroups=0
+if timeout 60 "$B/bench-process" --impl uvtasks --count 2 --live 1 --cgroups >/dev/null 2>&1; then
+  has_cgroups=1
+else
+  note "uvtasks+cgroup skipped: no cgroup v2 group can be created here"
+fi
 if probe valgrind 3.0 valgrind --version; then
   has_vg=1
 else
@@ -175,6 +182,8 @@ for r in $(seq 1 "$rounds"); do
   # (uv_spawn forks: with a 256 MiB host it is slow, so fewer tasks.)
   run "1 process argv" "uv_spawn+256MiB" "$B/bench-process" --impl uvspawn --count $((COUNT / 4)) --live $LIVE --heap-mib 256
   run "1 process argv" "uvtasks+500idle" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --idle $IDLE
+  # A cgroup per task (opt-in), where this machine lets us make them.
+  [ $has_cgroups = 1 ] && run "1 process argv" "uvtasks+cgroup" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --cgroups
   # The limit with the descriptors 500 idle tasks hold (3 each).
   run "1 process argv" "posix_spawn+1500fd" "$B/bench-process" --impl posix_spawn --count $COUNT --live $LIVE --fds $((IDLE * 3))
   # 2. Loop responsiveness: the idle loop's timer lateness (the floor on
@@ -385,6 +394,7 @@ END {
   print "note: uv_spawn+256MiB runs a quarter of the tasks (libuv 1.44 forks, which copies the page tables)"
   print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"
   print "note: uvtasks spawns on spawner threads (one per core); uvtasks/1spawner is the same with one"
+  print "note: uvtasks+cgroup: a cgroup per task (uvt_process_cgroups, off by default): the child enters its group before exec, so it forks"
   print "note: load average at the end: " load_end
   printf "bench: %d goals met, %d missed\n", met, missed
 }' "$results"

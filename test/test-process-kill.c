@@ -575,6 +575,95 @@ static void test_c30_kill_ended(void **state) {
   fixture_close(&f);
 }
 
+/* No directory of this process's registries left under `dir`. */
+static int cgroup_dirs_left(const char *dir) {
+  char cmd[PATH_MAX + 64];
+  snprintf(cmd, sizeof(cmd), "ls -d '%s'/uvtasks-%d-* >/dev/null 2>&1", dir,
+           (int)getpid());
+  return system(cmd) == 0;
+}
+
+/* P-KILL-5 with uvt_process_cgroups(): a process that left the session on
+ * purpose (`setsid`) is still the task's: a kill, disposal (here: forget)
+ * and the SIGKILL after the grace reach it through the task's cgroup, and
+ * uvt_process_leftovers counts it.  The groups and the registry's
+ * directory are gone after close.  Skipped where this process cannot
+ * create cgroups (not root, no cgroup v2). */
+static void test_cgroup_setsid(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char marker[64];
+  char cmd[160];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  sbuf_t sb = {0};
+  leftovers_wait_t lw;
+  uint64_t t0;
+  int err;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  err = uvt_process_cgroups(f.reg, NULL);
+  if (err != 0) {
+    print_message("uvt_process_cgroups: %s; cgroup tests skipped\n",
+                  uvt_err_name(err));
+    fixture_close(&f);
+    skip();
+  }
+  assert_int_equal(uvt_process_cgroups(f.reg, NULL), UV_EALREADY);
+  test_opts(&o);
+  lw.f = &f;
+  lw.n = 0;
+
+  /* A kill of a live task whose child left the session. */
+  o.command = "setsid sleep 300 & echo up; sleep 300";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &sb, "up\n");
+  sb_free(&sb);
+  lw.id = id;
+  lw.n = 2;
+  /* bash, its sleep and the setsid one: more than 2. */
+  while (uvt_process_leftovers(f.reg, id, NULL) < 3)
+    run_for(&f, 10);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  wait_end(&w);
+  lw.n = 0;
+  assert_true(run_until(&f, leftovers_at_most, &lw, 3000));
+
+  /* A task that ended and left an escaped child that ignores SIGTERM:
+   * forgetting it stops that too, with SIGKILL after the grace.  Its sleep
+   * carries this process's pid, so no other test's sleep is counted. */
+  snprintf(marker, sizeof(marker), "sleep 300.%d", (int)getpid());
+  snprintf(cmd, sizeof(cmd), "setsid sh -c \"trap '' TERM; %s\" & sleep 0.2",
+           marker);
+  o.command = cmd;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  assert_true(uvt_process_leftovers(f.reg, id, NULL) >= 1);
+  t0 = now_ms();
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  {
+    /* The record is hidden at once: watch the escaped sleep itself. */
+    int k;
+    for (k = 0; k < 300 && cmdline_count(marker) > 0; k++)
+      run_for(&f, 10);
+    assert_int_equal(cmdline_count(marker), 0);
+  }
+  assert_true(now_ms() - t0 >= 190);
+  run_for(&f, 50);
+  fixture_close(&f);
+  /* P-REAP-1 also for what left the session: this process is a child
+   * subreaper, and no zombie of it is left. */
+  assert_true(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+  assert_false(cgroup_dirs_left("/sys/fs/cgroup/unified"));
+  assert_false(cgroup_dirs_left("/sys/fs/cgroup"));
+}
+
 /* C-22, R-TIME-1, P-KILL-1: the kill's grace counts from the kill call
  * even when the host blocked its loop for longer than the grace before
  * calling: SIGKILL comes no sooner than grace_ms after the call. */
@@ -704,6 +793,7 @@ int main(int argc, char **argv) {
       T(test_leftovers),
       T(test_quiesce_hook_after_end),
       T(test_c30_kill_ended),
+      T(test_cgroup_setsid),
       T(test_c29_set_m_jobs),
       T(test_c22_kill_stale_clock),
       T(test_c22_quiesce_stale_clock),

@@ -211,6 +211,35 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);
 
+/* Contain every task this registry starts from now on in a cgroup v2
+ * group of its own as well as its session (P-KILL-5), so that a kill, the
+ * runtime limit and disposal also stop what left the session (`setsid cmd
+ * &`, a daemon that double-forks): SIGTERM to every process of the group,
+ * SIGKILL through its cgroup.kill.  Off unless asked for: the child must
+ * enter its group before it execs, so such a spawn forks instead of using
+ * posix_spawn (on the spawner thread; the host's page tables are copied,
+ * slower with a large heap) and pays a cgroup migration (about 120 us of
+ * kernel time); and only the owner of a cgroup subtree (a delegated
+ * systemd unit, a container's own hierarchy) may create groups in it.
+ *
+ * The registry gets a directory `uvtasks-<pid>-<n>` in `parent_dir` (a
+ * cgroup v2 directory the host may write; NULL = the host's own cgroup,
+ * found through /proc/self/cgroup and /proc/self/mountinfo), each task a
+ * group in it, removed when the task is freed; the directory is removed
+ * at registry close (a warning is logged if something was left).  The
+ * child enters its group before it execs, so everything the command
+ * starts is in it.  A task whose group could not be made or entered runs
+ * without one (logged once per registry).  uvt_process_leftovers() counts
+ * the group's processes too.
+ *
+ * Returns 0, UV_EINVAL (NULL reg), UV_EALREADY (enabled before),
+ * UV_ENOSYS (no cgroup v2 there), UVT_ECLOSING, UV_ENOMEM,
+ * UV_ENAMETOOLONG, or the error of mkdir (UV_EACCES, UV_EPERM, UV_EROFS,
+ * UV_ENOENT, ...).
+ * Ownership: parent_dir is only read during the call.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
+
 /* The number of live processes in the task's session (P-KILL-5): for a
  * live task its leader and everything it started that stayed in the
  * session; for an ended task what it left running there (`server &`),

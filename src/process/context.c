@@ -95,6 +95,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   ps->reg = reg;
   ps->loop = uvt_registry_loop(reg);
   ps->owner_fd = -1;
+  ps->cg_dirfd = -1;
   uvt__list_init(&ps->unreaped);
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;

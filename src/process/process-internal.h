@@ -132,7 +132,9 @@ struct uvt__proc_s {
   int want_sig;                   /* for the next batched pass */
   int pass_sig;                   /* for the pass being run */
   unsigned pass_live;             /* live members the last pass found */
-  unsigned pass_groups;           /* groups it signalled */
+  int cg;                         /* the task has a cgroup (cgroup.c) */
+  char cg_name[16];
+  unsigned pass_groups; /* groups it signalled */
   pid_t pass_group[UVT__PASS_GROUPS];
 
   uint64_t grace_ms;
@@ -222,6 +224,12 @@ struct uvt__procs_s {
   size_t sessions_count;
   struct uvt__link sweeping; /* procs waiting for the next pass */
   int owner_fd;              /* for the F_SETOWN test, or -1 */
+
+  /* cgroup.c */
+  int cg_dirfd;    /* the registry's cgroup directory, or -1 */
+  char *cg_path;   /* its path */
+  unsigned cg_seq; /* names of the tasks' groups */
+  int cg_warned;   /* a failed placement was logged */
   uv_idle_t sweeper;
   int sweeper_init;
 
@@ -312,6 +320,25 @@ int uvt__spawner_stop(uvt__procs_t *ps);
 /* Then: close the async handle; returns how many handles were closed. */
 unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
+/* ---- cgroup.c: a cgroup per task, where the host asks (P-KILL-5) ------- */
+
+/* The spawner's side: make the group `name` in `dirfd`; move `pid` into
+ * it.  0 or a libuv error.  Any thread. */
+int uvt__cgroup_make(int dirfd, const char *name);
+int uvt__cgroup_enter(int dirfd, const char *name, pid_t pid);
+/* The loop's side, for a proc with p->cg: call fn for each pid of its
+ * group (returns how many, -1 if unreadable); is it empty (nothing alive);
+ * SIGKILL all of it (cgroup.kill); remove it (killing what is left). */
+int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(uvt__proc_t *, pid_t));
+int uvt__cgroup_empty(uvt__proc_t *p);
+void uvt__cgroup_kill(uvt__proc_t *p);
+void uvt__cgroup_remove(uvt__proc_t *p);
+/* Did process `pid` (a zombie) die in a group of the registry's cgroup
+ * directory?  (P-REAP-1 for the processes that left their session.) */
+int uvt__cgroup_had(uvt__procs_t *ps, pid_t pid);
+/* At context close: close and remove the registry's directory. */
+void uvt__cgroup_close(uvt__procs_t *ps);
+
 /* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
 
 /* Start the context's SIGCHLD watch (once); 0 or a libuv error. */
@@ -352,6 +379,8 @@ struct uvt__spawn_s {
                       all above 2; the spawn closes them */
   int want_pidfd;
   int force_fork;
+  int cg_dirfd;     /* the registry's cgroup directory, or -1 */
+  char cg_name[16]; /* the task's group in it */
   void (*hook)(int phase);
   uvt__env_t *env;      /* loop side: released with the request */
   void *cookie;         /* loop side: the task it is for */
@@ -366,6 +395,7 @@ struct uvt__spawn_s {
   int not_started;     /* answered: no child (spawn_err, or cancelled) */
   int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
   unsigned long long start_ticks; /* the leader's start time */
+  int cg_err; /* 0: the child is in its group; else why not */
 };
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]

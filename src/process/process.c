@@ -99,6 +99,8 @@ static uint64_t ms_since(uint64_t t0_ns) {
 
 static void proc_free(uvt__proc_t *p) {
   uvt__reap_unwatch(p);
+  if (p->cg)
+    uvt__cgroup_remove(p);
   uvt__session_untrack(p);
   uvt__spawn_free(p->spawn); /* one that never left */
   uvt__outbuf_free(&p->out.buf);
@@ -650,6 +652,12 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   in_fd = outp[1] = errp[1] = -1;
   p->spawn->cookie = p;
   p->spawning = 1;
+  if (p->procs->cg_dirfd >= 0) {
+    /* P-KILL-5: a group of its own in the registry's cgroup. */
+    p->spawn->cg_dirfd = p->procs->cg_dirfd;
+    snprintf(p->cg_name, sizeof(p->cg_name), "%u", p->procs->cg_seq++);
+    memcpy(p->spawn->cg_name, p->cg_name, sizeof(p->cg_name));
+  }
 
   err = open_pipe(p, &p->out, outp[0]);
   if (err == 0)
@@ -747,6 +755,16 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   p->pid = sp->pid;
   p->pidfd = sp->pidfd >= 0 ? sp->pidfd : -1;
   p->start_ticks = sp->start_ticks;
+  if (sp->cg_dirfd >= 0) {
+    p->cg = sp->cg_err == 0;
+    if (!p->cg && p->procs != NULL && !p->procs->cg_warned) {
+      p->procs->cg_warned = 1;
+      uvt__log(p->reg, UVT_LOG_WARN,
+               "task %s runs outside a cgroup of its own (%s); later tasks "
+               "may too, this is said once",
+               p->id, uvt_err_name(sp->cg_err));
+    }
+  }
   uvt__spawn_free(sp);
   uvt__session_track(p);
   err = watch_leader(p);

@@ -115,13 +115,10 @@ static int number_free(uvt__procs_t *ps, pid_t sid) {
 }
 
 int uvt__session_known_empty(uvt__proc_t *p) {
-  if (p->session_gone)
-    return 1;
-  if (p->pid <= 0 || !p->reaped)
-    return 0;
-  if (number_free(p->procs, p->pid))
+  if (!p->session_gone && p->pid > 0 && p->reaped &&
+      number_free(p->procs, p->pid))
     p->session_gone = 1;
-  return p->session_gone;
+  return p->session_gone && (!p->cg || uvt__cgroup_empty(p));
 }
 
 /* ---- the table of tracked sessions (by leader pid = session id) ------- */
@@ -221,10 +218,24 @@ static void pass_begin(uvt__proc_t *p) {
   p->pass_groups = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
-  if (uvt__session_known_empty(p))
-    return;
-  if (p->reaped && uvt__pstat_read(p->pid, &st) == 0)
+  uvt__session_known_empty(p);
+  if (!p->session_gone && p->reaped && uvt__pstat_read(p->pid, &st) == 0)
     p->session_gone = 1;
+}
+
+/* A process of the task's cgroup (P-KILL-5): those the session scan did
+ * not count (they left the session) are counted and signalled here; the
+ * group's membership is exact. */
+static void cg_member(uvt__proc_t *p, pid_t pid) {
+  uvt__pstat_t st;
+
+  if (uvt__pstat_read(pid, &st) != 0 || st.state == 'Z' || st.state == 'X')
+    return;
+  if (!p->session_gone && st.sid == p->pid && st.start >= p->start_ticks)
+    return; /* counted with the session */
+  p->pass_live++;
+  if (p->pass_sig != 0)
+    kill(pid, p->pass_sig);
 }
 
 static int signalled(const uvt__proc_t *p, pid_t pgrp) {
@@ -276,7 +287,7 @@ static void pass_run(struct uvt__link *list) {
     wanted += !p->session_gone;
   }
   if (!wanted)
-    goto done; /* every session known empty: no need to read /proc */
+    goto cgroups; /* every session known empty: no need to read /proc */
   d = opendir("/proc");
   if (d == NULL)
     return; /* no /proc: only the leader's group was signalled */
@@ -293,7 +304,16 @@ static void pass_run(struct uvt__link *list) {
     }
   }
   closedir(d);
-done:
+cgroups:
+  for (n = list->next; n != list; n = n->next) {
+    uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
+    if (!p->cg)
+      continue;
+    if (p->pass_sig == SIGKILL)
+      uvt__cgroup_kill(p);
+    if (!uvt__cgroup_empty(p))
+      uvt__cgroup_each(p, cg_member);
+  }
   for (n = list->next; n != list; n = n->next) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
     /* Nobody is left to fork into a session whose leader was reaped. */
@@ -306,7 +326,7 @@ done:
 int uvt__session_count(uvt__proc_t *p, int sig) {
   struct uvt__link one;
 
-  if (p->session_gone)
+  if (uvt__session_known_empty(p))
     return 0;
   if (sig != 0 && !p->reaped && p->pid > 0)
     kill(-p->pid, sig);
@@ -373,7 +393,9 @@ int uvt__session_signal(uvt__proc_t *p, int sig) {
   /* The leader's group at once, while the leader holds its number. */
   if (!p->reaped && kill(-p->pid, sig) != 0 && errno != ESRCH)
     err = UVT__PERR(errno);
-  if (err == 0 && !p->session_gone)
+  if (err == 0 && p->cg && sig == SIGKILL)
+    uvt__cgroup_kill(p);
+  if (err == 0 && !uvt__session_known_empty(p))
     sweep_request(p, sig);
   return err;
 }
@@ -397,8 +419,12 @@ static void orphan_check(uvt__procs_t *ps, pid_t child) {
     return;
   p = table_find(ps, st.sid);
   if (p == NULL || p->session_gone || st.start < p->start_ticks ||
-      st.pid == st.sid)
-    return;
+      st.pid == st.sid) {
+    /* Not a member of a tracked session; one that left it is still ours
+     * if it died in a group of the registry's cgroup directory. */
+    if (!uvt__cgroup_had(ps, child))
+      return;
+  }
   while (waitpid(child, &status, WNOHANG) < 0 && errno == EINTR)
     ;
 }
@@ -451,7 +477,7 @@ void uvt__session_reap_orphans(uvt__procs_t *ps) {
   pid_t self;
   int listed = 0;
 
-  if (ps->sessions_count == 0)
+  if (ps->sessions_count == 0 && ps->cg_dirfd < 0)
     return;
   d = opendir("/proc/self/task");
   if (d != NULL) {
@@ -492,11 +518,15 @@ unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed) {
     uvt__proc_t *p = ps->sessions[i];
     while (p != NULL) {
       uvt__proc_t *next = p->sid_next;
+      if (p->cg)
+        uvt__cgroup_remove(p);
       p->sid_next = NULL;
       p->tracked = 0;
+      p->procs = NULL;
       p = next;
     }
   }
+  uvt__cgroup_close(ps);
   uvt__free(ps->sessions);
   ps->sessions = NULL;
   ps->sessions_size = 0;

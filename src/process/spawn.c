@@ -20,7 +20,9 @@
  * there is not possible with posix_spawn, which is why the fallback is a
  * fork) and execs, reporting a failure through a close-on-exec pipe.  A
  * fork copies the host's page tables, so that path is slower in a host
- * with a large heap. */
+ * with a large heap.  It is also the path of a task with a cgroup of its
+ * own (cgroup.c): the child enters its group before it execs, which
+ * posix_spawn cannot do (glibc 2.41's posix_spawnattr_setcgroup_np could). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -328,6 +330,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   sp->want_pidfd = !uvt__process_no_pidfd;
   sp->force_fork = uvt__process_force_fork;
   sp->hook = uvt__process_spawn_hook;
+  sp->cg_dirfd = -1;
   atomic_init(&sp->cancelled, 0);
   *out = sp;
   return 0;
@@ -421,6 +424,22 @@ static void fork_child(const uvt__spawn_t *sp, int errfd) {
     goto fail;
   if (sp->cwd != NULL && chdir(sp->cwd) != 0)
     goto fail;
+  if (sp->cg_dirfd >= 0) {
+    /* P-KILL-5: into the task's cgroup before the command runs, so that
+     * nothing it starts is outside (best effort: the parent moves it too,
+     * and reports what failed). */
+    char path[sizeof(sp->cg_name) + 16];
+    size_t k = strlen(sp->cg_name);
+    memcpy(path, sp->cg_name, k);
+    memcpy(path + k, "/cgroup.procs", sizeof("/cgroup.procs"));
+    fd = openat(sp->cg_dirfd, path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (write(fd, "0", 1) != 1) {
+        /* reported by the parent's own move */
+      }
+      close(fd);
+    }
+  }
   /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
    * pipe too, which is how the parent learns that exec succeeded). */
   if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -492,13 +511,18 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
 
   if (hook != NULL)
     hook(0);
+  sp->cg_err = UV_ENOENT;
   if (atomic_load(&sp->cancelled)) {
     sp->skipped = 1;
   } else {
     if (hook != NULL)
       hook(1);
+    if (sp->cg_dirfd >= 0)
+      sp->cg_err = uvt__cgroup_make(sp->cg_dirfd, sp->cg_name);
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
-    if (!sp->force_fork)
+    /* With a cgroup, the child must enter it before it execs (a move
+     * after posix_spawn returns races the command's first forks): fork. */
+    if (!sp->force_fork && !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
       sp->err = spawn_posix(sp, &pid);
     else
 #endif
@@ -510,7 +534,13 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
         sp->start_ticks = st.start;
       if (sp->want_pidfd)
         sp->pidfd = uvt__pidfd_open(pid);
+      if (sp->cg_dirfd >= 0 && sp->cg_err == 0)
+        sp->cg_err = uvt__cgroup_enter(sp->cg_dirfd, sp->cg_name, pid);
     }
+    if (sp->cg_dirfd >= 0 && sp->cg_err == 0 && sp->err != 0)
+      sp->cg_err = UV_ECANCELED;
+    if (sp->cg_dirfd >= 0 && sp->cg_err != 0)
+      unlinkat(sp->cg_dirfd, sp->cg_name, AT_REMOVEDIR);
   }
   for (i = 0; i < 3; i++) {
     if (sp->fd[i] >= 0)
