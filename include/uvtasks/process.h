@@ -23,10 +23,14 @@
  * /proc (batched per loop turn).  After the leader was reaped a process
  * counts as a member only while that is sure (P-KILL-3): the session id
  * has not been reused (no process has the leader's pid) and the process
- * started no earlier than the leader.  Not stopped: a process that left
+ * started no earlier than the leader.  Where the host enabled it with
+ * uvt_process_cgroups(), a task is also its own cgroup v2 group, and what
+ * left the session is stopped through that group.  Without it (the
+ * default, and on a host that cannot create groups) a process that left
  * the session on purpose (`setsid cmd &`, a daemon that double-forks into
- * a new session), and with it whatever it starts.  Without /proc only the
- * leader's group is reached.
+ * a new session), and whatever it starts, is out of reach: the task ends
+ * without it and disposal cannot find it.  Without /proc only the leader's
+ * group is reached.
  *
  * The leader is reaped by the library (waitpid on its pid, woken by a
  * pidfd; where pidfds are unavailable, by one SIGCHLD watch per registry
@@ -44,7 +48,27 @@
  * Ownership: the producer's per-task state is library-allocated and freed
  * by the library once the task has settled AND its record was dropped (the
  * release hook ran) AND every libuv handle it opened has been closed.  The
- * host never frees anything of it.  Everything is on the loop thread.
+ * host never frees anything of it.  Every function here is called on the
+ * loop thread, and every callback runs there; the spawns themselves run on
+ * the registry's spawner threads (P-SPAWN-6), which touch no task state.
+ * Per registry the producer keeps (until registry close): its spawner
+ * threads and an async handle, an idle handle for batched passes, an
+ * eventfd, and where needed an unreferenced SIGCHLD watch and timer.
+ *
+ * Beyond SPEC.md §3, and why:
+ *  - uvt_process_pid() answers UV_EAGAIN while the spawn is out and
+ *    UV_ESRCH for a task that never had a process: with P-SPAWN-6 the pid
+ *    exists only once the spawner answered.
+ *  - A kill before the child existed ends the task `killed`, "killed before
+ *    it started" (P-KILL-2 names only the details of a child that ran).
+ *  - uvt_process_leftovers() (what a kill of an ended task will stop) and
+ *    uvt_process_cgroups() (an optional cgroup per task, P-KILL-5's "may")
+ *    are additions.
+ *  - A kill's SIGKILL after grace_ms goes out only while the leader is
+ *    unreaped (P-KILL-1, P-KILL-3): a `set -m` job that ignores SIGTERM
+ *    and outlives its leader is stopped by a kill of the ended task
+ *    (P-KILL-6) or by disposal, not by the first kill's grace.
+ *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
  */
 #ifndef UVTASKS_PROCESS_H
 #define UVTASKS_PROCESS_H
@@ -72,7 +96,10 @@ typedef struct {
   const char *command;
   /* NULL-terminated; run directly.  argv[0] with a '/' is used as it is
    * (relative to cwd); else it is looked up as execvp does, in the child's
-   * PATH: the `env` entry PATH=... when given, else the host's. */
+   * PATH: the `env` entry PATH=... when given, else the host's.  The
+   * registry remembers its last lookup (name, PATH, cwd) and reuses the
+   * answer while that file is still executable, so a program put earlier
+   * in PATH later is found only once the remembered one goes. */
   const char *const *argv;
   /* Task kind, default "bash"; label, default the command (or the argv
    * joined by spaces). */
