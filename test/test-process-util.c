@@ -743,7 +743,7 @@ int process_test_main(int argc, char **argv, const char *name,
       return 1;
   }
   /* Grandchildren left by tasks are reparented to us (L-2, C-02). */
-  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
     return 1;
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -72,7 +72,7 @@ static int host_reaps_orphans(void) {
   int v = 0;
   if (getpid() == 1)
     return 1;
-  return prctl(PR_GET_CHILD_SUBREAPER, &v) == 0 && v != 0;
+  return prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0 && v != 0;
 }
 
 int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
