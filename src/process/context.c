@@ -67,9 +67,15 @@ static void procs_close(uvt__ext_t *ext, uvt__ext_done_cb done) {
 
 /* P-REAP-1: a host that is a child subreaper or pid 1 inherits the
  * members of our sessions whose parents died; the SIGCHLD watch reaps
- * them.  Asked at every start, as a host may become one at any time. */
-static int host_reaps_orphans(void) {
+ * them.  A host may become one at any time: asked again by a start at
+ * most once per loop millisecond (two system calls off most starts). */
+static int host_reaps_orphans(uvt__procs_t *ps) {
   int v = 0;
+  uint64_t now = uv_now(ps->loop);
+  if (ps->subreaper_checked && now == ps->subreaper_asked)
+    return 0;
+  ps->subreaper_checked = 1;
+  ps->subreaper_asked = now;
   if (getpid() == 1)
     return 1;
   return prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0 && v != 0;
@@ -83,7 +89,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   if (e != NULL) {
     ps = uvt__container_of(e, uvt__procs_t, ext);
     *out = ps;
-    if (!ps->subreaper && host_reaps_orphans()) {
+    if (!ps->subreaper && host_reaps_orphans(ps)) {
       ps->subreaper = 1;
       return uvt__reap_start(ps);
     }
@@ -126,7 +132,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return err;
   }
   *out = ps;
-  if (host_reaps_orphans()) {
+  if (host_reaps_orphans(ps)) {
     ps->subreaper = 1;
     return uvt__reap_start(ps);
   }

@@ -214,8 +214,10 @@ struct uvt__procs_s {
   /* reap.c */
   uv_signal_t sigchld;
   uv_timer_t recheck;
-  int watching;              /* sigchld and recheck are initialised */
-  int subreaper;             /* the host is a child subreaper or pid 1 */
+  int watching;  /* sigchld and recheck are initialised */
+  int subreaper; /* the host is a child subreaper or pid 1 */
+  int subreaper_checked;
+  uint64_t subreaper_asked;  /* uv_now() of the last check */
   struct uvt__link unreaped; /* procs whose leader waits for SIGCHLD */
 
   /* session.c */
