@@ -77,21 +77,34 @@ alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2
 # ------------------------------------------------------------------------
 start_server
 
+# M-MCP-8, C-37: before initialize only ping is served; the rest is an error.
+check "C-37: tools/call before initialize is an error" '{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"task_list"}}' 90 '"code":-32600' 'not initialized'
+check "M-MCP-8: tools/list before initialize is an error" '{"jsonrpc":"2.0","id":91,"method":"tools/list"}' 91 '"code":-32600'
+check "M-MCP-8: ping before initialize is served" '{"jsonrpc":"2.0","id":92,"method":"ping"}' 92 '"result":{}'
+check "M-MCP-8: a batch before initialize is refused" '[{"jsonrpc":"2.0","id":93,"method":"ping"}]' null '"code":-32600' 'batches are accepted only under protocol revision 2025-03-26'
 check "initialize answers the client's version" \
   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
   1 '"protocolVersion":"2025-06-18"' '"tools":{' '"logging":{}' '"serverInfo":{"name":"uvtasks-mcp"'
 send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-check "initialize with an unknown version gets the latest" \
-  '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}' \
-  2 '"protocolVersion":"2025-11-25"'
-for v in 2025-03-26 2024-11-05 2025-11-25; do
-  check "initialize speaks $v" \
-    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"$v\"}}" \
-    3 "\"protocolVersion\":\"$v\""
+# M-MCP-8, C-37: a second initialize cannot switch versions.
+check "C-37: a second initialize is refused" \
+  '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+  2 '"code":-32600' 'already initialized (protocol version 2025-06-18)'
+check "M-MCP-8: a batch under 2025-06-18 is refused" '[{"jsonrpc":"2.0","id":94,"method":"ping"},{"jsonrpc":"2.0","id":95,"method":"ping"}]' null '"code":-32600' 'batches are accepted only under protocol revision 2025-03-26 (this session: 2025-06-18)'
+
+# initialize_once VERSION PATTERN: a fresh server's answer to initialize.
+initialize_once() {
+  printf '{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"%s"}}\n' "$1" |
+    "$MCP" 2>/dev/null
+}
+out=$(initialize_once 1999-01-01)
+case $out in *'"protocolVersion":"2025-11-25"'*) ok "initialize with an unknown version gets the latest" ;; *) bad "initialize with an unknown version gets the latest" "$out" ;; esac
+for v in 2025-03-26 2024-11-05 2025-11-25 2024-10-07; do
+  out=$(initialize_once "$v")
+  case $out in *"\"protocolVersion\":\"$v\""*) ok "initialize speaks $v" ;; *) bad "initialize speaks $v" "$out" ;; esac
 done
 check "not JSON is a parse error" 'this is not json' null '"code":-32700'
 check "truncated JSON is a parse error" '{"jsonrpc":"2.0","id":4,"method":' null '"code":-32700'
-check "a batch is an invalid request" '[{"jsonrpc":"2.0","id":5,"method":"ping"}]' null '"code":-32600'
 check "a bare number is an invalid request" '42' null '"code":-32600'
 check "jsonrpc 1.0 is an invalid request" '{"jsonrpc":"1.0","id":6,"method":"ping"}' 6 '"code":-32600'
 check "an object id is an invalid request" '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}' null '"code":-32600'
@@ -183,6 +196,7 @@ fi
 
 # SIGINT too.
 start_server
+check "initialize for SIGINT" '{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 9 '"result"'
 check "a long task for SIGINT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 1 'Started bash-1.'
 check "its pid for SIGINT" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 2 '[status: running]'
 pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
@@ -238,18 +252,24 @@ send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":
 check "tasks: cancel it" '{"jsonrpc":"2.0","id":42,"method":"tasks/cancel","params":{"taskId":"bash-3"}}' 42 '"status":"cancelled"'
 check "tasks: its result, asked again" '{"jsonrpc":"2.0","id":43,"method":"tasks/result","params":{"taskId":"bash-3"}}' 43 '[status: killed, signal: SIGTERM]' '"isError":true'
 check "tasks: the given-up tasks/result got no answer" '{"jsonrpc":"2.0","id":28,"method":"ping"}' 28 '"result":{}'
-check "tasks: initialize 2025-06-18 has no tasks" '{"jsonrpc":"2.0","id":29,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 29 '"capabilities":{"tools":{"listChanged":false},"logging":{}}'
-check "tasks: without Tasks, tasks/get does not exist" '{"jsonrpc":"2.0","id":30,"method":"tasks/get","params":{"taskId":"bash-2"}}' 30 '"code":-32601'
-check "tasks: without Tasks, a task field is ignored" '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},"task":"anything"}}' 31 '"text":"plain\n[status: completed, exit code: 0]"'
 srv=$SRV_PID
 exec {SRV_IN}>&-
 rc=0
 wait "$srv" || rc=$?
 if [ "$rc" = 0 ]; then ok "tasks: end of input, exit status 0"; else bad "tasks: end of input, exit status $rc"; fi
 
+start_server
+check "tasks: initialize 2025-06-18 has no tasks" '{"jsonrpc":"2.0","id":29,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 29 '"capabilities":{"tools":{"listChanged":false},"logging":{}}'
+check "tasks: without Tasks, tasks/get does not exist" '{"jsonrpc":"2.0","id":30,"method":"tasks/get","params":{"taskId":"bash-2"}}' 30 '"code":-32601'
+check "tasks: without Tasks, a task field is ignored" '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},"task":"anything"}}' 31 '"text":"plain\n[status: completed, exit code: 0]"'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
 # --keep-finished: finished tasks whose end was seen are forgotten beyond
 # the count (R-FORGET-1), the oldest first.
 start_server --keep-finished 1
+check "keep-finished: initialize" '{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 99 '"result"'
 check "keep-finished: a first task" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo a"}}}' 1 'Started bash-1.'
 check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 'a\n[status: completed, exit code: 0]'
 check "keep-finished: a second task" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo b"}}}' 3 'Started bash-2.'
@@ -275,7 +295,8 @@ fi
 
 # stdin and stdout may be regular files; a last line without its newline
 # still counts.
-printf '%s\n%s' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+printf '%s\n%s\n%s' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+  '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' \
   '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_list"}}' >"$tmp/in.jsonl"
 rc=0
 "$MCP" <"$tmp/in.jsonl" >"$tmp/out.jsonl" 2>/dev/null || rc=$?
