@@ -421,8 +421,10 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   server->era = era;
   mcp_rpc_call_free(call);
   mcp_progress_update(server);
-  if (status == 0)
+  if (status == 0) {
     rpc_bound_retention(server);
+    mcp_guardian_prune(server);
+  }
 }
 
 /* Read one optional string argument.  Returns 0, or -1 after answering. */
@@ -627,6 +629,7 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
                err == UVT_ECLOSING ? "the server is shutting down"
                                    : uvt_strerror(err));
     json_decref(call->id);
+    json_decref(call->progress);
     free(call);
     goto out;
   }
