@@ -1,12 +1,12 @@
-/* uvtasks/tools.h: the model-facing control surface (SPEC §5).
+/* uvtasks/tools.h: the model-facing control surface (SPEC §5, §5b, §5c).
  *
  * A uvt_tools_t attaches a control surface to a registry and offers five
  * tools to a host that talks to a model:
  *
  *   run_in_background  command, cwd?, label?    -> the new task id
- *   run_command        command, cwd?, timeout_ms?
+ *   run_command        command, cwd?, timeout_ms?, max_bytes?
  *                                               -> its output, status line
- *   task_output        task_id, wait?, timeout_ms?
+ *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
  *   task_list          (none)                   -> one line per visible task
  *   task_kill          task_id, reason?         -> what happened, status line
@@ -15,6 +15,28 @@
  * sequences and NULs of command output become U+FFFD).  Texts that concern
  * one task end with its status line, `[status: S]` or `[status: S, DETAIL]`
  * ("[status: completed, exit code: 0]").
+ *
+ * Output is shown as text for a model (M-TOOLS-7): no terminal escape
+ * sequences (colours, cursor moves, titles, hyperlinks) and no stray
+ * control characters other than newline and tab; carriage returns,
+ * backspaces, erase-in-line and horizontal cursor moves are applied to the
+ * line they are on, so a progress bar shows its last state, not every
+ * frame.  The filter keeps its state per task between reads (a read may
+ * end inside an escape sequence or in a line being redrawn): a line still
+ * being written when a read ends is shown as it is then, and shown again,
+ * whole, by the next read if it changed.  Sequences that move to another
+ * row are dropped (a multi-line redraw shows each frame).  Within one read
+ * of a process task, a stdout line cut off by stderr output counts as
+ * ended.  The raw bytes are what uvt_read() returns; a host that reads a
+ * task itself bypasses the filter (and the tools' state for that task no
+ * longer matches: mix the two only with care).
+ *
+ * One result carries at most `max_bytes` bytes of output (M-TOOLS-8): a
+ * larger read keeps its head (2/5) and its tail (3/5, where errors and
+ * summaries are), cut at line boundaries where one is near, with one line
+ * "[... N bytes (L lines) left out ...]" between them.  The read consumed
+ * those bytes: the line counts them, nothing goes silently.  The status
+ * line and the tools' own notes come on top of `max_bytes`.
  *
  * Tool calls are requests in the libuv style: the host allocates a
  * uvt_tools_call_t, starts it with uvt_tools_call(), and gets its callback
@@ -48,6 +70,13 @@ extern "C" {
  * still running then is stopped like a kill (P-LIMIT-1). */
 #define UVT_TOOLS_RUN_DEFAULT_MS 600000
 #define UVT_TOOLS_RUN_MAX_MS 3600000
+
+/* M-TOOLS-8: the most output bytes one result shows when neither the call
+ * (max_bytes) nor the options say, and the least a call may ask for
+ * (smaller ones are raised to it, so the head, the tail and the line
+ * between them fit). */
+#define UVT_TOOLS_MAX_BYTES_DEFAULT 30000
+#define UVT_TOOLS_MAX_BYTES_MIN 256
 
 /* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
 #define UVT_TOOLS_SURFACE_NAME "tools"
@@ -86,6 +115,10 @@ typedef struct {
   /* run_in_background: TERM -> KILL grace of a kill (P-KILL-1), in
    * milliseconds; 0 = the process producer's default. */
   uint64_t grace_ms;
+  /* M-TOOLS-8: the most output bytes one result shows when the call gives
+   * no max_bytes; 0 = UVT_TOOLS_MAX_BYTES_DEFAULT.  Values below
+   * UVT_TOOLS_MAX_BYTES_MIN are raised to it. */
+  size_t max_bytes;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -102,8 +135,11 @@ struct uvt_tools_s {
   char *cwd_;
   size_t output_cap_bytes_;
   uint64_t grace_ms_;
+  size_t max_bytes_;
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
+  struct uvt__link carries_; /* per-task filter states kept between reads */
+  uvt_watch_t watch_;        /* drops the state of a dropped record */
   size_t pending_;           /* calls whose callback has not run */
   int state_;
 };
@@ -121,6 +157,11 @@ typedef struct {
   int wait;            /* task_output: -1 = not given, 0 = no, 1 = yes */
   int64_t timeout_ms;  /* task_output: -1 = not given; implies wait.
                           run_command: -1 = UVT_TOOLS_RUN_DEFAULT_MS */
+  int64_t max_bytes;   /* task_output, run_command (M-TOOLS-8): the most
+                          output bytes the result shows; -1 = not given
+                          (the options' max_bytes); 0 and other negative
+                          values are a tool error; below
+                          UVT_TOOLS_MAX_BYTES_MIN raised to it */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -138,6 +179,7 @@ struct uvt_tools_call_s {
   uvt_wait_t wait_;
   char task_id_[UVT_ID_MAX];
   uint64_t timeout_ms_;
+  size_t max_bytes_;
   int state_;
   int status_;
   int aborted_;
@@ -145,12 +187,13 @@ struct uvt_tools_call_s {
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
- * host's cwd, the process producer's cap and grace.  Accepts NULL.
+ * host's cwd, the process producer's cap and grace, results of at most
+ * UVT_TOOLS_MAX_BYTES_DEFAULT output bytes.  Accepts NULL.
  * Thread: any. */
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
 
-/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1.
- * Accepts NULL.  Thread: any. */
+/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1,
+ * max_bytes -1.  Accepts NULL.  Thread: any. */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
 
 /* Attach the tool surface to `reg`: a control surface (so tasks may start),
@@ -213,9 +256,14 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *  - task_list lists what uvt_list() shows the caller.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
  *    uvt_get(), so no output is consumed.
+ * The output task_output and run_command show is text for a model
+ * (M-TOOLS-7) and at most `max_bytes` bytes (M-TOOLS-8; default the
+ * options' max_bytes), as the top of this header says.
  * Whatever goes wrong with the task or the arguments (no such task, a
- * foreign one, a missing argument, a command that cannot start) is a
- * result with is_error 1 and a text saying so, not an error return.
+ * foreign one, a missing argument, a bad timeout_ms or max_bytes, a
+ * command that cannot start) is a result with is_error 1 and a text saying
+ * so, not an error return; bad arguments are found before anything is
+ * started or read.
  *
  * Returns 0, UV_EINVAL (NULL tools, req, name or cb; NULL args is "nothing
  * given"), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
