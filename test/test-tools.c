@@ -3,9 +3,12 @@
  * run_in_background. */
 #include "test-util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tools/tools-int.h"
 #include "uvtasks/process.h"
@@ -184,15 +187,17 @@ static void test_schema_json(void **state) {
     assert_true(uvt_tools_has(names[i]));
   }
   assert_non_null(strstr(s, "\"inputSchema\":{\"type\":\"object\""));
-  /* M-TOOLS-8: the new argument, on the tools that take it (run_command,
-   * then task_output). */
+  /* M-TOOLS-6, M-TOOLS-8: the new arguments, on the tools that take them
+   * (run_command, then task_output). */
   {
     const char *rc = strstr(s, "{\"name\":\"run_command\"");
     const char *to = strstr(s, "{\"name\":\"task_output\"");
     const char *tl = strstr(s, "{\"name\":\"task_list\"");
+    const char *y = strstr(s, "\"yield_ms\":{\"type\":\"integer\"");
     const char *m1 = strstr(s, "\"max_bytes\":{\"type\":\"integer\"");
     const char *m2 = m1 != NULL ? strstr(m1 + 1, "\"max_bytes\":{") : NULL;
     assert_true(rc != NULL && to != NULL && tl != NULL);
+    assert_true(y > rc && y < to);
     assert_true(m1 > rc && m1 < to);
     assert_true(m2 > to && m2 < tl);
     assert_null(strstr(tl, "max_bytes"));
@@ -1576,6 +1581,183 @@ static void test_clip_fits(void **state) {
   uvt__text_free(&out);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-6: promotion                                                    */
+
+typedef struct {
+  char dir[64];
+  char fifo[96];
+  char command[256];
+} gate_t;
+
+/* A command that prints "before", then blocks until the test opens the
+ * gate, then prints "after go". */
+static void gate_init(gate_t *g) {
+  snprintf(g->dir, sizeof(g->dir), "/tmp/uvt-tools-XXXXXX");
+  assert_non_null(mkdtemp(g->dir));
+  snprintf(g->fifo, sizeof(g->fifo), "%s/gate", g->dir);
+  assert_int_equal(mkfifo(g->fifo, 0600), 0);
+  snprintf(g->command, sizeof(g->command),
+           "echo before; read x < '%s'; echo \"after $x\"", g->fifo);
+}
+
+static void gate_open(gate_t *g) {
+  /* Blocks until the command has opened its end, which it does. */
+  int fd = open(g->fifo, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "go\n", 3), 3);
+  close(fd);
+}
+
+static void gate_free(gate_t *g) {
+  unlink(g->fifo);
+  rmdir(g->dir);
+}
+
+static int notice_seen(void *arg) {
+  tfix_t *t = arg;
+  return t->notices > 0;
+}
+
+/* C-32, M-TOOLS-6: run_command with yield_ms answers while its command
+ * still runs: the output so far, one line naming the task it goes on as,
+ * [status: running].  The command is not stopped; cancelling the answered
+ * call does nothing to it; its end gives the usual notice (M-TOOLS-2) and
+ * task_output reads the rest. */
+static void test_c32_yield_promotes(void **state) {
+  tfix_t t;
+  rec_t r;
+  rec_t r2;
+  uvt_tools_args_t a;
+  uvt_snapshot_t s;
+  gate_t g;
+  char id[UVT_ID_MAX];
+  char both[256];
+  const char *line;
+
+  gate_init(&g);
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = g.command;
+  a.yield_ms = 100;
+  a.timeout_ms = 600000;
+  call_start(&t, &r, &t.a, "run_command", &a);
+  snprintf(id, sizeof(id), "%s", uvt_tools_call_task(&r.req));
+  assert_string_equal(id, "bash-1");
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, " ms; it goes on in the background as "
+                                "bash-1: task_output reads more of its "
+                                "output, task_kill stops it)\n"
+                                "[status: running]"));
+  line = strstr(r.text, "(still running after ");
+  assert_non_null(line);
+  assert_true(line == r.text || line[-1] == '\n');
+
+  /* The call is over: cancelling it now is refused and stops nothing. */
+  assert_int_equal(uvt_tools_call_abort(&r.req), UV_EINVAL);
+  assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
+  assert_int_equal(s.status, UVT_RUNNING);
+  assert_int_equal(s.reported, 0);
+  uvt_snapshot_cleanup(&s);
+
+  gate_open(&g);
+  fixture_run_until(&t.f, notice_seen, &t);
+  assert_int_equal(t.notices, 1);
+  assert_ptr_equal(t.notice_owner, &t.a);
+  assert_non_null(strstr(t.notice, "Task bash-1 "));
+  assert_true(ends_with(t.notice, "[status: completed, exit code: 0]"));
+
+  a = args_id(id);
+  call(&t, &r2, &t.a, "task_output", &a);
+  assert_true(ends_with(r2.text, "after go\n[status: completed, exit code: "
+                                 "0]"));
+  /* "before" came in one of the two results, once. */
+  {
+    size_t head = (size_t)(line - r.text);
+    size_t rest = strlen(r2.text);
+    assert_true(head + rest < sizeof(both));
+    memcpy(both, r.text, head);
+    memcpy(both + head, r2.text, rest + 1);
+  }
+  assert_string_equal(both, "before\nafter go\n[status: completed, exit "
+                            "code: 0]");
+  tfix_close(&t);
+  gate_free(&g);
+}
+
+/* M-TOOLS-6: before its yield a call still owns its command (cancelling
+ * stops it); a command that ends before the yield answers as without one;
+ * the options' yield applies when the call gives none, and yield_ms 0
+ * runs to the end whatever the options say; a negative one is a tool
+ * error. */
+static void test_yield_siblings(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  uvt_snapshot_t s;
+  char id[UVT_ID_MAX];
+
+  uvt_tools_options_init(&to);
+  assert_int_equal(to.yield_ms, 0);
+  to.yield_ms = 100;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  assert_int_equal(a.yield_ms, -1);
+  assert_int_equal(a.max_bytes, -1);
+
+  /* Cancelled before the yield: stopped, as without one. */
+  a.command = "exec sleep 30";
+  a.yield_ms = 60000;
+  call_start(&t, &r, &t.a, "run_command", &a);
+  snprintf(id, sizeof(id), "%s", uvt_tools_call_task(&r.req));
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_EABORTED);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
+  assert_int_equal(s.status, UVT_KILLED);
+  assert_string_equal(s.kill_reason, "call cancelled");
+  uvt_snapshot_cleanup(&s);
+
+  /* Ends before the yield: the usual result. */
+  a.command = "echo hi";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "hi\n[status: completed, exit code: 0]");
+
+  /* yield_ms 0 beats the options' 100 ms. */
+  a.command = "sleep 0.3; echo done";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "done\n[status: completed, exit code: 0]");
+
+  /* The options' yield; then the promoted task is stopped with task_kill
+   * (which reports it: no notice). */
+  a.command = "exec sleep 30";
+  a.yield_ms = -1;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "as bash-4: task_output reads more of its "
+                                "output, task_kill stops it)\n"
+                                "[status: running]"));
+  a = args_id("bash-4");
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  run_until_settled(&t, &t.a, "bash-4");
+
+  uvt_tools_args_init(&a);
+  a.command = "true";
+  a.yield_ms = -2;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "yield_ms must be"));
+  assert_int_equal(t.notices, 0);
+  tfix_close(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -1611,6 +1793,8 @@ int main(void) {
       cmocka_unit_test(test_c35_big_log),
       cmocka_unit_test(test_c35_siblings),
       cmocka_unit_test(test_clip_fits),
+      cmocka_unit_test(test_c32_yield_promotes),
+      cmocka_unit_test(test_yield_siblings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

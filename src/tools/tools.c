@@ -1,7 +1,8 @@
-/* The model-facing tool surface (SPEC §5, M-TOOLS-1..4): the tools over
- * the registry's operations and the process producer, completion notices
- * from a listener, and results delivered through the loop.  What a result
- * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8). */
+/* The model-facing tool surface (SPEC §5, M-TOOLS-1..4, M-TOOLS-6): the
+ * tools over the registry's operations and the process producer,
+ * completion notices from a listener, and results delivered through the
+ * loop.  What a result shows of a task's output is shaped in output.c
+ * (M-TOOLS-7, M-TOOLS-8). */
 #include "uvtasks/tools.h"
 
 #include <string.h>
@@ -42,6 +43,7 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   a->wait = -1;
   a->timeout_ms = -1;
   a->max_bytes = -1;
+  a->yield_ms = -1;
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -261,20 +263,23 @@ static void tools_read_result(uvt_tools_call_t *req, const char *id,
 
 /* run_command's result once its wait ended with `status`: the output,
  * then the status line.  Only a command that completed (whatever its exit
- * code) is a success. */
+ * code) is a success; so is one promoted at its yield (M-TOOLS-6), which
+ * goes on as a background task and is not stopped. */
 static void tools_run_result(uvt_tools_call_t *req, int status,
                              const uvt_snapshot_t *snap) {
   uvt_registry_t *reg = req->tools->registry;
   uvt_read_t r;
   uvt__text_t t;
+  uint64_t elapsed_ms;
+  int promoted;
   int err;
 
   uvt__text_init(&t);
-  if (status == UVT_EWAITTIMEOUT) {
+  if (status == UVT_EWAITTIMEOUT && !req->yields_) {
     /* The runtime limit should have ended it long ago; stop it now. */
     uvt_kill(reg, req->task_id_, req->caller_, "run_command wait ran out",
              NULL);
-  } else if (status != 0) {
+  } else if (status != 0 && status != UVT_EWAITTIMEOUT) {
     text_task_error(&t, "wait for", req->task_id_, status);
     tools_result(req, &t, 1);
     return;
@@ -292,12 +297,25 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
     tools_result(req, &t, snap->status != UVT_COMPLETED);
     return;
   }
-  text_output(req, req->task_id_, &r, "(no output)\n", &t);
-  if (status == UVT_EWAITTIMEOUT)
+  /* A command that ended just as its yield passed answers as ended (the
+   * read reported its end). */
+  promoted = status == UVT_EWAITTIMEOUT && req->yields_ &&
+             !uvt_status_is_terminal(r.snapshot.status);
+  text_output(req, req->task_id_, &r, promoted ? NULL : "(no output)\n", &t);
+  if (promoted) {
+    /* R-TIME-1: the time that really passed, not the yield asked for. */
+    elapsed_ms = (uv_hrtime() - req->started_ns_) / 1000000;
+    uvt__text_printf(&t,
+                     "(still running after %llu ms; it goes on in the "
+                     "background as %s: task_output reads more of its "
+                     "output, task_kill stops it)\n",
+                     (unsigned long long)elapsed_ms, req->task_id_);
+  } else if (status == UVT_EWAITTIMEOUT) {
     uvt__text_str(&t, "(the command did not end in time; it is being "
                       "stopped)\n");
+  }
   uvt__text_status(&t, &r.snapshot);
-  err = r.snapshot.status != UVT_COMPLETED;
+  err = !promoted && r.snapshot.status != UVT_COMPLETED;
   uvt_read_cleanup(&r);
   tools_result(req, &t, err);
 }
@@ -458,6 +476,8 @@ static void tool_run_command(uvt_tools_call_t *req,
   uvt__text_t t;
   uint64_t runtime_ms;
   uint64_t grace_ms;
+  uint64_t wait_ms;
+  uint64_t yield_ms;
   int err;
 
   uvt__text_init(&t);
@@ -471,9 +491,17 @@ static void tool_run_command(uvt_tools_call_t *req,
     return;
   if (tools_max_bytes(req, args) != 0)
     return;
+  if (args->yield_ms < -1) {
+    uvt__text_str(&t, "yield_ms must be 0 (wait for the end) or a positive "
+                      "number of milliseconds.");
+    tools_result(req, &t, 1);
+    return;
+  }
+  yield_ms = args->yield_ms < 0 ? tools->yield_ms_ : (uint64_t)args->yield_ms;
 
   tools_process_options(req, args, &po);
   po.max_runtime_ms = runtime_ms;
+  req->started_ns_ = uv_hrtime();
   err = uvt_process_start(tools->registry, &po, req->task_id_);
   if (err != 0) {
     req->task_id_[0] = '\0';
@@ -482,8 +510,11 @@ static void tool_run_command(uvt_tools_call_t *req,
     return;
   }
   grace_ms = po.grace_ms > 0 ? po.grace_ms : UVT_PROCESS_GRACE_MS;
-  req->timeout_ms_ =
+  wait_ms =
       runtime_ms + grace_ms + UVT_PROCESS_DRAIN_MS + TOOLS_RUN_WAIT_SLACK_MS;
+  /* M-TOOLS-6: with a yield shorter than that, the wait is the yield. */
+  req->yields_ = yield_ms > 0 && yield_ms < wait_ms;
+  req->timeout_ms_ = req->yields_ ? yield_ms : wait_ms;
   req->wait_.data = req;
   err = uvt_wait(tools->registry, &req->wait_, req->task_id_, req->timeout_ms_,
                  req->caller_, tools_wait_cb);
@@ -648,6 +679,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
       o->max_bytes == 0 ? UVT_TOOLS_MAX_BYTES_DEFAULT : o->max_bytes;
   if (tools->max_bytes_ < UVT_TOOLS_MAX_BYTES_MIN)
     tools->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
+  tools->yield_ms_ = o->yield_ms;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)
@@ -754,7 +786,9 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->caller_ = caller;
   req->task_id_[0] = '\0';
   req->timeout_ms_ = 0;
+  req->started_ns_ = 0;
   req->max_bytes_ = tools->max_bytes_;
+  req->yields_ = 0;
   req->state_ = CALL_IDLE;
   req->status_ = 0;
   req->aborted_ = ABORT_NONE;
