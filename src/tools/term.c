@@ -582,6 +582,18 @@ void uvt__term_feed(uvt__term_t *s, const char *bytes, size_t len,
     i += used - have;
   }
   while (i < len) {
+    /* Most output is whole lines of plain ASCII: a line that starts empty
+     * and ends before any control or escape byte goes out as it is. */
+    if (s->state == T_GROUND && s->len == 0 && s->cursor == 0) {
+      size_t j = i;
+      while (j < len && p[j] >= 0x20 && p[j] < 0x7F)
+        j++;
+      if (j < len && p[j] == '\n') {
+        uvt__text_raw(out, bytes + i, j + 1 - i);
+        i = j + 1;
+        continue;
+      }
+    }
     used = term_unit(s, p + i, len - i, out);
     if (used == 0) {
       memcpy(s->pend, p + i, len - i);
