@@ -494,3 +494,18 @@ test('bad arguments throw TypeErrors with a code (N-1)', async () => {
   c.end({ status: 'completed' })
   await tasks.close()
 })
+
+// R-FORGET-2: forget() from the wait callback that reports the end.  With
+// N-2, `await tasks.wait(id)` continues inside that callback, so this is
+// the common Node idiom.  The library refuses it (EBUSY) until R-FORGET-2
+// lands in the core; then this test passes and loses its todo.
+test('forget() right after await wait() (R-FORGET-2, N-2)', { todo: 'R-FORGET-2 is not in the library yet' }, async () => {
+  const { tasks } = fixture()
+  const c = controlled()
+  const id = tasks.start({ kind: 'js', label: 'l', run: c.run })
+  c.end({ status: 'completed' })
+  await tasks.wait(id, 5000)
+  tasks.forget(id)
+  assert.throws(() => tasks.get(id), codeOf('UVT_ENOTASK'))
+  await tasks.close()
+})
