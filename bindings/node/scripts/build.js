@@ -20,9 +20,16 @@ function fail(msg) {
   process.exit(1)
 }
 
+// A Node built with a shared libuv (Debian's own nodejs) keeps uv.h with
+// that libuv (/usr/include), not beside node_api.h; its uv_* symbols then
+// come from that libuv, and these are the headers that match it.
+const sharedUv = process.config.variables.node_shared_libuv === true ||
+                 process.config.variables.node_shared_libuv === 'true'
+
 function hasHeaders(dir) {
   return fs.existsSync(path.join(dir, 'node_api.h')) &&
-         fs.existsSync(path.join(dir, 'uv.h'))
+         (fs.existsSync(path.join(dir, 'uv.h')) ||
+          (sharedUv && fs.existsSync('/usr/include/uv.h')))
 }
 
 // The directory with node_api.h and uv.h: a --nodedir (a prefix, a source
@@ -72,8 +79,10 @@ if (fs.existsSync(versionFile)) {
     console.warn(`uvtasks: headers in ${include} are Node ${m[1]}, this is Node ${major}`)
   }
 }
+const uvInclude = fs.existsSync(path.join(include, 'uv.h')) ? include : '/usr/include'
 const opts = [
   `-Dnode_include=${include}`,
+  `-Duv_include=${uvInclude}`,
   `-Duvtasks_root=${root}`,
   `-Dbuildtype=${process.env.UVTASKS_BUILDTYPE || 'release'}`,
   `-Dwerror=${process.env.UVTASKS_WERROR === '1'}`,
