@@ -13,6 +13,12 @@ if [ "$mode" != "--build" ]; then
   pkgs+=(libcmocka-dev procps)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  # The Node binding builds against the headers of the Node that runs it
+  # (node_api.h, uv.h): NodeSource's nodejs ships them in include/node;
+  # Debian's own nodejs needs libnode-dev (and libuv1-dev, already above).
+  node_prefix=$(dirname "$(dirname "$(readlink -f "$(command -v node || echo /usr/bin/node)")")")
+  [ -f "$node_prefix/include/node/node_api.h" ] ||
+    [ -f /usr/include/node/node_api.h ] || pkgs+=(libnode-dev)
 fi
 if [ "$mode" = "--lanes" ]; then
   pkgs+=(valgrind clang)
