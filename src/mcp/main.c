@@ -40,6 +40,11 @@ static const char usage[] =
     "  --tasks-page-size N  MCP tasks per tasks/list page (default 50)\n"
     "  --shutdown-grace-ms MS  at shutdown, SIGTERM -> SIGKILL delay for\n"
     "                       every task (default 800)\n"
+    "  --yield-ms MS        run_command's time in the foreground before it\n"
+    "                       goes on in the background (default 45000, below\n"
+    "                       the SDK's 60 s request timeout; 0 = to the end)\n"
+    "  --max-bytes N        output bytes one tool result shows (default "
+    "30000)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
     "  --help               show this text and exit\n"
@@ -251,6 +256,14 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 3600000)
         goto bad;
       c->shutdown_grace_ms = v;
+    } else if (strcmp(a, "--yield-ms") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 3600000)
+        goto bad;
+      c->yield_ms = (int64_t)v;
+    } else if (strcmp(a, "--max-bytes") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 100000000)
+        goto bad;
+      c->max_bytes = (size_t)v;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -363,6 +376,11 @@ int main(int argc, char **argv) {
   topts.cwd = server.config.cwd;
   topts.output_cap_bytes = server.config.output_cap_bytes;
   topts.grace_ms = server.config.grace_ms;
+  /* M-TOOLS-6: below the official SDK's 60 s request timeout by default. */
+  topts.yield_ms = server.config.yield_ms >= 0
+                       ? (uint64_t)server.config.yield_ms
+                       : MCP_YIELD_DEFAULT_MS;
+  topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == 0) {
     tools_attached = 1;

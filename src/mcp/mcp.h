@@ -40,6 +40,9 @@
  * cache them (the tools never change while the server runs). */
 #define MCP_LIST_TTL_MS 3600000
 
+/* M-TOOLS-6: default of --yield-ms, below the official SDK's 60 s. */
+#define MCP_YIELD_DEFAULT_MS 45000
+
 /* M-MCP-5: a call carrying a progressToken hears from us this often. */
 #define MCP_PROGRESS_INTERVAL_MS 2000
 
