@@ -25,7 +25,9 @@ static const char *const log_levels[] = {
 
 static const char server_instructions[] =
     "Runs shell commands. run_command runs one in the foreground and "
-    "returns its output when it ends. For background work, start one with "
+    "returns its output when it ends; one still running after its yield "
+    "(yield_ms) goes on in the background and the result names its id. "
+    "For background work, start one with "
     "run_in_background (it returns an id such as bash-1), read what it "
     "printed since your last read with task_output (wait: true waits for "
     "the end), see every task with task_list, stop one with task_kill. "
@@ -451,31 +453,49 @@ static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
   return 0;
 }
 
-/* Read an optional timeout_ms: a whole number of at least 1; more than
- * any cap is capped by the tool.  Returns 0, or -1 after answering. */
-static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
-                       const char *tool, int64_t *out) {
-  json_t *v = json_object_get(args, "timeout_ms");
-  char buf[160];
+/* Read an optional whole-number argument `key` of at least `min` (JSON
+ * integers, and reals with no fraction; values beyond int64 are
+ * INT64_MAX, which every tool caps); `what` names its unit in the error.
+ * Left alone when not given.  Returns 0, or -1 after answering. */
+static int arg_whole(mcp_server_t *server, json_t *id, json_t *args,
+                     const char *tool, const char *key, int64_t min,
+                     const char *what, int64_t *out) {
+  json_t *v = json_object_get(args, key);
+  double d;
+  char buf[200];
 
   if (v == NULL || json_is_null(v))
     return 0;
-  if (json_is_integer(v) && json_integer_value(v) >= 1) {
+  if (json_is_integer(v) && json_integer_value(v) >= min) {
     *out = (int64_t)json_integer_value(v);
     return 0;
   }
-  if (json_is_real(v) && json_real_value(v) >= 1 &&
-      (json_real_value(v) >= 9e18 ||
-       json_real_value(v) == (double)(int64_t)json_real_value(v))) {
-    *out = json_real_value(v) >= 9e18 ? INT64_MAX : (int64_t)json_real_value(v);
-    return 0;
+  if (json_is_real(v)) {
+    d = json_real_value(v);
+    if (d >= (double)min && (d >= 9e18 || d == (double)(int64_t)d)) {
+      *out = d >= 9e18 ? INT64_MAX : (int64_t)d;
+      return 0;
+    }
   }
   snprintf(buf, sizeof(buf),
-           "%s: timeout_ms must be a whole number of milliseconds, at "
-           "least 1.",
-           tool);
+           "%s: %s must be a whole number of %s, at least %lld.", tool, key,
+           what, (long long)min);
   tool_error_result(server, id, buf);
   return -1;
+}
+
+/* timeout_ms: at least 1; more than any cap is capped by the tool. */
+static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
+                       const char *tool, int64_t *out) {
+  return arg_whole(server, id, args, tool, "timeout_ms", 1, "milliseconds",
+                   out);
+}
+
+/* max_bytes (M-TOOLS-8): at least 1 (the tools raise small ones to
+ * UVT_TOOLS_MAX_BYTES_MIN). */
+static int arg_max_bytes(mcp_server_t *server, json_t *id, json_t *args,
+                         const char *tool, int64_t *out) {
+  return arg_whole(server, id, args, tool, "max_bytes", 1, "bytes", out);
 }
 
 /* params.task of a tools/call (MCP Tasks).  Returns 1 if the call is to run
@@ -572,8 +592,17 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   } else if (strcmp(name, "run_command") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
         arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
-        arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+        arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+        arg_whole(server, id, args, name, "yield_ms", 0, "milliseconds",
+                  &a.yield_ms) != 0 ||
+        arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
       goto out;
+    /* M-TOOLS-6: a task's result is the command's end (tasks/result,
+     * 2026 tasks/get), so a task-augmented call never yields: the task
+     * itself is the "goes on in the background" (a yield_ms given is
+     * checked, then has no effect). */
+    if (as_task)
+      a.yield_ms = 0;
   } else if (strcmp(name, "task_output") == 0 ||
              strcmp(name, "task_kill") == 0) {
     if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
@@ -601,7 +630,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
         }
         a.wait = json_is_true(v);
       }
-      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+          arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
         goto out;
     }
   }
