@@ -1,7 +1,9 @@
 /* JSON-RPC 2.0 and the MCP methods of uvtasks-mcp (M-MCP-1..3).  Every
  * message is parsed and built with jansson; every text put into a message
  * is valid UTF-8 (the tools' results are, and anything else is repaired
- * first). */
+ * first).  A tool result may hold NUL bytes of command output: it is
+ * handled by its length throughout, and jansson writes each NUL as \u0000
+ * (M-MCP-8). */
 #include "mcp.h"
 
 #include <signal.h>
@@ -38,7 +40,8 @@ static const char server_instructions[] =
 /* ---------------------------------------------------------------------- */
 /* Sending                                                                 */
 
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+/* A JSON string of `len` bytes (NULs included), repaired to valid UTF-8 if
+ * needed. */
 json_t *mcp_rpc_string(const char *s, size_t len) {
   uvt__text_t t;
   json_t *j;
@@ -106,9 +109,10 @@ void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
   mcp_rpc_send(server, msg);
 }
 
-/* An error answer; `id` NULL means the request's id is unknown (null). */
-void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
-                   const char *message) {
+/* An error answer whose message is `len` bytes (a tool's text may hold
+ * NULs); `id` NULL means the request's id is unknown (null). */
+static void rpc_error_len(mcp_server_t *server, json_t *id, int code,
+                          const char *message, size_t len) {
   json_t *msg = json_object();
   json_t *err = json_object();
 
@@ -118,11 +122,16 @@ void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
     return;
   }
   json_object_set_new(err, "code", json_integer(code));
-  json_object_set_new(err, "message", mcp_rpc_string(message, strlen(message)));
+  json_object_set_new(err, "message", mcp_rpc_string(message, len));
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set(msg, "id", id != NULL ? id : json_null());
   json_object_set_new(msg, "error", err);
   mcp_rpc_send(server, msg);
+}
+
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message) {
+  rpc_error_len(server, id, code, message, strlen(message));
 }
 
 /* An error answer with `data` (released). */
@@ -398,7 +407,7 @@ static void call_answer(mcp_call_t *call, int status) {
     return;
   }
   if (call->task_errors && req->is_error) {
-    mcp_rpc_error(server, call->id, RPC_INVALID_PARAMS, req->text);
+    rpc_error_len(server, call->id, RPC_INVALID_PARAMS, req->text, req->len);
     return;
   }
   result = mcp_rpc_tool_result(server, req->text, req->len, req->is_error, 1);

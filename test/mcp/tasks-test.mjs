@@ -305,6 +305,11 @@ try {
   const yr = await y.experimental.tasks.getTaskResult(yc.task.taskId, CallToolResultSchema);
   check('a yield_ms given to a task-augmented run_command does not cut its result',
     textOf(yr) === 'given\n[status: completed, exit code: 0]', yr);
+  /* M-MCP-8: a task's result keeps the NUL bytes of the output. */
+  const nc = await callAsTask(y, 'run_command', { command: "printf 'n\\000l\\n'" });
+  const nr = await y.experimental.tasks.getTaskResult(nc.task.taskId, CallToolResultSchema);
+  check('M-MCP-8: tasks/result carries a NUL of the output',
+    textOf(nr) === 'n\u0000l\n[status: completed, exit code: 0]', nr);
   check('a bad yield_ms in a task-augmented run_command is -32602',
     await errorCode(callAsTask(y, 'run_command', { command: 'true', yield_ms: 'soon' })) === -32602);
   check('a bad max_bytes in a task-augmented run_command is -32602',

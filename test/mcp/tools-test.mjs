@@ -3,7 +3,7 @@
 // the yield (M-TOOLS-6, C-32 with a short --yield-ms), text for a model
 // (M-TOOLS-7, C-36), the result size (M-TOOLS-8, C-35), the per-call
 // yield_ms and max_bytes arguments (M-MCP-3: bad values are tool errors),
-// and NUL bytes in output (M-MCP-8).
+// and NUL bytes in output (M-MCP-8: they travel as \u0000).
 //
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node tools-test.mjs
 //
@@ -239,6 +239,27 @@ try {
   check('C-36 sibling: reads during the redraw show no ESC or \\r, and the end shows 6/6 and built',
     parts.every((p) => !p.includes('\x1b') && !p.includes('\r')) &&
       parts.at(-1).endsWith('built\n[status: completed, exit code: 0]') && parts.join('').includes('6/6'), parts);
+
+  /* M-MCP-8: NUL bytes in output travel as \u0000 (the SDK parses them
+   * into the text), through run_command, task_output (stdout and stderr),
+   * the terminal filter and a cut result. */
+  res = await a.call('run_command', { command: "printf 'a\\000b\\n'", yield_ms: 0 });
+  check('M-MCP-8: a NUL in run_command output arrives as U+0000',
+    bodyOf(textOf(res)) === 'a\u0000b\n[status: completed, exit code: 0]', res);
+  res = await a.call('run_command', { command: "printf '\\033[31mred\\000\\033[0m\\n'", yield_ms: 0 });
+  check('M-MCP-8: a NUL among escape sequences is kept, the sequences go',
+    bodyOf(textOf(res)) === 'red\u0000\n[status: completed, exit code: 0]', res);
+  res = await a.call('run_in_background', { command: "printf 'bin\\000ary\\n'; printf '\\000\\000' >&2" });
+  const n1 = idOf(textOf(res));
+  res = await a.call('task_output', { task_id: n1, wait: true, timeout_ms: 10000 });
+  check('M-MCP-8: NULs on stdout and stderr through task_output',
+    bodyOf(textOf(res)) === 'bin\u0000ary\n[stderr]\n\u0000\u0000\n[status: completed, exit code: 0]', res);
+  let rows = '';
+  for (let i = 1; i <= 300; i++) rows += `row ${i} \u0000\u0000\n`;
+  res = await a.call('run_command', {
+    command: "for i in $(seq 1 300); do printf 'row %d \\000\\000\\n' $i; done", max_bytes: 500, yield_ms: 0,
+  });
+  checkCut('M-MCP-8: NULs in a cut result', bodyOf(textOf(res)), rows, 500, '[status: completed, exit code: 0]');
 
   await a.client.close();
   a = undefined;

@@ -141,6 +141,9 @@ try {
   });
   check('C-36: the progress bar arrives as its last state, no ESC, no \\r',
     bodyOf(textOf(res)) === '[100%] building\nbuilt\n[status: completed, exit code: 0]', res);
+  res = await call('run_command', { command: "printf 'a\\000b\\n'" });
+  check('M-MCP-8: a NUL of the output arrives as U+0000',
+    bodyOf(textOf(res)) === 'a\u0000b\n[status: completed, exit code: 0]', res);
 
   await client.close();
   const d = Date.now() + 8000;
