@@ -28,12 +28,14 @@ typedef struct {
   int detached;
 } tfix_t;
 
-/* One call's record. */
+/* One call's record.  The text is copied by its length (it may hold NUL
+ * bytes, M-MCP-8), cut to fit and NUL-terminated. */
 typedef struct {
   uvt_tools_call_t req;
   int calls;
   int status;
   int is_error;
+  size_t len;
   char text[40000];
 } rec_t;
 
@@ -83,10 +85,16 @@ static void rec_cb(uvt_tools_call_t *req, int status) {
   r->calls++;
   r->status = status;
   r->is_error = req->is_error;
-  if (req->text != NULL)
-    snprintf(r->text, sizeof(r->text), "%s", req->text);
-  else
+  r->len = 0;
+  if (req->text != NULL) {
+    /* The text is NUL-terminated, and len is its length. */
+    r->len = req->text[req->len] == '\0' ? req->len : (size_t)-1;
+    memcpy(r->text, req->text,
+           req->len < sizeof(r->text) ? req->len : sizeof(r->text) - 1);
+    r->text[req->len < sizeof(r->text) ? req->len : sizeof(r->text) - 1] = '\0';
+  } else {
     r->text[0] = '\0';
+  }
   uvt_tools_call_cleanup(req);
 }
 
@@ -680,9 +688,10 @@ static void test_list(void **state) {
   tfix_close(&t);
 }
 
-/* §5: result texts are valid UTF-8 without NULs: invalid sequences (each
- * maximal subpart) and NUL become U+FFFD; valid text passes through; a
- * character cut by the end of a read is completed by the next one. */
+/* §5, M-MCP-3: result texts are valid UTF-8: invalid sequences (each
+ * maximal subpart) become U+FFFD; valid text passes through, NUL included
+ * (M-MCP-8: it is valid UTF-8, and len counts it); a character cut by the
+ * end of a read is completed by the next one. */
 static void test_utf8_repair(void **state) {
   static const char bad[] =
       "\xff\xfeok\0z \xe4\xbd\xa0 \xed\xa0\x80 \xe4\xbd\n";
@@ -701,10 +710,14 @@ static void test_utf8_repair(void **state) {
   memcpy(fk.pending, bad, sizeof(bad) - 1);
   fk.pending_len = sizeof(bad) - 1;
   call(&t, &r, &t.a, "task_output", &a);
-  assert_string_equal(r.text, "\xEF\xBF\xBD\xEF\xBF\xBDok\xEF\xBF\xBDz "
-                              "\xe4\xbd\xa0 "
-                              "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD "
-                              "\xEF\xBF\xBD\n[status: running]");
+  {
+    static const char want[] = "\xEF\xBF\xBD\xEF\xBF\xBDok\0z "
+                               "\xe4\xbd\xa0 "
+                               "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD "
+                               "\xEF\xBF\xBD\n[status: running]";
+    assert_int_equal(r.len, sizeof(want) - 1);
+    assert_memory_equal(r.text, want, sizeof(want) - 1);
+  }
 
   fake_emit(&fk, "caf\xc3\xa9 \xf0\x9f");
   call(&t, &r, &t.a, "task_output", &a);
@@ -716,6 +729,107 @@ static void test_utf8_repair(void **state) {
 
   assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
   run_until_settled(&t, &t.a, id);
+  tfix_close(&t);
+}
+
+/* Where `needle` first occurs in the `n` bytes at `hay`, or NULL (the
+ * bytes may hold NULs). */
+static const char *find_bytes(const char *hay, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  size_t i;
+
+  for (i = 0; i + k <= n; i++)
+    if (memcmp(hay + i, needle, k) == 0)
+      return hay + i;
+  return NULL;
+}
+
+/* M-MCP-8 (tools side): NUL bytes of output reach the result, counted by
+ * req->len: in a line, in a line shown unfinished and again once it
+ * changed, on stderr, in a cut result (max_bytes counts them and the cut
+ * line counts those left out), and from a real command. */
+static void test_nul_kept(void **state) {
+  static const char want1[] = "x\0\n[status: running]";
+  static const char want2[] = "x\0y\n[stderr]\n\0err\n[status: running]";
+  static const char status[] = "[status: running]";
+  char full[3000];
+  size_t full_len = 0;
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+  const char *mark, *mark_end;
+  unsigned long long left, lines;
+  size_t head, tail, out_len, i;
+  int n;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+
+  /* An unfinished line with a NUL, shown as it is... */
+  memcpy(fk.pending, "x\0", 2);
+  fk.pending_len = 2;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.len, sizeof(want1) - 1);
+  assert_memory_equal(r.text, want1, sizeof(want1) - 1);
+  /* ... then whole once it changed, and a NUL on stderr (the fake's
+   * stream holds what a process read would: "[stderr]" starts stderr). */
+  memcpy(fk.pending, "y\n[stderr]\n\0err\n", 16);
+  fk.pending_len = 16;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.len, sizeof(want2) - 1);
+  assert_memory_equal(r.text, want2, sizeof(want2) - 1);
+
+  /* A cut result: NULs count as bytes, in what is shown and in the line
+   * that counts what is left out. */
+  for (i = 0; i < 60; i++) {
+    n = snprintf(full + full_len, sizeof(full) - full_len, "line %02zu ", i);
+    full_len += (size_t)n;
+    memset(full + full_len, '\0', 30);
+    full_len += 30;
+    full[full_len++] = '\n';
+  }
+  assert_true(full_len < sizeof(fk.pending));
+  memcpy(fk.pending, full, full_len);
+  fk.pending_len = full_len;
+  a.max_bytes = 300;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(r.len > strlen(status));
+  assert_memory_equal(r.text + r.len - strlen(status), status, strlen(status));
+  out_len = r.len - strlen(status);
+  assert_true(out_len <= 300);
+  mark = find_bytes(r.text, out_len, "[... ");
+  assert_non_null(mark);
+  assert_int_equal(
+      sscanf(mark, "[... %llu bytes (%llu lines) left out ...]", &left, &lines),
+      2);
+  mark_end = memchr(mark, '\n', out_len - (size_t)(mark - r.text));
+  assert_non_null(mark_end);
+  head = (size_t)(mark - r.text);
+  tail = out_len - (size_t)(mark_end + 1 - r.text);
+  assert_true(head > 0 && tail > 0);
+  assert_memory_equal(r.text, full, head);
+  assert_memory_equal(mark_end + 1, full + full_len - tail, tail);
+  assert_int_equal(head + left + tail, full_len);
+  assert_int_equal(lines, 60 - (head + tail) / 39);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", NULL), 0);
+  run_until_settled(&t, &t.a, id);
+
+  /* A real command's NUL bytes (P-OUT-1 reads are bytes). */
+  uvt_tools_args_init(&a);
+  a.command = "printf 'a\\000b\\n\\000'";
+  call(&t, &r, &t.a, "run_command", &a);
+  {
+    static const char want3[] = "a\0b\n\0\n[status: completed, exit code: 0]";
+    assert_int_equal(r.is_error, 0);
+    assert_int_equal(r.len, sizeof(want3) - 1);
+    assert_memory_equal(r.text, want3, sizeof(want3) - 1);
+  }
   tfix_close(&t);
 }
 
@@ -1238,77 +1352,85 @@ typedef struct {
   const char *in;
   size_t in_len; /* 0 = strlen */
   const char *out;
+  size_t out_len; /* 0 = strlen */
 } term_case_t;
 
 static const term_case_t term_cases[] = {
-    {"plain\n", 0, "plain\n"},
-    {"a\r\nb\n", 0, "a\nb\n"},
-    {"\r[  0%] x\r[ 50%] x\r[100%] x\n", 0, "[100%] x\n"},
-    {"\033[1;32mgreen\033[0m \033[38;5;196mred\033[m\n", 0, "green red\n"},
-    {"\033[38:2:255:0:0mrgb\033[0m\n", 0, "rgb\n"},
-    {"abc\bd\n", 0, "abd\n"},
-    {"abc\b\b\b\bxy\n", 0, "xyc\n"},
-    {"long line\rshort\n", 0, "shortline\n"},
-    {"long line\r\033[Kshort\n", 0, "short\n"},
-    {"long line\r\033[0Kshort\n", 0, "short\n"},
-    {"abc\033[2K\rxy\n", 0, "xy\n"},
-    {"abcdef\033[3G\033[1K\n", 0, "   def\n"},
-    {"\033]0;title\007text\n", 0, "text\n"},
-    {"\033]2;title\033\\text\n", 0, "text\n"},
-    {"\033]8;;http://x\033\\link\033]8;;\033\\\n", 0, "link\n"},
-    {"\033Pq#0;2;0;0;0#0~~\033\\after\n", 0, "after\n"},
-    {"\033_apc\033\\\033^pm\033\\\033Xsos\033\\ok\n", 0, "ok\n"},
-    {"\033(Bok\033)0\n", 0, "ok\n"},
-    {"\0337saved\0338\033=\033>\033c\033M\n", 0, "saved\n"},
-    {"a\001b\007c\177d\016e\017f\n", 0, "abcdef\n"},
-    {"a\tb\n", 0, "a\tb\n"},
-    {"a\0b\n", 4,
-     "a\xEF\xBF\xBD"
-     "b\n"},
-    {"\xff\xfe!\n", 0, "\xEF\xBF\xBD\xEF\xBF\xBD!\n"},
-    {"\xe4\xbd\n", 0, "\xEF\xBF\xBD\n"},
-    {"\xed\xa0\x80\n", 0, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\n"},
-    {"\033[?25lhidden\033[?25h\033[?2004h\n", 0, "hidden\n"},
-    {"abcdef\033[3Gx\n", 0, "abxdef\n"},
-    {"abcdef\033[G\033[`x\n", 0, "xbcdef\n"},
-    {"ab\033[3Cc\n", 0, "ab   c\n"},
-    {"ab\033[ac\n", 0, "ab c\n"},
-    {"abcd\033[2Dx\n", 0, "abxd\n"},
-    {"abcd\033[9Dx\n", 0, "xbcd\n"},
+    {"plain\n", 0, "plain\n", 0},
+    {"a\r\nb\n", 0, "a\nb\n", 0},
+    {"\r[  0%] x\r[ 50%] x\r[100%] x\n", 0, "[100%] x\n", 0},
+    {"\033[1;32mgreen\033[0m \033[38;5;196mred\033[m\n", 0, "green red\n", 0},
+    {"\033[38:2:255:0:0mrgb\033[0m\n", 0, "rgb\n", 0},
+    {"abc\bd\n", 0, "abd\n", 0},
+    {"abc\b\b\b\bxy\n", 0, "xyc\n", 0},
+    {"long line\rshort\n", 0, "shortline\n", 0},
+    {"long line\r\033[Kshort\n", 0, "short\n", 0},
+    {"long line\r\033[0Kshort\n", 0, "short\n", 0},
+    {"abc\033[2K\rxy\n", 0, "xy\n", 0},
+    {"abcdef\033[3G\033[1K\n", 0, "   def\n", 0},
+    {"\033]0;title\007text\n", 0, "text\n", 0},
+    {"\033]2;title\033\\text\n", 0, "text\n", 0},
+    {"\033]8;;http://x\033\\link\033]8;;\033\\\n", 0, "link\n", 0},
+    {"\033Pq#0;2;0;0;0#0~~\033\\after\n", 0, "after\n", 0},
+    {"\033_apc\033\\\033^pm\033\\\033Xsos\033\\ok\n", 0, "ok\n", 0},
+    {"\033(Bok\033)0\n", 0, "ok\n", 0},
+    {"\0337saved\0338\033=\033>\033c\033M\n", 0, "saved\n", 0},
+    {"a\001b\007c\177d\016e\017f\n", 0, "abcdef\n", 0},
+    {"a\tb\n", 0, "a\tb\n", 0},
+    /* M-MCP-8: NUL is kept, as a character of its line (see term.c). */
+    {"a\0b\n", 4, "a\0b\n", 4},
+    {"\0\0\n", 3, "\0\0\n", 3},
+    {"ab\0\rX\n", 6, "Xb\0\n", 4},
+    {"a\0\bZ\n", 5, "aZ\n", 0},
+    {"\033[3\0"
+     "1mx\0\n",
+     9, "x\0\n", 3},
+    {"\033]0;t\0itle\007y\n", 13, "y\n", 0},
+    {"\0\xff\xc3\xa9\n", 5, "\0\xEF\xBF\xBD\xc3\xa9\n", 7},
+    {"\xff\xfe!\n", 0, "\xEF\xBF\xBD\xEF\xBF\xBD!\n", 0},
+    {"\xe4\xbd\n", 0, "\xEF\xBF\xBD\n", 0},
+    {"\xed\xa0\x80\n", 0, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\n", 0},
+    {"\033[?25lhidden\033[?25h\033[?2004h\n", 0, "hidden\n", 0},
+    {"abcdef\033[3Gx\n", 0, "abxdef\n", 0},
+    {"abcdef\033[G\033[`x\n", 0, "xbcdef\n", 0},
+    {"ab\033[3Cc\n", 0, "ab   c\n", 0},
+    {"ab\033[ac\n", 0, "ab c\n", 0},
+    {"abcd\033[2Dx\n", 0, "abxd\n", 0},
+    {"abcd\033[9Dx\n", 0, "xbcd\n", 0},
     {"\xc2\x9b"
      "31mred\xc2\x9b"
      "0m\n",
-     0, "red\n"},
+     0, "red\n", 0},
     {"\xc2\x9d"
      "0;t\xc2\x9cok\n",
-     0, "ok\n"},
+     0, "ok\n", 0},
     {"a\xc2\x85"
      "b\xc2\x80\n",
-     0, "a\nb\n"},
-    {"a\033Eb\n", 0, "a\nb\n"},
-    {"a\033[Eb\n", 0, "a\nb\n"},
-    {"\033[31\030x\n", 0, "x\n"},
-    {"\033]0;t\032y\n", 0, "y\n"},
-    {"\033[3\n1mz\n", 0, "\nz\n"},
-    {"\033\033[1mb\n", 0, "b\n"},
-    {"\033]0;t\033[1mq\n", 0, "q\n"},
-    {"abcdef\033[3D\033[P\n", 0, "abcef\n"},
-    {"abcdef\033[6D\033[9P\n", 0, "\n"},
-    {"abc\033[2D\033[2@\n", 0, "a  bc\n"},
-    {"abcdef\033[4G\033[2X\n", 0, "abc  f\n"},
-    {"h\xc3\xa9llo\rHE\n", 0, "HEllo\n"},
+     0, "a\nb\n", 0},
+    {"a\033Eb\n", 0, "a\nb\n", 0},
+    {"a\033[Eb\n", 0, "a\nb\n", 0},
+    {"\033[31\030x\n", 0, "x\n", 0},
+    {"\033]0;t\032y\n", 0, "y\n", 0},
+    {"\033[3\n1mz\n", 0, "\nz\n", 0},
+    {"\033\033[1mb\n", 0, "b\n", 0},
+    {"\033]0;t\033[1mq\n", 0, "q\n", 0},
+    {"abcdef\033[3D\033[P\n", 0, "abcef\n", 0},
+    {"abcdef\033[6D\033[9P\n", 0, "\n", 0},
+    {"abc\033[2D\033[2@\n", 0, "a  bc\n", 0},
+    {"abcdef\033[4G\033[2X\n", 0, "abc  f\n", 0},
+    {"h\xc3\xa9llo\rHE\n", 0, "HEllo\n", 0},
     {"\xe2\x96\x88\xe2\x96\x88\r\xe2\x96\x91\n", 0,
-     "\xe2\x96\x91\xe2\x96\x88\n"},
-    {"a\013b\014c\n", 0, "a\nb\nc\n"},
-    {"partial", 0, "partial"},
-    {"x\033[3", 0, "x"},
-    {"x\033]0;never ends", 0, "x"},
-    {"a\033[1Ab\033[2J\033[H\033[5;1Hc\033[1S\n", 0, "abc\n"},
-    {"abc\r\n", 0, "abc\n"},
-    {"\r\r\n\n", 0, "\n\n"},
-    {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n"},
-    {"\033[9999999999Gx\n", 0, NULL}, /* checked below: at the line's end */
-    {"", 0, ""},
+     "\xe2\x96\x91\xe2\x96\x88\n", 0},
+    {"a\013b\014c\n", 0, "a\nb\nc\n", 0},
+    {"partial", 0, "partial", 0},
+    {"x\033[3", 0, "x", 0},
+    {"x\033]0;never ends", 0, "x", 0},
+    {"a\033[1Ab\033[2J\033[H\033[5;1Hc\033[1S\n", 0, "abc\n", 0},
+    {"abc\r\n", 0, "abc\n", 0},
+    {"\r\r\n\n", 0, "\n\n", 0},
+    {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n", 0},
+    {"\033[9999999999Gx\n", 0, NULL, 0}, /* checked below: at the line's end */
+    {"", 0, "", 0},
 };
 
 static void term_run(const char *in, size_t len, size_t split1, size_t split2,
@@ -1327,7 +1449,7 @@ static void term_run(const char *in, size_t len, size_t split1, size_t split2,
 }
 
 static void test_term_table(void **state) {
-  size_t k, i, j, len;
+  size_t k, i, j, len, out_len, n;
   uvt__text_t out;
   char *got;
 
@@ -1336,17 +1458,21 @@ static void test_term_table(void **state) {
     len = c->in_len > 0 ? c->in_len : strlen(c->in);
     if (c->out == NULL)
       continue;
+    out_len = c->out_len > 0 ? c->out_len : strlen(c->out);
     /* Whole, and split in three at every pair of points: reads may end
      * anywhere, and the text must not depend on where. */
     for (i = 0; i <= len; i++) {
       for (j = i; j <= len; j++) {
         uvt__text_init(&out);
         term_run(c->in, len, i, j, &out);
+        n = out.len;
         got = uvt__text_take(&out);
         assert_non_null(got);
-        if (strcmp(got, c->out) != 0)
-          print_error("case %zu split %zu/%zu: got \"%s\"\n", k, i, j, got);
-        assert_string_equal(got, c->out);
+        if (out_len != n || memcmp(got, c->out, out_len) != 0)
+          print_error("case %zu split %zu/%zu: got \"%s\" (%zu bytes)\n", k, i,
+                      j, got, n);
+        assert_int_equal(n, out_len);
+        assert_memory_equal(got, c->out, out_len);
         uvt__tools_free(got);
       }
     }
@@ -1775,6 +1901,7 @@ int main(void) {
       cmocka_unit_test(test_tool_errors),
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_utf8_repair),
+      cmocka_unit_test(test_nul_kept),
       cmocka_unit_test(test_attach_detach),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_run_in_background),

@@ -11,25 +11,30 @@
  *   task_list          (none)                   -> one line per visible task
  *   task_kill          task_id, reason?         -> what happened, status line
  *
- * Every result is one text, valid UTF-8 without NUL bytes (invalid
- * sequences and NULs of command output become U+FFFD).  Texts that concern
- * one task end with its status line, `[status: S]` or `[status: S, DETAIL]`
+ * Every result is one text of valid UTF-8 (invalid sequences of command
+ * output become U+FFFD).  The NUL bytes of command output are kept: a
+ * result may hold NULs, so its length is uvt_tools_call_t.len, never
+ * strlen() (M-MCP-8: uvtasks-mcp sends them in JSON as \u0000; a host
+ * that wants C strings replaces them itself).  Texts that concern one
+ * task end with its status line, `[status: S]` or `[status: S, DETAIL]`
  * ("[status: completed, exit code: 0]").
  *
  * Output is shown as text for a model (M-TOOLS-7): no terminal escape
  * sequences (colours, cursor moves, titles, hyperlinks) and no stray
- * control characters other than newline and tab; carriage returns,
- * backspaces, erase-in-line and horizontal cursor moves are applied to the
- * line they are on, so a progress bar shows its last state, not every
- * frame.  The filter keeps its state per task between reads (a read may
- * end inside an escape sequence or in a line being redrawn): a line still
- * being written when a read ends is shown as it is then, and shown again,
- * whole, by the next read if it changed.  Sequences that move to another
- * row are dropped (a multi-line redraw shows each frame).  Within one read
- * of a process task, a stdout line cut off by stderr output counts as
- * ended.  The raw bytes are what uvt_read() returns; a host that reads a
- * task itself bypasses the filter (and the tools' state for that task no
- * longer matches: mix the two only with care).
+ * control characters other than newline, tab and NUL (kept, above: it is
+ * no formatting, and it tells that binary data went by); carriage
+ * returns, backspaces, erase-in-line and horizontal cursor moves are
+ * applied to the line they are on, so a progress bar shows its last
+ * state, not every frame.  The filter keeps its state per task between
+ * reads (a read may end inside an escape sequence or in a line being
+ * redrawn): a line still being written when a read ends is shown as it is
+ * then, and shown again, whole, by the next read if it changed.
+ * Sequences that move to another row are dropped (a multi-line redraw
+ * shows each frame).  Within one read of a process task, a stdout line
+ * cut off by stderr output counts as ended.  The raw bytes are what
+ * uvt_read() returns; a host that reads a task itself bypasses the filter
+ * (and the tools' state for that task no longer matches: mix the two only
+ * with care).
  *
  * One result carries at most `max_bytes` bytes of output (M-TOOLS-8): a
  * larger read keeps its head (2/5) and its tail (3/5, where errors and
@@ -86,7 +91,8 @@ typedef struct uvt_tools_s uvt_tools_t;
 typedef struct uvt_tools_call_s uvt_tools_call_t;
 
 /* A completion notice: `owner` is the exact agent owning the task, `text`
- * one line (no newline), valid for the callback only. */
+ * one line of valid UTF-8 (a C string: no newline, no NUL inside), valid
+ * for the callback only. */
 typedef void (*uvt_tools_notice_cb)(uvt_tools_t *tools, uvt_agent_t *owner,
                                     const char *text);
 
@@ -186,8 +192,10 @@ struct uvt_tools_call_s {
   void *data;
   /* read-only, valid from the callback until uvt_tools_call_cleanup() */
   uvt_tools_t *tools;
-  char *text;   /* the result: NUL-terminated, valid UTF-8, no NUL inside */
-  size_t len;   /* strlen(text) */
+  char *text;   /* the result: `len` bytes of valid UTF-8, then a NUL; it
+                   may hold NUL bytes of command output (M-MCP-8), so use
+                   `len`, not strlen() */
+  size_t len;   /* bytes of text, without the terminating NUL */
   int is_error; /* 1 when the tool failed (unknown task, bad arguments...) */
   /* private */
   uvt_tools_call_cb cb_;
@@ -340,8 +348,9 @@ UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 /* M-MCP-5: how a pending call is doing, for progress reports: the last
  * line of output of the task it is about (run_command's command, or the
  * task a task_output waits for) written to `line` as one line of valid
- * UTF-8 (control characters become spaces; cut at a character boundary
- * and marked "..." beyond `size` - 1 bytes), "" when there is none yet.
+ * UTF-8 (control characters become spaces, a NUL byte ends it; cut at a
+ * character boundary and marked "..." beyond `size` - 1 bytes), "" when
+ * there is none yet.
  * Nothing is consumed: the call's result and later reads still show it.
  * (SPEC names no function for this; uvtasks-mcp needs it for
  * notifications/progress.)

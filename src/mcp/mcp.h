@@ -264,10 +264,12 @@ void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result);
 /* Answer with an error; `id` NULL means null. */
 void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
                    const char *message);
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed; NUL
+ * bytes are kept (sent as \u0000, M-MCP-8). */
 json_t *mcp_rpc_string(const char *s, size_t len);
-/* A CallToolResult of one text block; `notices` nonzero puts the pending
- * notices first (and spends them). */
+/* A CallToolResult of one text block of `len` bytes (a tool's text may
+ * hold NULs); `notices` nonzero puts the pending notices first (and spends
+ * them). */
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices);
 void mcp_rpc_call_free(mcp_call_t *call);

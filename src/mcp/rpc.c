@@ -1,7 +1,9 @@
 /* JSON-RPC 2.0 and the MCP methods of uvtasks-mcp (M-MCP-1..3).  Every
  * message is parsed and built with jansson; every text put into a message
  * is valid UTF-8 (the tools' results are, and anything else is repaired
- * first). */
+ * first).  A tool result may hold NUL bytes of command output: it is
+ * handled by its length throughout, and jansson writes each NUL as \u0000
+ * (M-MCP-8). */
 #include "mcp.h"
 
 #include <signal.h>
@@ -25,7 +27,9 @@ static const char *const log_levels[] = {
 
 static const char server_instructions[] =
     "Runs shell commands. run_command runs one in the foreground and "
-    "returns its output when it ends. For background work, start one with "
+    "returns its output when it ends; one still running after its yield "
+    "(yield_ms) goes on in the background and the result names its id. "
+    "For background work, start one with "
     "run_in_background (it returns an id such as bash-1), read what it "
     "printed since your last read with task_output (wait: true waits for "
     "the end), see every task with task_list, stop one with task_kill. "
@@ -36,7 +40,8 @@ static const char server_instructions[] =
 /* ---------------------------------------------------------------------- */
 /* Sending                                                                 */
 
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+/* A JSON string of `len` bytes (NULs included), repaired to valid UTF-8 if
+ * needed. */
 json_t *mcp_rpc_string(const char *s, size_t len) {
   uvt__text_t t;
   json_t *j;
@@ -104,9 +109,10 @@ void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
   mcp_rpc_send(server, msg);
 }
 
-/* An error answer; `id` NULL means the request's id is unknown (null). */
-void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
-                   const char *message) {
+/* An error answer whose message is `len` bytes (a tool's text may hold
+ * NULs); `id` NULL means the request's id is unknown (null). */
+static void rpc_error_len(mcp_server_t *server, json_t *id, int code,
+                          const char *message, size_t len) {
   json_t *msg = json_object();
   json_t *err = json_object();
 
@@ -116,11 +122,16 @@ void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
     return;
   }
   json_object_set_new(err, "code", json_integer(code));
-  json_object_set_new(err, "message", mcp_rpc_string(message, strlen(message)));
+  json_object_set_new(err, "message", mcp_rpc_string(message, len));
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set(msg, "id", id != NULL ? id : json_null());
   json_object_set_new(msg, "error", err);
   mcp_rpc_send(server, msg);
+}
+
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message) {
+  rpc_error_len(server, id, code, message, strlen(message));
 }
 
 /* An error answer with `data` (released). */
@@ -396,7 +407,7 @@ static void call_answer(mcp_call_t *call, int status) {
     return;
   }
   if (call->task_errors && req->is_error) {
-    mcp_rpc_error(server, call->id, RPC_INVALID_PARAMS, req->text);
+    rpc_error_len(server, call->id, RPC_INVALID_PARAMS, req->text, req->len);
     return;
   }
   result = mcp_rpc_tool_result(server, req->text, req->len, req->is_error, 1);
@@ -451,31 +462,49 @@ static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
   return 0;
 }
 
-/* Read an optional timeout_ms: a whole number of at least 1; more than
- * any cap is capped by the tool.  Returns 0, or -1 after answering. */
-static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
-                       const char *tool, int64_t *out) {
-  json_t *v = json_object_get(args, "timeout_ms");
-  char buf[160];
+/* Read an optional whole-number argument `key` of at least `min` (JSON
+ * integers, and reals with no fraction; values beyond int64 are
+ * INT64_MAX, which every tool caps); `what` names its unit in the error.
+ * Left alone when not given.  Returns 0, or -1 after answering. */
+static int arg_whole(mcp_server_t *server, json_t *id, json_t *args,
+                     const char *tool, const char *key, int64_t min,
+                     const char *what, int64_t *out) {
+  json_t *v = json_object_get(args, key);
+  double d;
+  char buf[200];
 
   if (v == NULL || json_is_null(v))
     return 0;
-  if (json_is_integer(v) && json_integer_value(v) >= 1) {
+  if (json_is_integer(v) && json_integer_value(v) >= min) {
     *out = (int64_t)json_integer_value(v);
     return 0;
   }
-  if (json_is_real(v) && json_real_value(v) >= 1 &&
-      (json_real_value(v) >= 9e18 ||
-       json_real_value(v) == (double)(int64_t)json_real_value(v))) {
-    *out = json_real_value(v) >= 9e18 ? INT64_MAX : (int64_t)json_real_value(v);
-    return 0;
+  if (json_is_real(v)) {
+    d = json_real_value(v);
+    if (d >= (double)min && (d >= 9e18 || d == (double)(int64_t)d)) {
+      *out = d >= 9e18 ? INT64_MAX : (int64_t)d;
+      return 0;
+    }
   }
   snprintf(buf, sizeof(buf),
-           "%s: timeout_ms must be a whole number of milliseconds, at "
-           "least 1.",
-           tool);
+           "%s: %s must be a whole number of %s, at least %lld.", tool, key,
+           what, (long long)min);
   tool_error_result(server, id, buf);
   return -1;
+}
+
+/* timeout_ms: at least 1; more than any cap is capped by the tool. */
+static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
+                       const char *tool, int64_t *out) {
+  return arg_whole(server, id, args, tool, "timeout_ms", 1, "milliseconds",
+                   out);
+}
+
+/* max_bytes (M-TOOLS-8): at least 1 (the tools raise small ones to
+ * UVT_TOOLS_MAX_BYTES_MIN). */
+static int arg_max_bytes(mcp_server_t *server, json_t *id, json_t *args,
+                         const char *tool, int64_t *out) {
+  return arg_whole(server, id, args, tool, "max_bytes", 1, "bytes", out);
 }
 
 /* params.task of a tools/call (MCP Tasks).  Returns 1 if the call is to run
@@ -572,8 +601,17 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   } else if (strcmp(name, "run_command") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
         arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
-        arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+        arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+        arg_whole(server, id, args, name, "yield_ms", 0, "milliseconds",
+                  &a.yield_ms) != 0 ||
+        arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
       goto out;
+    /* M-TOOLS-6: a task's result is the command's end (tasks/result,
+     * 2026 tasks/get), so a task-augmented call never yields: the task
+     * itself is the "goes on in the background" (a yield_ms given is
+     * checked, then has no effect). */
+    if (as_task)
+      a.yield_ms = 0;
   } else if (strcmp(name, "task_output") == 0 ||
              strcmp(name, "task_kill") == 0) {
     if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
@@ -601,7 +639,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
         }
         a.wait = json_is_true(v);
       }
-      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+          arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
         goto out;
     }
   }

@@ -6,8 +6,13 @@
  * show on that line once the writing stopped: escape sequences are taken
  * out, "\r" and "\b" move the cursor and later characters overwrite earlier
  * ones, erase-in-line and the horizontal cursor moves are applied, and stray
- * control characters are dropped.  Invalid UTF-8 and NUL become U+FFFD, as
- * everywhere in the tool surface.
+ * control characters are dropped.  Invalid UTF-8 becomes U+FFFD, as
+ * everywhere in the tool surface.  NUL is the exception among the controls:
+ * a terminal shows nothing for it, but it is no formatting a model needs
+ * erased, it says binary data went by, and M-MCP-8 has uvtasks-mcp send
+ * it as \u0000; so outside escape sequences a NUL is kept as a character
+ * of its line (a result may hold NUL bytes; its length is what counts).
+ * Inside a sequence it is ignored, as a terminal does, like the sequence.
  *
  * Why a small filter and not libvterm: libvterm is a screen model (a grid
  * of rows and columns with scrollback).  It is the right tool for
@@ -312,7 +317,8 @@ static int term_c0(uvt__term_t *s, uint32_t cp, uvt__text_t *out) {
     s->state = T_GROUND;
     break;
   default:
-    /* NUL, BEL, DEL, shifts and the rest: a terminal shows nothing. */
+    /* BEL, DEL, shifts, NUL inside a sequence and the rest: a terminal
+     * shows nothing. */
     break;
   }
   return 1;
@@ -355,9 +361,9 @@ static void term_c1(uvt__term_t *s, uint32_t cp, uvt__text_t *out) {
 static void term_ground(uvt__term_t *s, uint32_t cp, uint32_t cell,
                         uvt__text_t *out) {
   if (cp == 0) {
-    /* NUL is shown as U+FFFD, as everywhere in the tool surface: a model
-     * should see that binary data went by. */
-    line_put(s, CELL_REPLACEMENT, out);
+    /* Kept, as a character (see the file comment): a model should see that
+     * binary data went by, and the host decides how to show it. */
+    line_put(s, 0, out);
     return;
   }
   if (term_c0(s, cp, out))

@@ -110,8 +110,8 @@ int uvt__utf8_seq(const unsigned char *s, size_t n) {
   int need;
   int i;
 
-  if (c == 0)
-    return -1;
+  /* ASCII, NUL included: U+0000 is valid UTF-8, and the tool surface keeps
+   * the NUL bytes of output (M-MCP-8: a JSON host sends them as \u0000). */
   if (c < 0x80)
     return 1;
   if (c < 0xC2 || c > 0xF4)

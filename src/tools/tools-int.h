@@ -9,8 +9,10 @@
 #include "uvtasks.h"
 #include "uvtasks/tools.h"
 
-/* A growable NUL-terminated text.  `err` latches the first allocation
- * failure so a sequence of appends can be checked once at the end. */
+/* A growable text, kept NUL-terminated; it may hold NUL bytes of its own
+ * (command output), so `len` is its length, not strlen().  `err` latches
+ * the first allocation failure so a sequence of appends can be checked
+ * once at the end. */
 typedef struct {
   char *base;
   size_t len;
@@ -30,19 +32,19 @@ void uvt__text_printf(uvt__text_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Append `len` bytes as valid UTF-8: each maximal invalid subpart and each
- * NUL becomes U+FFFD. */
+/* Append `len` bytes as valid UTF-8: each maximal invalid subpart becomes
+ * U+FFFD; NUL bytes are valid (U+0000) and kept. */
 void uvt__text_utf8(uvt__text_t *t, const char *bytes, size_t len);
-/* Append `s` on one line: control characters become spaces, invalid UTF-8
- * becomes U+FFFD, and more than `max_bytes` bytes are cut at a character
- * boundary and marked with "...". */
+/* Append the C string `s` on one line: control characters become spaces,
+ * invalid UTF-8 becomes U+FFFD, and more than `max_bytes` bytes are cut at
+ * a character boundary and marked with "...". */
 void uvt__text_oneline(uvt__text_t *t, const char *s, size_t max_bytes);
 /* Append the status line of `snap`: "[status: S]" or "[status: S, DETAIL]". */
 void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap);
 
 /* Length of the well-formed UTF-8 sequence at `s` (1-4), or, if it is not
  * well formed, minus the length of its maximal invalid subpart (-1..-3).
- * `n` > 0.  NUL counts as invalid. */
+ * `n` > 0.  NUL is a well-formed sequence of 1. */
 int uvt__utf8_seq(const unsigned char *s, size_t n);
 
 /* Append `len` bytes of output so that at most `max_bytes` bytes are

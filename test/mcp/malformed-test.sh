@@ -365,6 +365,47 @@ exec {SRV_IN}>&-
 wait "$srv" || true
 if [ "$status_seen" = 1 ]; then ok "M-MCP-8: one status notification for the cancel"; else bad "M-MCP-8: one status notification for the cancel, got $status_seen"; fi
 
+# M-TOOLS-6: a task's result is the command's end: a run_command of the
+# 2026 Tasks extension never yields, whatever --yield-ms says.  M-MCP-8:
+# NUL bytes of output travel as \u0000 on the wire.  M-MCP-3: per-call
+# yield_ms and max_bytes as JSON numbers (integers, and reals without a
+# fraction) on the wire; anything else is a tool error.
+start_server --yield-ms 200
+check "yield: a 2026 task-augmented run_command" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo early; sleep 1; echo late"},'"$TMETA"'}}' 1 '"taskId":"bash-1"' '"resultType":"task"'
+for _ in $(seq 1 100); do
+  send '{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"bash-1",'"$TMETA"'}}'
+  expect_id 2 || break
+  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
+  sleep 0.1
+done
+case $REPLY_LINE in
+  *'"status":"completed"'*'"text":"early\nlate\n[status: completed, exit code: 0]"'*) ok "yield: the 2026 task's result is the command's end, not its yield" ;;
+  *) bad "yield: the 2026 task's result is the command's end, not its yield" "$REPLY_LINE" ;;
+esac
+check "M-MCP-8: a 2026 task's result carries NULs as \\u0000" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"printf '"'"'t\\000k\\n'"'"'"},'"$TMETA"'}}' 10 '"taskId":"bash-2"'
+for _ in $(seq 1 100); do
+  send '{"jsonrpc":"2.0","id":11,"method":"tasks/get","params":{"taskId":"bash-2",'"$TMETA"'}}'
+  expect_id 11 || break
+  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
+  sleep 0.1
+done
+case $REPLY_LINE in
+  *'"text":"t\u0000k\n[status: completed, exit code: 0]"'*) ok "M-MCP-8: ... in tasks/get" ;;
+  *) bad "M-MCP-8: ... in tasks/get" "$REPLY_LINE" ;;
+esac
+check "M-MCP-8: a NUL in output is \\u0000 in the JSON" '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"printf '"'"'a\\000b\\n'"'"'","yield_ms":0},'"$META"'}}' \
+  12 '"text":"a\u0000b\n[status: completed, exit code: 0]"'
+check "yield: a plain 2026 run_command yields" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},'"$META"'}}' 3 'it goes on in the background as bash-4' '[status: running]"' '"isError":false'
+check "yield_ms 0.0 runs to the end" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 0.5; echo whole","yield_ms":0.0},'"$META"'}}' 4 '"text":"whole\n[status: completed, exit code: 0]"'
+check "yield_ms 1e30 is a yield longer than any run" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 0.5; echo long","yield_ms":1e30},'"$META"'}}' 5 '"text":"long\n[status: completed, exit code: 0]"'
+check "yield_ms -0.5 is a tool error" '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","yield_ms":-0.5},'"$META"'}}' 6 '"isError":true' 'yield_ms must be a whole number of milliseconds, at least 0.'
+check "max_bytes 3e2 is 300" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":3e2},'"$META"'}}' 7 '"text":"1\n2\n' 'lines) left out ...]\n' '\n2000\n[status: completed, exit code: 0]"'
+check "max_bytes 1e30 shows everything" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":1e30},'"$META"'}}' 8 '\n1000\n1001\n'
+check "max_bytes 0.5 is a tool error" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","max_bytes":0.5},'"$META"'}}' 9 '"isError":true' 'task_output: max_bytes must be a whole number of bytes, at least 1.'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
 # M-MCP-8: a client that stops reading: the server stops reading its
 # requests (the writer blocks) instead of queueing answers without bound;
 # once the client reads again, every answer arrives.

@@ -117,6 +117,34 @@ try {
   try { await call('no_such_tool', {}); } catch (e) { code = e.code; }
   check('an unknown tool is -32602', code === -32602, code);
 
+  // M-TOOLS-6..8 for a 2026 client: per-call yield_ms and max_bytes, and
+  // text for a model (C-36).
+  res = await call('run_command', { command: 'echo early; exec sleep 30', yield_ms: 300 });
+  const y1 = (/it goes on in the background as (bash-\d+): /.exec(textOf(res)) || [])[1];
+  check('M-TOOLS-6: a per-call yield_ms promotes the command',
+    !res.isError && bodyOf(textOf(res)).startsWith('early\n') && !!y1 && textOf(res).endsWith('[status: running]'), res);
+  res = await call('task_kill', { task_id: y1 });
+  check('and task_kill stops it', textOf(res).includes(`Stop of ${y1} requested`), res);
+  res = await call('run_command', { command: 'seq 1 2000', max_bytes: 500 });
+  const cut = /\n\[\.\.\. (\d+) bytes \((\d+) lines\) left out \.\.\.\]\n/.exec(textOf(res));
+  check('M-TOOLS-8: a per-call max_bytes cuts the result to its head and tail',
+    bodyOf(textOf(res)).startsWith('1\n2\n') && !!cut && textOf(res).endsWith('\n2000\n[status: completed, exit code: 0]') &&
+      Buffer.byteLength(bodyOf(textOf(res))) <= 500 + '[status: completed, exit code: 0]'.length, res);
+  res = await call('run_command', { command: 'true', yield_ms: 'soon' });
+  check('M-MCP-3: a yield_ms of the wrong type is a tool error',
+    res.isError === true && textOf(res).includes('yield_ms must be a whole number'), res);
+  res = await call('run_command', { command: 'true', max_bytes: -1 });
+  check('M-MCP-3: a negative max_bytes is a tool error',
+    res.isError === true && textOf(res).includes('max_bytes must be a whole number'), res);
+  res = await call('run_command', {
+    command: "for i in $(seq 1 500); do printf '\\r[%3d%%] \\033[32mbuilding\\033[0m' $((i/5)); done; echo; echo built",
+  });
+  check('C-36: the progress bar arrives as its last state, no ESC, no \\r',
+    bodyOf(textOf(res)) === '[100%] building\nbuilt\n[status: completed, exit code: 0]', res);
+  res = await call('run_command', { command: "printf 'a\\000b\\n'" });
+  check('M-MCP-8: a NUL of the output arrives as U+0000',
+    bodyOf(textOf(res)) === 'a\u0000b\n[status: completed, exit code: 0]', res);
+
   await client.close();
   const d = Date.now() + 8000;
   while (Date.now() < d && alive(serverPid)) await sleep(50);
