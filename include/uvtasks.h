@@ -54,6 +54,8 @@
 
 #include <uv.h>
 
+#include "uvtasks/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -64,10 +66,15 @@ extern "C" {
 #define UVT_EXTERN
 #endif
 
-#define UVT_VERSION_MAJOR 0
-#define UVT_VERSION_MINOR 1
-#define UVT_VERSION_PATCH 0
-#define UVT_VERSION_STRING "0.1.0"
+/* The version of the library the program runs against, packed as
+ * UVT_VERSION_HEX is ((major << 16) | (minor << 8) | patch), like
+ * uv_version().  Compare it with UVT_VERSION_HEX (uvtasks/version.h, the
+ * version compiled against) to detect a mismatched shared library.
+ * Thread: any. */
+UVT_EXTERN unsigned int uvt_version(void);
+
+/* The same as "major.minor.patch".  Returns a static string.  Thread: any. */
+UVT_EXTERN const char *uvt_version_string(void);
 
 /* Buffer size for a task id, NUL included: a kind of at most 64 bytes, '-',
  * and a decimal counter of at most 20 digits. */
