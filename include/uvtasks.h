@@ -17,8 +17,19 @@
  *  - A function that takes a callback never runs it on an error return;
  *    otherwise it runs it exactly once, and never inside the call itself.
  *  - Handles the host embeds (uvt_agent_t, uvt_surface_t, uvt_listener_t,
- *    uvt_wait_t) are caller-allocated with a public `data` field; the other
- *    fields are read-only or private.  They must not move while registered.
+ *    uvt_watch_t, uvt_wait_t) are caller-allocated with a public `data`
+ *    field; the other fields are read-only or private.  They must not move
+ *    while in use.  A handle is in use from a successful register, attach,
+ *    start or wait until the library gives it back: detach, stop, the
+ *    dispose callback, the wait callback, or registry close (which gives
+ *    back every handle it detaches or stops).  Using a handle that is in
+ *    use gives UV_EBUSY and changes nothing (R-BUSY-1).
+ *  - Zero a handle before its first use (memset, `= {0}`, calloc); after
+ *    that, reuse it as the library gave it back.  The library tells "in
+ *    use" from a state field of its own that holds distinctive tags (not 0
+ *    or 1) together with the registry the handle names, so a zeroed or
+ *    given-back handle always reads as free, and it never trusts a flag
+ *    that happens to be 1.  Memory that was never zeroed is not a handle.
  *  - Every snapshot handed to the host is its own copy (free it with
  *    uvt_snapshot_cleanup()); one handed to a callback is valid for that
  *    callback only (copy it with uvt_snapshot_copy() to keep it).
@@ -40,10 +51,12 @@
  *    dispatch skip another listener; R-CLOSE-1 says no listener runs once
  *    close began.  The second wins: listeners after the one that closed
  *    are not called for that record (nor for any later one).
- *  - Starting, attaching or registering a handle that is already active,
- *    or submitting a wait request that is pending, is undefined, as for
- *    libuv handles and requests: the library never reads caller memory to
- *    guess whether it was initialised.
+ *  - R-BUSY-1 replaced the v1 rule that starting a handle already in use
+ *    was undefined "as for libuv handles": a pending uvt_wait_t submitted
+ *    again made the loop spin (C-23).  Handles now carry state tags, and
+ *    that costs hosts one thing libuv does not ask: zeroing before the
+ *    first use.  A handle in use with another registry is refused too
+ *    (UV_EBUSY): its links are in that registry's lists.
  */
 #ifndef UVTASKS_H
 #define UVTASKS_H
@@ -400,9 +413,8 @@ UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
 /* Declare that a control surface exists; uvt_start() refuses work while no
  * surface is attached.  Each attach counts on its own.
- * Returns 0, UV_EINVAL (NULL argument or empty name), UVT_ECLOSING,
- * UV_ENOMEM.  As with libuv handles, attaching a surface that is attached
- * is undefined: the library does not read the caller's memory to guess.
+ * Returns 0, UV_EINVAL (NULL argument or empty name), UV_EBUSY (`s` is
+ * attached, R-BUSY-1), UVT_ECLOSING, UV_ENOMEM.
  * Ownership: `name` is copied.  Thread: loop thread. */
 UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
@@ -416,9 +428,10 @@ UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 /* Agents (R-OWN-*, R-AGENT-*)                                             */
 
 /* Register `a` under `agent_id` in session `session_id`.
- * Returns 0, UV_EINVAL (NULL or empty argument), UV_EEXIST (an agent with
- * that id is registered, R-OWN-3), UVT_ECLOSING, UV_ENOMEM.  Registering
- * an object that is registered is undefined, as for libuv handles.
+ * Returns 0, UV_EINVAL (NULL or empty argument), UV_EBUSY (`a` is in use:
+ * registered, disposing, or its dispose callback has not run yet;
+ * R-BUSY-1), UVT_ECLOSING, UV_EEXIST (an agent with that id is registered,
+ * R-OWN-3), UV_ENOMEM.
  * Ownership: both strings are copied; a->id and a->session point at the
  * copies until disposal completes.  Thread: loop thread. */
 UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
@@ -431,10 +444,10 @@ UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
  * call `cb(a)`.  Only tasks owned by this exact agent object are drained
  * (R-AGENT-2).  After the registry closed, it only calls `cb`.
  *
- * Returns 0, UV_EINVAL (not registered: never, or already disposed),
- * UVT_ECLOSING (dispose already requested; `cb` will not run for this
- * call), UV_ENOMEM (only after the registry closed).  `a` must have been
- * passed to uvt_agent_register() once.  `cb` may be NULL.
+ * Returns 0, UV_EINVAL (NULL, or not registered: never, or already
+ * disposed), UVT_ECLOSING (dispose already requested and its callback not
+ * run yet; `cb` will not run for this call), UV_ENOMEM (only after the
+ * registry closed).  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call.  `a` may be
  * freed or registered again from `cb` on.
  * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */
@@ -445,8 +458,8 @@ UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
 
 /* Call `cb` once for every task record that becomes terminal from now on,
  * with its terminal snapshot and its owner (the exact agent, or NULL).
- * Returns 0, UV_EINVAL, UVT_ECLOSING.  Starting a started listener is
- * undefined, as for libuv handles.
+ * Returns 0, UV_EINVAL (NULL argument), UV_EBUSY (`l` is started,
+ * R-BUSY-1), UVT_ECLOSING.
  * Callback: on the loop thread; listeners run in start order, after the
  * record is final and before wait callbacks; a listener started during a
  * dispatch is not called for it; none runs once registry close began.
@@ -468,8 +481,8 @@ UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
  * (`dropped` = 1, the record's last snapshot).  The feed is host-level: it
  * sees every session's tasks, so a surface that forwards it filters by
  * owner_session itself.
- * Returns 0, UV_EINVAL, UVT_ECLOSING (starting a started watcher is
- * undefined).
+ * Returns 0, UV_EINVAL (NULL argument), UV_EBUSY (`w` is started,
+ * R-BUSY-1), UVT_ECLOSING.
  * Callback: on the loop thread, in the order the transitions happened,
  * never inside the call that caused them; a terminal transition reaches
  * watchers after the listeners (R-DONE-3); containment as for listeners
@@ -632,9 +645,10 @@ UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
 
 /* Wait for a task to end, at most `timeout_ms` milliseconds from this call
  * (R-WAIT-1..7).
- * Returns 0, UV_EINVAL (NULL argument, timeout 0), UVT_ENOTASK,
- * UVT_EFOREIGN, UVT_ECLOSING.  Submitting a request that is still pending
- * is undefined, as for libuv requests; reuse it from its callback on.
+ * Returns 0, UV_EINVAL (NULL argument, timeout 0), UV_EBUSY (`req` is
+ * pending: its callback has not run yet, C-23, R-BUSY-1), UVT_ENOTASK,
+ * UVT_EFOREIGN, UVT_ECLOSING; checked in that order, except that the
+ * timeout is checked after the id (R-WAIT-1).
  * Callback: once, never inside this call, with
  *   status 0 and the terminal snapshot (marked reported), or
  *   UVT_EWAITTIMEOUT and the live snapshot (task and `reported` untouched),

@@ -205,11 +205,11 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
   }
   while ((n = uvt__list_pop(&reg->listeners)) != NULL) {
     uvt_listener_t *l = uvt__container_of(n, uvt_listener_t, link_);
-    l->active_ = 0;
+    l->active_ = UVT__LISTENER_STOPPED;
   }
   while ((n = uvt__list_pop(&reg->watchers)) != NULL) {
     uvt_watch_t *w = uvt__container_of(n, uvt_watch_t, link_);
-    w->active_ = 0;
+    w->active_ = UVT__WATCH_STOPPED;
   }
   uvt__index_free(&reg->tasks_by_id);
   uvt__index_free(&reg->agents_by_id);

@@ -233,20 +233,54 @@ static inline const char *uvt__task_kind(const uvt_task_t *t) {
   return (const char *)(t + 1);
 }
 
+/* ---- State tags of the caller-allocated handles (R-BUSY-1).  A handle
+ * is in use when its state field holds one of the in-use tags below and it
+ * names a registry; a zeroed handle (state 0) or one we gave back (a
+ * "free" tag) is free.  The values are distinctive so that a field of
+ * memory we never wrote is unlikely to read as "in use" by chance; hosts
+ * still must zero handles before their first use (the header says so). */
+#define UVT__TAG(n) ((int)(0x75740000 + (n))) /* "ut" and a number */
+
 enum {
-  UVT__AGENT_IDLE = 0,
-  UVT__AGENT_REGISTERED,
-  UVT__AGENT_DISPOSING,
-  UVT__AGENT_DETACHED /* the registry closed under it */
+  UVT__AGENT_IDLE = UVT__TAG(0x10), /* free: disposed, callback done */
+  UVT__AGENT_REGISTERED = UVT__TAG(0x11),
+  UVT__AGENT_DISPOSING = UVT__TAG(0x12),
+  UVT__AGENT_DONE = UVT__TAG(0x13),       /* disposed, callback to come */
+  UVT__AGENT_DETACHED = UVT__TAG(0x14),   /* the registry closed under it */
+  UVT__AGENT_DETACHED_CB = UVT__TAG(0x15) /* disposed after that: cb due */
 };
 
 enum {
-  UVT__WAIT_IDLE = 0,
-  UVT__WAIT_PENDING, /* on task->waits with a deadline */
-  UVT__WAIT_COUNTED, /* still on task->waits: dispatch delivers status 0 */
-  UVT__WAIT_DUE,     /* on reg->deferred: delivered in the next drain */
-  UVT__WAIT_EXPIRED  /* collected by the deadline sweep */
+  UVT__WAIT_IDLE = UVT__TAG(0x20),    /* free */
+  UVT__WAIT_PENDING = UVT__TAG(0x21), /* on task->waits with a deadline */
+  UVT__WAIT_COUNTED = UVT__TAG(0x22), /* on task->waits: status 0 due */
+  UVT__WAIT_DUE = UVT__TAG(0x23),     /* on reg->deferred: next drain */
+  UVT__WAIT_EXPIRED = UVT__TAG(0x24)  /* collected by the deadline sweep */
 };
+
+enum {
+  UVT__SURFACE_DETACHED = UVT__TAG(0x30),
+  UVT__SURFACE_ATTACHED = UVT__TAG(0x31),
+  UVT__LISTENER_STOPPED = UVT__TAG(0x40),
+  UVT__LISTENER_ACTIVE = UVT__TAG(0x41),
+  UVT__WATCH_STOPPED = UVT__TAG(0x50),
+  UVT__WATCH_ACTIVE = UVT__TAG(0x51)
+};
+
+static inline int uvt__agent_in_use(const uvt_agent_t *a) {
+  if (a->state_ == UVT__AGENT_DETACHED_CB)
+    return 1; /* its registry is gone; our idle handle still holds it */
+  return a->registry != NULL &&
+         (a->state_ == UVT__AGENT_REGISTERED ||
+          a->state_ == UVT__AGENT_DISPOSING || a->state_ == UVT__AGENT_DONE);
+}
+
+static inline int uvt__wait_in_use(const uvt_wait_t *req) {
+  return req->registry != NULL &&
+         (req->state_ == UVT__WAIT_PENDING ||
+          req->state_ == UVT__WAIT_COUNTED || req->state_ == UVT__WAIT_DUE ||
+          req->state_ == UVT__WAIT_EXPIRED);
+}
 
 struct uvt_registry_s {
   uv_loop_t *loop;

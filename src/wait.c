@@ -14,6 +14,10 @@ int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
 
   if (reg == NULL || req == NULL || id == NULL || cb == NULL)
     return UV_EINVAL;
+  /* R-BUSY-1: a pending request is linked into our lists and the deadline
+   * heap; resetting it would corrupt both (C-23: the loop then spun). */
+  if (uvt__wait_in_use(req))
+    return UV_EBUSY;
   /* R-WAIT-1: unknown or foreign id first, then the timeout. */
   err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
@@ -48,7 +52,7 @@ int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
 
 int uvt_wait_abort(uvt_wait_t *req) {
   uvt_registry_t *reg;
-  if (req == NULL)
+  if (req == NULL || !uvt__wait_in_use(req))
     return UV_EINVAL;
   switch (req->state_) {
   case UVT__WAIT_PENDING:

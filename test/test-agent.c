@@ -442,7 +442,7 @@ static void closed_cb(void *data) {
 static void agent_dispose_after_registry_close(void **state) {
   uv_loop_t loop;
   uvt_registry_t *reg;
-  uvt_surface_t s;
+  uvt_surface_t s = {0};
   arec_t a, b;
   lrec_t l;
   fake_t t;

@@ -183,7 +183,7 @@ static void registry_list(void **state) {
   fixture_t f;
   fake_t fk[8];
   arec_t a, b, c, d;
-  uvt_agent_t never;
+  uvt_agent_t never = {0};
   char id[UVT_ID_MAX];
   static const char *const for_s1[] = {"l-1", "l-2", "l-4", "l-5", "l-6"};
   static const char *const for_s2[] = {"l-1", "l-3", "l-5", "l-6"};
@@ -431,7 +431,7 @@ static void registry_fence(void **state) {
   fixture_t f;
   fake_t owned[3], open[6];
   arec_t a, b, c, d;
-  uvt_agent_t never;
+  uvt_agent_t never = {0};
   char oid[3][UVT_ID_MAX], uid[6][UVT_ID_MAX];
   int i;
   (void)state;
@@ -813,7 +813,7 @@ static void registry_print(void **state) {
   fixture_t f;
   fake_t fk, fk2;
   arec_t a;
-  uvt_surface_t s2;
+  uvt_surface_t s2 = {0};
   lrec_t l;
   wrec_t w;
   char id[UVT_ID_MAX], id2[UVT_ID_MAX];
@@ -905,7 +905,7 @@ static void registry_close_disposes(void **state) {
   lrec_t l, l2;
   wrec_t w[3], late;
   closerec_t c;
-  uvt_surface_t s2;
+  uvt_surface_t s2 = {0};
   char id[4][UVT_ID_MAX], nid[UVT_ID_MAX];
   int i, never = 0;
   (void)state;
