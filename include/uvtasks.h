@@ -16,6 +16,12 @@
  *    thread may call.  Every callback of ours runs on the loop thread.
  *  - A function that takes a callback never runs it on an error return;
  *    otherwise it runs it exactly once, and never inside the call itself.
+ *  - Every public function may be called from inside every callback and
+ *    every producer hook of ours (`run`, `cancel`, `read_output`,
+ *    `settled`, `quiesce`, `release`; the log callback too), R-REENTER-1.
+ *    The few calls that would have to enter a hook that is running are
+ *    refused with UV_EBUSY instead: a kill of a task from inside its own
+ *    cancel hook, a read of a task from inside its own read_output hook.
  *  - Handles the host embeds (uvt_agent_t, uvt_surface_t, uvt_listener_t,
  *    uvt_watch_t, uvt_wait_t) are caller-allocated with a public `data`
  *    field; the other fields are read-only or private.  They must not move
@@ -294,6 +300,7 @@ struct uvt_agent_s {
   uvt_agent_cb dispose_cb_;
   uv_idle_t *idle_; /* deferral after the registry closed */
   unsigned live_;
+  unsigned starting_; /* uvt_start calls inside `run` for this owner */
   int state_;
 };
 
@@ -542,7 +549,9 @@ typedef struct {
   uvt_agent_t *owner; /* NULL = unowned */
   /* Start the work and fill *hooks_out.  Called exactly once, synchronously,
    * inside uvt_start().  On error return nothing is registered and the
-   * producer must undo its own partial start (and must not have settled). */
+   * producer must undo its own partial start (and must not have settled).
+   * It may call the library (R-REENTER-1); see uvt_start() for a disposal
+   * or a close begun in here. */
   int (*run)(uvt_task_t *t, void *arg, uvt_hooks_t *hooks_out);
   void *arg;
 } uvt_spec_t;
@@ -552,6 +561,15 @@ typedef struct {
  * admission limit and every allocation the commit needs; once `run` returns
  * 0 nothing can fail.  The id "<kind>-<n>" is written to `id_out` (may be
  * NULL) and the record exists when this returns.
+ *
+ * Re-entrancy (R-REENTER-1, C-24): `run` may call anything.  A start made
+ * inside `run` counts the outer one as live for max_live_per_owner, and
+ * commits first (it takes the lower id number).  If `run` disposed the
+ * owner or closed the registry and then returns 0, the start still
+ * succeeds and the new task is handed to that disposal at once: it is
+ * marked reported and its cancel hook runs ("owner disposed", or "tasks
+ * service disposed") before uvt_start returns.  The disposal waits for the
+ * start to finish, so its callback comes after that task is dropped.
  *
  * Returns 0, UVT_ENOSURFACE, UV_EINVAL (bad kind, label, NULL spec or run),
  * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ECLOSING
@@ -623,10 +641,10 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
  * produced since the previous read and consumes it; a final kind returns
  * nothing while live and its whole output once terminal, on every read.  A
  * read that finds the task terminal marks it reported.
- * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
- * producer's read_output error.  Ownership: *out is the caller's; free with
- * uvt_read_cleanup().
- * Thread: loop thread. */
+ * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN,
+ * UV_EBUSY (from inside this task's own read_output hook, R-REENTER-1),
+ * UV_ENOMEM, or the producer's read_output error.  Ownership: *out is the
+ * caller's; free with uvt_read_cleanup(). Thread: loop thread. */
 UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, uvt_read_t *out);
 
@@ -636,8 +654,12 @@ UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
  * *result is UVT_KILL_REQUESTED.  A terminal task is marked reported and
  * *result is UVT_KILL_ALREADY_TERMINAL.  `reason` NULL = "killed";
  * `result` may be NULL.
- * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
- * producer's cancel error.
+ * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
+ * UV_EBUSY (from inside this task's own cancel hook, R-REENTER-1),
+ * UV_ENOMEM, or the producer's cancel error.  If the cancel hook itself
+ * disposed the task's owner or closed the registry, that disposal's cancel
+ * is this same call (the hook is not entered again), its reason is the one
+ * kept, and a failing cancel force-fails the record as R-AGENT-3 says.
  * Thread: loop thread; the cancel hook runs inside this call. */
 UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, const char *reason,

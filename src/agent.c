@@ -70,6 +70,7 @@ int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
   a->dispose_cb_ = NULL;
   a->idle_ = NULL;
   a->live_ = 0;
+  a->starting_ = 0;
   a->state_ = UVT__AGENT_REGISTERED;
   s->refs++;
   uvt__list_init(&a->tasks_);
@@ -93,7 +94,10 @@ static void unregister(uvt_registry_t *reg, uvt_agent_t *a) {
 
 static void finish_dispose(uvt_agent_t *a) {
   uvt_registry_t *reg = a->registry;
-  if (a->state_ != UVT__AGENT_DISPOSING || !uvt__list_empty(&a->tasks_))
+  /* A start inside a `run` hook pins the agent and its session: the
+   * commit after `run` still needs them (R-REENTER-1, C-24). */
+  if (a->state_ != UVT__AGENT_DISPOSING || !uvt__list_empty(&a->tasks_) ||
+      a->starting_ > 0)
     return;
   unregister(reg, a);
   /* Stale from now on (R-OWN-1), still in use until its callback ran. */
@@ -102,7 +106,7 @@ static void finish_dispose(uvt_agent_t *a) {
   uvt__kick(reg);
 }
 
-void uvt__agent_task_dropped(uvt_agent_t *a) {
+void uvt__agent_maybe_done(uvt_agent_t *a) {
   finish_dispose(a);
 }
 
@@ -152,11 +156,14 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
   a->state_ = UVT__AGENT_DISPOSING; /* refuses new starts (UVT_ECLOSING) */
   a->dispose_cb_ = cb;
   reg->disposing_agents++;
-  /* R-AGENT-1, R-AGENT-2: this agent's tasks as of now, collected first. */
+  /* R-AGENT-1, R-AGENT-2: this agent's tasks as of now, collected first.
+   * A task already on another sweep (this call came from a hook that a
+   * registry close's sweep ran) is left to that sweep. */
   uvt__list_init(&sweep);
   for (n = a->tasks_.next; n != &a->tasks_; n = n->next) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, owner_link);
-    uvt__list_insert_tail(&sweep, &t->sweep_link);
+    if (!t->in_teardown && uvt__list_empty(&t->sweep_link))
+      uvt__list_insert_tail(&sweep, &t->sweep_link);
   }
   while ((n = uvt__list_pop(&sweep)) != NULL) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, sweep_link);

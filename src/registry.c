@@ -144,11 +144,12 @@ int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb, void *data) {
   reg->close_data = data;
 
   /* Collect first, then tear down: a producer hook run by the teardown may
-   * drop other records. */
+   * drop other records.  A task already on an agent disposal's sweep (this
+   * call came from a hook that sweep ran) is left to it. */
   uvt__list_init(&sweep);
   for (n = reg->tasks.next; n != &reg->tasks; n = n->next) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, all_link);
-    if (!t->in_teardown)
+    if (!t->in_teardown && uvt__list_empty(&t->sweep_link))
       uvt__list_insert_tail(&sweep, &t->sweep_link);
   }
   while ((n = uvt__list_pop(&sweep)) != NULL) {

@@ -36,6 +36,18 @@ void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback) {
   uvt__dispatch_later(t);
 }
 
+/* R-AGENT-3: never deadlock disposal on a producer that cannot stop. */
+void uvt__teardown_cancel_failed(uvt_task_t *t, int err) {
+  uvt__log(t->reg, UVT_LOG_WARN,
+           "task %s (kind %s, label \"%s\"): cancel failed during "
+           "teardown (%s); its work may be orphaned",
+           t->id, uvt__task_kind(t), t->label, uvt_err_name(err));
+  if (!uvt__task_live(t))
+    return; /* the log callback ended it some other way */
+  uvt__force_fail(t, cancel_failed_detail(err),
+                  "cancel failed during teardown; work may be orphaned");
+}
+
 void uvt__teardown_task(uvt_task_t *t, const char *reason) {
   uvt_registry_t *reg = t->reg;
   int err;
@@ -55,42 +67,67 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason) {
     uvt__feed(t, UVT__CHANGE_STOPPING);
   }
   if (!atomic_load(&t->settle_called)) {
-    err = t->hooks.cancel != NULL ? t->hooks.cancel(t, reason) : UV_ENOTSUP;
+    err = uvt__task_cancel(t, reason);
     if (err != 0) {
-      /* R-AGENT-3: never deadlock disposal on a producer that cannot stop. */
-      uvt__log(reg, UVT_LOG_WARN,
-               "task %s (kind %s, label \"%s\"): cancel failed during "
-               "teardown (%s); its work may be orphaned",
-               t->id, uvt__task_kind(t), t->label, uvt_err_name(err));
-      uvt__force_fail(t, cancel_failed_detail(err),
-                      "cancel failed during teardown; work may be orphaned");
+      uvt__teardown_cancel_failed(t, err);
       return;
     }
   }
-  if (reg->options.teardown_grace_ms > 0)
+  if (uvt__task_live(t) && reg->options.teardown_grace_ms > 0)
     uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
                       reg->options.teardown_grace_ms);
 }
 
-void uvt__teardown_after_terminal(uvt_task_t *t) {
-  uvt_registry_t *reg = t->reg;
+/* ---- Quiescence of a terminal task (P-KILL-4, P-KILL-6).  The producer's
+ * quiesce hook stops what the work left behind; 1 means "stopping, I will
+ * call uvt_task_quiescent()".  A kill of the ended task starts it and does
+ * not wait; a teardown (agent or registry disposal, forget) waits for a
+ * quiesce in progress, bounded by teardown_grace_ms, instead of calling
+ * the hook again. */
+
+/* Call the hook unless a quiesce is in progress; returns 1 while one is. */
+static int quiesce_call(uvt_task_t *t) {
   int r;
-  if (!t->in_teardown || t->dropped || t->quiesce_pending || !t->dispatched)
-    return;
+  if (t->quiesce_pending)
+    return 1;
   /* A force-failed producer has not settled: it is still on its own path
    * to quiescence, and asking it to quiesce would race that. */
-  if (!t->force_failed && t->hooks.quiesce != NULL && !t->release_called) {
-    t->quiesce_pending = 1;
-    t->in_quiesce_hook = 1;
-    r = t->hooks.quiesce(t);
-    t->in_quiesce_hook = 0;
-    if (r == 1 && t->quiesce_pending) {
-      if (reg->options.teardown_grace_ms > 0)
-        uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
-                          reg->options.teardown_grace_ms);
-      return;
-    }
-    t->quiesce_pending = 0;
+  if (t->force_failed || t->hooks.quiesce == NULL || t->release_called ||
+      t->dropped)
+    return 0;
+  t->quiesce_pending = 1;
+  t->in_quiesce_hook = 1;
+  uvt__task_pin(t);
+  r = t->hooks.quiesce(t);
+  t->in_quiesce_hook = 0;
+  t->pins--; /* the caller holds the record too; no free here */
+  if (r != 1)
+    t->quiesce_pending = 0; /* 0, or uvt_task_quiescent() inside the hook */
+  return t->quiesce_pending;
+}
+
+/* A teardown waits for the quiesce in progress: bound the wait. */
+static void quiesce_wait(uvt_task_t *t) {
+  uvt_registry_t *reg = t->reg;
+  if (!uvt__deadline_armed(&t->teardown_deadline) &&
+      reg->options.teardown_grace_ms > 0) {
+    uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
+                      reg->options.teardown_grace_ms);
+  }
+}
+
+/* No quiesce in progress any more: a teardown that waited drops now. */
+static void quiesce_done(uvt_task_t *t) {
+  if (t->in_teardown && t->dispatched && !t->dropped)
+    uvt__drop(t);
+}
+
+void uvt__teardown_after_terminal(uvt_task_t *t) {
+  if (!t->in_teardown || t->dropped || !t->dispatched)
+    return;
+  if (t->quiesce_pending || quiesce_call(t)) {
+    quiesce_wait(t);
+    return;
   }
   uvt__drop(t);
 }
@@ -100,15 +137,17 @@ void uvt_task_quiescent(uvt_task_t *t) {
     return;
   t->quiesce_pending = 0;
   if (t->in_quiesce_hook)
-    return; /* the hook's caller drops it */
+    return; /* the hook's caller goes on from here */
   uvt__deadline_remove(t->reg, &t->teardown_deadline);
-  uvt__drop(t);
+  quiesce_done(t);
 }
 
 void uvt__teardown_expired(uvt_task_t *t) {
   uvt_registry_t *reg = t->reg;
   unsigned long long grace = (unsigned long long)reg->options.teardown_grace_ms;
-  if (uvt__task_live(t) && atomic_load(&t->settle_called)) {
+  if (t->dropped) {
+    /* Dropped after its deadline was collected: nothing to do. */
+  } else if (uvt__task_live(t) && atomic_load(&t->settle_called)) {
     /* The producer stopped in time: its outcome waits in the settle queue
      * for the loop to drain it, which ends the teardown as usual. */
   } else if (uvt__task_live(t)) {
@@ -117,15 +156,18 @@ void uvt__teardown_expired(uvt_task_t *t) {
              "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
              "cancel; its work may be orphaned",
              t->id, uvt__task_kind(t), t->label, grace);
-    uvt__force_fail(t, grace_detail(grace),
-                    "did not stop in time after cancel; work may be orphaned");
+    if (uvt__task_live(t))
+      uvt__force_fail(t, grace_detail(grace),
+                      "did not stop in time after cancel; work may be "
+                      "orphaned");
   } else if (t->quiesce_pending) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\"): what its work left behind did "
              "not stop within %llu ms; it may be orphaned",
              t->id, uvt__task_kind(t), t->label, grace);
     t->quiesce_pending = 0;
-    uvt__drop(t);
+    if (!t->dropped)
+      uvt__drop(t);
   }
 }
 
@@ -164,10 +206,12 @@ void uvt__drop(uvt_task_t *t) {
   uvt__feed(t, UVT__CHANGE_DROPPED);
   if (t->hooks.release != NULL && !t->release_called) {
     t->release_called = 1;
+    t->pins++; /* the hook may call anything (R-REENTER-1) */
     t->hooks.release(t);
+    t->pins--;
   }
   if (owner != NULL)
-    uvt__agent_task_dropped(owner);
+    uvt__agent_maybe_done(owner);
   if (reg->closing)
     uvt__kick(reg);
   uvt__task_maybe_free(t);

@@ -199,9 +199,12 @@ struct uvt_task_s {
   unsigned kill_reason_owned : 1;
   unsigned producer_done : 1; /* the outcome was taken off the hub */
   unsigned in_quiesce_hook : 1;
-  unsigned hidden : 1;         /* out of the id index and the list views */
-  unsigned char id_prefix_len; /* strlen("<kind>-"), at most 65 */
-  unsigned dups_seen;          /* taken from dup_settles by the drain */
+  unsigned hidden : 1;          /* out of the id index and the list views */
+  unsigned in_cancel : 1;       /* the cancel hook is running */
+  unsigned cancel_deferred : 1; /* a teardown's cancel joined that call */
+  unsigned in_read : 1;         /* the read_output hook is running */
+  unsigned char id_prefix_len;  /* strlen("<kind>-"), at most 65 */
+  unsigned dups_seen;           /* taken from dup_settles by the drain */
   uvt_agent_t *owner;
   struct uvt__link waits; /* pending waits; once terminal, counted ones */
   uvt_hooks_t hooks;
@@ -314,6 +317,7 @@ struct uvt_registry_s {
   size_t surface_count;
   size_t disposing_agents;
   unsigned unowned_live;
+  unsigned unowned_starting; /* unowned uvt_start calls inside `run` */
   uint64_t next_seq;
   uvt_metrics_t metrics;
 
@@ -371,8 +375,14 @@ void uvt__waits_drain(uvt_registry_t *reg);
 void uvt__wait_expired(uvt_wait_t *req);
 void uvt__waits_expire(struct uvt__link *expired);
 
+/* ---- kill.c */
+/* Call the producer's cancel hook, never twice at once for one task
+ * (R-REENTER-1); see kill.c. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason);
+
 /* ---- teardown.c */
 void uvt__teardown_task(uvt_task_t *t, const char *reason);
+void uvt__teardown_cancel_failed(uvt_task_t *t, int err);
 void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
 void uvt__drop(uvt_task_t *t);
@@ -384,7 +394,9 @@ void uvt__feed(uvt_task_t *t, int which);
 void uvt__feed_drain(uvt_registry_t *reg);
 
 /* ---- agent.c */
-void uvt__agent_task_dropped(uvt_agent_t *a);
+/* A task of `a` was dropped, or a start for it finished: a disposal that
+ * waited for that may complete. */
+void uvt__agent_maybe_done(uvt_agent_t *a);
 void uvt__agents_drain(uvt_registry_t *reg);
 void uvt__agents_detach_all(uvt_registry_t *reg);
 void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s);
