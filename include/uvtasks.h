@@ -504,14 +504,29 @@ UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
  * Thread: loop thread. */
 UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
 
-/* Drop a terminal record now (R-FORGET-1): later lookups and lists no
- * longer see it (UVT_ENOTASK); what its work left behind is stopped first
- * through the producer's quiesce hook (P-KILL-4, bounded by
- * teardown_grace_ms), then the release hook runs and watchers get the
- * dropped transition.  Long-lived hosts use it to bound retention.
- * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_EBUSY (the task is
- * live, or its end is still being dispatched, or disposal holds it).
- * Thread: loop thread. */
+/* Forget a terminal record (R-FORGET-1, R-FORGET-2): later lookups and
+ * lists no longer see it (UVT_ENOTASK), from this call on.  The record
+ * itself is dropped (the release hook runs, watchers get the dropped
+ * transition, disposal stops waiting for it) as soon as nothing needs it:
+ *  - at once, inside this call, when the dispatch of its end is over
+ *    (called from a watch callback, a wait on a task that had already
+ *    ended, or any later code);
+ *  - right after that dispatch when called inside it: from the producer's
+ *    settled hook, a listener told about its end, or a wait callback that
+ *    reports its end.  The listeners and wait callbacks still to come in
+ *    that dispatch get their terminal snapshot as usual (a lookup by id
+ *    from them gives UVT_ENOTASK);
+ *  - after what its work left behind stopped: the producer's quiesce hook
+ *    runs first (P-KILL-4), or a quiesce already in progress (P-KILL-6) is
+ *    awaited, bounded by teardown_grace_ms.
+ * A record an agent or registry disposal already holds is dropped by that
+ * disposal; forgetting it only hides it.  Long-lived hosts use this to
+ * bound retention; the tool surface and the bindings call it from their
+ * wait callbacks.
+ * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
+ * UV_EBUSY (the task is live: running or stopping, also while its outcome
+ * waits in the settle queue).
+ * Thread: loop thread; allowed inside any of our callbacks and hooks. */
 UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller);
 

@@ -166,10 +166,7 @@ static int expected(int trigger, int action) {
       return UV_EINVAL;
     if (dropped)
       return UVT_ENOTASK;
-    /* Not yet dispatched, or held by a disposal (R-FORGET-1). */
-    if (trigger == T_SETTLED || trigger == T_QUIESCE_DISPOSE)
-      return UV_EBUSY;
-    return live ? UV_EBUSY : 0;
+    return live ? UV_EBUSY : 0; /* R-FORGET-2: from any hook once ended */
   case A_READ_SELF:
     if (before_commit)
       return UV_EINVAL;
