@@ -44,10 +44,11 @@
  *  - uvt_hooks_t has two optional hooks more than the SPEC lists: `settled`
  *    (the producer's last step towards quiescence, run when its outcome is
  *    recorded: the thread producer joins its thread there, SPEC §4) and
- *    `quiesce` (disposal asks a terminal task to stop what its work left
- *    behind, P-KILL-4, and waits for uvt_task_quiescent(), bounded by
- *    teardown_grace_ms).  The SPEC's three hooks alone cannot express a
- *    disposal that waits for a process group's survivors.
+ *    `quiesce` (a kill of an ended task, P-KILL-6, and disposal, P-KILL-4,
+ *    ask a terminal task to stop what its work left behind; disposal waits
+ *    for uvt_task_quiescent(), bounded by teardown_grace_ms).  The SPEC's
+ *    three hooks alone cannot express a disposal that waits for a process
+ *    group's survivors.
  *  - uvt_replace_allocator() lets tests fail the n-th allocation (R-START-3)
  *    and lets hosts route our memory through their allocator, as libuv's
  *    uv_replace_allocator() does.
@@ -550,10 +551,17 @@ typedef struct {
    * is recorded, before any listener or wait sees it; the last step towards
    * quiescence (the thread producer joins its thread here). */
   void (*settled)(uvt_task_t *t);
-  /* Optional.  Disposal calls it once, on the loop thread, for a terminal
-   * task before dropping the record: stop whatever the work left behind
-   * (P-KILL-4).  Return 0 if nothing is left, or 1 to make disposal wait
-   * (bounded by teardown_grace_ms) until uvt_task_quiescent(t). */
+  /* Optional.  Stop whatever the work left running after the task ended
+   * (a process group's survivors).  Called on the loop thread, for a
+   * terminal task whose producer settled, never while an earlier call is
+   * still in progress: by a kill of the ended task (P-KILL-6; the kill does
+   * not wait), and by a disposal (agent, registry, uvt_forget) before it
+   * drops the record (P-KILL-4).  So it may be called more than once.
+   * Return 0 if nothing is left, or 1 if something is being stopped: call
+   * uvt_task_quiescent(t) once it is gone.  A disposal that finds a quiesce
+   * in progress waits for it (bounded by teardown_grace_ms) instead of
+   * calling the hook again; once it stops waiting, the release hook comes
+   * next, and the producer must stop what is left on its own. */
   int (*quiesce)(uvt_task_t *t);
 } uvt_hooks_t;
 
@@ -623,8 +631,11 @@ UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
  * Thread: any. */
 UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
 
-/* Tell disposal that the leftover work its `quiesce` hook stopped is gone.
- * Only after `quiesce` returned 1, at most once, before `release`.
+/* Tell the registry that the leftover work a `quiesce` call is stopping is
+ * gone.  Only after that call returned 1 (or from inside it), at most once
+ * per such call, before `release`.  A disposal that waited for it drops
+ * the record now; if none waits, the record stays.  Accepts NULL and a task
+ * with no quiesce in progress (then it does nothing).
  * Thread: loop thread. */
 UVT_EXTERN void uvt_task_quiescent(uvt_task_t *t);
 
@@ -663,12 +674,15 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
 UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, uvt_read_t *out);
 
-/* Kill (R-KILL-1..4).  A live task's producer cancel(reason) runs first; if
- * it fails, that error is returned and the task is untouched.  Otherwise the
- * task becomes stopping, is marked reported, keeps the first reason, and
- * *result is UVT_KILL_REQUESTED.  A terminal task is marked reported and
- * *result is UVT_KILL_ALREADY_TERMINAL.  `reason` NULL = "killed";
- * `result` may be NULL.
+/* Kill (R-KILL-1..4, P-KILL-6).  A live task's producer cancel(reason) runs
+ * first; if it fails, that error is returned and the task is untouched.
+ * Otherwise the task becomes stopping, is marked reported, keeps the first
+ * reason, and *result is UVT_KILL_REQUESTED.  A terminal task is marked
+ * reported and *result is UVT_KILL_ALREADY_TERMINAL; its outcome stays,
+ * and the producer's quiesce hook (if any, and unless a quiesce is already
+ * in progress) is asked to stop what the work left running, without
+ * waiting for it (P-KILL-6: `server &` left by a finished command).
+ * `reason` NULL = "killed"; `result` may be NULL.
  * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
  * UV_EBUSY (from inside this task's own cancel hook, R-REENTER-1),
  * UV_ENOMEM, or the producer's cancel error.  If the cancel hook itself

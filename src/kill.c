@@ -1,5 +1,5 @@
-/* Kill (R-KILL-1..4) and the one place that calls a producer's cancel
- * hook. */
+/* Kill (R-KILL-1..4, P-KILL-6's registry side) and the one place that
+ * calls a producer's cancel hook. */
 #include <string.h>
 
 #include "uvt-internal.h"
@@ -52,6 +52,9 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
     reg->metrics.kills++;
     if (result != NULL)
       *result = UVT_KILL_ALREADY_TERMINAL;
+    /* P-KILL-6: what the work left running is stopped; the kill does not
+     * wait for it and the outcome stays. */
+    uvt__quiesce_on_kill(t);
     return 0;
   }
 

@@ -132,6 +132,21 @@ void uvt__teardown_after_terminal(uvt_task_t *t) {
   uvt__drop(t);
 }
 
+/* P-KILL-6: a kill of the ended task asks the producer to stop what its
+ * work left running, unless that is under way; the kill does not wait. */
+void uvt__quiesce_on_kill(uvt_task_t *t) {
+  if (t->quiesce_pending)
+    return;
+  uvt__task_pin(t);
+  if (quiesce_call(t)) {
+    if (t->in_teardown && t->dispatched)
+      quiesce_wait(t); /* a teardown began inside the hook */
+  } else {
+    quiesce_done(t);
+  }
+  uvt__task_unpin(t);
+}
+
 void uvt_task_quiescent(uvt_task_t *t) {
   if (t == NULL || !t->quiesce_pending)
     return;

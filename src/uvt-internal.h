@@ -383,6 +383,7 @@ int uvt__task_cancel(uvt_task_t *t, const char *reason);
 /* ---- teardown.c */
 void uvt__teardown_task(uvt_task_t *t, const char *reason);
 void uvt__teardown_cancel_failed(uvt_task_t *t, int err);
+void uvt__quiesce_on_kill(uvt_task_t *t);
 void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
 void uvt__drop(uvt_task_t *t);

@@ -304,8 +304,6 @@ static void reenter_every_hook(void **state) {
   (void)state;
   for (trigger = 0; trigger < T_COUNT; trigger++)
     for (action = 0; action < A_COUNT; action++) {
-      if (trigger == T_QUIESCE_KILL)
-        continue; /* a kill of an ended task calls quiesce from P-KILL-6 */
       run_case(trigger, action);
       /* Each case gives back everything it took. */
       assert_int_equal(tc_live_now(), 0);
