@@ -250,8 +250,12 @@ typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
 /* Registry options.  Initialise with uvt_options_init(). */
 struct uvt_options_s {
   /* How long disposal waits, per task, for a cancelled producer to settle
-   * (R-AGENT-4) and for a terminal task's leftover work to stop (P-KILL-4),
-   * in milliseconds.  Default 10000; 0 = wait for ever. */
+   * (R-AGENT-4) and for a terminal task's leftover work to stop (P-KILL-4,
+   * P-KILL-6), in milliseconds, counted from the disposal's cancel (or from
+   * when it began to wait for the leftovers) even if the host's loop clock
+   * was stale (R-TIME-1).  The force-fail detail "did not stop within N ms
+   * of cancel" names what really elapsed, at least this.  Default 10000;
+   * 0 = wait for ever. */
   uint64_t teardown_grace_ms;
   /* Live (running or stopping) tasks one owner may hold; unowned tasks share
    * one bucket.  Default 0 = no limit (R-LIMIT-1). */
@@ -695,7 +699,9 @@ UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
                         uvt_kill_result_t *result);
 
 /* Wait for a task to end, at most `timeout_ms` milliseconds from this call
- * (R-WAIT-1..7).
+ * (R-WAIT-1..7).  The timeout counts from the call even when the host
+ * blocked its loop before calling (R-TIME-1): it never ends early, and at
+ * most a millisecond late beyond what the loop's own delays add.
  * Returns 0, UV_EINVAL (NULL argument, timeout 0), UV_EBUSY (`req` is
  * pending: its callback has not run yet, C-23, R-BUSY-1), UVT_ENOTASK,
  * UVT_EFOREIGN, UVT_ECLOSING; checked in that order, except that the

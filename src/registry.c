@@ -72,6 +72,24 @@ static void async_cb(uv_async_t *handle) {
   uvt__update_ref(reg);
 }
 
+/* The deadline timer: collect every deadline due, then act on each (the
+ * c-ares way: nothing is called back while the heap is being walked).
+ * Acting may call back into the host, which may remove collected
+ * deadlines (they leave the list) or add new ones (next sweep). */
+void uvt__timer_cb(uv_timer_t *timer) {
+  uvt_registry_t *reg = uvt__container_of(timer, uvt_registry_t, timer);
+  struct uvt__deadline *d;
+  int kind;
+  uvt__deadline_collect(reg);
+  while ((d = uvt__deadline_pop_expired(reg, &kind)) != NULL) {
+    if (kind == UVT__DEADLINE_WAIT)
+      uvt__wait_expired(uvt__container_of(d, uvt_wait_t, deadline_));
+    else
+      uvt__teardown_expired(
+          uvt__container_of(d, uvt_task_t, teardown_deadline));
+  }
+}
+
 int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
                      uvt_registry_t **out) {
   uvt_registry_t *reg;
@@ -98,6 +116,9 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   uvt__list_init(&reg->agents_done);
   uvt__list_init(&reg->watchers);
   uvt__list_init(&reg->watch_dispatching);
+  uvt__deadline_init(&reg->expired);
+  reg->expired.sibling = &reg->expired;
+  reg->expired.prev = &reg->expired;
   reg->changes = NULL;
   reg->changes_tail = &reg->changes;
 

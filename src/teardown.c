@@ -18,12 +18,18 @@ static char *cancel_failed_detail(int err) {
   return uvt__strdup(buf);
 }
 
-static char *grace_detail(unsigned long long grace_ms) {
+static char *grace_detail(unsigned long long elapsed_ms) {
   char buf[256];
   snprintf(buf, sizeof(buf),
            "did not stop within %llu ms of cancel; work may be orphaned",
-           grace_ms);
+           elapsed_ms);
   return uvt__strdup(buf);
+}
+
+/* R-TIME-1: what really elapsed since the teardown began to wait (at least
+ * the grace, more when the loop was busy when it ran out). */
+static unsigned long long waited_ms(const uvt_task_t *t) {
+  return (unsigned long long)((uv_hrtime() - t->teardown_ns) / 1000000);
 }
 
 void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback) {
@@ -66,6 +72,7 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason) {
     t->status = UVT_STOPPING;
     uvt__feed(t, UVT__CHANGE_STOPPING);
   }
+  t->teardown_ns = uv_hrtime(); /* the grace counts from the cancel */
   if (!atomic_load(&t->settle_called)) {
     err = uvt__task_cancel(t, reason);
     if (err != 0) {
@@ -111,6 +118,7 @@ static void quiesce_wait(uvt_task_t *t) {
   uvt_registry_t *reg = t->reg;
   if (!uvt__deadline_armed(&t->teardown_deadline) &&
       reg->options.teardown_grace_ms > 0) {
+    t->teardown_ns = uv_hrtime();
     uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
                       reg->options.teardown_grace_ms);
   }
@@ -159,10 +167,8 @@ void uvt_task_quiescent(uvt_task_t *t) {
 
 void uvt__teardown_expired(uvt_task_t *t) {
   uvt_registry_t *reg = t->reg;
-  unsigned long long grace = (unsigned long long)reg->options.teardown_grace_ms;
-  if (t->dropped) {
-    /* Dropped after its deadline was collected: nothing to do. */
-  } else if (uvt__task_live(t) && atomic_load(&t->settle_called)) {
+  unsigned long long waited = waited_ms(t);
+  if (uvt__task_live(t) && atomic_load(&t->settle_called)) {
     /* The producer stopped in time: its outcome waits in the settle queue
      * for the loop to drain it, which ends the teardown as usual. */
   } else if (uvt__task_live(t)) {
@@ -170,16 +176,16 @@ void uvt__teardown_expired(uvt_task_t *t) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
              "cancel; its work may be orphaned",
-             t->id, uvt__task_kind(t), t->label, grace);
+             t->id, uvt__task_kind(t), t->label, waited);
     if (uvt__task_live(t))
-      uvt__force_fail(t, grace_detail(grace),
+      uvt__force_fail(t, grace_detail(waited),
                       "did not stop in time after cancel; work may be "
                       "orphaned");
   } else if (t->quiesce_pending) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\"): what its work left behind did "
              "not stop within %llu ms; it may be orphaned",
-             t->id, uvt__task_kind(t), t->label, grace);
+             t->id, uvt__task_kind(t), t->label, waited);
     t->quiesce_pending = 0;
     if (!t->dropped)
       uvt__drop(t);

@@ -104,15 +104,21 @@ void uvt__index_remove(uvt__index_t *ix, struct uvt__hentry *e);
 void uvt__index_free(uvt__index_t *ix);
 
 /* ---- deadline.c: one uv_timer per registry drives a pairing heap of
- * deadlines (wait deadlines, teardown grace periods). */
+ * deadlines (wait deadlines, teardown grace periods).  It keeps time only;
+ * registry.c's timer callback collects what is due and acts on it. */
 enum { UVT__DEADLINE_WAIT = 1, UVT__DEADLINE_TEARDOWN = 2 };
 
 void uvt__deadline_add(uvt_registry_t *reg, struct uvt__deadline *d, int kind,
                        uint64_t timeout_ms);
+/* Disarm; also takes a collected deadline off the expired list. */
 void uvt__deadline_remove(uvt_registry_t *reg, struct uvt__deadline *d);
+/* Nonzero while in the heap or on the expired list. */
 int uvt__deadline_armed(const struct uvt__deadline *d);
 void uvt__deadline_init(struct uvt__deadline *d);
-void uvt__deadline_timer_cb(uv_timer_t *timer);
+/* Move every deadline due now, earliest first, to the expired list. */
+void uvt__deadline_collect(uvt_registry_t *reg);
+/* Take the first deadline off the expired list (NULL when empty). */
+struct uvt__deadline *uvt__deadline_pop_expired(uvt_registry_t *reg, int *kind);
 
 /* ---- The settle hub: the part of the registry a producer's thread may
  * touch.  It outlives the registry while a task that has not settled still
@@ -228,6 +234,7 @@ struct uvt_task_s {
   struct uvt__link dispatch_link; /* registry's dispatch list */
   struct uvt__link sweep_link;    /* a teardown sweep being collected */
   struct uvt__deadline teardown_deadline;
+  uint64_t teardown_ns; /* uv_hrtime() when that deadline's wait began */
   struct uvt__change changes[UVT__CHANGE_COUNT];
 };
 
@@ -257,8 +264,7 @@ enum {
   UVT__WAIT_IDLE = UVT__TAG(0x20),    /* free */
   UVT__WAIT_PENDING = UVT__TAG(0x21), /* on task->waits with a deadline */
   UVT__WAIT_COUNTED = UVT__TAG(0x22), /* on task->waits: status 0 due */
-  UVT__WAIT_DUE = UVT__TAG(0x23),     /* on reg->deferred: next drain */
-  UVT__WAIT_EXPIRED = UVT__TAG(0x24)  /* collected by the deadline sweep */
+  UVT__WAIT_DUE = UVT__TAG(0x23)      /* on reg->deferred: next drain */
 };
 
 enum {
@@ -281,8 +287,7 @@ static inline int uvt__agent_in_use(const uvt_agent_t *a) {
 static inline int uvt__wait_in_use(const uvt_wait_t *req) {
   return req->registry != NULL &&
          (req->state_ == UVT__WAIT_PENDING ||
-          req->state_ == UVT__WAIT_COUNTED || req->state_ == UVT__WAIT_DUE ||
-          req->state_ == UVT__WAIT_EXPIRED);
+          req->state_ == UVT__WAIT_COUNTED || req->state_ == UVT__WAIT_DUE);
 }
 
 struct uvt_registry_s {
@@ -292,6 +297,7 @@ struct uvt_registry_s {
   uv_async_t async;
   uv_timer_t timer;
   struct uvt__deadline *deadlines; /* pairing heap root */
+  struct uvt__deadline expired;    /* list head: collected, not acted on */
 
   uvt__index_t tasks_by_id;
   uvt__index_t agents_by_id;
@@ -337,6 +343,7 @@ void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
 int64_t uvt__now_ms(void);
 void uvt__update_ref(uvt_registry_t *reg);
 void uvt__maybe_finish_close(uvt_registry_t *reg);
+void uvt__timer_cb(uv_timer_t *timer);
 
 /* ---- snapshot.c */
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s);
@@ -373,7 +380,6 @@ void uvt__waits_count(uvt_task_t *t);
 void uvt__waits_deliver_counted(uvt_task_t *t);
 void uvt__waits_drain(uvt_registry_t *reg);
 void uvt__wait_expired(uvt_wait_t *req);
-void uvt__waits_expire(struct uvt__link *expired);
 
 /* ---- kill.c */
 /* Call the producer's cancel hook, never twice at once for one task

@@ -470,4 +470,19 @@ static inline int tc_contains(const char *hay, const char *needle) {
   return hay != NULL && strstr(hay, needle) != NULL;
 }
 
+/* The N of a teardown detail "did not stop within N ms of cancel; work may
+ * be orphaned" (R-AGENT-4, R-TIME-1: N is what elapsed), or 0 if `detail`
+ * is not one. */
+static inline unsigned long long tc_grace_in(const char *detail) {
+  static const char head[] = "did not stop within ";
+  static const char tail[] = " ms of cancel; work may be orphaned";
+  unsigned long long n = 0;
+  const char *p;
+  if (detail == NULL || strncmp(detail, head, sizeof(head) - 1) != 0)
+    return 0;
+  for (p = detail + sizeof(head) - 1; *p >= '0' && *p <= '9'; p++)
+    n = n * 10 + (unsigned long long)(*p - '0');
+  return strcmp(p, tail) == 0 ? n : 0;
+}
+
 #endif
