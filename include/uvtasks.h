@@ -160,12 +160,11 @@ typedef enum {
 } uvt_status_t;
 
 /* "running", "stopping", "completed", "killed", "failed"; "unknown" for a
- * value outside the set.  Static string.  Thread: any.
- * Returns a static string. */
+ * value outside the set.  Returns a static string.  Thread: any. */
 UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
 
-/* Nonzero for completed, killed and failed. Thread: any.
- * Returns 1 or 0. */
+/* Whether `status` is terminal.  Returns 1 for completed, killed and
+ * failed, else 0.  Thread: any. */
 UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
 
 typedef enum {
@@ -382,8 +381,10 @@ UVT_EXTERN void uvt_options_init(uvt_options_t *o);
 
 /* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied.
  *
- * Returns 0, UV_EINVAL (NULL loop or out), UV_ENOMEM, or an error of
- * uv_async_init()/uv_timer_init().  On error *out is untouched.
+ * Returns 0, UV_EINVAL (NULL loop or out), UV_ENOMEM (also when the settle
+ * queue's mutex cannot be made), or the error of uv_async_init() (the
+ * registry's timer cannot fail to initialise on Unix).  On error *out is
+ * untouched and nothing is left on the loop.
  * Ownership: the library allocates the registry and frees it after the
  * uvt_registry_close() callback returns.
  * Thread: the loop thread. */
@@ -397,8 +398,8 @@ UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
  * record is dropped, registered agents are detached, every libuv handle of
  * ours is closed; then `cb(data)` runs once.
  *
- * Returns 0, or UVT_ECLOSING if close was already requested (`cb` will not
- * run for this call).  `cb` may be NULL.
+ * Returns 0, UV_EINVAL (NULL reg), or UVT_ECLOSING if close was already
+ * requested (`cb` will not run for this call).  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call; after it the
  * host's uv_run() returns with nothing of ours active (R-CLOSE-2).
  * Ownership: `reg` is freed by the library right after `cb` returns.
@@ -411,12 +412,14 @@ UVT_EXTERN int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb,
  * Returns NULL for a NULL registry.  Thread: any. */
 UVT_EXTERN uv_loop_t *uvt_registry_loop(const uvt_registry_t *reg);
 
-/* Copy the counters into *m (R-METRICS-1).  Thread: loop thread. */
+/* Copy the counters into *m (R-METRICS-1); does nothing if either is NULL.
+ * Thread: loop thread. */
 UVT_EXTERN void uvt_registry_metrics(const uvt_registry_t *reg,
                                      uvt_metrics_t *m);
 
 /* Write a human-readable dump of tasks, agents, surfaces, listeners and
- * pending waits to `fp` (R-DUMP-1).  Returns 0 or UV_EIO if writing failed.
+ * pending waits to `fp` (R-DUMP-1).  Returns 0, UV_EINVAL (NULL reg or fp)
+ * or UV_EIO (writing failed).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
@@ -598,16 +601,18 @@ typedef struct {
  * service disposed") before uvt_start returns.  The disposal waits for the
  * start to finish, so its callback comes after that task is dropped.
  *
- * Returns 0, UVT_ENOSURFACE, UV_EINVAL (bad kind, label, NULL spec or run),
- * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ECLOSING
- * (registry or owner being disposed), UVT_ELIMIT (R-LIMIT-1), UV_ENOMEM, or
- * the error `run` returned.  On error nothing is registered and no id
- * number is used.
+ * Returns, in the order checked: UV_EINVAL (NULL reg or spec), UVT_ECLOSING
+ * (the registry is being disposed), UVT_ENOSURFACE, UV_EINVAL (bad kind or
+ * label, NULL run), UVT_ECLOSING (the owner is being disposed) or
+ * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ELIMIT
+ * (R-LIMIT-1), UV_ENOMEM, the error `run` returned; else 0.  On error
+ * nothing is registered and no id number is used.
  * Thread: loop thread. */
 UVT_EXTERN int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
                          char id_out[UVT_ID_MAX]);
 
-/* The spec's `arg`.  Thread: any (the value never changes). */
+/* The spec's `arg`.  Returns NULL for NULL.  Thread: any (the value never
+ * changes). */
 UVT_EXTERN void *uvt_task_arg(const uvt_task_t *t);
 
 /* The task's id; valid from the commit (after `run` returns) until the
@@ -626,8 +631,8 @@ UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
  * A settle after the record was force-failed or dropped, or after the
  * registry closed, is harmless.
  *
- * Returns 0, or UV_EINVAL (NULL, or a status that is not terminal).  If the
- * copies cannot be allocated the status is still recorded, with detail
+ * Returns 0, or UV_EINVAL (NULL t or outcome, or a status that is not
+ * terminal).  If the copies cannot be allocated the status is still recorded, with detail
  * "outcome text lost: out of memory".
  * Ownership: the task handle stays valid until the producer settles; once
  * the record is also dropped, it is freed, so a producer must not use `t`
@@ -643,7 +648,8 @@ UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
  * Thread: loop thread. */
 UVT_EXTERN void uvt_task_quiescent(uvt_task_t *t);
 
-/* Append `len` bytes to `b`.  Returns 0 or UV_ENOMEM (b unchanged).
+/* Append `len` bytes to `b`.  Returns 0, UV_EINVAL (NULL b, or NULL bytes
+ * with len > 0) or UV_ENOMEM (b unchanged).
  * Thread: the thread that owns `b` (the loop thread inside read_output). */
 UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
 
@@ -661,7 +667,8 @@ UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
 /* Snapshots of the caller's session's tasks plus unowned ones, in
  * registration order; a NULL caller sees unowned tasks only (R-LIST-1).
  * Cost grows with what is returned.
- * Returns 0, UV_EINVAL, UV_ENOMEM.  Ownership: *out (NULL when *count is 0)
+ * Returns 0, UV_EINVAL (NULL reg, out or count), UV_ENOMEM (*out NULL and
+ * *count 0).  Ownership: *out (NULL when *count is 0)
  * is the caller's; free with uvt_snapshots_free(*out, *count).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
@@ -719,8 +726,8 @@ UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
 /* Abort a pending wait (R-WAIT-5): its callback gets UVT_EABORTED and NULL,
  * unless settlement already counted the waiter, in which case it still gets
  * status 0 and the terminal snapshot.  Either way the task is untouched.
- * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran or is
- * already due with UVT_EABORTED).
+ * Returns 0, or UV_EINVAL if `req` is NULL or not pending (never submitted,
+ * its callback ran, or it is already due with UVT_EABORTED).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_wait_abort(uvt_wait_t *req);
 
@@ -737,8 +744,8 @@ UVT_EXTERN void uvt_snapshots_free(uvt_snapshot_t *a, size_t n);
  * Thread: any. */
 UVT_EXTERN void uvt_read_cleanup(uvt_read_t *r);
 
-/* Make *dst an owned copy of *src.  Returns 0, UV_EINVAL or UV_ENOMEM
- * (*dst zeroed).
+/* Make *dst an owned copy of *src.  Returns 0,
+ * UV_EINVAL (NULL dst or src) or UV_ENOMEM (*dst zeroed).
  * Thread: any. */
 UVT_EXTERN int uvt_snapshot_copy(uvt_snapshot_t *dst,
                                  const uvt_snapshot_t *src);

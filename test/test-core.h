@@ -1,8 +1,9 @@
-/* Helpers shared by the core registry suites (errors, start, registry, wait,
- * listener, agent): a counting allocator that can fail the n-th allocation
- * (R-START-3) and proves that every test gives back what the library took,
- * recorders for wait/listener/agent callbacks (record inside callbacks,
- * assert after uv_run returns), and snapshot comparison.
+/* Helpers shared by the core registry suites (test-agent, busy, errors,
+ * forget, quiesce, reenter, registry, start, time, wait, listener): a
+ * counting allocator that can fail the n-th allocation (R-START-3) and
+ * proves that every test gives back what the library took, recorders for
+ * wait/listener/agent callbacks (record inside callbacks, assert after
+ * uv_run returns), and snapshot comparison.
  *
  * Everything is static inline so that each suite takes what it uses. */
 #ifndef UVTASKS_TEST_CORE_H

@@ -1246,7 +1246,7 @@ static void registry_loop_thread(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* R-FORGET-1 (beyond the lead's test-feed): same-session callers may
+/* R-FORGET-1 (beyond test-feed.c): same-session callers may
  * forget; a stopping task is UV_EBUSY; forgetting inside the dispatch of
  * the task's own end, or while agent disposal holds it, works (R-FORGET-2,
  * test-forget.c has the details); forgotten numbers are not reused

@@ -1,4 +1,4 @@
-/* The model-facing tool surface (SPEC §5, M-TOOLS-1..3): four tools over
+/* The model-facing tool surface (SPEC §5, M-TOOLS-1..4): five tools over
  * the registry's operations, completion notices from a listener, and
  * results delivered through the loop. */
 #include "uvtasks/tools.h"
@@ -603,7 +603,9 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     uvt_tools_options_init(&defaults);
     o = &defaults;
   }
+  void *data = tools->data; /* the host's, as libuv leaves `data` alone */
   memset(tools, 0, sizeof(*tools));
+  tools->data = data;
   uvt__list_init(&tools->ready_);
   uvt__list_init(&tools->waiting_);
   tools->registry = reg;
