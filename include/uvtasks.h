@@ -36,6 +36,12 @@
  *    or 1) together with the registry the handle names, so a zeroed or
  *    given-back handle always reads as free, and it never trusts a flag
  *    that happens to be 1.  Memory that was never zeroed is not a handle.
+ *  - Every struct the caller allocates (the handles, uvt_options_t,
+ *    uvt_spec_t, uvt_outcome_t, uvt_snapshot_t, uvt_read_t, uvt_metrics_t)
+ *    ends in `reserved_`, room for fields to come without changing its
+ *    size before the ABI is fixed.  Zero such structs as a whole
+ *    (designated initialisers or memset, not positional ones) so that a
+ *    field added there later reads as zero.
  *  - Every snapshot handed to the host is its own copy (free it with
  *    uvt_snapshot_cleanup()); one handed to a callback is valid for that
  *    callback only (copy it with uvt_snapshot_copy() to keep it).
@@ -216,6 +222,7 @@ struct uvt_snapshot_s {
   const char *kill_reason; /* NULL unless a kill or teardown asked */
   /* private */
   void *mem_; /* one block holding the strings above; NULL if not owned */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* The result of uvt_read(). `text` is NUL-terminated, `len` bytes long (the
@@ -224,6 +231,8 @@ struct uvt_read_s {
   char *text;
   size_t len;
   uvt_snapshot_t snapshot;
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* Growable bytes handed to a producer's read_output hook.  Read-only fields;
@@ -242,6 +251,8 @@ typedef struct {
   const char *output;  /* final output (final kinds) or unread remainder
                           (stream kinds); NULL = none; copied */
   size_t output_len;
+  /* private: zero it (designated initialisers, memset) */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_outcome_t;
 
 typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
@@ -262,6 +273,8 @@ struct uvt_options_s {
   /* Where warnings go; NULL = one line on stderr, prefixed "uvtasks: ". */
   uvt_log_cb log;
   void *log_data;
+  /* private: uvt_options_init() zeroes it */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* Counters since the registry was created (R-METRICS-1). */
@@ -276,6 +289,8 @@ struct uvt_metrics_s {
   uint64_t waits_aborted;
   uint64_t live;    /* running + stopping now */
   uint64_t records; /* records held now, live or terminal */
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 typedef void (*uvt_close_cb)(void *data);
@@ -306,6 +321,7 @@ struct uvt_agent_s {
   unsigned live_;
   unsigned starting_; /* uvt_start calls inside `run` for this owner */
   int state_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A control surface: anything able to read and stop tasks for a user. */
@@ -317,6 +333,7 @@ struct uvt_surface_s {
   /* private */
   struct uvt__link link_;
   int attached_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A completion listener (R-DONE-3). */
@@ -328,6 +345,7 @@ struct uvt_listener_s {
   uvt_done_cb cb_;
   struct uvt__link link_;
   int active_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A wait request (R-WAIT-*). */
@@ -342,6 +360,7 @@ struct uvt_wait_s {
   struct uvt__deadline deadline_;
   int state_;
   int status_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A change-feed watcher (R-FEED-1). */
@@ -353,6 +372,7 @@ struct uvt_watch_s {
   uvt_change_cb cb_;
   struct uvt__link link_;
   int active_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -584,6 +604,8 @@ typedef struct {
    * or a close begun in here. */
   int (*run)(uvt_task_t *t, void *arg, uvt_hooks_t *hooks_out);
   void *arg;
+  /* private: zero it (designated initialisers, memset) */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_spec_t;
 
 /* Register and start a task (R-START-1..5).  Every check runs before `run`:
@@ -632,12 +654,11 @@ UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
  * registry closed, is harmless.
  *
  * Returns 0, or UV_EINVAL (NULL t or outcome, or a status that is not
- * terminal).  If the copies cannot be allocated the status is still recorded, with detail
- * "outcome text lost: out of memory".
- * Ownership: the task handle stays valid until the producer settles; once
- * the record is also dropped, it is freed, so a producer must not use `t`
- * after both its settle and its release hook.
- * Thread: any. */
+ * terminal).  If the copies cannot be allocated the status is still recorded,
+ * with detail "outcome text lost: out of memory". Ownership: the task handle
+ * stays valid until the producer settles; once the record is also dropped, it
+ * is freed, so a producer must not use `t` after both its settle and its
+ * release hook. Thread: any. */
 UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
 
 /* Tell the registry that the leftover work a `quiesce` call is stopping is

@@ -227,7 +227,7 @@ static void test_forget_quiesces_first(void **state) {
   uvt_snapshot_t snap, *all;
   size_t n;
   uvt_metrics_t m;
-  uvt_outcome_t o = {UVT_COMPLETED, "exit code: 0", NULL, 0};
+  uvt_outcome_t o = {.status = UVT_COMPLETED, .detail = "exit code: 0"};
 
   quiesce_calls = linger_releases = 0;
   memset(&spec, 0, sizeof(spec));
