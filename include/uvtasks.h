@@ -6,8 +6,10 @@
  * it with a deadline and kill it, tells listeners exactly once when it ends,
  * and on disposal stops everything and waits until it is quiet.
  *
- * The contract is SPEC.md; clause names (R-START-1, ...) are cited beside
- * the items that implement them.  Conventions, as in libuv:
+ * The contract is docs/contract.md in the source tree (comments call it
+ * "SPEC" and use its section numbers); its clause ids (R-START-1, ...)
+ * are cited beside the items that implement them.  Conventions, as in
+ * libuv:
  *
  *  - Errors are 0 or a negative int.  Generic failures reuse libuv's codes
  *    (UV_EINVAL, UV_ENOMEM, ...); registry codes live in their own band
@@ -46,15 +48,15 @@
  *    uvt_snapshot_cleanup()); one handed to a callback is valid for that
  *    callback only (copy it with uvt_snapshot_copy() to keep it).
  *
- * Deviations from SPEC.md §1, and why:
- *  - uvt_hooks_t has two optional hooks more than the SPEC lists: `settled`
- *    (the producer's last step towards quiescence, run when its outcome is
- *    recorded: the thread producer joins its thread there, SPEC §4) and
- *    `quiesce` (a kill of an ended task, P-KILL-6, and disposal, P-KILL-4,
- *    ask a terminal task to stop what its work left behind; disposal waits
- *    for uvt_task_quiescent(), bounded by teardown_grace_ms).  The SPEC's
- *    three hooks alone cannot express a disposal that waits for a process
- *    group's survivors.
+ * Deviations from the contract's §1, and why:
+ *  - uvt_hooks_t has two optional hooks more than the contract lists:
+ *    `settled` (the producer's last step towards quiescence, run when its
+ *    outcome is recorded: the thread producer joins its thread there,
+ *    SPEC §4) and `quiesce` (a kill of an ended task, P-KILL-6, and
+ *    disposal, P-KILL-4, ask a terminal task to stop what its work left
+ *    behind; disposal waits for uvt_task_quiescent(), bounded by
+ *    teardown_grace_ms).  The contract's three hooks alone cannot express
+ *    a disposal that waits for a process group's survivors.
  *  - uvt_replace_allocator() lets tests fail the n-th allocation (R-START-3)
  *    and lets hosts route our memory through their allocator, as libuv's
  *    uv_replace_allocator() does.
