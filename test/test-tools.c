@@ -444,6 +444,7 @@ static void test_abort_after_settlement_keeps_notice(void **state) {
   tfix_init(&t);
   memset(&fk, 0, sizeof(fk));
   assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  memset(&al, 0, sizeof(al)); /* handles start zeroed (R-BUSY-1) */
   al.r = &r;
   al.aborts = 0;
   al.l.data = &al;

@@ -667,7 +667,9 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     uvt_tools_options_init(&defaults);
     o = &defaults;
   }
+  void *data = tools->data; /* the host's, as libuv leaves `data` alone */
   memset(tools, 0, sizeof(*tools));
+  tools->data = data;
   uvt__list_init(&tools->ready_);
   uvt__list_init(&tools->waiting_);
   uvt__list_init(&tools->carries_);
