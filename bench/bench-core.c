@@ -67,7 +67,7 @@ static int registry_finish(void) {
  * settles at once, from the loop thread. */
 
 static int cancel_settle(uvt_task_t *t, const char *reason) {
-  uvt_outcome_t o = {UVT_KILLED, NULL, NULL, 0};
+  uvt_outcome_t o = {.status = UVT_KILLED};
   (void)reason;
   return uvt_task_settle(t, &o);
 }
@@ -121,7 +121,7 @@ static void worker(void *arg) {
     uv_mutex_unlock(&wq.mutex);
     t0 = bench_now_ns();
     for (i = 0; i < n; i++) {
-      uvt_outcome_t o = {UVT_COMPLETED, NULL, NULL, 0};
+      uvt_outcome_t o = {.status = UVT_COMPLETED};
       uvt_task_settle(mine[i], &o);
     }
     wq.settle_ns += bench_now_ns() - t0; /* only this thread writes it */
@@ -170,7 +170,7 @@ static size_t forget_n;
 static void (*lc_finish)(void);
 
 static void lc_start_more(void) {
-  uvt_spec_t spec = {"bench", "task", NULL, run_queued, NULL};
+  uvt_spec_t spec = {.kind = "bench", .label = "task", .run = run_queued};
   while (lc.inflight < lc.window && lc.started < lc.tasks) {
     BENCH_CHECK(uvt_start(reg, &spec, NULL));
     lc.started++;
@@ -210,7 +210,7 @@ static void lc_close(void) {
 }
 
 static int cmd_lifecycle(int argc, char **argv) {
-  uvt_spec_t idle = {"idle", "idle task", NULL, run_idle, NULL};
+  uvt_spec_t idle = {.kind = "idle", .label = "idle task", .run = run_idle};
   long extra = bench_lopt(argc, argv, "--live", 0);
   uv_thread_t tid;
   long i;
@@ -287,7 +287,7 @@ static void fl_switch(void) {
 }
 
 static int cmd_flat(int argc, char **argv) {
-  uvt_spec_t idle = {"idle", "idle task", NULL, run_idle, NULL};
+  uvt_spec_t idle = {.kind = "idle", .label = "idle task", .run = run_idle};
   long live[2];
   long tasks = bench_lopt(argc, argv, "--tasks", 200000);
   long chunks = bench_lopt(argc, argv, "--chunks", 10);
@@ -370,7 +370,7 @@ static void xs_thread(void *arg) {
   long i;
   uv_barrier_wait(&xs.barrier);
   for (i = k; i < xs.n; i += xs.threads) {
-    uvt_outcome_t o = {UVT_COMPLETED, NULL, NULL, 0};
+    uvt_outcome_t o = {.status = UVT_COMPLETED};
     uvt_task_settle(xs.tasks[i], &o);
   }
   xs.t_thread[k] = bench_now_ns();
@@ -390,7 +390,7 @@ static void xs_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
 
 static int cmd_xsettle(int argc, char **argv) {
   long want = bench_lopt(argc, argv, "--tasks", 400000);
-  uvt_spec_t spec = {"bench", "task", NULL, run_collect, NULL};
+  uvt_spec_t spec = {.kind = "bench", .label = "task", .run = run_collect};
   uv_thread_t *tids;
   xs_arg_t *args;
   uint64_t t_last = 0;
@@ -441,7 +441,7 @@ static int cmd_xsettle(int argc, char **argv) {
 
 static int cmd_memory(int argc, char **argv) {
   long n = bench_lopt(argc, argv, "--records", 100000);
-  uvt_spec_t spec = {"bench", "task", NULL, run_idle, NULL};
+  uvt_spec_t spec = {.kind = "bench", .label = "task", .run = run_idle};
   size_t kind_len = strlen(spec.kind);
   long before, after;
   long i;
@@ -470,9 +470,11 @@ static int cmd_list(int argc, char **argv) {
   long mine = bench_lopt(argc, argv, "--mine", 10);
   long foreign = bench_lopt(argc, argv, "--foreign", 100000);
   long iters = bench_lopt(argc, argv, "--iters", 20000);
-  uvt_agent_t a, b;
-  uvt_spec_t spec_a = {"bench", "mine", &a, run_idle, NULL};
-  uvt_spec_t spec_b = {"bench", "foreign", &b, run_idle, NULL};
+  uvt_agent_t a = {0}, b = {0}; /* handles start zeroed (R-BUSY-1) */
+  uvt_spec_t spec_a = {
+      .kind = "bench", .label = "mine", .owner = &a, .run = run_idle};
+  uvt_spec_t spec_b = {
+      .kind = "bench", .label = "foreign", .owner = &b, .run = run_idle};
   long total = mine + foreign;
   long every = mine > 0 ? total / mine : total + 1;
   uint64_t t0, t1;

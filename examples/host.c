@@ -61,8 +61,9 @@ static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
 
 int main(void) {
   uv_loop_t *loop = uv_default_loop();
-  uvt_surface_t surface;
-  uvt_listener_t listener;
+  /* Handles start zeroed: the library reads their state (R-BUSY-1). */
+  uvt_surface_t surface = {0};
+  uvt_listener_t listener = {0};
   uvt_process_options_t po;
   static uvt_wait_t w1, w2, w3;
   static char quick_id[UVT_ID_MAX], sleeper_id[UVT_ID_MAX];

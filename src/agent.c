@@ -39,6 +39,8 @@ int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
   if (reg == NULL || a == NULL || agent_id == NULL || session_id == NULL ||
       agent_id[0] == '\0' || session_id[0] == '\0')
     return UV_EINVAL;
+  if (uvt__agent_in_use(a))
+    return UV_EBUSY; /* R-BUSY-1: its links are in our lists */
   if (reg->closing)
     return UVT_ECLOSING;
   if (uvt__index_find(&reg->agents_by_id, agent_id) != NULL)
@@ -68,6 +70,7 @@ int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
   a->dispose_cb_ = NULL;
   a->idle_ = NULL;
   a->live_ = 0;
+  a->starting_ = 0;
   a->state_ = UVT__AGENT_REGISTERED;
   s->refs++;
   uvt__list_init(&a->tasks_);
@@ -91,15 +94,19 @@ static void unregister(uvt_registry_t *reg, uvt_agent_t *a) {
 
 static void finish_dispose(uvt_agent_t *a) {
   uvt_registry_t *reg = a->registry;
-  if (a->state_ != UVT__AGENT_DISPOSING || !uvt__list_empty(&a->tasks_))
+  /* A start inside a `run` hook pins the agent and its session: the
+   * commit after `run` still needs them (R-REENTER-1, C-24). */
+  if (a->state_ != UVT__AGENT_DISPOSING || !uvt__list_empty(&a->tasks_) ||
+      a->starting_ > 0)
     return;
   unregister(reg, a);
-  a->state_ = UVT__AGENT_IDLE; /* stale from now on (R-OWN-1) */
+  /* Stale from now on (R-OWN-1), still in use until its callback ran. */
+  a->state_ = UVT__AGENT_DONE;
   uvt__list_insert_tail(&reg->agents_done, &a->link_);
   uvt__kick(reg);
 }
 
-void uvt__agent_task_dropped(uvt_agent_t *a) {
+void uvt__agent_maybe_done(uvt_agent_t *a) {
   finish_dispose(a);
 }
 
@@ -121,7 +128,7 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
 
   if (a == NULL)
     return UV_EINVAL;
-  if (a->state_ == UVT__AGENT_DETACHED && a->idle_ == NULL) {
+  if (a->state_ == UVT__AGENT_DETACHED) {
     /* The registry closed under this agent (R-CLOSE-1): nothing of it is
      * left; defer the callback through a handle of our own on the loop. */
     a->idle_ = uvt__malloc(sizeof(*a->idle_));
@@ -130,26 +137,33 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
     uv_idle_init(a->loop_, a->idle_);
     a->idle_->data = a;
     a->dispose_cb_ = cb;
+    a->state_ = UVT__AGENT_DETACHED_CB;
     uv_close((uv_handle_t *)a->idle_, detached_closed);
     return 0;
   }
-  if (a->state_ == UVT__AGENT_DETACHED)
+  if (a->state_ == UVT__AGENT_DETACHED_CB)
     return UVT_ECLOSING;
   reg = a->registry;
-  if (reg == NULL ||
-      (a->state_ != UVT__AGENT_REGISTERED && a->state_ != UVT__AGENT_DISPOSING))
+  if (reg == NULL)
     return UV_EINVAL;
-  if (a->state_ == UVT__AGENT_DISPOSING)
+  /* Disposal requested already: disposing, or done with its callback to
+   * come. */
+  if (a->state_ == UVT__AGENT_DISPOSING || a->state_ == UVT__AGENT_DONE)
     return UVT_ECLOSING;
+  if (a->state_ != UVT__AGENT_REGISTERED)
+    return UV_EINVAL;
 
   a->state_ = UVT__AGENT_DISPOSING; /* refuses new starts (UVT_ECLOSING) */
   a->dispose_cb_ = cb;
   reg->disposing_agents++;
-  /* R-AGENT-1, R-AGENT-2: this agent's tasks as of now, collected first. */
+  /* R-AGENT-1, R-AGENT-2: this agent's tasks as of now, collected first.
+   * A task already on another sweep (this call came from a hook that a
+   * registry close's sweep ran) is left to that sweep. */
   uvt__list_init(&sweep);
   for (n = a->tasks_.next; n != &a->tasks_; n = n->next) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, owner_link);
-    uvt__list_insert_tail(&sweep, &t->sweep_link);
+    if (!t->in_teardown && uvt__list_empty(&t->sweep_link))
+      uvt__list_insert_tail(&sweep, &t->sweep_link);
   }
   while ((n = uvt__list_pop(&sweep)) != NULL) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, sweep_link);
@@ -169,6 +183,7 @@ void uvt__agents_drain(uvt_registry_t *reg) {
     uvt_agent_cb cb = a->dispose_cb_;
     reg->disposing_agents--;
     a->registry = NULL;
+    a->state_ = UVT__AGENT_IDLE; /* free from its callback on */
     if (cb != NULL)
       cb(a);
   }

@@ -1,10 +1,29 @@
 /* Deadlines: one uv_timer_t per registry, armed for the earliest entry of a
  * pairing heap of intrusive nodes.  Wait deadlines (R-WAIT-4, R-WAIT-7) and
  * teardown grace periods (R-AGENT-4, P-KILL-4) live here, so adding one
- * never allocates and no handle has to be closed before a wait's callback. */
+ * never allocates and no handle has to be closed before a wait's callback.
+ *
+ * This file only keeps time: it knows nothing of waits or tasks.  When the
+ * timer fires, the registry (registry.c) collects every deadline due into
+ * a list (uvt__deadline_collect) and then acts on them one by one
+ * (uvt__deadline_pop_expired).  A deadline removed while it waits on that
+ * list (a wait counted by a force-fail earlier in the same sweep, a record
+ * dropped by a callback) simply leaves the list; one added by a callback
+ * goes into the heap and is seen by the next sweep.
+ *
+ * R-TIME-1: a duration counts from the call that sets it.  The loop's
+ * cached time is refreshed before every computation that arms the timer,
+ * since a host may call us after blocking its loop outside any callback;
+ * and a deadline is due one millisecond after `timeout_ms` of loop time,
+ * because the loop clock is truncated to milliseconds (so `now` may be up
+ * to a millisecond before the call): it is never early, at most 1 ms
+ * late. */
 #include "uvt-internal.h"
 
 typedef struct uvt__deadline node_t;
+
+/* Set on a node while it sits on the registry's expired list. */
+#define COLLECTED 0x100
 
 void uvt__deadline_init(node_t *d) {
   d->child = NULL;
@@ -76,9 +95,10 @@ static void rearm(uvt_registry_t *reg) {
     uv_timer_stop(&reg->timer);
     return;
   }
+  uv_update_time(reg->loop); /* R-TIME-1 (interface: before every start) */
   now = uv_now(reg->loop);
   wait_ms = reg->deadlines->due_ms > now ? reg->deadlines->due_ms - now : 0;
-  uv_timer_start(&reg->timer, uvt__deadline_timer_cb, wait_ms, 0);
+  uv_timer_start(&reg->timer, uvt__timer_cb, wait_ms, 0);
 }
 
 static void heap_remove(uvt_registry_t *reg, node_t *d) {
@@ -99,12 +119,29 @@ static void heap_remove(uvt_registry_t *reg, node_t *d) {
   d->kind = 0;
 }
 
+/* The expired list is circular through `sibling` (next) and `prev`, with
+ * reg->expired as its head. */
+static void expired_unlink(node_t *d) {
+  d->prev->sibling = d->sibling;
+  d->sibling->prev = d->prev;
+  d->sibling = NULL;
+  d->prev = NULL;
+  d->kind = 0;
+}
+
+static void unlink_any(uvt_registry_t *reg, node_t *d) {
+  if (d->kind & COLLECTED)
+    expired_unlink(d);
+  else if (d->kind != 0)
+    heap_remove(reg, d);
+}
+
 void uvt__deadline_add(uvt_registry_t *reg, node_t *d, int kind,
                        uint64_t timeout_ms) {
   uint64_t now;
-  if (uvt__deadline_armed(d))
-    heap_remove(reg, d);
-  /* Measured from the call, not from the loop's cached time (R-WAIT-7). */
+  unlink_any(reg, d);
+  /* Measured from the call, not from the loop's cached time (R-WAIT-7,
+   * R-TIME-1). */
   uv_update_time(reg->loop);
   d->child = NULL;
   d->sibling = NULL;
@@ -112,39 +149,44 @@ void uvt__deadline_add(uvt_registry_t *reg, node_t *d, int kind,
   d->kind = kind;
   now = uv_now(reg->loop);
   /* Saturate: a timeout near UINT64_MAX means "never", not "already". */
-  d->due_ms = timeout_ms > UINT64_MAX - now ? UINT64_MAX : now + timeout_ms;
+  d->due_ms =
+      timeout_ms >= UINT64_MAX - now - 1 ? UINT64_MAX : now + timeout_ms + 1;
   reg->deadlines = meld(reg->deadlines, d);
   rearm(reg);
 }
 
 void uvt__deadline_remove(uvt_registry_t *reg, node_t *d) {
-  if (!uvt__deadline_armed(d))
+  if (d->kind & COLLECTED) {
+    expired_unlink(d);
+    return;
+  }
+  if (d->kind == 0)
     return;
   heap_remove(reg, d);
   rearm(reg);
 }
 
-void uvt__deadline_timer_cb(uv_timer_t *timer) {
-  uvt_registry_t *reg = uvt__container_of(timer, uvt_registry_t, timer);
-  struct uvt__link expired;
+void uvt__deadline_collect(uvt_registry_t *reg) {
   uint64_t now = uv_now(reg->loop);
-
-  /* Collect every expired deadline first, then act: a callback that adds a
-   * deadline of its own lands in the next sweep, never in this one. */
-  uvt__list_init(&expired);
+  node_t *head = &reg->expired;
   while (reg->deadlines != NULL && reg->deadlines->due_ms <= now) {
     node_t *d = reg->deadlines;
     int kind = d->kind;
     heap_remove(reg, d);
-    if (kind == UVT__DEADLINE_WAIT) {
-      uvt_wait_t *req = uvt__container_of(d, uvt_wait_t, deadline_);
-      uvt__wait_expired(req);
-      uvt__list_insert_tail(&expired, &req->link_);
-    } else {
-      uvt_task_t *t = uvt__container_of(d, uvt_task_t, teardown_deadline);
-      uvt__teardown_expired(t);
-    }
+    d->kind = kind | COLLECTED;
+    d->prev = head->prev;
+    d->sibling = head;
+    head->prev->sibling = d;
+    head->prev = d;
   }
-  uvt__waits_expire(&expired);
   rearm(reg);
+}
+
+node_t *uvt__deadline_pop_expired(uvt_registry_t *reg, int *kind) {
+  node_t *d = reg->expired.sibling;
+  if (d == &reg->expired)
+    return NULL;
+  *kind = d->kind & ~COLLECTED;
+  expired_unlink(d);
+  return d;
 }

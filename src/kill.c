@@ -1,7 +1,34 @@
-/* Kill (R-KILL-1..4). */
+/* Kill (R-KILL-1..4, P-KILL-6's registry side) and the one place that
+ * calls a producer's cancel hook. */
 #include <string.h>
 
 #include "uvt-internal.h"
+
+/* Every cancel of ours goes through here, so a cancel hook is never
+ * entered twice at once for one task (R-REENTER-1).  A teardown that
+ * begins inside the hook (the hook disposed its owner, or closed the
+ * registry) does not call it again: that running call is the teardown's
+ * cancel too, and if it fails the teardown's rule applies (R-AGENT-3) once
+ * it has returned.  A kill of the task from inside the hook is refused in
+ * uvt_kill. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason) {
+  int err;
+  if (t->hooks.cancel == NULL)
+    return UV_ENOTSUP;
+  if (t->in_cancel) {
+    t->cancel_deferred = 1;
+    return 0;
+  }
+  t->in_cancel = 1;
+  err = t->hooks.cancel(t, reason);
+  t->in_cancel = 0;
+  if (t->cancel_deferred) {
+    t->cancel_deferred = 0;
+    if (err != 0 && uvt__task_live(t))
+      uvt__teardown_cancel_failed(t, err);
+  }
+  return err;
+}
 
 int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              const char *reason, uvt_kill_result_t *result) {
@@ -13,6 +40,10 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
   err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
     return err;
+  /* From inside the task's own cancel hook: that cancel is in progress,
+   * and calling the hook again would recurse (R-REENTER-1). */
+  if (t->in_cancel)
+    return UV_EBUSY;
   if (reason == NULL)
     reason = "killed";
 
@@ -21,6 +52,9 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
     reg->metrics.kills++;
     if (result != NULL)
       *result = UVT_KILL_ALREADY_TERMINAL;
+    /* P-KILL-6: what the work left running is stopped; the kill does not
+     * wait for it and the outcome stays. */
+    uvt__quiesce_on_kill(t);
     return 0;
   }
 
@@ -32,7 +66,7 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
    * producer that already settled is past cancelling; its outcome is on
    * its way. */
   if (!atomic_load(&t->settle_called)) {
-    err = t->hooks.cancel != NULL ? t->hooks.cancel(t, reason) : UV_ENOTSUP;
+    err = uvt__task_cancel(t, reason);
     if (err != 0) {
       uvt__free(copy);
       return err;
@@ -40,15 +74,20 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
   }
 
   /* R-KILL-2.  The cancel hook may have settled synchronously; that only
-   * queues the outcome, so the record is still live here. */
+   * queues the outcome, so the record is still live here.  It may also
+   * have begun a teardown of the task (disposing its owner): then the
+   * teardown's reason, recorded during the hook, is the first one. */
   was_running = t->status == UVT_RUNNING;
-  t->status = UVT_STOPPING;
+  if (uvt__task_live(t))
+    t->status = UVT_STOPPING;
   t->reported = 1;
   if (was_running) /* a transition only the first time (R-FEED-1) */
     uvt__feed(t, UVT__CHANGE_STOPPING);
-  if (copy != NULL) {
+  if (copy != NULL && t->kill_reason == NULL) {
     t->kill_reason = copy;
     t->kill_reason_owned = 1;
+  } else {
+    uvt__free(copy);
   }
   reg->metrics.kills++;
   if (result != NULL)

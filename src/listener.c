@@ -9,21 +9,23 @@
 int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l, uvt_done_cb cb) {
   if (reg == NULL || l == NULL || cb == NULL)
     return UV_EINVAL;
+  if (l->active_ == UVT__LISTENER_ACTIVE && l->registry != NULL)
+    return UV_EBUSY; /* R-BUSY-1: its link is in a list of ours */
   if (reg->closing)
     return UVT_ECLOSING;
   l->registry = reg;
   l->cb_ = cb;
-  l->active_ = 1;
+  l->active_ = UVT__LISTENER_ACTIVE;
   uvt__list_init(&l->link_);
   uvt__list_insert_tail(&reg->listeners, &l->link_);
   return 0;
 }
 
 void uvt_listener_stop(uvt_listener_t *l) {
-  if (l == NULL || !l->active_)
+  if (l == NULL || l->active_ != UVT__LISTENER_ACTIVE || l->registry == NULL)
     return;
   uvt__list_remove(&l->link_);
-  l->active_ = 0;
+  l->active_ = UVT__LISTENER_STOPPED;
 }
 
 void uvt__dispatch(uvt_task_t *t) {

@@ -93,6 +93,10 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
   err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
     return err;
+  /* From inside the task's own read_output hook: that read is consuming
+   * the output right now (R-REENTER-1). */
+  if (t->in_read)
+    return UV_EBUSY;
   memset(&buf, 0, sizeof(buf));
 
   if (uvt_status_is_terminal(t->status)) {
@@ -131,7 +135,9 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
   if (err != 0)
     return err;
   if (t->hooks.read_output != NULL && !atomic_load(&t->settle_called)) {
+    t->in_read = 1;
     err = t->hooks.read_output(t, &buf);
+    t->in_read = 0;
     if (err != 0) {
       uvt__free(buf.base);
       uvt_snapshot_cleanup(&out->snapshot);

@@ -72,6 +72,24 @@ static void async_cb(uv_async_t *handle) {
   uvt__update_ref(reg);
 }
 
+/* The deadline timer: collect every deadline due, then act on each (the
+ * c-ares way: nothing is called back while the heap is being walked).
+ * Acting may call back into the host, which may remove collected
+ * deadlines (they leave the list) or add new ones (next sweep). */
+void uvt__timer_cb(uv_timer_t *timer) {
+  uvt_registry_t *reg = uvt__container_of(timer, uvt_registry_t, timer);
+  struct uvt__deadline *d;
+  int kind;
+  uvt__deadline_collect(reg);
+  while ((d = uvt__deadline_pop_expired(reg, &kind)) != NULL) {
+    if (kind == UVT__DEADLINE_WAIT)
+      uvt__wait_expired(uvt__container_of(d, uvt_wait_t, deadline_));
+    else
+      uvt__teardown_expired(
+          uvt__container_of(d, uvt_task_t, teardown_deadline));
+  }
+}
+
 int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
                      uvt_registry_t **out) {
   uvt_registry_t *reg;
@@ -98,6 +116,9 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   uvt__list_init(&reg->agents_done);
   uvt__list_init(&reg->watchers);
   uvt__list_init(&reg->watch_dispatching);
+  uvt__deadline_init(&reg->expired);
+  reg->expired.sibling = &reg->expired;
+  reg->expired.prev = &reg->expired;
   reg->changes = NULL;
   reg->changes_tail = &reg->changes;
 
@@ -144,11 +165,12 @@ int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb, void *data) {
   reg->close_data = data;
 
   /* Collect first, then tear down: a producer hook run by the teardown may
-   * drop other records. */
+   * drop other records.  A task already on an agent disposal's sweep (this
+   * call came from a hook that sweep ran) is left to it. */
   uvt__list_init(&sweep);
   for (n = reg->tasks.next; n != &reg->tasks; n = n->next) {
     uvt_task_t *t = uvt__container_of(n, uvt_task_t, all_link);
-    if (!t->in_teardown)
+    if (!t->in_teardown && uvt__list_empty(&t->sweep_link))
       uvt__list_insert_tail(&sweep, &t->sweep_link);
   }
   while ((n = uvt__list_pop(&sweep)) != NULL) {
@@ -208,11 +230,11 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
   }
   while ((n = uvt__list_pop(&reg->listeners)) != NULL) {
     uvt_listener_t *l = uvt__container_of(n, uvt_listener_t, link_);
-    l->active_ = 0;
+    l->active_ = UVT__LISTENER_STOPPED;
   }
   while ((n = uvt__list_pop(&reg->watchers)) != NULL) {
     uvt_watch_t *w = uvt__container_of(n, uvt_watch_t, link_);
-    w->active_ = 0;
+    w->active_ = UVT__WATCH_STOPPED;
   }
   uvt__index_free(&reg->tasks_by_id);
   uvt__index_free(&reg->agents_by_id);

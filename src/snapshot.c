@@ -16,6 +16,7 @@ void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s) {
   s->reported = t->reported ? 1 : 0;
   s->kill_reason = t->kill_reason;
   s->mem_ = NULL;
+  memset(s->reserved_, 0, sizeof(s->reserved_));
 }
 
 static size_t span(const char *s) {

@@ -124,7 +124,10 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   owner = spec->owner;
   if (owner != NULL && (err = check_owner(reg, owner)) != 0)
     return err;
-  live = owner != NULL ? owner->live_ : reg->unowned_live;
+  /* Starts still inside their `run` count as live: a start made from
+   * inside another start's `run` must not pass the limit (R-REENTER-1). */
+  live = owner != NULL ? owner->live_ + owner->starting_
+                       : reg->unowned_live + reg->unowned_starting;
   if (reg->options.max_live_per_owner > 0 &&
       live >= reg->options.max_live_per_owner)
     return UVT_ELIMIT;
@@ -140,10 +143,23 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
     return UV_ENOMEM;
   uvt__hub_ref(reg->hub);
 
-  err = spec->run(t, spec->arg, &t->hooks); /* R-START-2 */
+  /* R-START-2.  `run` may call anything (R-REENTER-1): the owner is pinned
+   * so that a disposal begun inside `run` waits for this start to finish
+   * (the commit needs the owner and its session, C-24). */
+  if (owner != NULL)
+    owner->starting_++;
+  else
+    reg->unowned_starting++;
+  err = spec->run(t, spec->arg, &t->hooks);
+  if (owner != NULL)
+    owner->starting_--;
+  else
+    reg->unowned_starting--;
   if (err != 0) {
     uvt__hub_cancel(t);
     uvt__task_free(t);
+    if (owner != NULL)
+      uvt__agent_maybe_done(owner);
     return err;
   }
 
@@ -173,6 +189,14 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   uvt__update_ref(reg);
   if (id_out != NULL)
     memcpy(id_out, t->id, strlen(t->id) + 1);
+  /* A disposal or a registry close that began inside `run` collected its
+   * tasks before this one existed: hand it over now, as if it had been
+   * there (R-REENTER-1).  The start still succeeds: the producer's work
+   * runs, and its cancel hook is called from here. */
+  if (owner != NULL && owner->state_ == UVT__AGENT_DISPOSING)
+    uvt__teardown_task(t, "owner disposed");
+  else if (reg->closing)
+    uvt__teardown_task(t, "tasks service disposed");
   return 0; /* R-START-5: the record exists now. */
 }
 

@@ -8,6 +8,8 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
   char *copy;
   if (reg == NULL || s == NULL || name == NULL || name[0] == '\0')
     return UV_EINVAL;
+  if (s->attached_ == UVT__SURFACE_ATTACHED && s->registry != NULL)
+    return UV_EBUSY; /* R-BUSY-1 */
   if (reg->closing)
     return UVT_ECLOSING;
   copy = uvt__strdup(name);
@@ -15,7 +17,7 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
     return UV_ENOMEM;
   s->name = copy;
   s->registry = reg;
-  s->attached_ = 1;
+  s->attached_ = UVT__SURFACE_ATTACHED;
   uvt__list_init(&s->link_);
   uvt__list_insert_tail(&reg->surfaces, &s->link_);
   reg->surface_count++;
@@ -23,11 +25,11 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
 }
 
 void uvt_surface_detach(uvt_surface_t *s) {
-  if (s == NULL || s->attached_ != 1)
+  if (s == NULL || s->attached_ != UVT__SURFACE_ATTACHED || s->registry == NULL)
     return;
   uvt__list_remove(&s->link_);
   s->registry->surface_count--;
   uvt__free((char *)s->name);
   s->name = NULL;
-  s->attached_ = 0;
+  s->attached_ = UVT__SURFACE_DETACHED;
 }

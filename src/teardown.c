@@ -18,12 +18,18 @@ static char *cancel_failed_detail(int err) {
   return uvt__strdup(buf);
 }
 
-static char *grace_detail(unsigned long long grace_ms) {
+static char *grace_detail(unsigned long long elapsed_ms) {
   char buf[256];
   snprintf(buf, sizeof(buf),
            "did not stop within %llu ms of cancel; work may be orphaned",
-           grace_ms);
+           elapsed_ms);
   return uvt__strdup(buf);
+}
+
+/* R-TIME-1: what really elapsed since the teardown began to wait (at least
+ * the grace, more when the loop was busy when it ran out). */
+static unsigned long long waited_ms(const uvt_task_t *t) {
+  return (unsigned long long)((uv_hrtime() - t->teardown_ns) / 1000000);
 }
 
 void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback) {
@@ -34,6 +40,18 @@ void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback) {
   else
     uvt__task_record(t, UVT_FAILED, (char *)fallback, 1);
   uvt__dispatch_later(t);
+}
+
+/* R-AGENT-3: never deadlock disposal on a producer that cannot stop. */
+void uvt__teardown_cancel_failed(uvt_task_t *t, int err) {
+  uvt__log(t->reg, UVT_LOG_WARN,
+           "task %s (kind %s, label \"%s\"): cancel failed during "
+           "teardown (%s); its work may be orphaned",
+           t->id, uvt__task_kind(t), t->label, uvt_err_name(err));
+  if (!uvt__task_live(t))
+    return; /* the log callback ended it some other way */
+  uvt__force_fail(t, cancel_failed_detail(err),
+                  "cancel failed during teardown; work may be orphaned");
 }
 
 void uvt__teardown_task(uvt_task_t *t, const char *reason) {
@@ -54,45 +72,87 @@ void uvt__teardown_task(uvt_task_t *t, const char *reason) {
     t->status = UVT_STOPPING;
     uvt__feed(t, UVT__CHANGE_STOPPING);
   }
+  t->teardown_ns = uv_hrtime(); /* the grace counts from the cancel */
   if (!atomic_load(&t->settle_called)) {
-    err = t->hooks.cancel != NULL ? t->hooks.cancel(t, reason) : UV_ENOTSUP;
+    err = uvt__task_cancel(t, reason);
     if (err != 0) {
-      /* R-AGENT-3: never deadlock disposal on a producer that cannot stop. */
-      uvt__log(reg, UVT_LOG_WARN,
-               "task %s (kind %s, label \"%s\"): cancel failed during "
-               "teardown (%s); its work may be orphaned",
-               t->id, uvt__task_kind(t), t->label, uvt_err_name(err));
-      uvt__force_fail(t, cancel_failed_detail(err),
-                      "cancel failed during teardown; work may be orphaned");
+      uvt__teardown_cancel_failed(t, err);
       return;
     }
   }
-  if (reg->options.teardown_grace_ms > 0)
+  if (uvt__task_live(t) && reg->options.teardown_grace_ms > 0)
     uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
                       reg->options.teardown_grace_ms);
 }
 
-void uvt__teardown_after_terminal(uvt_task_t *t) {
-  uvt_registry_t *reg = t->reg;
+/* ---- Quiescence of a terminal task (P-KILL-4, P-KILL-6).  The producer's
+ * quiesce hook stops what the work left behind; 1 means "stopping, I will
+ * call uvt_task_quiescent()".  A kill of the ended task starts it and does
+ * not wait; a teardown (agent or registry disposal, forget) waits for a
+ * quiesce in progress, bounded by teardown_grace_ms, instead of calling
+ * the hook again. */
+
+/* Call the hook unless a quiesce is in progress; returns 1 while one is. */
+static int quiesce_call(uvt_task_t *t) {
   int r;
-  if (!t->in_teardown || t->dropped || t->quiesce_pending || !t->dispatched)
-    return;
+  if (t->quiesce_pending)
+    return 1;
   /* A force-failed producer has not settled: it is still on its own path
    * to quiescence, and asking it to quiesce would race that. */
-  if (!t->force_failed && t->hooks.quiesce != NULL && !t->release_called) {
-    t->quiesce_pending = 1;
-    t->in_quiesce_hook = 1;
-    r = t->hooks.quiesce(t);
-    t->in_quiesce_hook = 0;
-    if (r == 1 && t->quiesce_pending) {
-      if (reg->options.teardown_grace_ms > 0)
-        uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
-                          reg->options.teardown_grace_ms);
-      return;
-    }
-    t->quiesce_pending = 0;
+  if (t->force_failed || t->hooks.quiesce == NULL || t->release_called ||
+      t->dropped)
+    return 0;
+  t->quiesce_pending = 1;
+  t->in_quiesce_hook = 1;
+  uvt__task_pin(t);
+  r = t->hooks.quiesce(t);
+  t->in_quiesce_hook = 0;
+  t->pins--; /* the caller holds the record too; no free here */
+  if (r != 1)
+    t->quiesce_pending = 0; /* 0, or uvt_task_quiescent() inside the hook */
+  return t->quiesce_pending;
+}
+
+/* A teardown waits for the quiesce in progress: bound the wait. */
+static void quiesce_wait(uvt_task_t *t) {
+  uvt_registry_t *reg = t->reg;
+  if (!uvt__deadline_armed(&t->teardown_deadline) &&
+      reg->options.teardown_grace_ms > 0) {
+    t->teardown_ns = uv_hrtime();
+    uvt__deadline_add(reg, &t->teardown_deadline, UVT__DEADLINE_TEARDOWN,
+                      reg->options.teardown_grace_ms);
+  }
+}
+
+/* No quiesce in progress any more: a teardown that waited drops now. */
+static void quiesce_done(uvt_task_t *t) {
+  if (t->in_teardown && t->dispatched && !t->dropped)
+    uvt__drop(t);
+}
+
+void uvt__teardown_after_terminal(uvt_task_t *t) {
+  if (!t->in_teardown || t->dropped || !t->dispatched)
+    return;
+  if (t->quiesce_pending || quiesce_call(t)) {
+    quiesce_wait(t);
+    return;
   }
   uvt__drop(t);
+}
+
+/* P-KILL-6: a kill of the ended task asks the producer to stop what its
+ * work left running, unless that is under way; the kill does not wait. */
+void uvt__quiesce_on_kill(uvt_task_t *t) {
+  if (t->quiesce_pending)
+    return;
+  uvt__task_pin(t);
+  if (quiesce_call(t)) {
+    if (t->in_teardown && t->dispatched)
+      quiesce_wait(t); /* a teardown began inside the hook */
+  } else {
+    quiesce_done(t);
+  }
+  uvt__task_unpin(t);
 }
 
 void uvt_task_quiescent(uvt_task_t *t) {
@@ -100,14 +160,14 @@ void uvt_task_quiescent(uvt_task_t *t) {
     return;
   t->quiesce_pending = 0;
   if (t->in_quiesce_hook)
-    return; /* the hook's caller drops it */
+    return; /* the hook's caller goes on from here */
   uvt__deadline_remove(t->reg, &t->teardown_deadline);
-  uvt__drop(t);
+  quiesce_done(t);
 }
 
 void uvt__teardown_expired(uvt_task_t *t) {
   uvt_registry_t *reg = t->reg;
-  unsigned long long grace = (unsigned long long)reg->options.teardown_grace_ms;
+  unsigned long long waited = waited_ms(t);
   if (uvt__task_live(t) && atomic_load(&t->settle_called)) {
     /* The producer stopped in time: its outcome waits in the settle queue
      * for the loop to drain it, which ends the teardown as usual. */
@@ -116,16 +176,19 @@ void uvt__teardown_expired(uvt_task_t *t) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
              "cancel; its work may be orphaned",
-             t->id, uvt__task_kind(t), t->label, grace);
-    uvt__force_fail(t, grace_detail(grace),
-                    "did not stop in time after cancel; work may be orphaned");
+             t->id, uvt__task_kind(t), t->label, waited);
+    if (uvt__task_live(t))
+      uvt__force_fail(t, grace_detail(waited),
+                      "did not stop in time after cancel; work may be "
+                      "orphaned");
   } else if (t->quiesce_pending) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\"): what its work left behind did "
              "not stop within %llu ms; it may be orphaned",
-             t->id, uvt__task_kind(t), t->label, grace);
+             t->id, uvt__task_kind(t), t->label, waited);
     t->quiesce_pending = 0;
-    uvt__drop(t);
+    if (!t->dropped)
+      uvt__drop(t);
   }
 }
 
@@ -164,10 +227,12 @@ void uvt__drop(uvt_task_t *t) {
   uvt__feed(t, UVT__CHANGE_DROPPED);
   if (t->hooks.release != NULL && !t->release_called) {
     t->release_called = 1;
+    t->pins++; /* the hook may call anything (R-REENTER-1) */
     t->hooks.release(t);
+    t->pins--;
   }
   if (owner != NULL)
-    uvt__agent_task_dropped(owner);
+    uvt__agent_maybe_done(owner);
   if (reg->closing)
     uvt__kick(reg);
   uvt__task_maybe_free(t);

@@ -104,15 +104,21 @@ void uvt__index_remove(uvt__index_t *ix, struct uvt__hentry *e);
 void uvt__index_free(uvt__index_t *ix);
 
 /* ---- deadline.c: one uv_timer per registry drives a pairing heap of
- * deadlines (wait deadlines, teardown grace periods). */
+ * deadlines (wait deadlines, teardown grace periods).  It keeps time only;
+ * registry.c's timer callback collects what is due and acts on it. */
 enum { UVT__DEADLINE_WAIT = 1, UVT__DEADLINE_TEARDOWN = 2 };
 
 void uvt__deadline_add(uvt_registry_t *reg, struct uvt__deadline *d, int kind,
                        uint64_t timeout_ms);
+/* Disarm; also takes a collected deadline off the expired list. */
 void uvt__deadline_remove(uvt_registry_t *reg, struct uvt__deadline *d);
+/* Nonzero while in the heap or on the expired list. */
 int uvt__deadline_armed(const struct uvt__deadline *d);
 void uvt__deadline_init(struct uvt__deadline *d);
-void uvt__deadline_timer_cb(uv_timer_t *timer);
+/* Move every deadline due now, earliest first, to the expired list. */
+void uvt__deadline_collect(uvt_registry_t *reg);
+/* Take the first deadline off the expired list (NULL when empty). */
+struct uvt__deadline *uvt__deadline_pop_expired(uvt_registry_t *reg, int *kind);
 
 /* ---- The settle hub: the part of the registry a producer's thread may
  * touch.  It outlives the registry while a task that has not settled still
@@ -199,9 +205,12 @@ struct uvt_task_s {
   unsigned kill_reason_owned : 1;
   unsigned producer_done : 1; /* the outcome was taken off the hub */
   unsigned in_quiesce_hook : 1;
-  unsigned hidden : 1;         /* out of the id index and the list views */
-  unsigned char id_prefix_len; /* strlen("<kind>-"), at most 65 */
-  unsigned dups_seen;          /* taken from dup_settles by the drain */
+  unsigned hidden : 1;          /* out of the id index and the list views */
+  unsigned in_cancel : 1;       /* the cancel hook is running */
+  unsigned cancel_deferred : 1; /* a teardown's cancel joined that call */
+  unsigned in_read : 1;         /* the read_output hook is running */
+  unsigned char id_prefix_len;  /* strlen("<kind>-"), at most 65 */
+  unsigned dups_seen;           /* taken from dup_settles by the drain */
   uvt_agent_t *owner;
   struct uvt__link waits; /* pending waits; once terminal, counted ones */
   uvt_hooks_t hooks;
@@ -225,6 +234,7 @@ struct uvt_task_s {
   struct uvt__link dispatch_link; /* registry's dispatch list */
   struct uvt__link sweep_link;    /* a teardown sweep being collected */
   struct uvt__deadline teardown_deadline;
+  uint64_t teardown_ns; /* uv_hrtime() when that deadline's wait began */
   struct uvt__change changes[UVT__CHANGE_COUNT];
 };
 
@@ -233,19 +243,28 @@ static inline const char *uvt__task_kind(const uvt_task_t *t) {
   return (const char *)(t + 1);
 }
 
+/* ---- State tags of the caller-allocated handles (R-BUSY-1).  A handle
+ * is in use when its state field holds one of the in-use tags below and it
+ * names a registry; a zeroed handle (state 0) or one we gave back (a
+ * "free" tag) is free.  The values are distinctive so that a field of
+ * memory we never wrote is unlikely to read as "in use" by chance; hosts
+ * still must zero handles before their first use (the header says so). */
+#define UVT__TAG(n) ((int)(0x75740000 + (n))) /* "ut" and a number */
+
 enum {
-  UVT__AGENT_IDLE = 0,
-  UVT__AGENT_REGISTERED,
-  UVT__AGENT_DISPOSING,
-  UVT__AGENT_DETACHED /* the registry closed under it */
+  UVT__AGENT_IDLE = UVT__TAG(0x10), /* free: disposed, callback done */
+  UVT__AGENT_REGISTERED = UVT__TAG(0x11),
+  UVT__AGENT_DISPOSING = UVT__TAG(0x12),
+  UVT__AGENT_DONE = UVT__TAG(0x13),       /* disposed, callback to come */
+  UVT__AGENT_DETACHED = UVT__TAG(0x14),   /* the registry closed under it */
+  UVT__AGENT_DETACHED_CB = UVT__TAG(0x15) /* disposed after that: cb due */
 };
 
 enum {
-  UVT__WAIT_IDLE = 0,
-  UVT__WAIT_PENDING, /* on task->waits with a deadline */
-  UVT__WAIT_COUNTED, /* still on task->waits: dispatch delivers status 0 */
-  UVT__WAIT_DUE,     /* on reg->deferred: delivered in the next drain */
-  UVT__WAIT_EXPIRED  /* collected by the deadline sweep */
+  UVT__WAIT_IDLE = UVT__TAG(0x20),    /* free */
+  UVT__WAIT_PENDING = UVT__TAG(0x21), /* on task->waits with a deadline */
+  UVT__WAIT_COUNTED = UVT__TAG(0x22), /* on task->waits: status 0 due */
+  UVT__WAIT_DUE = UVT__TAG(0x23)      /* on reg->deferred: next drain */
 };
 
 /* ---- ext.c: per-registry producer contexts.  A producer that needs
@@ -275,6 +294,28 @@ int uvt__ext_add(uvt_registry_t *reg, uvt__ext_t *ext);
  * call; returns 0 once all are done, else 1 (uvt__maybe_finish_close is
  * called again when the last one is). */
 int uvt__ext_close_all(uvt_registry_t *reg);
+enum {
+  UVT__SURFACE_DETACHED = UVT__TAG(0x30),
+  UVT__SURFACE_ATTACHED = UVT__TAG(0x31),
+  UVT__LISTENER_STOPPED = UVT__TAG(0x40),
+  UVT__LISTENER_ACTIVE = UVT__TAG(0x41),
+  UVT__WATCH_STOPPED = UVT__TAG(0x50),
+  UVT__WATCH_ACTIVE = UVT__TAG(0x51)
+};
+
+static inline int uvt__agent_in_use(const uvt_agent_t *a) {
+  if (a->state_ == UVT__AGENT_DETACHED_CB)
+    return 1; /* its registry is gone; our idle handle still holds it */
+  return a->registry != NULL &&
+         (a->state_ == UVT__AGENT_REGISTERED ||
+          a->state_ == UVT__AGENT_DISPOSING || a->state_ == UVT__AGENT_DONE);
+}
+
+static inline int uvt__wait_in_use(const uvt_wait_t *req) {
+  return req->registry != NULL &&
+         (req->state_ == UVT__WAIT_PENDING ||
+          req->state_ == UVT__WAIT_COUNTED || req->state_ == UVT__WAIT_DUE);
+}
 
 struct uvt_registry_s {
   uv_loop_t *loop;
@@ -283,6 +324,7 @@ struct uvt_registry_s {
   uv_async_t async;
   uv_timer_t timer;
   struct uvt__deadline *deadlines; /* pairing heap root */
+  struct uvt__deadline expired;    /* list head: collected, not acted on */
 
   uvt__index_t tasks_by_id;
   uvt__index_t agents_by_id;
@@ -308,6 +350,7 @@ struct uvt_registry_s {
   size_t surface_count;
   size_t disposing_agents;
   unsigned unowned_live;
+  unsigned unowned_starting; /* unowned uvt_start calls inside `run` */
   uint64_t next_seq;
   uvt_metrics_t metrics;
 
@@ -331,6 +374,7 @@ void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
 int64_t uvt__now_ms(void);
 void uvt__update_ref(uvt_registry_t *reg);
 void uvt__maybe_finish_close(uvt_registry_t *reg);
+void uvt__timer_cb(uv_timer_t *timer);
 
 /* ---- snapshot.c */
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s);
@@ -367,10 +411,16 @@ void uvt__waits_count(uvt_task_t *t);
 void uvt__waits_deliver_counted(uvt_task_t *t);
 void uvt__waits_drain(uvt_registry_t *reg);
 void uvt__wait_expired(uvt_wait_t *req);
-void uvt__waits_expire(struct uvt__link *expired);
+
+/* ---- kill.c */
+/* Call the producer's cancel hook, never twice at once for one task
+ * (R-REENTER-1); see kill.c. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason);
 
 /* ---- teardown.c */
 void uvt__teardown_task(uvt_task_t *t, const char *reason);
+void uvt__teardown_cancel_failed(uvt_task_t *t, int err);
+void uvt__quiesce_on_kill(uvt_task_t *t);
 void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
 void uvt__drop(uvt_task_t *t);
@@ -382,7 +432,9 @@ void uvt__feed(uvt_task_t *t, int which);
 void uvt__feed_drain(uvt_registry_t *reg);
 
 /* ---- agent.c */
-void uvt__agent_task_dropped(uvt_agent_t *a);
+/* A task of `a` was dropped, or a start for it finished: a disposal that
+ * waited for that may complete. */
+void uvt__agent_maybe_done(uvt_agent_t *a);
 void uvt__agents_drain(uvt_registry_t *reg);
 void uvt__agents_detach_all(uvt_registry_t *reg);
 void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s);

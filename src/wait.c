@@ -14,6 +14,10 @@ int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
 
   if (reg == NULL || req == NULL || id == NULL || cb == NULL)
     return UV_EINVAL;
+  /* R-BUSY-1: a pending request is linked into our lists and the deadline
+   * heap; resetting it would corrupt both (C-23: the loop then spun). */
+  if (uvt__wait_in_use(req))
+    return UV_EBUSY;
   /* R-WAIT-1: unknown or foreign id first, then the timeout. */
   err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
@@ -48,7 +52,7 @@ int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
 
 int uvt_wait_abort(uvt_wait_t *req) {
   uvt_registry_t *reg;
-  if (req == NULL)
+  if (req == NULL || !uvt__wait_in_use(req))
     return UV_EINVAL;
   switch (req->state_) {
   case UVT__WAIT_PENDING:
@@ -124,25 +128,18 @@ void uvt__waits_drain(uvt_registry_t *reg) {
   }
 }
 
-/* Called by the deadline sweep: unlink now, call back after the sweep. */
+/* The wait's own deadline passed (R-WAIT-4): called by the deadline sweep
+ * (registry.c) for a wait still pending; one that settlement counted or an
+ * abort took meanwhile left the sweep's list. */
 void uvt__wait_expired(uvt_wait_t *req) {
-  uvt__list_remove(&req->link_);
-  uvt__task_pin(req->task_);
-  req->status_ = UVT_EWAITTIMEOUT;
-  req->state_ = UVT__WAIT_EXPIRED;
-  req->registry->metrics.waits_timed_out++;
-}
-
-void uvt__waits_expire(struct uvt__link *expired) {
-  struct uvt__link *n;
+  uvt_task_t *t = req->task_;
   uvt_snapshot_t view;
-  while ((n = uvt__list_pop(expired)) != NULL) {
-    uvt_wait_t *req = uvt__container_of(n, uvt_wait_t, link_);
-    uvt_task_t *t = req->task_;
-    req->state_ = UVT__WAIT_IDLE;
-    req->task_ = NULL;
-    uvt__snapshot_view(t, &view);
-    req->cb_(req, UVT_EWAITTIMEOUT, &view); /* R-WAIT-4 */
-    uvt__task_unpin(t);
-  }
+  uvt__list_remove(&req->link_); /* R-WAIT-6: retains nothing */
+  req->registry->metrics.waits_timed_out++;
+  req->state_ = UVT__WAIT_IDLE;
+  req->task_ = NULL;
+  uvt__task_pin(t);
+  uvt__snapshot_view(t, &view);
+  req->cb_(req, UVT_EWAITTIMEOUT, &view);
+  uvt__task_unpin(t);
 }

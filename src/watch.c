@@ -7,21 +7,23 @@
 int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w, uvt_change_cb cb) {
   if (reg == NULL || w == NULL || cb == NULL)
     return UV_EINVAL;
+  if (w->active_ == UVT__WATCH_ACTIVE && w->registry != NULL)
+    return UV_EBUSY; /* R-BUSY-1 */
   if (reg->closing)
     return UVT_ECLOSING;
   w->registry = reg;
   w->cb_ = cb;
-  w->active_ = 1;
+  w->active_ = UVT__WATCH_ACTIVE;
   uvt__list_init(&w->link_);
   uvt__list_insert_tail(&reg->watchers, &w->link_);
   return 0;
 }
 
 void uvt_watch_stop(uvt_watch_t *w) {
-  if (w == NULL || w->active_ != 1)
+  if (w == NULL || w->active_ != UVT__WATCH_ACTIVE || w->registry == NULL)
     return;
   uvt__list_remove(&w->link_);
-  w->active_ = 0;
+  w->active_ = UVT__WATCH_STOPPED;
 }
 
 void uvt__feed(uvt_task_t *t, int which) {

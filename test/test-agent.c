@@ -283,16 +283,16 @@ static void agent_grace_bound(void **state) {
   tc_run_until(&f, &a.disposed, 1);
   elapsed_ms = (uv_hrtime() - t0) / 1000000u;
   assert_int_equal(a.disposed, 1);
-  assert_true(elapsed_ms >= 90);
+  assert_true(elapsed_ms >= 100); /* R-TIME-1: never early */
   assert_int_equal(hang.cancels, 1);
   assert_int_equal(hang.releases, 1);
 
   s = lrec_find(&l, hid);
   assert_non_null(s);
   assert_int_equal(s->status, UVT_FAILED);
-  assert_string_equal(s->detail,
-                      "did not stop within 100 ms of cancel; work may be "
-                      "orphaned");
+  /* R-TIME-1: the detail names what elapsed, at least the grace. */
+  assert_true(tc_grace_in(s->detail) >= 100);
+  assert_true(tc_grace_in(s->detail) <= elapsed_ms);
   assert_int_equal(f.warnings, 1);
   assert_true(tc_contains(f.last_warning, hid));
   assert_true(tc_contains(f.last_warning, "hangkind"));
@@ -442,7 +442,7 @@ static void closed_cb(void *data) {
 static void agent_dispose_after_registry_close(void **state) {
   uv_loop_t loop;
   uvt_registry_t *reg;
-  uvt_surface_t s;
+  uvt_surface_t s = {0};
   arec_t a, b;
   lrec_t l;
   fake_t t;
@@ -638,16 +638,15 @@ static void agent_c19_orphan(void **state) {
   assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
   assert_int_equal(uv_loop_close(&f.loop), 0);
   assert_int_equal(c.calls, 1);
-  assert_true(c.at - t0 >= 290u * 1000000u);
+  assert_true(c.at - t0 >= 300u * 1000000u); /* R-TIME-1: never early */
   assert_int_equal(hang.cancels, 1);
   assert_string_equal(hang.last_reason, "tasks service disposed");
   assert_int_equal(hang.releases, 1);
   assert_int_equal(w.calls, 1);
   assert_int_equal(w.status, 0);
   assert_int_equal(w.snap.status, UVT_FAILED);
-  assert_string_equal(w.snap.detail,
-                      "did not stop within 300 ms of cancel; work may be "
-                      "orphaned");
+  assert_true(tc_grace_in(w.snap.detail) >= 300);
+  assert_true(tc_grace_in(w.snap.detail) * 1000000u <= c.at - t0);
   assert_true(f.warnings >= 1);
   assert_true(tc_contains(f.last_warning, id));
   assert_true(tc_contains(f.last_warning, "orphaned"));

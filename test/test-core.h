@@ -1,8 +1,9 @@
-/* Helpers shared by the core registry suites (errors, start, registry, wait,
- * listener, agent): a counting allocator that can fail the n-th allocation
- * (R-START-3) and proves that every test gives back what the library took,
- * recorders for wait/listener/agent callbacks (record inside callbacks,
- * assert after uv_run returns), and snapshot comparison.
+/* Helpers shared by the core registry suites (test-agent, busy, errors,
+ * forget, quiesce, reenter, registry, start, time, wait, listener): a
+ * counting allocator that can fail the n-th allocation (R-START-3) and
+ * proves that every test gives back what the library took, recorders for
+ * wait/listener/agent callbacks (record inside callbacks, assert after
+ * uv_run returns), and snapshot comparison.
  *
  * Everything is static inline so that each suite takes what it uses. */
 #ifndef UVTASKS_TEST_CORE_H
@@ -468,6 +469,21 @@ static inline int tc_handles(uv_loop_t *loop) {
 
 static inline int tc_contains(const char *hay, const char *needle) {
   return hay != NULL && strstr(hay, needle) != NULL;
+}
+
+/* The N of a teardown detail "did not stop within N ms of cancel; work may
+ * be orphaned" (R-AGENT-4, R-TIME-1: N is what elapsed), or 0 if `detail`
+ * is not one. */
+static inline unsigned long long tc_grace_in(const char *detail) {
+  static const char head[] = "did not stop within ";
+  static const char tail[] = " ms of cancel; work may be orphaned";
+  unsigned long long n = 0;
+  const char *p;
+  if (detail == NULL || strncmp(detail, head, sizeof(head) - 1) != 0)
+    return 0;
+  for (p = detail + sizeof(head) - 1; *p >= '0' && *p <= '9'; p++)
+    n = n * 10 + (unsigned long long)(*p - '0');
+  return strcmp(p, tail) == 0 ? n : 0;
 }
 
 #endif

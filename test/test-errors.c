@@ -1,5 +1,6 @@
 /* The error table, uvt_strerror/uvt_err_name (with their fallback to
  * libuv's codes), uvt_status_name and uvt_status_is_terminal (SPEC §1). */
+#include <stdio.h>
 #include <string.h>
 
 #include "test-core.h"
@@ -158,6 +159,21 @@ static void errors_replace_allocator_einval(void **state) {
       uvt_replace_allocator(tc_malloc, tc_realloc, tc_calloc, tc_free), 0);
 }
 
+/* The version: uvtasks/version.h is generated from the project version,
+ * and the library reports the same numbers (packed like uv_version()). */
+static void version_matches_header(void **state) {
+  char expect[32];
+  (void)state;
+  assert_int_equal(uvt_version(), UVT_VERSION_HEX);
+  assert_int_equal(UVT_VERSION_HEX, (UVT_VERSION_MAJOR << 16) |
+                                        (UVT_VERSION_MINOR << 8) |
+                                        UVT_VERSION_PATCH);
+  snprintf(expect, sizeof(expect), "%d.%d.%d", UVT_VERSION_MAJOR,
+           UVT_VERSION_MINOR, UVT_VERSION_PATCH);
+  assert_string_equal(uvt_version_string(), expect);
+  assert_string_equal(UVT_VERSION_STRING, expect);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TC_TEST(errors_table_complete),
@@ -169,6 +185,7 @@ int main(void) {
       TC_TEST(errors_status_terminal),
       TC_TEST(errors_any_thread),
       TC_TEST(errors_replace_allocator_einval),
+      TC_TEST(version_matches_header),
   };
   tc_install_allocator();
   return cmocka_run_group_tests(tests, NULL, NULL);

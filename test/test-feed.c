@@ -46,8 +46,8 @@ static void reset(void) {
  * once, never inside the call that caused them; terminal after listeners. */
 static void test_feed_transitions_in_order(void **state) {
   fixture_t f;
-  uvt_watch_t w;
-  uvt_listener_t l;
+  uvt_watch_t w = {0};
+  uvt_listener_t l = {0};
   fake_t fk;
   char id[UVT_ID_MAX];
   uvt_kill_result_t kr;
@@ -137,7 +137,7 @@ static void test_feed_containment_and_close(void **state) {
 /* R-FORGET-1: fence, live refusal, release hook, ENOTASK afterwards. */
 static void test_forget(void **state) {
   fixture_t f;
-  uvt_agent_t a, other;
+  uvt_agent_t a = {0}, other = {0};
   fake_t fk;
   char id[UVT_ID_MAX];
   uvt_snapshot_t snap;
@@ -174,7 +174,7 @@ static void test_forget(void **state) {
  * when the first one happened before anybody watched. */
 static void test_feed_no_second_stopping(void **state) {
   fixture_t f;
-  uvt_watch_t w;
+  uvt_watch_t w = {0};
   fake_t fk;
   char id[UVT_ID_MAX];
 
@@ -227,7 +227,7 @@ static void test_forget_quiesces_first(void **state) {
   uvt_snapshot_t snap, *all;
   size_t n;
   uvt_metrics_t m;
-  uvt_outcome_t o = {UVT_COMPLETED, "exit code: 0", NULL, 0};
+  uvt_outcome_t o = {.status = UVT_COMPLETED, .detail = "exit code: 0"};
 
   quiesce_calls = linger_releases = 0;
   memset(&spec, 0, sizeof(spec));

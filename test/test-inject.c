@@ -293,7 +293,7 @@ static void test_inject_kill(void **state) {
 static void test_inject_wait_and_settle(void **state) {
   fixture_t f;
   fake_t fk, done;
-  uvt_wait_t w1, w2, w3;
+  uvt_wait_t w1 = {0}, w2 = {0}, w3 = {0};
   wait_rec_t r1, r2, r3;
   uvt_snapshot_t s;
   char id[UVT_ID_MAX], idd[UVT_ID_MAX];
@@ -358,7 +358,7 @@ static int disposed(void *arg) {
 
 static void test_inject_agent_dispose(void **state) {
   fixture_t f;
-  uvt_agent_t a;
+  uvt_agent_t a = {0};
   fake_t coop, stuck, ended;
   uvt_snapshot_t s;
   char i1[UVT_ID_MAX], i2[UVT_ID_MAX], i3[UVT_ID_MAX];
@@ -399,7 +399,7 @@ static void test_inject_agent_dispose(void **state) {
 static void test_inject_registry_close(void **state) {
   fixture_t f;
   fake_t coop, stuck;
-  uvt_wait_t w1, w2;
+  uvt_wait_t w1 = {0}, w2 = {0};
   wait_rec_t r1, r2;
   char i1[UVT_ID_MAX], i2[UVT_ID_MAX];
   (void)state;
@@ -443,9 +443,9 @@ static void noop_listener(uvt_listener_t *l, const uvt_snapshot_t *snap,
  * success, and a failed call leaves the handle reusable. */
 static void test_inject_register_attach(void **state) {
   fixture_t f;
-  uvt_agent_t a;
-  uvt_surface_t s;
-  uvt_listener_t l;
+  uvt_agent_t a = {0};
+  uvt_surface_t s = {0};
+  uvt_listener_t l = {0};
   long n;
   (void)state;
 

@@ -995,7 +995,7 @@ static void listener_c17_kill_race(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* R-FEED-1 (beyond the lead's test-feed): every transition of owned and
+/* R-FEED-1 (beyond test-feed.c): every transition of owned and
  * unowned tasks in order; the terminal one after the listeners; records
  * dropped by agent disposal give a last `dropped` snapshot; a watcher may
  * close the registry from its callback (R-CLOSE-3) and the feed is silent

@@ -526,9 +526,7 @@ static void test_quiesce_hook_after_end(void **state) {
 
 /* C-30, P-KILL-6: a kill of a task that ended stops the dev server it left
  * behind (SIGTERM, then SIGKILL after the grace); the kill says the task
- * had ended, and its outcome stays `completed`.  Needs the registry side
- * of P-KILL-6 (uvt_kill calling the quiesce hook): skipped, saying so,
- * where the registry does not call it. */
+ * had ended, and its outcome and record stay. */
 static void test_c30_kill_ended(void **state) {
   fixture_t f;
   uvt_agent_t a;
@@ -558,12 +556,8 @@ static void test_c30_kill_ended(void **state) {
   p = uvt_task_arg(t);
   assert_int_equal(uvt_kill(f.reg, id, &a, "stop the server", &kr), 0);
   assert_int_equal(kr, UVT_KILL_ALREADY_TERMINAL);
-  if (!p->quiescing) {
-    print_message("C-30: uvt_kill does not call the quiesce hook yet (the "
-                  "registry side of P-KILL-6); skipped\n");
-    fixture_close(&f);
-    skip();
-  }
+  /* The registry called the quiesce hook (interface 1). */
+  assert_int_equal(p->quiescing, 1);
   lw.f = &f;
   lw.id = id;
   lw.n = 0;

@@ -709,13 +709,13 @@ typedef struct {
 static int pid_known(void *arg) {
   pid_wait_t *w = arg;
   w->pid = uvt_process_pid(w->f->reg, w->id, w->caller);
-  return w->pid != UV_EAGAIN;
+  return w->pid != 0;
 }
 
 int task_pid(fixture_t *f, const char *id, const uvt_agent_t *caller) {
   pid_wait_t w = {f, id, caller, 0};
   /* The spawn runs off the loop thread (P-SPAWN-6): until its answer the
-   * pid is UV_EAGAIN. */
+   * pid is 0. */
   assert_true(run_until(f, pid_known, &w, 10000));
   assert_true(w.pid > 0);
   return w.pid;

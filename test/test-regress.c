@@ -48,8 +48,8 @@ static void dispose_owner(uvt_listener_t *l, const uvt_snapshot_t *snap,
 static void
 test_regress_dispose_in_listener_with_duplicate_queued(void **state) {
   fixture_t f;
-  uvt_agent_t a;
-  uvt_listener_t l;
+  uvt_agent_t a = {0};
+  uvt_listener_t l = {0};
   fake_t one, two;
   regress_t r;
   uvt_snapshot_t s;
@@ -98,8 +98,8 @@ test_regress_dispose_in_listener_with_duplicate_queued(void **state) {
 static void test_regress_grace_expires_with_outcome_queued(void **state) {
   fixture_t f;
   uvt_options_t o;
-  uvt_agent_t a;
-  uvt_listener_t l;
+  uvt_agent_t a = {0};
+  uvt_listener_t l = {0};
   fake_t fk;
   regress_t r;
   char id[UVT_ID_MAX];

@@ -42,7 +42,7 @@ static void start_no_surface(void **state) {
  * is idempotent; when the last surface detaches starts fail again. */
 static void start_surface_counting(void **state) {
   fixture_t f;
-  uvt_surface_t s2, s3;
+  uvt_surface_t s2 = {0}, s3 = {0};
   char id[UVT_ID_MAX];
   fake_t *fkp = NULL;
   (void)state;
@@ -206,7 +206,7 @@ static void start_check_order(void **state) {
   uvt_options_t o;
   fake_t held, ah;
   arec_t a;
-  uvt_agent_t never;
+  uvt_agent_t never = {0};
   uvt_metrics_t m;
   char id[UVT_ID_MAX];
   fake_t *fkp = NULL;
@@ -475,7 +475,7 @@ static void start_alloc_failures_other_calls(void **state) {
   fake_t fk, st;
   arec_t a;
   lrec_t l;
-  uvt_surface_t s;
+  uvt_surface_t s = {0};
   char id[UVT_ID_MAX], sid[UVT_ID_MAX];
   long n, base;
   int err;

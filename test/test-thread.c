@@ -275,7 +275,7 @@ static void test_thread_settle_order(void **state) {
   job_t j;
   waiter_t w;
   rec_t *r = calloc(1, sizeof(*r));
-  uvt_listener_t l;
+  uvt_listener_t l = {0};
   int seq = 0;
   int exited_before;
   char id[UVT_ID_MAX];
@@ -339,7 +339,7 @@ static void test_thread_c16_barrier(void **state) {
   uv_barrier_t barrier;
   barrier_job_t bj;
   rec_t *r = calloc(1, sizeof(*r));
-  uvt_listener_t l;
+  uvt_listener_t l = {0};
   uvt_thread_options_t o;
   uvt_snapshot_t *list;
   size_t count, i;
@@ -445,7 +445,7 @@ static void test_thread_c17_kill_race(void **state) {
   c17_t *c = calloc(1, sizeof(*c));
   waiter_t *w = calloc(C17_N, sizeof(*w));
   delay_job_t *d = calloc(C17_N, sizeof(*d));
-  uvt_listener_t l;
+  uvt_listener_t l = {0};
   uv_timer_t timer;
   int k, m;
   (void)state;
@@ -551,11 +551,11 @@ static int dispose_done(void *arg) {
 static void test_thread_agent_dispose(void **state) {
   fixture_t f;
   uvt_options_t o;
-  uvt_agent_t a;
+  uvt_agent_t a = {0};
   dispose_rec_t dr = {0};
   job_t coop, stubborn, after;
   rec_t *r = calloc(1, sizeof(*r));
-  uvt_listener_t l;
+  uvt_listener_t l = {0};
   uvt_thread_options_t to;
   waiter_t w;
   uvt_snapshot_t snap;
@@ -615,7 +615,7 @@ static void test_thread_agent_dispose(void **state) {
 static void test_thread_start_errors(void **state) {
   fixture_t f;
   job_t j;
-  uvt_agent_t stranger;
+  uvt_agent_t stranger = {0};
   uvt_thread_options_t o;
   uvt_surface_t *s;
   char id[UVT_ID_MAX];
@@ -725,10 +725,10 @@ static void test_thread_l3_loop_thread(void **state) {
   enum { N = 20 };
   uv_loop_t loop;
   uvt_registry_t *reg;
-  uvt_surface_t s;
-  uvt_listener_t l;
-  uvt_agent_t a;
-  uvt_wait_t waits[N];
+  uvt_surface_t s = {0};
+  uvt_listener_t l = {0};
+  uvt_agent_t a = {0};
+  uvt_wait_t waits[N] = {{0}};
   uvt_thread_options_t o;
   job_t j;
   char id[UVT_ID_MAX];

@@ -3,10 +3,14 @@
  * run_in_background. */
 #include "test-util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "tools/tools-int.h"
 #include "uvtasks/process.h"
 #include "uvtasks/tools.h"
 
@@ -24,13 +28,15 @@ typedef struct {
   int detached;
 } tfix_t;
 
-/* One call's record. */
+/* One call's record.  The text is copied by its length (it may hold NUL
+ * bytes, M-MCP-8), cut to fit and NUL-terminated. */
 typedef struct {
   uvt_tools_call_t req;
   int calls;
   int status;
   int is_error;
-  char text[8192];
+  size_t len;
+  char text[40000];
 } rec_t;
 
 static void notice_cb(uvt_tools_t *tools, uvt_agent_t *owner,
@@ -79,10 +85,16 @@ static void rec_cb(uvt_tools_call_t *req, int status) {
   r->calls++;
   r->status = status;
   r->is_error = req->is_error;
-  if (req->text != NULL)
-    snprintf(r->text, sizeof(r->text), "%s", req->text);
-  else
+  r->len = 0;
+  if (req->text != NULL) {
+    /* The text is NUL-terminated, and len is its length. */
+    r->len = req->text[req->len] == '\0' ? req->len : (size_t)-1;
+    memcpy(r->text, req->text,
+           req->len < sizeof(r->text) ? req->len : sizeof(r->text) - 1);
+    r->text[req->len < sizeof(r->text) ? req->len : sizeof(r->text) - 1] = '\0';
+  } else {
     r->text[0] = '\0';
+  }
   uvt_tools_call_cleanup(req);
 }
 
@@ -183,6 +195,21 @@ static void test_schema_json(void **state) {
     assert_true(uvt_tools_has(names[i]));
   }
   assert_non_null(strstr(s, "\"inputSchema\":{\"type\":\"object\""));
+  /* M-TOOLS-6, M-TOOLS-8: the new arguments, on the tools that take them
+   * (run_command, then task_output). */
+  {
+    const char *rc = strstr(s, "{\"name\":\"run_command\"");
+    const char *to = strstr(s, "{\"name\":\"task_output\"");
+    const char *tl = strstr(s, "{\"name\":\"task_list\"");
+    const char *y = strstr(s, "\"yield_ms\":{\"type\":\"integer\"");
+    const char *m1 = strstr(s, "\"max_bytes\":{\"type\":\"integer\"");
+    const char *m2 = m1 != NULL ? strstr(m1 + 1, "\"max_bytes\":{") : NULL;
+    assert_true(rc != NULL && to != NULL && tl != NULL);
+    assert_true(y > rc && y < to);
+    assert_true(m1 > rc && m1 < to);
+    assert_true(m2 > to && m2 < tl);
+    assert_null(strstr(tl, "max_bytes"));
+  }
   assert_false(uvt_tools_has("bash"));
   assert_false(uvt_tools_has(NULL));
 }
@@ -241,11 +268,12 @@ static void test_output_status_line(void **state) {
   call(&t, &r, &t.a, "task_output", &a);
   assert_string_equal(r.text, "partial\n[status: running]");
 
+  /* M-TOOLS-7: the line goes on, so the next read shows it whole. */
   assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", "tail\n"),
                    0);
   run_until_settled(&t, &t.a, id);
   call(&t, &r, &t.a, "task_output", &a);
-  assert_string_equal(r.text, "tail\n[status: completed, exit code: 0]");
+  assert_string_equal(r.text, "partialtail\n[status: completed, exit code: 0]");
   call(&t, &r, &t.a, "task_output", &a);
   assert_string_equal(r.text,
                       "(no new output)\n[status: completed, exit code: 0]");
@@ -416,6 +444,7 @@ static void test_abort_after_settlement_keeps_notice(void **state) {
   tfix_init(&t);
   memset(&fk, 0, sizeof(fk));
   assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  memset(&al, 0, sizeof(al)); /* handles start zeroed (R-BUSY-1) */
   al.r = &r;
   al.aborts = 0;
   al.l.data = &al;
@@ -660,10 +689,13 @@ static void test_list(void **state) {
   tfix_close(&t);
 }
 
-/* §5: result texts are valid UTF-8 without NULs: invalid sequences (each
- * maximal subpart) and NUL become U+FFFD; valid text passes through. */
+/* §5, M-MCP-3: result texts are valid UTF-8: invalid sequences (each
+ * maximal subpart) become U+FFFD; valid text passes through, NUL included
+ * (M-MCP-8: it is valid UTF-8, and len counts it); a character cut by the
+ * end of a read is completed by the next one. */
 static void test_utf8_repair(void **state) {
-  static const char bad[] = "\xff\xfeok\0z \xe4\xbd\xa0 \xed\xa0\x80 \xe4\xbd";
+  static const char bad[] =
+      "\xff\xfeok\0z \xe4\xbd\xa0 \xed\xa0\x80 \xe4\xbd\n";
   tfix_t t;
   rec_t r;
   fake_t fk;
@@ -679,18 +711,126 @@ static void test_utf8_repair(void **state) {
   memcpy(fk.pending, bad, sizeof(bad) - 1);
   fk.pending_len = sizeof(bad) - 1;
   call(&t, &r, &t.a, "task_output", &a);
-  assert_string_equal(r.text, "\xEF\xBF\xBD\xEF\xBF\xBDok\xEF\xBF\xBDz "
-                              "\xe4\xbd\xa0 "
-                              "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD "
-                              "\xEF\xBF\xBD\n[status: running]");
+  {
+    static const char want[] = "\xEF\xBF\xBD\xEF\xBF\xBDok\0z "
+                               "\xe4\xbd\xa0 "
+                               "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD "
+                               "\xEF\xBF\xBD\n[status: running]";
+    assert_int_equal(r.len, sizeof(want) - 1);
+    assert_memory_equal(r.text, want, sizeof(want) - 1);
+  }
 
-  fake_emit(&fk, "caf\xc3\xa9 \xf0\x9f\x8e\x89\n");
+  fake_emit(&fk, "caf\xc3\xa9 \xf0\x9f");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "caf\xc3\xa9 \n[status: running]");
+  fake_emit(&fk, "\x8e\x89\n");
   call(&t, &r, &t.a, "task_output", &a);
   assert_string_equal(r.text,
                       "caf\xc3\xa9 \xf0\x9f\x8e\x89\n[status: running]");
 
   assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, NULL), 0);
   run_until_settled(&t, &t.a, id);
+  tfix_close(&t);
+}
+
+/* Where `needle` first occurs in the `n` bytes at `hay`, or NULL (the
+ * bytes may hold NULs). */
+static const char *find_bytes(const char *hay, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  size_t i;
+
+  for (i = 0; i + k <= n; i++)
+    if (memcmp(hay + i, needle, k) == 0)
+      return hay + i;
+  return NULL;
+}
+
+/* M-MCP-8 (tools side): NUL bytes of output reach the result, counted by
+ * req->len: in a line, in a line shown unfinished and again once it
+ * changed, on stderr, in a cut result (max_bytes counts them and the cut
+ * line counts those left out), and from a real command. */
+static void test_nul_kept(void **state) {
+  static const char want1[] = "x\0\n[status: running]";
+  static const char want2[] = "x\0y\n[stderr]\n\0err\n[status: running]";
+  static const char status[] = "[status: running]";
+  char full[3000];
+  size_t full_len = 0;
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+  const char *mark, *mark_end;
+  unsigned long long left, lines;
+  size_t head, tail, out_len, i;
+  int n;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+
+  /* An unfinished line with a NUL, shown as it is... */
+  memcpy(fk.pending, "x\0", 2);
+  fk.pending_len = 2;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.len, sizeof(want1) - 1);
+  assert_memory_equal(r.text, want1, sizeof(want1) - 1);
+  /* ... then whole once it changed, and a NUL on stderr (the fake's
+   * stream holds what a process read would: "[stderr]" starts stderr). */
+  memcpy(fk.pending, "y\n[stderr]\n\0err\n", 16);
+  fk.pending_len = 16;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.len, sizeof(want2) - 1);
+  assert_memory_equal(r.text, want2, sizeof(want2) - 1);
+
+  /* A cut result: NULs count as bytes, in what is shown and in the line
+   * that counts what is left out. */
+  for (i = 0; i < 60; i++) {
+    n = snprintf(full + full_len, sizeof(full) - full_len, "line %02zu ", i);
+    full_len += (size_t)n;
+    memset(full + full_len, '\0', 30);
+    full_len += 30;
+    full[full_len++] = '\n';
+  }
+  assert_true(full_len < sizeof(fk.pending));
+  memcpy(fk.pending, full, full_len);
+  fk.pending_len = full_len;
+  a.max_bytes = 300;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(r.len > strlen(status));
+  assert_memory_equal(r.text + r.len - strlen(status), status, strlen(status));
+  out_len = r.len - strlen(status);
+  assert_true(out_len <= 300);
+  mark = find_bytes(r.text, out_len, "[... ");
+  assert_non_null(mark);
+  assert_int_equal(
+      sscanf(mark, "[... %llu bytes (%llu lines) left out ...]", &left, &lines),
+      2);
+  mark_end = memchr(mark, '\n', out_len - (size_t)(mark - r.text));
+  assert_non_null(mark_end);
+  head = (size_t)(mark - r.text);
+  tail = out_len - (size_t)(mark_end + 1 - r.text);
+  assert_true(head > 0 && tail > 0);
+  assert_memory_equal(r.text, full, head);
+  assert_memory_equal(mark_end + 1, full + full_len - tail, tail);
+  assert_int_equal(head + left + tail, full_len);
+  assert_int_equal(lines, 60 - (head + tail) / 39);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", NULL), 0);
+  run_until_settled(&t, &t.a, id);
+
+  /* A real command's NUL bytes (P-OUT-1 reads are bytes). */
+  uvt_tools_args_init(&a);
+  a.command = "printf 'a\\000b\\n\\000'";
+  call(&t, &r, &t.a, "run_command", &a);
+  {
+    static const char want3[] = "a\0b\n\0\n[status: completed, exit code: 0]";
+    assert_int_equal(r.is_error, 0);
+    assert_int_equal(r.len, sizeof(want3) - 1);
+    assert_memory_equal(r.text, want3, sizeof(want3) - 1);
+  }
   tfix_close(&t);
 }
 
@@ -993,16 +1133,20 @@ static void *fail_calloc(size_t c, size_t n) {
 }
 
 static void test_allocation_failures(void **state) {
-  const char *tools[] = {"task_output", "task_list", "task_kill"};
+  /* The last one keeps a filter state between reads (M-TOOLS-7): without
+   * memory for it the text is the same, only not kept. */
+  const char *tools[] = {"task_output", "task_list", "task_kill",
+                         "task_output"};
+  const char *emit[] = {"hello\n", "hello\n", "hello\n", "hello\n\r 5%\033[1"};
   const char *expect[] = {"hello\n[status: running]",
                           NULL, /* checked by prefix below */
-                          NULL};
+                          NULL, "hello\n 5%\n[status: running]"};
   size_t k;
   int n;
 
   assert_int_equal(
       uvt_replace_allocator(fail_malloc, fail_realloc, fail_calloc, free), 0);
-  for (k = 0; k < 3; k++) {
+  for (k = 0; k < 4; k++) {
     for (n = 1; n < 200; n++) {
       tfix_t t;
       rec_t r;
@@ -1015,7 +1159,7 @@ static void test_allocation_failures(void **state) {
       fk.stream = 1;
       fk.settle_on_cancel = 1;
       assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
-      fake_emit(&fk, "hello\n");
+      fake_emit(&fk, emit[k]);
       a = args_id(id);
       alloc_count = 0;
       failed_once = 0;
@@ -1035,6 +1179,18 @@ static void test_allocation_failures(void **state) {
         assert_int_equal(r.status, UV_ENOMEM);
         assert_string_equal(r.text, "");
       }
+      if (k == 3) {
+        /* The next read goes on where the first stopped (a first read
+         * that failed may have consumed nothing). */
+        int first_ok = r.status == 0 && !r.is_error;
+        fake_emit(&fk, "m\r10%\n");
+        call(&t, &r, &t.a, "task_output", &a);
+        if (first_ok)
+          assert_string_equal(r.text, "10%\n[status: running]");
+        else
+          assert_true(ends_with(r.text, "\n10%\n[status: running]") ||
+                      strcmp(r.text, "10%\n[status: running]") == 0);
+      }
       tfix_close(&t);
       if (!failed_once)
         break;
@@ -1042,6 +1198,698 @@ static void test_allocation_failures(void **state) {
     assert_true(n > 1);
   }
   assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-7: text for a model                                             */
+
+/* The part of a result before its status line. */
+static size_t output_len(const char *text) {
+  const char *st = strstr(text, "[status: ");
+  return st != NULL ? (size_t)(st - text) : strlen(text);
+}
+
+/* C-36 (M-TOOLS-7): a 500-frame progress bar with colours in a
+ * run_command result shows its last frame, no ESC byte and no "\r". */
+static void test_c36_progress_bar(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "for i in $(seq 1 500); do printf '\\r[%3d%%] "
+              "\\033[32mbuilding\\033[0m' $((i/5)); done; echo; echo built";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_null(strchr(r.text, '\033'));
+  assert_null(strchr(r.text, '\r'));
+  assert_string_equal(r.text,
+                      "[100%] building\nbuilt\n[status: completed, exit code: "
+                      "0]");
+  tfix_close(&t);
+}
+
+/* C-36's siblings (M-TOOLS-7): the same bar on stderr redrawn with an
+ * erase-in-line, a title (OSC), a hyperlink, a charset switch, stray
+ * controls and "\r\n" line ends, through run_in_background and a wait. */
+static void test_c36_siblings(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "printf '\\033]0;my title\\007\\033(Bstart\\r\\n'; "
+              "for i in 10 9 8 7 6 5 4 3 2 1 0; do "
+              "printf '\\r\\033[Kleft: %d\\a' $i >&2; done; echo >&2; "
+              "printf '\\033]8;;https://example.com\\033\\\\link\\033]8;;"
+              "\\033\\\\ ok\\x01\\x7f\\n'; "
+              "printf 'typo\\b\\b\\bes!\\n'";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  a = args_id("bash-1");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "start\nlink ok\ntes!\n[stderr]\nleft: 0\n"
+                              "[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
+/* M-TOOLS-7 across reads: a read ends inside an escape sequence, inside a
+ * UTF-8 character and in a line being redrawn; the next read carries on
+ * (the unfinished line shows as it was, then whole once it changed). */
+static void test_c36_across_reads(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+
+  fake_emit(&fk, "step 1\n\r[ 41%] \033[3");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "step 1\n[ 41%] \n[status: running]");
+
+  fake_emit(&fk, "2mbuild\xc3");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "[ 41%] build\n[status: running]");
+
+  fake_emit(&fk, "\xa9\033[0m\r[ 42%] ");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "[ 42%] build\xc3\xa9\n[status: running]");
+
+  /* Nothing changed the line: nothing to show. */
+  fake_emit(&fk, "\033[?25l");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "(no new output)\n[status: running]");
+
+  /* The newline ends a line that was shown as it is: not repeated. */
+  fake_emit(&fk, "\ncompiling...");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "compiling...\n[status: running]");
+  fake_emit(&fk, " done\n\r[100%] building");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "compiling... done\n[100%] building\n[status: running]");
+
+  /* The end flushes what is left (an unfinished sequence shows nothing). */
+  assert_int_equal(
+      fake_settle(&fk, UVT_COMPLETED, "exit code: 0", "\rbuilt\033[K\033["), 0);
+  run_until_settled(&t, &t.a, id);
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "built\n[status: completed, exit code: 0]");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "(no new output)\n[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
+/* M-TOOLS-7: stdout and stderr of a process task keep their own
+ * unfinished lines (a progress bar on stderr, lines on stdout). */
+static void test_filter_per_stream(void **state) {
+  tfix_t t;
+  rec_t r;
+  fake_t fk;
+  char id[UVT_ID_MAX];
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  memset(&fk, 0, sizeof(fk));
+  fk.stream = 1;
+  assert_int_equal(fake_start(t.f.reg, &fk, NULL, "job", &t.a, id), 0);
+  a = args_id(id);
+
+  /* The process producer's format: stdout, then "[stderr]" and stderr. */
+  fake_emit(&fk, "fetching\n[stderr]\n\r 40% ####");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "fetching\n[stderr]\n 40% ####\n[status: running]");
+  fake_emit(&fk, "[stderr]\n\r 80% ########");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "[stderr]\n 80% ########\n[status: running]");
+  fake_emit(&fk, "unpacking\n[stderr]\n\r100% ##########\n");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "unpacking\n[stderr]\n100% ##########\n"
+                              "[status: running]");
+  /* A drop notice breaks the line it interrupts. */
+  fake_emit(&fk, "\r 10%");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, " 10%\n[status: running]");
+  fake_emit(&fk, "[... 70 bytes dropped ...]\n\r 90%");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "[... 70 bytes dropped ...]\n 90%\n[status: running]");
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, "exit code: 0", NULL), 0);
+  run_until_settled(&t, &t.a, id);
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text,
+                      "(no new output)\n[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
+/* M-TOOLS-7, the filter's table: input bytes, the text a model sees. */
+typedef struct {
+  const char *in;
+  size_t in_len; /* 0 = strlen */
+  const char *out;
+  size_t out_len; /* 0 = strlen */
+} term_case_t;
+
+static const term_case_t term_cases[] = {
+    {"plain\n", 0, "plain\n", 0},
+    {"a\r\nb\n", 0, "a\nb\n", 0},
+    {"\r[  0%] x\r[ 50%] x\r[100%] x\n", 0, "[100%] x\n", 0},
+    {"\033[1;32mgreen\033[0m \033[38;5;196mred\033[m\n", 0, "green red\n", 0},
+    {"\033[38:2:255:0:0mrgb\033[0m\n", 0, "rgb\n", 0},
+    {"abc\bd\n", 0, "abd\n", 0},
+    {"abc\b\b\b\bxy\n", 0, "xyc\n", 0},
+    {"long line\rshort\n", 0, "shortline\n", 0},
+    {"long line\r\033[Kshort\n", 0, "short\n", 0},
+    {"long line\r\033[0Kshort\n", 0, "short\n", 0},
+    {"abc\033[2K\rxy\n", 0, "xy\n", 0},
+    {"abcdef\033[3G\033[1K\n", 0, "   def\n", 0},
+    {"\033]0;title\007text\n", 0, "text\n", 0},
+    {"\033]2;title\033\\text\n", 0, "text\n", 0},
+    {"\033]8;;http://x\033\\link\033]8;;\033\\\n", 0, "link\n", 0},
+    {"\033Pq#0;2;0;0;0#0~~\033\\after\n", 0, "after\n", 0},
+    {"\033_apc\033\\\033^pm\033\\\033Xsos\033\\ok\n", 0, "ok\n", 0},
+    {"\033(Bok\033)0\n", 0, "ok\n", 0},
+    {"\0337saved\0338\033=\033>\033c\033M\n", 0, "saved\n", 0},
+    {"a\001b\007c\177d\016e\017f\n", 0, "abcdef\n", 0},
+    {"a\tb\n", 0, "a\tb\n", 0},
+    /* M-MCP-8: NUL is kept, as a character of its line (see term.c). */
+    {"a\0b\n", 4, "a\0b\n", 4},
+    {"\0\0\n", 3, "\0\0\n", 3},
+    {"ab\0\rX\n", 6, "Xb\0\n", 4},
+    {"a\0\bZ\n", 5, "aZ\n", 0},
+    {"\033[3\0"
+     "1mx\0\n",
+     9, "x\0\n", 3},
+    {"\033]0;t\0itle\007y\n", 13, "y\n", 0},
+    {"\0\xff\xc3\xa9\n", 5, "\0\xEF\xBF\xBD\xc3\xa9\n", 7},
+    {"\xff\xfe!\n", 0, "\xEF\xBF\xBD\xEF\xBF\xBD!\n", 0},
+    {"\xe4\xbd\n", 0, "\xEF\xBF\xBD\n", 0},
+    {"\xed\xa0\x80\n", 0, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\n", 0},
+    {"\033[?25lhidden\033[?25h\033[?2004h\n", 0, "hidden\n", 0},
+    {"abcdef\033[3Gx\n", 0, "abxdef\n", 0},
+    {"abcdef\033[G\033[`x\n", 0, "xbcdef\n", 0},
+    {"ab\033[3Cc\n", 0, "ab   c\n", 0},
+    {"ab\033[ac\n", 0, "ab c\n", 0},
+    {"abcd\033[2Dx\n", 0, "abxd\n", 0},
+    {"abcd\033[9Dx\n", 0, "xbcd\n", 0},
+    {"\xc2\x9b"
+     "31mred\xc2\x9b"
+     "0m\n",
+     0, "red\n", 0},
+    {"\xc2\x9d"
+     "0;t\xc2\x9cok\n",
+     0, "ok\n", 0},
+    {"a\xc2\x85"
+     "b\xc2\x80\n",
+     0, "a\nb\n", 0},
+    {"a\033Eb\n", 0, "a\nb\n", 0},
+    {"a\033[Eb\n", 0, "a\nb\n", 0},
+    {"\033[31\030x\n", 0, "x\n", 0},
+    {"\033]0;t\032y\n", 0, "y\n", 0},
+    {"\033[3\n1mz\n", 0, "\nz\n", 0},
+    {"\033\033[1mb\n", 0, "b\n", 0},
+    {"\033]0;t\033[1mq\n", 0, "q\n", 0},
+    {"abcdef\033[3D\033[P\n", 0, "abcef\n", 0},
+    {"abcdef\033[6D\033[9P\n", 0, "\n", 0},
+    {"abc\033[2D\033[2@\n", 0, "a  bc\n", 0},
+    {"abcdef\033[4G\033[2X\n", 0, "abc  f\n", 0},
+    {"h\xc3\xa9llo\rHE\n", 0, "HEllo\n", 0},
+    {"\xe2\x96\x88\xe2\x96\x88\r\xe2\x96\x91\n", 0,
+     "\xe2\x96\x91\xe2\x96\x88\n", 0},
+    {"a\013b\014c\n", 0, "a\nb\nc\n", 0},
+    {"partial", 0, "partial", 0},
+    {"x\033[3", 0, "x", 0},
+    {"x\033]0;never ends", 0, "x", 0},
+    {"a\033[1Ab\033[2J\033[H\033[5;1Hc\033[1S\n", 0, "abc\n", 0},
+    {"abc\r\n", 0, "abc\n", 0},
+    {"\r\r\n\n", 0, "\n\n", 0},
+    {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n", 0},
+    {"\033[9999999999Gx\n", 0, NULL, 0}, /* checked below: at the line's end */
+    {"", 0, "", 0},
+};
+
+static void term_run(const char *in, size_t len, size_t split1, size_t split2,
+                     uvt__text_t *out) {
+  uvt__term_t s;
+
+  uvt__term_init(&s);
+  uvt__term_feed(&s, in, split1, out);
+  uvt__term_end(&s, UVT__TERM_HOLD, out);
+  uvt__term_feed(&s, in + split1, split2 - split1, out);
+  uvt__term_end(&s, UVT__TERM_HOLD, out);
+  uvt__term_feed(&s, in + split2, len - split2, out);
+  uvt__term_end(&s, UVT__TERM_FINAL, out);
+  assert_false(uvt__term_carries(&s));
+  uvt__term_free(&s);
+}
+
+static void test_term_table(void **state) {
+  size_t k, i, j, len, out_len, n;
+  uvt__text_t out;
+  char *got;
+
+  for (k = 0; k < sizeof(term_cases) / sizeof(term_cases[0]); k++) {
+    const term_case_t *c = &term_cases[k];
+    len = c->in_len > 0 ? c->in_len : strlen(c->in);
+    if (c->out == NULL)
+      continue;
+    out_len = c->out_len > 0 ? c->out_len : strlen(c->out);
+    /* Whole, and split in three at every pair of points: reads may end
+     * anywhere, and the text must not depend on where. */
+    for (i = 0; i <= len; i++) {
+      for (j = i; j <= len; j++) {
+        uvt__text_init(&out);
+        term_run(c->in, len, i, j, &out);
+        n = out.len;
+        got = uvt__text_take(&out);
+        assert_non_null(got);
+        if (out_len != n || memcmp(got, c->out, out_len) != 0)
+          print_error("case %zu split %zu/%zu: got \"%s\" (%zu bytes)\n", k, i,
+                      j, got, n);
+        assert_int_equal(n, out_len);
+        assert_memory_equal(got, c->out, out_len);
+        uvt__tools_free(got);
+      }
+    }
+  }
+
+  /* A cursor past the longest line we keep lands at its end. */
+  uvt__text_init(&out);
+  term_run("\033[9999999999Gx\n", 15, 0, 0, &out);
+  assert_int_equal(out.len, UVT__TERM_LINE_MAX + 2);
+  assert_int_equal(out.base[UVT__TERM_LINE_MAX], 'x');
+  uvt__text_free(&out);
+}
+
+/* M-TOOLS-7: a line longer than the filter keeps goes out in segments; a
+ * "\r" then rewrites the last segment only, and nothing is lost. */
+static void test_term_long_line(void **state) {
+  char in[3010];
+  uvt__text_t out;
+  size_t i;
+
+  memset(in, 'x', 3000);
+  memcpy(in + 3000, "\ry\n", 3);
+  uvt__text_init(&out);
+  term_run(in, 3003, 1500, 3001, &out);
+  assert_int_equal(out.err, 0);
+  assert_int_equal(out.len, 3001);
+  for (i = 0; i < 3000; i++)
+    assert_int_equal(out.base[i], i == 2 * UVT__TERM_LINE_MAX ? 'y' : 'x');
+  assert_int_equal(out.base[3000], '\n');
+  uvt__text_free(&out);
+
+  /* A command string that never ends hides at most UVT__TERM_STRING_MAX
+   * bytes. */
+  {
+    size_t n = UVT__TERM_STRING_MAX + 100;
+    char *big = malloc(n);
+    assert_non_null(big);
+    memset(big, 'z', n);
+    big[0] = '\033';
+    big[1] = ']';
+    uvt__text_init(&out);
+    term_run(big, n, n / 3, n / 2, &out);
+    assert_true(out.len > 0 && out.len < 100);
+    uvt__text_free(&out);
+    free(big);
+  }
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-8: result size                                                  */
+
+#define C35_LINE "test %d ok .......................................\n"
+
+/* Check a cut result against the whole output `full`: a head and a tail of
+ * it, exactly, with one line counting what is between; at most
+ * `max_bytes` of output. */
+static void check_cut(const char *text, const char *full, size_t max_bytes,
+                      const char *status) {
+  const char *mark = strstr(text, "[... ");
+  const char *mark_end;
+  unsigned long long bytes, lines, nl = 0;
+  size_t head, tail, full_len = strlen(full), out_len = output_len(text);
+  size_t i;
+
+  assert_non_null(mark);
+  assert_null(strstr(mark + 1, "[... "));
+  assert_true(out_len <= max_bytes);
+  assert_int_equal(sscanf(mark, "[... %llu bytes (%llu line", &bytes, &lines),
+                   2);
+  mark_end = strchr(mark, '\n');
+  assert_non_null(mark_end);
+  assert_true(ends_with(text, status));
+  head = (size_t)(mark - text);
+  tail = out_len - (size_t)(mark_end + 1 - text);
+  /* The head and the tail are the output's own bytes; the count closes the
+   * gap: nothing went unaccounted. */
+  assert_memory_equal(text, full, head);
+  assert_memory_equal(mark_end + 1, full + full_len - tail, tail);
+  assert_int_equal(head + bytes + tail, full_len);
+  for (i = head; i < full_len - tail; i++)
+    nl += full[i] == '\n';
+  assert_int_equal(lines, nl);
+}
+
+/* C-35 (M-TOOLS-8): a 6000-line test log read with one task_output: at
+ * most 30 000 bytes of output, the first lines and the last ones, cut at
+ * line ends, and one line naming how many bytes were left out. */
+static void test_c35_big_log(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char *full;
+  size_t n = 0;
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "for i in $(seq 1 6000); do echo \"test $i ok "
+              ".......................................\"; done";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  a = args_id("bash-1");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 0);
+
+  full = malloc(6000 * 64);
+  assert_non_null(full);
+  for (i = 1; i <= 6000; i++)
+    n += (size_t)sprintf(full + n, C35_LINE, i);
+  check_cut(r.text, full, UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "[status: completed, exit code: 0]");
+  assert_int_equal(strncmp(r.text, "test 1 ok ...", 13), 0);
+  assert_non_null(strstr(r.text, "\ntest 6000 ok ......................"
+                                 ".................\n[status: completed"));
+  /* Line boundaries: the marker is a line of its own between whole lines. */
+  assert_non_null(strstr(r.text, " ok .......................................\n"
+                                 "[... "));
+  assert_non_null(strstr(r.text, " left out ...]\ntest "));
+  assert_int_equal(UVT_TOOLS_MAX_BYTES_DEFAULT, 30000);
+  free(full);
+  tfix_close(&t);
+}
+
+/* C-35's siblings (M-TOOLS-8): run_command is cut the same way; the
+ * max_bytes argument and option; one huge line of multi-byte characters is
+ * cut at character boundaries; stderr output; a zero max_bytes is a tool
+ * error and a tiny one is raised to the minimum. */
+static void test_c35_siblings(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char full[8192];
+  size_t n = 0;
+  int i;
+
+  uvt_tools_options_init(&to);
+  to.max_bytes = 2000;
+  tfix_init_opts(&t, NULL, &to);
+
+  for (i = 1; i <= 100; i++)
+    n += (size_t)sprintf(full + n, C35_LINE, i);
+  uvt_tools_args_init(&a);
+  a.command = "for i in $(seq 1 100); do echo \"test $i ok "
+              ".......................................\"; done; exit 1";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  check_cut(r.text, full, 2000, "\n[status: completed, exit code: 1]");
+
+  /* The call's max_bytes wins over the option; it fits now. */
+  a.max_bytes = 100000;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(output_len(r.text), n);
+  assert_memory_equal(r.text, full, n);
+
+  /* One line of 3-byte characters on stderr, no newline at all. */
+  a.command = "for i in $(seq 1 500); do printf '\\xe2\\x96\\x88' >&2; done";
+  a.max_bytes = 300;
+  call(&t, &r, &t.a, "run_command", &a);
+  n = 0;
+  memcpy(full, "[stderr]\n", 9);
+  n = 9;
+  for (i = 0; i < 500; i++) {
+    memcpy(full + n, "\xe2\x96\x88", 3);
+    n += 3;
+  }
+  full[n++] = '\n';
+  full[n] = '\0';
+  {
+    /* The head ends with the newline added after its cut character. */
+    const char *mark = strstr(r.text, "\n[... ");
+    assert_non_null(mark);
+    assert_int_equal(((size_t)(mark - r.text) - 9) % 3, 0);
+    assert_int_equal(strncmp(r.text, "[stderr]\n\xe2\x96\x88", 12), 0);
+    assert_true(ends_with(r.text, "\xe2\x96\x88\n[status: completed, exit "
+                                  "code: 0]"));
+    assert_true(output_len(r.text) <= 300);
+  }
+
+  /* Bad and tiny values. */
+  a.command = "seq 1 1000";
+  a.max_bytes = 0;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "max_bytes must be"));
+  a.max_bytes = -5;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  a.max_bytes = 10;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(output_len(r.text) <= UVT_TOOLS_MAX_BYTES_MIN);
+  assert_true(output_len(r.text) > UVT_TOOLS_MAX_BYTES_MIN / 2);
+  assert_int_equal(strncmp(r.text, "1\n2\n", 4), 0);
+  assert_non_null(strstr(r.text, "\n1000\n[status: completed"));
+  a = args_id("bash-1");
+  a.max_bytes = 0;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "max_bytes must be"));
+  tfix_close(&t);
+}
+
+/* M-TOOLS-8: output that fits is not touched, exactly at the limit too. */
+static void test_clip_fits(void **state) {
+  uvt__text_t out;
+  char buf[600];
+
+  memset(buf, 'a', sizeof(buf));
+  buf[299] = '\n';
+  uvt__text_init(&out);
+  uvt__text_clip(&out, buf, 300, 300);
+  assert_int_equal(out.len, 300);
+  assert_memory_equal(out.base, buf, 300);
+  uvt__text_free(&out);
+  /* A text without a final newline needs one more byte. */
+  uvt__text_init(&out);
+  uvt__text_clip(&out, buf, 298, 299);
+  assert_int_equal(out.len, 299);
+  assert_int_equal(out.base[298], '\n');
+  uvt__text_free(&out);
+  uvt__text_init(&out);
+  uvt__text_clip(&out, buf, 299, 299);
+  assert_true(out.len <= 299);
+  assert_non_null(strstr(out.base, "[... "));
+  assert_int_equal(out.base[out.len - 1], '\n');
+  uvt__text_free(&out);
+  uvt__text_init(&out);
+  uvt__text_clip(&out, buf, 0, 300);
+  assert_int_equal(out.len, 0);
+  uvt__text_free(&out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-6: promotion                                                    */
+
+typedef struct {
+  char dir[64];
+  char fifo[96];
+  char command[256];
+} gate_t;
+
+/* A command that prints "before", then blocks until the test opens the
+ * gate, then prints "after go". */
+static void gate_init(gate_t *g) {
+  snprintf(g->dir, sizeof(g->dir), "/tmp/uvt-tools-XXXXXX");
+  assert_non_null(mkdtemp(g->dir));
+  snprintf(g->fifo, sizeof(g->fifo), "%s/gate", g->dir);
+  assert_int_equal(mkfifo(g->fifo, 0600), 0);
+  snprintf(g->command, sizeof(g->command),
+           "echo before; read x < '%s'; echo \"after $x\"", g->fifo);
+}
+
+static void gate_open(gate_t *g) {
+  /* Blocks until the command has opened its end, which it does. */
+  int fd = open(g->fifo, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "go\n", 3), 3);
+  close(fd);
+}
+
+static void gate_free(gate_t *g) {
+  unlink(g->fifo);
+  rmdir(g->dir);
+}
+
+static int notice_seen(void *arg) {
+  tfix_t *t = arg;
+  return t->notices > 0;
+}
+
+/* C-32, M-TOOLS-6: run_command with yield_ms answers while its command
+ * still runs: the output so far, one line naming the task it goes on as,
+ * [status: running].  The command is not stopped; cancelling the answered
+ * call does nothing to it; its end gives the usual notice (M-TOOLS-2) and
+ * task_output reads the rest. */
+static void test_c32_yield_promotes(void **state) {
+  tfix_t t;
+  rec_t r;
+  rec_t r2;
+  uvt_tools_args_t a;
+  uvt_snapshot_t s;
+  gate_t g;
+  char id[UVT_ID_MAX];
+  char both[256];
+  const char *line;
+
+  gate_init(&g);
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = g.command;
+  a.yield_ms = 100;
+  a.timeout_ms = 600000;
+  call_start(&t, &r, &t.a, "run_command", &a);
+  snprintf(id, sizeof(id), "%s", uvt_tools_call_task(&r.req));
+  assert_string_equal(id, "bash-1");
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, " ms; it goes on in the background as "
+                                "bash-1: task_output reads more of its "
+                                "output, task_kill stops it)\n"
+                                "[status: running]"));
+  line = strstr(r.text, "(still running after ");
+  assert_non_null(line);
+  assert_true(line == r.text || line[-1] == '\n');
+
+  /* The call is over: cancelling it now is refused and stops nothing. */
+  assert_int_equal(uvt_tools_call_abort(&r.req), UV_EINVAL);
+  assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
+  assert_int_equal(s.status, UVT_RUNNING);
+  assert_int_equal(s.reported, 0);
+  uvt_snapshot_cleanup(&s);
+
+  gate_open(&g);
+  fixture_run_until(&t.f, notice_seen, &t);
+  assert_int_equal(t.notices, 1);
+  assert_ptr_equal(t.notice_owner, &t.a);
+  assert_non_null(strstr(t.notice, "Task bash-1 "));
+  assert_true(ends_with(t.notice, "[status: completed, exit code: 0]"));
+
+  a = args_id(id);
+  call(&t, &r2, &t.a, "task_output", &a);
+  assert_true(ends_with(r2.text, "after go\n[status: completed, exit code: "
+                                 "0]"));
+  /* "before" came in one of the two results, once. */
+  {
+    size_t head = (size_t)(line - r.text);
+    size_t rest = strlen(r2.text);
+    assert_true(head + rest < sizeof(both));
+    memcpy(both, r.text, head);
+    memcpy(both + head, r2.text, rest + 1);
+  }
+  assert_string_equal(both, "before\nafter go\n[status: completed, exit "
+                            "code: 0]");
+  tfix_close(&t);
+  gate_free(&g);
+}
+
+/* M-TOOLS-6: before its yield a call still owns its command (cancelling
+ * stops it); a command that ends before the yield answers as without one;
+ * the options' yield applies when the call gives none, and yield_ms 0
+ * runs to the end whatever the options say; a negative one is a tool
+ * error. */
+static void test_yield_siblings(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  uvt_snapshot_t s;
+  char id[UVT_ID_MAX];
+
+  uvt_tools_options_init(&to);
+  assert_int_equal(to.yield_ms, 0);
+  to.yield_ms = 100;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  assert_int_equal(a.yield_ms, -1);
+  assert_int_equal(a.max_bytes, -1);
+
+  /* Cancelled before the yield: stopped, as without one. */
+  a.command = "exec sleep 30";
+  a.yield_ms = 60000;
+  call_start(&t, &r, &t.a, "run_command", &a);
+  snprintf(id, sizeof(id), "%s", uvt_tools_call_task(&r.req));
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_EABORTED);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
+  assert_int_equal(s.status, UVT_KILLED);
+  assert_string_equal(s.kill_reason, "call cancelled");
+  uvt_snapshot_cleanup(&s);
+
+  /* Ends before the yield: the usual result. */
+  a.command = "echo hi";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "hi\n[status: completed, exit code: 0]");
+
+  /* yield_ms 0 beats the options' 100 ms. */
+  a.command = "sleep 0.3; echo done";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "done\n[status: completed, exit code: 0]");
+
+  /* The options' yield; then the promoted task is stopped with task_kill
+   * (which reports it: no notice). */
+  a.command = "exec sleep 30";
+  a.yield_ms = -1;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "as bash-4: task_output reads more of its "
+                                "output, task_kill stops it)\n"
+                                "[status: running]"));
+  a = args_id("bash-4");
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  run_until_settled(&t, &t.a, "bash-4");
+
+  uvt_tools_args_init(&a);
+  a.command = "true";
+  a.yield_ms = -2;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "yield_ms must be"));
+  assert_int_equal(t.notices, 0);
+  tfix_close(&t);
 }
 
 int main(void) {
@@ -1061,6 +1909,7 @@ int main(void) {
       cmocka_unit_test(test_tool_errors),
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_utf8_repair),
+      cmocka_unit_test(test_nul_kept),
       cmocka_unit_test(test_attach_detach),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_run_in_background),
@@ -1070,6 +1919,17 @@ int main(void) {
       cmocka_unit_test(test_run_command_timeout),
       cmocka_unit_test(test_run_command_abort),
       cmocka_unit_test(test_run_command_errors),
+      cmocka_unit_test(test_c36_progress_bar),
+      cmocka_unit_test(test_c36_siblings),
+      cmocka_unit_test(test_c36_across_reads),
+      cmocka_unit_test(test_filter_per_stream),
+      cmocka_unit_test(test_term_table),
+      cmocka_unit_test(test_term_long_line),
+      cmocka_unit_test(test_c35_big_log),
+      cmocka_unit_test(test_c35_siblings),
+      cmocka_unit_test(test_clip_fits),
+      cmocka_unit_test(test_c32_yield_promotes),
+      cmocka_unit_test(test_yield_siblings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -76,11 +76,17 @@ void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg) {
   uv_run(&f->loop, UV_RUN_NOWAIT); /* run the close callback */
 }
 
+static void fake_inside(fake_t *fk, int hook) {
+  if (fk->inside != NULL)
+    fk->inside(fk, hook);
+}
+
 static int fake_cancel(uvt_task_t *t, const char *reason) {
   fake_t *fk = uvt_task_arg(t);
   fk->cancels++;
   snprintf(fk->last_reason, sizeof(fk->last_reason), "%s",
            reason ? reason : "");
+  fake_inside(fk, FAKE_CANCEL);
   if (fk->cancel_error)
     return fk->cancel_error;
   if (fk->settle_on_cancel)
@@ -93,29 +99,43 @@ static int fake_read(uvt_task_t *t, uvt_buf_t *out) {
   int err = uvt_buf_append(out, fk->pending, fk->pending_len);
   if (err == 0)
     fk->pending_len = 0;
+  fake_inside(fk, FAKE_READ);
   return err;
 }
 
 static void fake_release(uvt_task_t *t) {
   fake_t *fk = uvt_task_arg(t);
   fk->releases++;
+  fake_inside(fk, FAKE_RELEASE);
 }
 
 static void fake_settled(uvt_task_t *t) {
   fake_t *fk = uvt_task_arg(t);
   fk->settled_hooks++;
+  fake_inside(fk, FAKE_SETTLED);
+}
+
+static int fake_quiesce(uvt_task_t *t) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->quiesces++;
+  fake_inside(fk, FAKE_QUIESCE);
+  return fk->quiesce_ret;
 }
 
 static int fake_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   fake_t *fk = arg;
   fk->runs++;
-  if (fk->run_error)
-    return fk->run_error;
   fk->task = t;
+  fake_inside(fk, FAKE_RUN);
+  if (fk->run_error) {
+    fk->task = NULL; /* the producer's undo: nothing of it is left */
+    return fk->run_error;
+  }
   hooks->cancel = fake_cancel;
   hooks->read_output = fk->stream ? fake_read : NULL;
   hooks->release = fake_release;
   hooks->settled = fake_settled;
+  hooks->quiesce = fk->has_quiesce ? fake_quiesce : NULL;
   return 0;
 }
 

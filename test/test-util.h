@@ -19,8 +19,8 @@ typedef struct {
   uv_loop_t loop;
   uvt_registry_t *reg;
   uvt_surface_t surface;
-  int closed;    /* close callback count */
-  int warnings;  /* log lines at UVT_LOG_WARN or worse */
+  int closed;   /* close callback count */
+  int warnings; /* log lines at UVT_LOG_WARN or worse */
   char last_warning[512];
 } fixture_t;
 
@@ -34,12 +34,23 @@ void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg);
 /* Log callback counting warnings into a fixture_t (log_data). */
 void fixture_log(void *log_data, int level, const char *message);
 
+/* Which hook of the fake a re-entrant call runs from (R-REENTER-1). */
+enum {
+  FAKE_RUN = 0,
+  FAKE_CANCEL,
+  FAKE_READ,
+  FAKE_SETTLED,
+  FAKE_QUIESCE,
+  FAKE_RELEASE
+};
+
 /* A controllable producer ("fake"): the test decides when it settles and
  * what cancel returns. */
-typedef struct {
+typedef struct fake_s fake_t;
+struct fake_s {
   uvt_task_t *task;
   int runs;
-  int run_error;        /* returned by run when nonzero */
+  int run_error; /* returned by run when nonzero */
   int cancels;
   int cancel_error;     /* returned by cancel when nonzero */
   int settle_on_cancel; /* cancel settles killed at once */
@@ -49,7 +60,17 @@ typedef struct {
   int releases;
   int settled_hooks;
   char last_reason[128];
-} fake_t;
+  /* Optional quiesce hook (P-KILL-4, P-KILL-6): installed when has_quiesce;
+   * returns quiesce_ret (1: the test calls uvt_task_quiescent later). */
+  int has_quiesce;
+  int quiesce_ret;
+  int quiesces;
+  /* Optional: called from inside each hook, after the hook counted itself
+   * and before it returns (run: before run_error is returned), so a test
+   * can call the library from there (R-REENTER-1). */
+  void (*inside)(fake_t *fk, int hook);
+  void *inside_data;
+};
 
 /* Start a fake task; returns uvt_start's result.  kind NULL = "fake". */
 int fake_start(uvt_registry_t *reg, fake_t *fk, const char *kind,

@@ -56,7 +56,7 @@
  * eventfd, and where needed an unreferenced SIGCHLD watch and timer.
  *
  * Beyond SPEC.md §3, and why:
- *  - uvt_process_pid() answers UV_EAGAIN while the spawn is out and
+ *  - uvt_process_pid() answers 0 while the spawn is out and
  *    UV_ESRCH for a task that never had a process: with P-SPAWN-6 the pid
  *    exists only once the spawner answered.
  *  - A kill before the child existed ends the task `killed`, "killed before
@@ -170,7 +170,7 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * registry's spawner threads (one per core, at most 4, started with the
  * first spawn) runs posix_spawn and the loop hears the answer through an
  * async handle.  Until then the task is running like any other: get, read
- * (nothing yet), wait and kill work, uvt_process_pid() says UV_EAGAIN.  A
+ * (nothing yet), wait and kill work, uvt_process_pid() says 0.  A
  * kill, the runtime limit or a disposal before the child exists settles
  * it `killed` ("killed before it started", or "timed out after N ms")
  * without running the command; one that comes while the spawner is
@@ -229,8 +229,8 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
  * It stays the value the task had after the leader was reaped (the number
  * may then belong to another process: signal it only through the registry).
  *
- * Returns the pid (> 0), UV_EAGAIN while the spawn is out (P-SPAWN-6: the
- * pid is known from the loop turn in which the spawner's answer arrives),
+ * Returns the pid (> 0), 0 while the spawn is out (P-SPAWN-6: the pid is
+ * known from the loop turn in which the spawner's answer arrives),
  * UV_ESRCH if the task never had a process (its spawn failed, or a kill
  * came first), UV_EINVAL (NULL reg or id, or a task that is not a process
  * task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).

@@ -1,20 +1,47 @@
-/* uvtasks/tools.h: the model-facing control surface (SPEC §5).
+/* uvtasks/tools.h: the model-facing control surface (SPEC §5, §5b, §5c).
  *
  * A uvt_tools_t attaches a control surface to a registry and offers five
  * tools to a host that talks to a model:
  *
  *   run_in_background  command, cwd?, label?    -> the new task id
- *   run_command        command, cwd?, timeout_ms?
+ *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?
  *                                               -> its output, status line
- *   task_output        task_id, wait?, timeout_ms?
+ *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
  *   task_list          (none)                   -> one line per visible task
  *   task_kill          task_id, reason?         -> what happened, status line
  *
- * Every result is one text, valid UTF-8 without NUL bytes (invalid
- * sequences and NULs of command output become U+FFFD).  Texts that concern
- * one task end with its status line, `[status: S]` or `[status: S, DETAIL]`
+ * Every result is one text of valid UTF-8 (invalid sequences of command
+ * output become U+FFFD).  The NUL bytes of command output are kept: a
+ * result may hold NULs, so its length is uvt_tools_call_t.len, never
+ * strlen() (M-MCP-8: uvtasks-mcp sends them in JSON as \u0000; a host
+ * that wants C strings replaces them itself).  Texts that concern one
+ * task end with its status line, `[status: S]` or `[status: S, DETAIL]`
  * ("[status: completed, exit code: 0]").
+ *
+ * Output is shown as text for a model (M-TOOLS-7): no terminal escape
+ * sequences (colours, cursor moves, titles, hyperlinks) and no stray
+ * control characters other than newline, tab and NUL (kept, above: it is
+ * no formatting, and it tells that binary data went by); carriage
+ * returns, backspaces, erase-in-line and horizontal cursor moves are
+ * applied to the line they are on, so a progress bar shows its last
+ * state, not every frame.  The filter keeps its state per task between
+ * reads (a read may end inside an escape sequence or in a line being
+ * redrawn): a line still being written when a read ends is shown as it is
+ * then, and shown again, whole, by the next read if it changed.
+ * Sequences that move to another row are dropped (a multi-line redraw
+ * shows each frame).  Within one read of a process task, a stdout line
+ * cut off by stderr output counts as ended.  The raw bytes are what
+ * uvt_read() returns; a host that reads a task itself bypasses the filter
+ * (and the tools' state for that task no longer matches: mix the two only
+ * with care).
+ *
+ * One result carries at most `max_bytes` bytes of output (M-TOOLS-8): a
+ * larger read keeps its head (2/5) and its tail (3/5, where errors and
+ * summaries are), cut at line boundaries where one is near, with one line
+ * "[... N bytes (L lines) left out ...]" between them.  The read consumed
+ * those bytes: the line counts them, nothing goes silently.  The status
+ * line and the tools' own notes come on top of `max_bytes`.
  *
  * Tool calls are requests in the libuv style: the host allocates a
  * uvt_tools_call_t, starts it with uvt_tools_call(), and gets its callback
@@ -22,7 +49,8 @@
  * work inside uvt_tools_call() and only defer the callback; task_output with
  * `wait` waits first (uvt_wait()), which uvt_tools_call_abort() can cut
  * short, and run_command starts its task inside uvt_tools_call() and waits
- * for its end (uvt_tools_call_task() names the task meanwhile).
+ * for its end or its yield (uvt_tools_call_task() names the task
+ * meanwhile).
  *
  * Completion notices (M-TOOLS-2): when a task that is owned and was not
  * reported settles, the host's notice callback gets the owner and one line
@@ -49,6 +77,13 @@ extern "C" {
 #define UVT_TOOLS_RUN_DEFAULT_MS 600000
 #define UVT_TOOLS_RUN_MAX_MS 3600000
 
+/* M-TOOLS-8: the most output bytes one result shows when neither the call
+ * (max_bytes) nor the options say, and the least a call may ask for
+ * (smaller ones are raised to it, so the head, the tail and the line
+ * between them fit). */
+#define UVT_TOOLS_MAX_BYTES_DEFAULT 30000
+#define UVT_TOOLS_MAX_BYTES_MIN 256
+
 /* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
 #define UVT_TOOLS_SURFACE_NAME "tools"
 
@@ -56,7 +91,8 @@ typedef struct uvt_tools_s uvt_tools_t;
 typedef struct uvt_tools_call_s uvt_tools_call_t;
 
 /* A completion notice: `owner` is the exact agent owning the task, `text`
- * one line (no newline), valid for the callback only. */
+ * one line of valid UTF-8 (a C string: no newline, no NUL inside), valid
+ * for the callback only. */
 typedef void (*uvt_tools_notice_cb)(uvt_tools_t *tools, uvt_agent_t *owner,
                                     const char *text);
 
@@ -86,6 +122,20 @@ typedef struct {
   /* run_in_background: TERM -> KILL grace of a kill (P-KILL-1), in
    * milliseconds; 0 = the process producer's default. */
   uint64_t grace_ms;
+  /* M-TOOLS-8: the most output bytes one result shows when the call gives
+   * no max_bytes; 0 = UVT_TOOLS_MAX_BYTES_DEFAULT.  Values below
+   * UVT_TOOLS_MAX_BYTES_MIN are raised to it. */
+  size_t max_bytes;
+  /* M-TOOLS-6: run_command's yield, in milliseconds, when the call gives
+   * no yield_ms: a command still running then goes on in the background
+   * and the call answers (see uvt_tools_call()).  0 = no yield, run to the
+   * end; uvt_tools_options_init() sets 0.  The library's default is "no
+   * yield" because a promoted command outlives its call: the host must
+   * deliver completion notices (notice_cb) and let the model reach
+   * task_output and task_kill, or the command's end is lost; a host with
+   * a request timeout (uvtasks-mcp: below the 60 s of the official SDK's
+   * clients) sets one below it. */
+  uint64_t yield_ms;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -102,8 +152,12 @@ struct uvt_tools_s {
   char *cwd_;
   size_t output_cap_bytes_;
   uint64_t grace_ms_;
+  size_t max_bytes_;
+  uint64_t yield_ms_;
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
+  struct uvt__link carries_; /* per-task filter states kept between reads */
+  uvt_watch_t watch_;        /* drops the state of a dropped record */
   size_t pending_;           /* calls whose callback has not run */
   int state_;
 };
@@ -121,6 +175,16 @@ typedef struct {
   int wait;            /* task_output: -1 = not given, 0 = no, 1 = yes */
   int64_t timeout_ms;  /* task_output: -1 = not given; implies wait.
                           run_command: -1 = UVT_TOOLS_RUN_DEFAULT_MS */
+  int64_t max_bytes;   /* task_output, run_command (M-TOOLS-8): the most
+                          output bytes the result shows; -1 = not given
+                          (the options' max_bytes); 0 and other negative
+                          values are a tool error; below
+                          UVT_TOOLS_MAX_BYTES_MIN raised to it */
+  int64_t yield_ms;    /* run_command (M-TOOLS-6), in milliseconds: -1 = not
+                          given (the options' yield_ms), 0 = run to the end,
+                          > 0 = answer once this much time passed with the
+                          command still running; other negative values are
+                          a tool error */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -128,8 +192,10 @@ struct uvt_tools_call_s {
   void *data;
   /* read-only, valid from the callback until uvt_tools_call_cleanup() */
   uvt_tools_t *tools;
-  char *text;   /* the result: NUL-terminated, valid UTF-8, no NUL inside */
-  size_t len;   /* strlen(text) */
+  char *text;   /* the result: `len` bytes of valid UTF-8, then a NUL; it
+                   may hold NUL bytes of command output (M-MCP-8), so use
+                   `len`, not strlen() */
+  size_t len;   /* bytes of text, without the terminating NUL */
   int is_error; /* 1 when the tool failed (unknown task, bad arguments...) */
   /* private */
   uvt_tools_call_cb cb_;
@@ -138,6 +204,9 @@ struct uvt_tools_call_s {
   uvt_wait_t wait_;
   char task_id_[UVT_ID_MAX];
   uint64_t timeout_ms_;
+  uint64_t started_ns_; /* run_command: uv_hrtime() at the start */
+  size_t max_bytes_;
+  int yields_; /* run_command: the wait is the yield, not the end */
   int state_;
   int status_;
   int aborted_;
@@ -145,12 +214,13 @@ struct uvt_tools_call_s {
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
- * host's cwd, the process producer's cap and grace.  Accepts NULL.
+ * host's cwd, the process producer's cap and grace, results of at most
+ * UVT_TOOLS_MAX_BYTES_DEFAULT output bytes, no yield.  Accepts NULL.
  * Thread: any. */
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
 
-/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1.
- * Accepts NULL.  Thread: any. */
+/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1,
+ * max_bytes -1, yield_ms -1.  Accepts NULL.  Thread: any. */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
 
 /* Attach the tool surface to `reg`: a control surface (so tasks may start),
@@ -203,8 +273,22 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    status line.  A command that ran and exited, whatever its exit code,
  *    is a success (is_error 0: the exit code is in the status line); a
  *    command that could not start, was killed (the runtime limit, a kill)
- *    or failed is is_error 1.  Aborting the call stops the command: it
- *    runs in the foreground.
+ *    or failed is is_error 1.  Until it ends or yields, aborting the call
+ *    stops the command: it runs in the foreground.
+ *    Promotion (M-TOOLS-6): with a yield (`yield_ms`, or the options'
+ *    yield_ms when the call gives none; 0 = none) shorter than the wait for
+ *    its end, a command still running when the yield passes is not
+ *    stopped: the call answers with the output so far, a line
+ *    "(still running after N ms; it goes on in the background as bash-4:
+ *    ...)" (N measured, not the yield asked for) and `[status: running]`,
+ *    is_error 0.  From then on the command is a background task like one
+ *    of run_in_background: task_output, task_kill (and uvt_* calls) control
+ *    it, aborting the answered call does nothing to it, its runtime limit
+ *    still applies, and its end gives the usual notice if nobody saw it
+ *    (M-TOOLS-2).  A command that ends as the yield passes answers as
+ *    ended.  A host that needs the answer at the end whatever the options
+ *    say (uvtasks-mcp's MCP Tasks, whose result is the command's end)
+ *    passes yield_ms 0.
  *  - task_output reads what is new (uvt_read()); with `wait` (or a
  *    timeout_ms) it first waits until the task ends or the wait's deadline
  *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most
@@ -213,9 +297,14 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *  - task_list lists what uvt_list() shows the caller.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
  *    uvt_get(), so no output is consumed.
+ * The output task_output and run_command show is text for a model
+ * (M-TOOLS-7) and at most `max_bytes` bytes (M-TOOLS-8; default the
+ * options' max_bytes), as the top of this header says.
  * Whatever goes wrong with the task or the arguments (no such task, a
- * foreign one, a missing argument, a command that cannot start) is a
- * result with is_error 1 and a text saying so, not an error return.
+ * foreign one, a missing argument, a bad timeout_ms, max_bytes or
+ * yield_ms, a command that cannot start) is a result with is_error 1 and a
+ * text saying so, not an error return; bad arguments are found before
+ * anything is started or read.
  *
  * Returns 0, UV_EINVAL (NULL tools, req, name or cb; NULL args is "nothing
  * given"), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
@@ -234,26 +323,42 @@ UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
 
 /* Abort a pending call.  A call inside its wait stops waiting and its
  * callback gets UVT_EABORTED; no output is consumed.  run_command's task
- * is killed (reason "call cancelled"), so its end is reported.  If the
- * task settled in the same moment and the wait had already been counted
- * (so the task is marked reported on the call's behalf, R-WAIT-5), the
- * callback still gets UVT_EABORTED and the tools deliver that task's
- * completion notice to the caller instead, so the end is not lost.  A call
- * whose work is done keeps its result.
+ * is killed (reason "call cancelled"), so its end is reported; a
+ * run_command that already yielded (M-TOOLS-6) is a call whose work is
+ * done, and its command goes on.  If the task settled in the same moment
+ * and the wait had already been counted (so the task is marked reported on
+ * the call's behalf, R-WAIT-5), the callback still gets UVT_EABORTED and
+ * the tools deliver that task's completion notice to the caller instead,
+ * so the end is not lost.  A call whose work is done keeps its result.
  *
  * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran).
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
 
 /* The id of the task `req` started: for a run_command call, from the
- * return of uvt_tools_call() on (also while it waits) until
- * uvt_tools_call_cleanup(), so a host can name the task before the result
- * comes (uvtasks-mcp's MCP Tasks do).
+ * return of uvt_tools_call() on (also while it waits, and after a yield)
+ * until uvt_tools_call_cleanup(), so a host can name the task before the
+ * result comes (uvtasks-mcp's MCP Tasks do).
  * Returns the id, or NULL for NULL, other tools and a run_command whose
  * command did not start.
  * Ownership: the string is `req`'s; copy it to keep it.
  * Thread: the loop thread. */
 UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
+
+/* M-MCP-5: how a pending call is doing, for progress reports: the last
+ * line of output of the task it is about (run_command's command, or the
+ * task a task_output waits for) written to `line` as one line of valid
+ * UTF-8 (control characters become spaces, a NUL byte ends it; cut at a
+ * character boundary and marked "..." beyond `size` - 1 bytes), "" when
+ * there is none yet.
+ * Nothing is consumed: the call's result and later reads still show it.
+ * (SPEC names no function for this; uvtasks-mcp needs it for
+ * notifications/progress.)
+ * Returns 0, or UV_EINVAL (NULL req or line, zero size, a call that is not
+ * waiting on a process task; `line` then holds "" if size > 0).
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
+                                       size_t size);
 
 /* Free the result text of `req` and zero the result fields; accepts NULL
  * and requests without a result.  Thread: any. */

@@ -20,7 +20,8 @@ static const char usage[] =
     "run_in_background, run_command, task_output, task_list and task_kill.\n"
     "With protocol revision 2025-11-25 a client may also run run_command as\n"
     "an MCP task (tools/call with params.task; tasks/get, tasks/result,\n"
-    "tasks/list, tasks/cancel; notifications/tasks/status).\n"
+    "tasks/list, tasks/cancel; notifications/tasks/status), and with\n"
+    "2026-07-28 through the io.modelcontextprotocol/tasks extension.\n"
     "\n"
     "Options:\n"
     "  --cwd DIR            directory commands run in (default: the current)\n"
@@ -37,11 +38,24 @@ static const char usage[] =
     "                       3600000); when it runs out the task is unknown,\n"
     "                       its command stopped if still running\n"
     "  --tasks-page-size N  MCP tasks per tasks/list page (default 50)\n"
+    "  --shutdown-grace-ms MS  at shutdown, SIGTERM -> SIGKILL delay for\n"
+    "                       every task (default 800)\n"
+    "  --yield-ms MS        run_command's time in the foreground before it\n"
+    "                       goes on in the background (default 45000, below\n"
+    "                       the SDK's 60 s request timeout; 0 = to the end)\n"
+    "  --max-bytes N        output bytes one tool result shows (default "
+    "30000)\n"
+    "  --no-guardian        do not fork the guardian that stops every task\n"
+    "                       if the server itself is killed\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
-    "End of input, SIGTERM or SIGINT stops every task's process group and\n"
-    "exits with status 0.\n";
+    "End of input, SIGTERM, SIGINT, SIGHUP or SIGQUIT stops every task's\n"
+    "process group (SIGTERM, then SIGKILL after --shutdown-grace-ms; a\n"
+    "second signal, or SIGTERM after end of input, sends SIGKILL at once)\n"
+    "and exits with status 0.  If the server is killed, a guardian process\n"
+    "stops every task within a second.  Protocol revisions 2024-10-07 to\n"
+    "2025-11-25 (initialize) and 2026-07-28 (per-request _meta) are served.\n";
 
 /* ---------------------------------------------------------------------- */
 /* The orderly exit: tools, then the client's agent (its tasks stopped,
@@ -49,14 +63,21 @@ static const char usage[] =
 
 static void on_registry_closed(void *data) {
   mcp_server_t *server = data;
+  size_t i;
 
   server->registry_closed = 1;
   server->reg = NULL;
+  /* Every task was stopped: the guardian has nothing left to do. */
+  mcp_guardian_release(server);
   mcp_in_close(&server->in);
   if (server->signals_open) {
-    uv_close((uv_handle_t *)&server->sigterm, NULL);
-    uv_close((uv_handle_t *)&server->sigint, NULL);
+    for (i = 0; i < sizeof(server->signals) / sizeof(server->signals[0]); i++)
+      uv_close((uv_handle_t *)&server->signals[i], NULL);
     server->signals_open = 0;
+  }
+  if (server->shutdown_timer_open) {
+    uv_close((uv_handle_t *)&server->shutdown_timer, NULL);
+    server->shutdown_timer_open = 0;
   }
   mcp_out_close(&server->out);
 }
@@ -75,6 +96,51 @@ static void on_tools_detached(uvt_tools_t *tools) {
     on_agent_disposed(&server->agent);
 }
 
+/* Send `sig` to the process group of every task of the session (running
+ * or ended: an ended task's group may still have members).  Collected
+ * first, then signalled. */
+static void signal_all(mcp_server_t *server, int sig) {
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  size_t i;
+  int pid;
+
+  if (server->reg == NULL ||
+      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
+    return;
+  for (i = 0; i < n; i++) {
+    pid = uvt_process_pid(server->reg, snaps[i].id, &server->agent);
+    if (pid > 0)
+      kill(-pid, sig);
+  }
+  uvt_snapshots_free(snaps, n);
+}
+
+void mcp_server_kill_all(mcp_server_t *server) {
+  if (server->killed_all)
+    return;
+  server->killed_all = 1;
+  fprintf(stderr, "uvtasks-mcp: SIGKILL to every task\n");
+  signal_all(server, SIGKILL);
+}
+
+static void on_shutdown_timer(uv_timer_t *timer) {
+  mcp_server_t *server = timer->data;
+
+  if (!server->killed_all) {
+    /* M-MCP-6: the grace is over; nothing outlives the client's patience. */
+    mcp_server_kill_all(server);
+    uv_update_time(server->loop); /* R-TIME-1 */
+    uv_timer_start(timer, on_shutdown_timer, MCP_SHUTDOWN_HARD_MS, 0);
+    return;
+  }
+  /* Still not done long after every group got SIGKILL (a process stuck in
+   * the kernel, a pipe held by something outside the session): leave now;
+   * the guardian stops whatever is still recorded. */
+  fprintf(stderr, "uvtasks-mcp: shutdown did not finish; exiting\n");
+  _exit(0);
+}
+
 void mcp_server_shutdown(mcp_server_t *server, const char *why) {
   if (server->shutting_down)
     return;
@@ -82,18 +148,49 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
   fprintf(stderr, "uvtasks-mcp: %s; stopping every task\n", why);
   mcp_in_stop(&server->in);
   mcp_tasks_stop(server);
+  mcp_progress_stop(server);
+  mcp_guardian_stop(server);
   if (server->reg == NULL) {
     on_registry_closed(server);
     return;
+  }
+  /* M-MCP-6: whatever --grace-ms says for a single kill, the shutdown as a
+   * whole is bounded: SIGTERM to every group now, SIGKILL after the
+   * shutdown grace (the disposal below then finds them ended). */
+  signal_all(server, SIGTERM);
+  if (server->shutdown_timer_open) {
+    uv_update_time(server->loop); /* R-TIME-1 */
+    uv_timer_start(&server->shutdown_timer, on_shutdown_timer,
+                   server->config.shutdown_grace_ms, 0);
   }
   if (uvt_tools_detach(&server->tools, on_tools_detached) != 0)
     on_tools_detached(&server->tools);
 }
 
+static const char *signal_text(int signum) {
+  switch (signum) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGHUP:
+    return "SIGHUP";
+  case SIGQUIT:
+    return "SIGQUIT";
+  default:
+    return "SIGTERM";
+  }
+}
+
 static void on_signal(uv_signal_t *sig, int signum) {
   mcp_server_t *server = sig->data;
 
-  mcp_server_shutdown(server, signum == SIGINT ? "SIGINT" : "SIGTERM");
+  /* M-MCP-6: a second shutdown signal, or one after end of input (the
+   * client's escalation), means now. */
+  if (server->shutting_down) {
+    if (!server->registry_closed)
+      mcp_server_kill_all(server);
+    return;
+  }
+  mcp_server_shutdown(server, signal_text(signum));
 }
 
 /* ---------------------------------------------------------------------- */
@@ -155,6 +252,22 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 100000)
         goto bad;
       c->tasks_page_size = (size_t)v;
+    } else if (strcmp(a, "--shutdown-grace-ms") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 3600000)
+        goto bad;
+      c->shutdown_grace_ms = v;
+    } else if (strcmp(a, "--yield-ms") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 3600000)
+        goto bad;
+      c->yield_ms = (int64_t)v;
+    } else if (strcmp(a, "--max-bytes") == 0) {
+      if (parse_u64(val, &v) != 0 || v > 100000000)
+        goto bad;
+      c->max_bytes = (size_t)v;
+    } else if (strcmp(a, "--no-guardian") == 0) {
+      c->no_guardian = 1;
+      i += 1;
+      continue;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
         goto bad;
@@ -163,7 +276,7 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       fprintf(stderr, "uvtasks-mcp: unknown option %s (see --help)\n", a);
       return 2;
     }
-    i += 2; /* every option other than --help and --version takes a value */
+    i += 2; /* the other options take a value */
   }
   return 0;
 
@@ -205,6 +318,9 @@ int main(int argc, char **argv) {
   server.config.keep_finished = MCP_KEEP_FINISHED;
   server.config.max_task_ttl_ms = MCP_TASK_TTL_MAX_DEFAULT_MS;
   server.config.tasks_page_size = MCP_TASKS_PAGE_DEFAULT;
+  server.config.shutdown_grace_ms = MCP_SHUTDOWN_GRACE_MS;
+  server.config.yield_ms = -1;
+  server.guardian_fd = -1;
   err = parse_args(argc, argv, &server.config);
   if (err != 0)
     return err == 1 ? 0 : 2;
@@ -223,6 +339,17 @@ int main(int argc, char **argv) {
   /* A client that goes away must not kill us with SIGPIPE before we have
    * stopped its tasks; libuv resets dispositions in the children. */
   signal(SIGPIPE, SIG_IGN);
+
+  /* M-MCP-7: before the loop and its threads exist, so the fork copies
+   * nothing but this thread. */
+  if (!server.config.no_guardian) {
+    err = mcp_guardian_start(&server);
+    if (err != 0)
+      fprintf(stderr,
+              "uvtasks-mcp: no guardian (%s): if the server is killed, its "
+              "tasks keep running\n",
+              uv_strerror(err));
+  }
 
   err = uv_loop_init(&loop);
   if (err != 0) {
@@ -249,6 +376,11 @@ int main(int argc, char **argv) {
   topts.cwd = server.config.cwd;
   topts.output_cap_bytes = server.config.output_cap_bytes;
   topts.grace_ms = server.config.grace_ms;
+  /* M-TOOLS-6: below the official SDK's 60 s request timeout by default. */
+  topts.yield_ms = server.config.yield_ms >= 0
+                       ? (uint64_t)server.config.yield_ms
+                       : MCP_YIELD_DEFAULT_MS;
+  topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == 0) {
     tools_attached = 1;
@@ -261,21 +393,32 @@ int main(int argc, char **argv) {
   if (err == 0)
     err = mcp_tasks_init(&server);
   if (err == 0)
+    err = mcp_progress_init(&server);
+  if (err == 0)
+    err = mcp_guardian_init(&server);
+  if (err == 0)
     err = mcp_out_init(&server.out, &server);
   if (err == 0) {
-    uv_signal_init(&loop, &server.sigterm);
-    uv_signal_init(&loop, &server.sigint);
-    server.sigterm.data = &server;
-    server.sigint.data = &server;
+    static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+    size_t i;
+
+    uv_timer_init(&loop, &server.shutdown_timer);
+    server.shutdown_timer.data = &server;
+    server.shutdown_timer_open = 1;
+    for (i = 0; i < sizeof(signums) / sizeof(signums[0]); i++) {
+      uv_signal_init(&loop, &server.signals[i]);
+      server.signals[i].data = &server;
+      uv_signal_start(&server.signals[i], on_signal, signums[i]);
+    }
     server.signals_open = 1;
-    uv_signal_start(&server.sigterm, on_signal, SIGTERM);
-    uv_signal_start(&server.sigint, on_signal, SIGINT);
     err = mcp_in_start(&server.in, &server);
     if (err != 0)
       mcp_server_shutdown(&server, "no input");
   } else {
     server.shutting_down = 1;
     mcp_tasks_stop(&server);
+    mcp_progress_stop(&server);
+    mcp_guardian_stop(&server);
     if (tools_attached)
       uvt_tools_detach(&server.tools, NULL);
     uvt_registry_close(server.reg, on_registry_closed, &server);

@@ -22,6 +22,45 @@
 /* The protocol version answered when the client's is not one we speak. */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 
+/* The stateless revision (M-MCP-9): requests recognised by their _meta. */
+#define MCP_PROTOCOL_2026 "2026-07-28"
+
+/* The revision that has JSON-RPC batches (M-MCP-8). */
+#define MCP_PROTOCOL_BATCHES "2025-03-26"
+
+/* Keys of a 2026-era request's _meta, of a result's _meta, and the Tasks
+ * extension's name. */
+#define MCP_META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define MCP_META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define MCP_META_LOG_LEVEL "io.modelcontextprotocol/logLevel"
+#define MCP_META_SERVER_INFO "io.modelcontextprotocol/serverInfo"
+#define MCP_TASKS_EXTENSION "io.modelcontextprotocol/tasks"
+
+/* tools/list and server/discover of the 2026 era: how long a client may
+ * cache them (the tools never change while the server runs). */
+#define MCP_LIST_TTL_MS 3600000
+
+/* M-TOOLS-6: default of --yield-ms, below the official SDK's 60 s. */
+#define MCP_YIELD_DEFAULT_MS 45000
+
+/* M-MCP-5: a call carrying a progressToken hears from us this often. */
+#define MCP_PROGRESS_INTERVAL_MS 2000
+
+/* M-MCP-6: at shutdown, SIGTERM to every group, then SIGKILL to every group
+ * still alive after this (default of --shutdown-grace-ms), so the whole
+ * shutdown ends well within 1.5 s of end of input. */
+#define MCP_SHUTDOWN_GRACE_MS 800
+/* And if the registry has still not closed this long after the SIGKILL,
+ * the server exits anyway (the guardian stops what is left). */
+#define MCP_SHUTDOWN_HARD_MS 600
+
+/* M-MCP-8: bytes of answers queued to stdout beyond which the server stops
+ * reading stdin until the client has read them. */
+#define MCP_OUT_HIGH_WATER (4u * 1024u * 1024u)
+
+/* Which protocol era a request belongs to. */
+enum { MCP_ERA_2025 = 0, MCP_ERA_2026 = 1 };
+
 typedef struct mcp_server_s mcp_server_t;
 
 /* ---------------------------------------------------------------------- */
@@ -45,6 +84,7 @@ typedef struct {
   int discarding; /* an oversized line is being skipped up to its newline */
   int open;       /* the handle needs a uv_close */
   int stopped;
+  int paused; /* M-MCP-8: the client is behind on reading our answers */
 } mcp_in_t;
 
 /* ---------------------------------------------------------------------- */
@@ -66,6 +106,7 @@ typedef struct {
   mcp_out_chunk_t *head; /* file mode: chunks not yet written */
   mcp_out_chunk_t *tail;
   size_t writes; /* writes in flight */
+  size_t queued; /* bytes handed to uv_write or queued, not yet written */
   int open;
   int broken; /* a write failed; later messages are dropped */
   int closing;
@@ -78,6 +119,15 @@ enum { MCP_IO_STREAM = 1, MCP_IO_FILE = 2 };
 #define RPC_METHOD_NOT_FOUND -32601
 #define RPC_INVALID_PARAMS -32602
 #define RPC_INTERNAL_ERROR -32603
+#define RPC_MISSING_CAPABILITY -32021
+#define RPC_UNSUPPORTED_VERSION -32022
+
+/* A JSON-RPC batch (2025-03-26 only) whose answers are being collected:
+ * sent as one array once every request in it has been answered. */
+typedef struct {
+  json_t *answers;
+  size_t pending; /* requests not yet answered, plus one while parsing */
+} mcp_batch_t;
 
 typedef struct mcp_task_s mcp_task_t;
 
@@ -92,6 +142,12 @@ typedef struct mcp_call_s {
    * a task but no task started; the tool's failure is a JSON-RPC error. */
   mcp_task_t *task;
   int task_errors;
+  int era;              /* of the request */
+  int log_level;        /* 2026: the request's logLevel (index), or -1 */
+  mcp_batch_t *batch;   /* the batch the request came in, or NULL */
+  json_t *progress;     /* _meta.progressToken, or NULL (M-MCP-5) */
+  uint64_t started_ms;  /* loop time of the request */
+  uint64_t progress_ms; /* loop time of the last progress notification */
   struct mcp_call_s *next;
   struct mcp_call_s *prev;
 } mcp_call_t;
@@ -116,6 +172,8 @@ struct mcp_task_s {
   json_t *result;      /* the CallToolResult, once the call ended */
   json_t *error;       /* or the JSON-RPC error object it ended with */
   json_t *waiters;     /* ids of tasks/result requests waiting (array) */
+  int era;             /* created by a 2025 or a 2026 request */
+  char notified[16];   /* the status last sent in notifications/tasks/status */
 };
 
 /* A completion notice not yet shown in a tool result (M-MCP-2). */
@@ -129,9 +187,13 @@ typedef struct {
   size_t output_cap_bytes;
   unsigned max_tasks;
   uint64_t grace_ms;
-  size_t keep_finished;     /* finished, seen tasks kept before forgetting */
-  uint64_t max_task_ttl_ms; /* MCP Tasks: the longest ttl granted */
-  size_t tasks_page_size;   /* MCP Tasks: tasks per tasks/list page */
+  size_t keep_finished;       /* finished, seen tasks kept before forgetting */
+  uint64_t max_task_ttl_ms;   /* MCP Tasks: the longest ttl granted */
+  size_t tasks_page_size;     /* MCP Tasks: tasks per tasks/list page */
+  uint64_t shutdown_grace_ms; /* M-MCP-6: TERM -> KILL at shutdown */
+  int64_t yield_ms;           /* M-TOOLS-6: run_command's yield; -1 default */
+  size_t max_bytes;           /* M-TOOLS-8: output per result; 0 default */
+  int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -143,9 +205,26 @@ struct mcp_server_s {
   char session[64];
   mcp_in_t in;
   mcp_out_t out;
-  uv_signal_t sigterm;
-  uv_signal_t sigint;
+  uv_signal_t signals[4]; /* TERM, INT, HUP, QUIT (M-MCP-6) */
   int signals_open;
+  uv_timer_t shutdown_timer; /* TERM -> KILL of every group at shutdown */
+  int shutdown_timer_open;
+  int input_ended;           /* end of stdin seen */
+  int killed_all;            /* SIGKILL went to every group */
+  uv_timer_t progress_timer; /* M-MCP-5 */
+  int progress_timer_open;
+  int guardian_fd;           /* M-MCP-7: the pipe to the guardian, or -1 */
+  uv_check_t guardian_check; /* tells the guardian of new groups */
+  int guardian_check_open;
+  uvt_watch_t guardian_watch;
+  int guardian_watching;
+  json_t *guarded;     /* task ids whose session the guardian knows: id->pid */
+  json_t *unguarded;   /* task ids whose pid is not known yet (array) */
+  const char *version; /* 2025 era: the version initialize agreed on */
+  mcp_batch_t *batch;  /* the batch whose requests are being dispatched */
+  int era;             /* era of the request being answered */
+  int req_tasks;       /* 2026: the request opted into the Tasks extension */
+  int req_log_level;   /* 2026: the request's logLevel, or -1 */
   mcp_call_t *calls;
   mcp_notice_t *notices;
   mcp_notice_t *notices_tail;
@@ -167,6 +246,9 @@ struct mcp_server_s {
 /* stdio.c */
 int mcp_in_start(mcp_in_t *in, mcp_server_t *server);
 void mcp_in_stop(mcp_in_t *in);
+/* Pause and resume reading (M-MCP-8: a client that does not read). */
+void mcp_in_pause(mcp_in_t *in);
+void mcp_in_resume(mcp_in_t *in);
 void mcp_in_close(mcp_in_t *in);
 int mcp_out_init(mcp_out_t *out, mcp_server_t *server);
 /* Write `len` bytes (a message and its newline) after every earlier one. */
@@ -182,10 +264,12 @@ void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result);
 /* Answer with an error; `id` NULL means null. */
 void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
                    const char *message);
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed; NUL
+ * bytes are kept (sent as \u0000, M-MCP-8). */
 json_t *mcp_rpc_string(const char *s, size_t len);
-/* A CallToolResult of one text block; `notices` nonzero puts the pending
- * notices first (and spends them). */
+/* A CallToolResult of one text block of `len` bytes (a tool's text may
+ * hold NULs); `notices` nonzero puts the pending notices first (and spends
+ * them). */
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices);
 void mcp_rpc_call_free(mcp_call_t *call);
@@ -223,8 +307,37 @@ json_t *mcp_tasks_capability(void);
 void mcp_tasks_request(mcp_server_t *server, const char *method, json_t *id,
                        json_t *params);
 
+/* Nonzero if `t` is an MCP task that `era`'s tasks methods may see. */
+int mcp_task_visible(const mcp_task_t *t, int era);
+/* 2026 era: tasks/get, tasks/update, tasks/cancel. */
+void mcp_tasks_request_2026(mcp_server_t *server, const char *method,
+                            json_t *id, json_t *params);
+/* The 2026 flat CreateTaskResult for a run_command call (cf.
+ * mcp_task_create). */
+int mcp_task_create_2026(mcp_server_t *server, mcp_call_t *call, json_t *id);
+
+/* progress.c (M-MCP-5) */
+int mcp_progress_init(mcp_server_t *server);
+/* A call with a progressToken started or ended: arm or stop the timer. */
+void mcp_progress_update(mcp_server_t *server);
+void mcp_progress_stop(mcp_server_t *server);
+
+/* guardian.c (M-MCP-7) */
+/* Fork the guardian; returns 0 or a libuv error (then there is none). */
+int mcp_guardian_start(mcp_server_t *server);
+int mcp_guardian_init(mcp_server_t *server);
+/* A task was registered: tell the guardian its session once known. */
+void mcp_guardian_task(mcp_server_t *server, const char *id);
+/* Forget sessions that have no process left. */
+void mcp_guardian_prune(mcp_server_t *server);
+void mcp_guardian_stop(mcp_server_t *server);
+/* Every task was stopped: the guardian forgets them; close the pipe. */
+void mcp_guardian_release(mcp_server_t *server);
+
 /* main.c */
-/* Begin the orderly exit (M-MCP-4); idempotent. */
+/* Begin the orderly exit (M-MCP-4, M-MCP-6); idempotent. */
 void mcp_server_shutdown(mcp_server_t *server, const char *why);
+/* SIGKILL to every task's group now (M-MCP-6). */
+void mcp_server_kill_all(mcp_server_t *server);
 
 #endif

@@ -1,7 +1,9 @@
 /* JSON-RPC 2.0 and the MCP methods of uvtasks-mcp (M-MCP-1..3).  Every
  * message is parsed and built with jansson; every text put into a message
  * is valid UTF-8 (the tools' results are, and anything else is repaired
- * first). */
+ * first).  A tool result may hold NUL bytes of command output: it is
+ * handled by its length throughout, and jansson writes each NUL as \u0000
+ * (M-MCP-8). */
 #include "mcp.h"
 
 #include <signal.h>
@@ -25,7 +27,9 @@ static const char *const log_levels[] = {
 
 static const char server_instructions[] =
     "Runs shell commands. run_command runs one in the foreground and "
-    "returns its output when it ends. For background work, start one with "
+    "returns its output when it ends; one still running after its yield "
+    "(yield_ms) goes on in the background and the result names its id. "
+    "For background work, start one with "
     "run_in_background (it returns an id such as bash-1), read what it "
     "printed since your last read with task_output (wait: true waits for "
     "the end), see every task with task_list, stop one with task_kill. "
@@ -36,7 +40,8 @@ static const char server_instructions[] =
 /* ---------------------------------------------------------------------- */
 /* Sending                                                                 */
 
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed. */
+/* A JSON string of `len` bytes (NULs included), repaired to valid UTF-8 if
+ * needed. */
 json_t *mcp_rpc_string(const char *s, size_t len) {
   uvt__text_t t;
   json_t *j;
@@ -55,14 +60,24 @@ json_t *mcp_rpc_string(const char *s, size_t len) {
   return j;
 }
 
+/* A response (not a notification) of the batch being answered goes into
+ * the batch's array instead of onto the wire. */
+static int rpc_batch_take(mcp_server_t *server, json_t *msg) {
+  if (server->batch == NULL || json_object_get(msg, "method") != NULL)
+    return 0;
+  json_array_append_new(server->batch->answers, msg);
+  return 1;
+}
+
 /* Send `msg` as one line and release it. */
 void mcp_rpc_send(mcp_server_t *server, json_t *msg) {
   char *s;
   size_t len;
 
-  if (msg == NULL)
+  if (msg == NULL || rpc_batch_take(server, msg))
     return;
-  s = json_dumps(msg, JSON_COMPACT);
+  /* M-MCP-8: a NUL in a string travels as \u0000 (jansson escapes it). */
+  s = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(12));
   json_decref(msg);
   if (s == NULL) {
     fprintf(stderr, "uvtasks-mcp: could not encode a message\n");
@@ -84,15 +99,20 @@ void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result) {
     json_decref(result);
     return;
   }
+  /* M-MCP-9: every 2026-era result names its type. */
+  if (server->era == MCP_ERA_2026 && json_is_object(result) &&
+      json_object_get(result, "resultType") == NULL)
+    json_object_set_new(result, "resultType", json_string("complete"));
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set(msg, "id", id);
   json_object_set_new(msg, "result", result);
   mcp_rpc_send(server, msg);
 }
 
-/* An error answer; `id` NULL means the request's id is unknown (null). */
-void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
-                   const char *message) {
+/* An error answer whose message is `len` bytes (a tool's text may hold
+ * NULs); `id` NULL means the request's id is unknown (null). */
+static void rpc_error_len(mcp_server_t *server, json_t *id, int code,
+                          const char *message, size_t len) {
   json_t *msg = json_object();
   json_t *err = json_object();
 
@@ -102,7 +122,34 @@ void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
     return;
   }
   json_object_set_new(err, "code", json_integer(code));
+  json_object_set_new(err, "message", mcp_rpc_string(message, len));
+  json_object_set_new(msg, "jsonrpc", json_string("2.0"));
+  json_object_set(msg, "id", id != NULL ? id : json_null());
+  json_object_set_new(msg, "error", err);
+  mcp_rpc_send(server, msg);
+}
+
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message) {
+  rpc_error_len(server, id, code, message, strlen(message));
+}
+
+/* An error answer with `data` (released). */
+static void rpc_error_data(mcp_server_t *server, json_t *id, int code,
+                           const char *message, json_t *data) {
+  json_t *msg = json_object();
+  json_t *err = json_object();
+
+  if (msg == NULL || err == NULL || data == NULL) {
+    json_decref(msg);
+    json_decref(err);
+    json_decref(data);
+    mcp_rpc_error(server, id, code, message);
+    return;
+  }
+  json_object_set_new(err, "code", json_integer(code));
   json_object_set_new(err, "message", mcp_rpc_string(message, strlen(message)));
+  json_object_set_new(err, "data", data);
   json_object_set_new(msg, "jsonrpc", json_string("2.0"));
   json_object_set(msg, "id", id != NULL ? id : json_null());
   json_object_set_new(msg, "error", err);
@@ -119,6 +166,18 @@ static void rpc_errorf(mcp_server_t *server, json_t *id, int code,
 
 /* ---------------------------------------------------------------------- */
 /* Notices (M-MCP-2)                                                       */
+
+static int rpc_log_wanted(const mcp_server_t *server) {
+  const mcp_call_t *call;
+
+  if (server->version != NULL && server->log_level <= LOG_LEVEL_NOTICE)
+    return 1;
+  for (call = server->calls; call != NULL; call = call->next)
+    if (call->era == MCP_ERA_2026 && call->log_level >= 0 &&
+        call->log_level <= LOG_LEVEL_NOTICE && !call->cancelled)
+      return 1;
+  return 0;
+}
 
 void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text) {
   mcp_server_t *server = tools->data;
@@ -139,9 +198,11 @@ void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text) {
     server->notices_tail = n;
   }
 
-  /* And sent at once as a log notification, unless the client asked for
-   * less. */
-  if (server->log_level > LOG_LEVEL_NOTICE)
+  /* And sent at once as a log notification, unless nobody asked for one:
+   * a 2025 session unless it asked for less than notices; 2026 requests
+   * only while one that names a logLevel of notice or lower is pending
+   * (M-MCP-9: no unsolicited log notifications). */
+  if (!rpc_log_wanted(server))
     return;
   msg = json_object();
   params = json_object();
@@ -182,12 +243,6 @@ static void call_unlink(mcp_call_t *call) {
     server->calls = call->next;
   if (call->next != NULL)
     call->next->prev = call->prev;
-}
-
-void mcp_rpc_call_free(mcp_call_t *call) {
-  uvt_tools_call_cleanup(&call->req);
-  json_decref(call->id);
-  free(call);
 }
 
 /* The CallToolResult: one text block, notices first if asked. */
@@ -299,33 +354,60 @@ static void rpc_bound_retention(mcp_server_t *server) {
   uvt_snapshots_free(snaps, n);
 }
 
-static void call_cb(uvt_tools_call_t *req, int status) {
-  mcp_call_t *call = req->data;
+/* One answer fewer owed to `b`; the last one sends the array. */
+static void rpc_batch_release(mcp_server_t *server, mcp_batch_t *b) {
+  json_t *answers;
+
+  if (b == NULL || --b->pending > 0)
+    return;
+  answers = b->answers;
+  free(b);
+  /* A batch of notifications only gets no answer at all. */
+  if (json_array_size(answers) > 0)
+    mcp_rpc_send(server, answers);
+  else
+    json_decref(answers);
+}
+
+void mcp_rpc_call_free(mcp_call_t *call) {
   mcp_server_t *server = call->server;
+  mcp_batch_t *batch = call->batch;
+
+  uvt_tools_call_cleanup(&call->req);
+  json_decref(call->id);
+  json_decref(call->progress);
+  free(call);
+  rpc_batch_release(server, batch);
+}
+
+static void call_answer(mcp_call_t *call, int status) {
+  mcp_server_t *server = call->server;
+  uvt_tools_call_t *req = &call->req;
   json_t *result;
 
-  call_unlink(call);
   if (call->task != NULL) {
     /* Answered with a CreateTaskResult; the result belongs to the task. */
     mcp_task_call_done(call->task, status);
-    mcp_rpc_call_free(call);
     return;
   }
-  /* A cancelled request gets no answer (MCP cancellation); a call ended by
-   * shutdown has nobody left to answer. */
-  if (call->cancelled || status == UVT_ECLOSING || status == UVT_EABORTED) {
-    mcp_rpc_call_free(call);
+  /* A cancelled request gets no answer (MCP cancellation).  At shutdown a
+   * call stopped by the tools' detach is answered with an error while the
+   * client can still read it (M-MCP-6: pending requests are answered). */
+  if (call->cancelled || status == UVT_EABORTED)
+    return;
+  if (status == UVT_ECLOSING) {
+    mcp_rpc_error(server, call->id, RPC_INTERNAL_ERROR,
+                  "Internal error: the server is shutting down; every task "
+                  "is being stopped");
     return;
   }
   if (status != 0) {
     rpc_errorf(server, call->id, RPC_INTERNAL_ERROR, "Internal error: %s",
                uvt_strerror(status));
-    mcp_rpc_call_free(call);
     return;
   }
   if (call->task_errors && req->is_error) {
-    mcp_rpc_error(server, call->id, RPC_INVALID_PARAMS, req->text);
-    mcp_rpc_call_free(call);
+    rpc_error_len(server, call->id, RPC_INVALID_PARAMS, req->text, req->len);
     return;
   }
   result = mcp_rpc_tool_result(server, req->text, req->len, req->is_error, 1);
@@ -334,8 +416,26 @@ static void call_cb(uvt_tools_call_t *req, int status) {
                   "Internal error: out of memory");
   else
     mcp_rpc_result(server, call->id, result);
+}
+
+static void call_cb(uvt_tools_call_t *req, int status) {
+  mcp_call_t *call = req->data;
+  mcp_server_t *server = call->server;
+  int era = server->era;
+
+  call_unlink(call);
+  /* Answer in the request's own era and batch. */
+  server->era = call->era;
+  server->batch = call->batch;
+  call_answer(call, status);
+  server->batch = NULL;
+  server->era = era;
   mcp_rpc_call_free(call);
-  rpc_bound_retention(server);
+  mcp_progress_update(server);
+  if (status == 0) {
+    rpc_bound_retention(server);
+    mcp_guardian_prune(server);
+  }
 }
 
 /* Read one optional string argument.  Returns 0, or -1 after answering. */
@@ -362,31 +462,49 @@ static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
   return 0;
 }
 
-/* Read an optional timeout_ms: a whole number of at least 1; more than
- * any cap is capped by the tool.  Returns 0, or -1 after answering. */
-static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
-                       const char *tool, int64_t *out) {
-  json_t *v = json_object_get(args, "timeout_ms");
-  char buf[160];
+/* Read an optional whole-number argument `key` of at least `min` (JSON
+ * integers, and reals with no fraction; values beyond int64 are
+ * INT64_MAX, which every tool caps); `what` names its unit in the error.
+ * Left alone when not given.  Returns 0, or -1 after answering. */
+static int arg_whole(mcp_server_t *server, json_t *id, json_t *args,
+                     const char *tool, const char *key, int64_t min,
+                     const char *what, int64_t *out) {
+  json_t *v = json_object_get(args, key);
+  double d;
+  char buf[200];
 
   if (v == NULL || json_is_null(v))
     return 0;
-  if (json_is_integer(v) && json_integer_value(v) >= 1) {
+  if (json_is_integer(v) && json_integer_value(v) >= min) {
     *out = (int64_t)json_integer_value(v);
     return 0;
   }
-  if (json_is_real(v) && json_real_value(v) >= 1 &&
-      (json_real_value(v) >= 9e18 ||
-       json_real_value(v) == (double)(int64_t)json_real_value(v))) {
-    *out = json_real_value(v) >= 9e18 ? INT64_MAX : (int64_t)json_real_value(v);
-    return 0;
+  if (json_is_real(v)) {
+    d = json_real_value(v);
+    if (d >= (double)min && (d >= 9e18 || d == (double)(int64_t)d)) {
+      *out = d >= 9e18 ? INT64_MAX : (int64_t)d;
+      return 0;
+    }
   }
   snprintf(buf, sizeof(buf),
-           "%s: timeout_ms must be a whole number of milliseconds, at "
-           "least 1.",
-           tool);
+           "%s: %s must be a whole number of %s, at least %lld.", tool, key,
+           what, (long long)min);
   tool_error_result(server, id, buf);
   return -1;
+}
+
+/* timeout_ms: at least 1; more than any cap is capped by the tool. */
+static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
+                       const char *tool, int64_t *out) {
+  return arg_whole(server, id, args, tool, "timeout_ms", 1, "milliseconds",
+                   out);
+}
+
+/* max_bytes (M-TOOLS-8): at least 1 (the tools raise small ones to
+ * UVT_TOOLS_MAX_BYTES_MIN). */
+static int arg_max_bytes(mcp_server_t *server, json_t *id, json_t *args,
+                         const char *tool, int64_t *out) {
+  return arg_whole(server, id, args, tool, "max_bytes", 1, "bytes", out);
 }
 
 /* params.task of a tools/call (MCP Tasks).  Returns 1 if the call is to run
@@ -399,6 +517,11 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
 
   *ttl = 0;
   *ttl_given = 0;
+  /* 2026: the server decides.  run_command becomes a task when the request
+   * opted into the Tasks extension; a legacy `task` field is tolerated and
+   * means nothing. */
+  if (server->era == MCP_ERA_2026)
+    return server->req_tasks && strcmp(name, "run_command") == 0;
   /* Without Tasks negotiated the field means nothing (the spec: process
    * the request normally). */
   if (task == NULL || !server->tasks_enabled)
@@ -458,8 +581,9 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   if (as_task < 0)
     return;
   /* From here a task-augmented call's failures are JSON-RPC errors: there
-   * is no task to hold a tool result. */
-  server->parsing_task_call = as_task;
+   * is no task to hold a tool result.  (2026: the server decides, and a
+   * call that cannot start a task is answered like a plain one.) */
+  server->parsing_task_call = as_task && server->era == MCP_ERA_2025;
   if (args == NULL || json_is_null(args)) {
     args = NULL;
   } else if (!json_is_object(args)) {
@@ -477,8 +601,17 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   } else if (strcmp(name, "run_command") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
         arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
-        arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+        arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+        arg_whole(server, id, args, name, "yield_ms", 0, "milliseconds",
+                  &a.yield_ms) != 0 ||
+        arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
       goto out;
+    /* M-TOOLS-6: a task's result is the command's end (tasks/result,
+     * 2026 tasks/get), so a task-augmented call never yields: the task
+     * itself is the "goes on in the background" (a yield_ms given is
+     * checked, then has no effect). */
+    if (as_task)
+      a.yield_ms = 0;
   } else if (strcmp(name, "task_output") == 0 ||
              strcmp(name, "task_kill") == 0) {
     if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
@@ -506,7 +639,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
         }
         a.wait = json_is_true(v);
       }
-      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0)
+      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+          arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
         goto out;
     }
   }
@@ -520,6 +654,13 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   call->server = server;
   call->id = json_incref(id);
   call->req.data = call;
+  call->era = server->era;
+  call->log_level = server->req_log_level;
+  call->started_ms = uv_now(server->loop);
+  call->progress_ms = call->started_ms;
+  v = json_object_get(json_object_get(params, "_meta"), "progressToken");
+  if (json_is_string(v) || json_is_integer(v))
+    call->progress = json_incref(v);
   err = uvt_tools_call(&server->tools, &call->req, &server->agent, name, &a,
                        call_cb);
   if (err != 0) {
@@ -527,6 +668,7 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
                err == UVT_ECLOSING ? "the server is shutting down"
                                    : uvt_strerror(err));
     json_decref(call->id);
+    json_decref(call->progress);
     free(call);
     goto out;
   }
@@ -534,12 +676,22 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   if (server->calls != NULL)
     server->calls->prev = call;
   server->calls = call;
+  /* Answered later: the batch waits for it. */
+  if (server->batch != NULL) {
+    call->batch = server->batch;
+    call->batch->pending++;
+  }
+  if (call->progress != NULL)
+    mcp_progress_update(server);
   if (as_task) {
     started = uvt_tools_call_task(&call->req);
     if (started == NULL) {
-      /* The command did not start: its tool error becomes the answer. */
-      call->task_errors = 1;
-    } else if (mcp_task_create(server, call, id, ttl, ttl_given) != 0) {
+      /* The command did not start: its tool error becomes the answer
+       * (2025: a JSON-RPC error; 2026: the plain tool result). */
+      call->task_errors = server->era == MCP_ERA_2025;
+    } else if ((server->era == MCP_ERA_2026
+                    ? mcp_task_create_2026(server, call, id)
+                    : mcp_task_create(server, call, id, ttl, ttl_given)) != 0) {
       /* No task record: answer now, and stop the command nobody can
        * reach. */
       call->cancelled = 1;
@@ -556,13 +708,29 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Other methods                                                           */
 
+static json_t *rpc_server_info(void) {
+  return json_pack("{s:s, s:s, s:s}", "name", "uvtasks-mcp", "title",
+                   "uvtasks background tasks", "version", UVT_VERSION_STRING);
+}
+
 static void rpc_initialize(mcp_server_t *server, json_t *id, json_t *params) {
   json_t *jver = json_object_get(params, "protocolVersion");
   const char *version = MCP_PROTOCOL_LATEST;
   const char *asked;
   json_t *result;
+  char buf[300];
   size_t i;
 
+  /* M-MCP-8: one session per server; a second initialize cannot switch
+   * versions under the first. */
+  if (server->version != NULL) {
+    snprintf(buf, sizeof(buf),
+             "Invalid Request: already initialized (protocol version %s); "
+             "start another server for another session",
+             server->version);
+    mcp_rpc_error(server, id, RPC_INVALID_REQUEST, buf);
+    return;
+  }
   /* Answer the client's version if we speak it, else our latest. */
   if (json_is_string(jver)) {
     asked = json_string_value(jver);
@@ -571,11 +739,10 @@ static void rpc_initialize(mcp_server_t *server, json_t *id, json_t *params) {
       if (strcmp(asked, protocol_versions[i]) == 0)
         version = protocol_versions[i];
   }
-  result = json_pack(
-      "{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-      version, "capabilities", "tools", "listChanged", 0, "logging",
-      "serverInfo", "name", "uvtasks-mcp", "title", "uvtasks background tasks",
-      "version", UVT_VERSION_STRING, "instructions", server_instructions);
+  result = json_pack("{s:s, s:{s:{s:b}, s:{}}, s:o, s:s}", "protocolVersion",
+                     version, "capabilities", "tools", "listChanged", 0,
+                     "logging", "serverInfo", rpc_server_info(), "instructions",
+                     server_instructions);
   /* Tasks only with the revision that has them; an older client sees
    * neither the capability nor the tools' execution fields. */
   server->tasks_enabled = mcp_version_has_tasks(version);
@@ -586,6 +753,7 @@ static void rpc_initialize(mcp_server_t *server, json_t *id, json_t *params) {
     result = NULL;
   }
   server->initialized = 1;
+  server->version = version;
   if (result == NULL) {
     mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
                   "Internal error: out of memory");
@@ -611,9 +779,33 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
                   "Internal error: out of memory");
     return;
   }
-  if (server->tasks_enabled)
+  if (server->era == MCP_ERA_2026) {
+    /* 2026: no Tool.execution; cache hints instead.  The list is the same
+     * for every client and never changes while the server runs. */
+    json_object_set_new(result, "ttlMs", json_integer(MCP_LIST_TTL_MS));
+    json_object_set_new(result, "cacheScope", json_string("public"));
+  } else if (server->tasks_enabled) {
     mcp_tasks_tools_list(server, tools);
+  }
   json_object_set_new(result, "tools", tools);
+  mcp_rpc_result(server, id, result);
+}
+
+/* server/discover (2026): what this server speaks and offers. */
+static void rpc_discover(mcp_server_t *server, json_t *id) {
+  json_t *result;
+
+  result = json_pack(
+      "{s:[s], s:{s:{s:b}, s:{}, s:{s:{}}}, s:s, s:i, s:s, s:{s:o}}",
+      "supportedVersions", MCP_PROTOCOL_2026, "capabilities", "tools",
+      "listChanged", 0, "logging", "extensions", MCP_TASKS_EXTENSION,
+      "instructions", server_instructions, "ttlMs", MCP_LIST_TTL_MS,
+      "cacheScope", "public", "_meta", MCP_META_SERVER_INFO, rpc_server_info());
+  if (result == NULL) {
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
+    return;
+  }
   mcp_rpc_result(server, id, result);
 }
 
@@ -676,13 +868,239 @@ void mcp_rpc_oversized(mcp_server_t *server) {
   mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
 }
 
-void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
-  json_error_t jerr;
-  json_t *msg;
+/* The index of a log level name, or -1. */
+static int rpc_log_level(json_t *j) {
+  size_t i;
+
+  if (!json_is_string(j))
+    return -1;
+  for (i = 0; i < sizeof(log_levels) / sizeof(log_levels[0]); i++)
+    if (strcmp(json_string_value(j), log_levels[i]) == 0)
+      return (int)i;
+  return -1;
+}
+
+/* Nonzero if a request belongs to the 2026 era (M-MCP-9): server/discover
+ * always does; any other method when its _meta carries the protocol
+ * version or the client capabilities.  Nothing is inferred from earlier
+ * requests on the pipe. */
+static int rpc_is_2026(const char *method, json_t *params) {
+  json_t *meta = json_object_get(params, "_meta");
+
+  if (strcmp(method, "server/discover") == 0)
+    return 1;
+  return json_is_object(meta) &&
+         (json_object_get(meta, MCP_META_VERSION) != NULL ||
+          json_object_get(meta, MCP_META_CAPS) != NULL);
+}
+
+/* A 2026-era request: check its _meta, then dispatch. */
+static void rpc_request_2026(mcp_server_t *server, json_t *id,
+                             const char *method, json_t *params) {
+  json_t *meta = json_object_get(params, "_meta");
+  json_t *ver = json_object_get(meta, MCP_META_VERSION);
+  json_t *caps = json_object_get(meta, MCP_META_CAPS);
+  json_t *exts;
+  json_t *data;
+
+  if (!json_is_object(meta)) {
+    mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                  "Invalid params: _meta with " MCP_META_VERSION
+                  " and " MCP_META_CAPS " is required");
+    return;
+  }
+  if (!json_is_string(ver)) {
+    mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                  "Invalid params: _meta." MCP_META_VERSION
+                  " must be a string");
+    return;
+  }
+  if (!json_is_object(caps)) {
+    mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                  "Invalid params: _meta." MCP_META_CAPS " must be an object");
+    return;
+  }
+  if (strcmp(json_string_value(ver), MCP_PROTOCOL_2026) != 0) {
+    data = json_pack("{s:O, s:[s]}", "requested", ver, "supported",
+                     MCP_PROTOCOL_2026);
+    rpc_error_data(
+        server, id, RPC_UNSUPPORTED_VERSION,
+        "Unsupported protocol version (this server speaks " MCP_PROTOCOL_2026
+        " per request, and the 2025 revisions "
+        "through initialize)",
+        data);
+    return;
+  }
+  exts = json_object_get(caps, "extensions");
+  server->req_tasks =
+      json_is_object(json_object_get(exts, MCP_TASKS_EXTENSION));
+  server->req_log_level =
+      rpc_log_level(json_object_get(meta, MCP_META_LOG_LEVEL));
+
+  if (strcmp(method, "server/discover") == 0)
+    rpc_discover(server, id);
+  else if (strcmp(method, "tools/list") == 0)
+    rpc_tools_list(server, id);
+  else if (strcmp(method, "tools/call") == 0)
+    rpc_tools_call(server, id, params);
+  else if (strcmp(method, "tasks/get") == 0 ||
+           strcmp(method, "tasks/update") == 0 ||
+           strcmp(method, "tasks/cancel") == 0) {
+    if (!server->req_tasks) {
+      data = json_pack("{s:{s:{s:{}}}}", "requiredCapabilities", "extensions",
+                       MCP_TASKS_EXTENSION);
+      rpc_error_data(
+          server, id, RPC_MISSING_CAPABILITY,
+          "Missing required client capability: the " MCP_TASKS_EXTENSION
+          " extension",
+          data);
+      return;
+    }
+    mcp_tasks_request_2026(server, method, id, params);
+  } else {
+    /* initialize, ping, logging/setLevel, tasks/result, tasks/list and
+     * everything unknown: not part of this era. */
+    rpc_errorf(server, id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s",
+               method);
+  }
+}
+
+/* A 2025-era request. */
+static void rpc_request_2025(mcp_server_t *server, json_t *id,
+                             const char *method, json_t *params) {
+  /* M-MCP-8: only ping before initialize. */
+  if (server->version == NULL && strcmp(method, "initialize") != 0 &&
+      strcmp(method, "ping") != 0) {
+    mcp_rpc_error(
+        server, id, RPC_INVALID_REQUEST,
+        "Invalid Request: the session is not initialized; send "
+        "initialize first (or, for protocol revision " MCP_PROTOCOL_2026
+        ", the per-request _meta)");
+    return;
+  }
+  if (strcmp(method, "initialize") == 0)
+    rpc_initialize(server, id, params);
+  else if (strcmp(method, "ping") == 0)
+    mcp_rpc_result(server, id, json_object());
+  else if (strcmp(method, "tools/list") == 0)
+    rpc_tools_list(server, id);
+  else if (strcmp(method, "tools/call") == 0)
+    rpc_tools_call(server, id, params);
+  else if (strncmp(method, "tasks/", 6) == 0)
+    mcp_tasks_request(server, method, id, params);
+  else if (strcmp(method, "logging/setLevel") == 0)
+    rpc_set_level(server, id, params);
+  else
+    rpc_errorf(server, id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s",
+               method);
+}
+
+/* One message (an object, or an element of a batch). */
+static void rpc_message(mcp_server_t *server, json_t *msg) {
   json_t *id;
   json_t *jmethod;
   json_t *params;
   const char *method;
+
+  if (!json_is_object(msg)) {
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
+                  "Invalid Request: a message must be a JSON object");
+    return;
+  }
+  id = json_object_get(msg, "id");
+  if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
+                  "Invalid Request: id must be a string or an integer");
+    return;
+  }
+  jmethod = json_object_get(msg, "method");
+  if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
+      strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
+    mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
+                  "Invalid Request: jsonrpc must be \"2.0\"");
+    return;
+  }
+  if (jmethod == NULL && id != NULL &&
+      (json_object_get(msg, "result") != NULL ||
+       json_object_get(msg, "error") != NULL)) {
+    /* A response: we send no requests, so there is nothing to match. */
+    return;
+  }
+  if (!json_is_string(jmethod)) {
+    mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
+                  "Invalid Request: method must be a string");
+    return;
+  }
+  method = json_string_value(jmethod);
+  params = json_object_get(msg, "params");
+  if (params != NULL && !json_is_object(params)) {
+    if (id != NULL)
+      mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
+                    "Invalid params: params must be an object");
+    return;
+  }
+
+  if (id == NULL) {
+    rpc_notification(server, method, params);
+    return;
+  }
+  server->req_tasks = 0;
+  server->req_log_level = -1;
+  if (rpc_is_2026(method, params)) {
+    server->era = MCP_ERA_2026;
+    rpc_request_2026(server, id, method, params);
+  } else {
+    server->era = MCP_ERA_2025;
+    rpc_request_2025(server, id, method, params);
+  }
+  server->era = MCP_ERA_2025;
+  server->req_tasks = 0;
+  server->req_log_level = -1;
+}
+
+/* A JSON-RPC batch (M-MCP-8): only under 2025-03-26, the revision that had
+ * them; the answers go back as one array once all are in. */
+static void rpc_batch(mcp_server_t *server, json_t *msg) {
+  mcp_batch_t *b;
+  json_t *elem;
+  size_t i;
+  char buf[300];
+
+  if (server->version == NULL ||
+      strcmp(server->version, MCP_PROTOCOL_BATCHES) != 0) {
+    snprintf(buf, sizeof(buf),
+             "Invalid Request: batches are accepted only under protocol "
+             "revision " MCP_PROTOCOL_BATCHES " (this session: %s)",
+             server->version != NULL ? server->version : "not initialized");
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+    return;
+  }
+  if (json_array_size(msg) == 0) {
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
+                  "Invalid Request: an empty batch");
+    return;
+  }
+  b = calloc(1, sizeof(*b));
+  if (b != NULL)
+    b->answers = json_array();
+  if (b == NULL || b->answers == NULL) {
+    free(b);
+    mcp_rpc_error(server, NULL, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
+    return;
+  }
+  b->pending = 1; /* ours, while the elements are dispatched */
+  json_array_foreach(msg, i, elem) {
+    server->batch = b;
+    rpc_message(server, elem);
+  }
+  server->batch = NULL;
+  rpc_batch_release(server, b);
+}
+
+void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
+  json_error_t jerr;
+  json_t *msg;
   size_t i;
   char buf[400];
 
@@ -702,68 +1120,9 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
     mcp_rpc_error(server, NULL, RPC_PARSE_ERROR, buf);
     return;
   }
-  if (!json_is_object(msg)) {
-    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
-                  json_is_array(msg)
-                      ? "Invalid Request: batches are not supported"
-                      : "Invalid Request: a message must be a JSON object");
-    json_decref(msg);
-    return;
-  }
-  id = json_object_get(msg, "id");
-  if (id != NULL && !json_is_string(id) && !json_is_integer(id)) {
-    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST,
-                  "Invalid Request: id must be a string or an integer");
-    json_decref(msg);
-    return;
-  }
-  jmethod = json_object_get(msg, "method");
-  if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
-      strcmp(json_string_value(json_object_get(msg, "jsonrpc")), "2.0") != 0) {
-    mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
-                  "Invalid Request: jsonrpc must be \"2.0\"");
-    json_decref(msg);
-    return;
-  }
-  if (jmethod == NULL && id != NULL &&
-      (json_object_get(msg, "result") != NULL ||
-       json_object_get(msg, "error") != NULL)) {
-    /* A response: we send no requests, so there is nothing to match. */
-    json_decref(msg);
-    return;
-  }
-  if (!json_is_string(jmethod)) {
-    mcp_rpc_error(server, id, RPC_INVALID_REQUEST,
-                  "Invalid Request: method must be a string");
-    json_decref(msg);
-    return;
-  }
-  method = json_string_value(jmethod);
-  params = json_object_get(msg, "params");
-  if (params != NULL && !json_is_object(params)) {
-    if (id != NULL)
-      mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
-                    "Invalid params: params must be an object");
-    json_decref(msg);
-    return;
-  }
-
-  if (id == NULL)
-    rpc_notification(server, method, params);
-  else if (strcmp(method, "initialize") == 0)
-    rpc_initialize(server, id, params);
-  else if (strcmp(method, "ping") == 0)
-    mcp_rpc_result(server, id, json_object());
-  else if (strcmp(method, "tools/list") == 0)
-    rpc_tools_list(server, id);
-  else if (strcmp(method, "tools/call") == 0)
-    rpc_tools_call(server, id, params);
-  else if (strncmp(method, "tasks/", 6) == 0)
-    mcp_tasks_request(server, method, id, params);
-  else if (strcmp(method, "logging/setLevel") == 0)
-    rpc_set_level(server, id, params);
+  if (json_is_array(msg))
+    rpc_batch(server, msg);
   else
-    rpc_errorf(server, id, RPC_METHOD_NOT_FOUND, "Method not found: %.200s",
-               method);
+    rpc_message(server, msg);
   json_decref(msg);
 }

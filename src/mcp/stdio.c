@@ -117,7 +117,7 @@ static void in_fs_cb(uv_fs_t *req) {
     return;
   if (n > 0) {
     in_feed(in, in->chunk, (size_t)n);
-    if (!in->stopped)
+    if (!in->stopped && !in->paused)
       in_fs_read(in);
     return;
   }
@@ -179,6 +179,31 @@ void mcp_in_stop(mcp_in_t *in) {
     uv_cancel((uv_req_t *)&in->fs); /* may fail if running; then it ends */
 }
 
+void mcp_in_pause(mcp_in_t *in) {
+  if (in->paused || in->stopped)
+    return;
+  in->paused = 1;
+  if (in->kind == MCP_IO_STREAM && in->open)
+    uv_read_stop(&in->h.stream);
+  /* File mode: the read in flight finishes; the next is not started. */
+}
+
+void mcp_in_resume(mcp_in_t *in) {
+  if (!in->paused)
+    return;
+  in->paused = 0;
+  if (in->stopped)
+    return;
+  if (in->kind == MCP_IO_STREAM && in->open) {
+    if (uv_read_start(&in->h.stream, in_alloc_cb, in_read_cb) != 0) {
+      in->stopped = 1;
+      in_eof(in);
+    }
+  } else if (in->kind == MCP_IO_FILE && !in->fs_busy) {
+    in_fs_read(in);
+  }
+}
+
 void mcp_in_close(mcp_in_t *in) {
   mcp_in_stop(in);
   if (in->open && !uv_is_closing(&in->h.handle))
@@ -217,10 +242,19 @@ static void out_failed(mcp_out_t *out) {
   mcp_server_shutdown(out->server, "output closed");
 }
 
+/* `n` bytes were written (or dropped): below half the high-water mark the
+ * server reads stdin again. */
+static void out_drained(mcp_out_t *out, size_t n) {
+  out->queued -= n;
+  if (out->queued <= MCP_OUT_HIGH_WATER / 2)
+    mcp_in_resume(&out->server->in);
+}
+
 static void out_write_cb(uv_write_t *w, int status) {
   mcp_out_chunk_t *c = w->data;
   mcp_out_t *out = c->out;
 
+  out_drained(out, c->len);
   free(c);
   out->writes--;
   if (status != 0)
@@ -243,6 +277,7 @@ static void out_fs_cb(uv_fs_t *req) {
     while (out->head != NULL) {
       c = out->head;
       out->head = c->next;
+      out_drained(out, c->len);
       free(c);
     }
     out->tail = NULL;
@@ -254,6 +289,7 @@ static void out_fs_cb(uv_fs_t *req) {
     out->head = c->next;
     if (out->head == NULL)
       out->tail = NULL;
+    out_drained(out, c->len);
     free(c);
   }
   out_fs_pump(out);
@@ -319,6 +355,11 @@ void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len) {
   c->len = len;
   c->done = 0;
   memcpy(c->bytes, bytes, len);
+  /* M-MCP-8: a client that does not read its answers must not make us
+   * queue without bound: stop reading its requests until it catches up. */
+  out->queued += len;
+  if (out->queued > MCP_OUT_HIGH_WATER)
+    mcp_in_pause(&out->server->in);
   if (out->kind == MCP_IO_FILE) {
     if (out->tail != NULL)
       out->tail->next = c;
@@ -332,6 +373,7 @@ void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len) {
   buf = uv_buf_init(c->bytes, (unsigned)len);
   /* uv_write queues behind earlier writes and finishes partial ones. */
   if (uv_write(&c->w, &out->h.stream, &buf, 1, out_write_cb) != 0) {
+    out->queued -= len;
     free(c);
     out_failed(out);
     return;

@@ -22,6 +22,10 @@ static int64_t now_ms(void) {
 /* ---------------------------------------------------------------------- */
 /* Records                                                                 */
 
+int mcp_task_visible(const mcp_task_t *t, int era) {
+  return t != NULL && !t->expired && t->era == era;
+}
+
 mcp_task_t *mcp_task_find(mcp_server_t *server, const char *id) {
   mcp_task_t *t;
 
@@ -126,13 +130,12 @@ static void ttl_arm(mcp_server_t *server) {
 }
 
 /* Answer every waiting tasks/result of `t` with an error. */
-static void task_fail_waiters(mcp_server_t *server, mcp_task_t *t,
+static void task_fail_waiters(mcp_server_t *server, mcp_task_t *t, int code,
                               const char *message) {
   size_t i;
 
   for (i = 0; i < json_array_size(t->waiters); i++)
-    mcp_rpc_error(server, json_array_get(t->waiters, i), RPC_INVALID_PARAMS,
-                  message);
+    mcp_rpc_error(server, json_array_get(t->waiters, i), code, message);
   json_array_clear(t->waiters);
 }
 
@@ -141,7 +144,8 @@ static void task_fail_waiters(mcp_server_t *server, mcp_task_t *t,
  * has ended. */
 static void task_expire(mcp_server_t *server, mcp_task_t *t) {
   t->expired = 1;
-  task_fail_waiters(server, t, "Failed to retrieve task: Task has expired");
+  task_fail_waiters(server, t, RPC_INVALID_PARAMS,
+                    "Failed to retrieve task: Task has expired");
   if (t->call != NULL) {
     if (server->reg != NULL)
       uvt_kill(server->reg, t->id, &server->agent, "task ttl expired", NULL);
@@ -182,9 +186,15 @@ static void feed_cb(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
       strcmp(snap->owner_session, server->session) != 0)
     return;
   t = mcp_task_find(server, snap->id);
-  if (t == NULL)
+  if (t == NULL || t->era != MCP_ERA_2025)
     return;
   task_apply(t, snap);
+  /* M-MCP-8: one notification per status transition.  A cancelled task
+   * reads "cancelled" while stopping and once ended: the second is no
+   * transition. */
+  if (strcmp(t->notified, task_status(t)) == 0)
+    return;
+  snprintf(t->notified, sizeof(t->notified), "%s", task_status(t));
   params = task_json(t);
   msg = json_object();
   if (params == NULL || msg == NULL) {
@@ -261,6 +271,7 @@ int mcp_task_create(mcp_server_t *server, mcp_call_t *call, json_t *id,
   }
   t->updated_ms = t->created_ms;
   t->ttl_ms = mcp_task_ttl(ttl_given, ttl_ms, server->config.max_task_ttl_ms);
+  snprintf(t->notified, sizeof(t->notified), "%s", task_status(t));
   t->expires_at = uv_now(server->loop) + t->ttl_ms;
   t->call = call;
 
@@ -282,7 +293,10 @@ int mcp_task_create(mcp_server_t *server, mcp_call_t *call, json_t *id,
     server->tasks = t;
   server->tasks_tail = t;
   call->task = t;
-  mcp_rpc_result(server, id, result);
+  if (id != NULL)
+    mcp_rpc_result(server, id, result);
+  else
+    json_decref(result); /* the 2026 caller answers in its own shape */
   ttl_arm(server);
   return 0;
 }
@@ -296,8 +310,15 @@ void mcp_task_call_done(mcp_task_t *t, int status) {
   size_t i;
 
   t->call = NULL;
-  if (status == UVT_ECLOSING || status == UVT_EABORTED || server->shutting_down)
-    return; /* shutdown: nobody is left to answer */
+  if (status == UVT_ECLOSING || status == UVT_EABORTED ||
+      server->shutting_down) {
+    /* Shutdown: the waiting tasks/result requests still get an answer
+     * while the client can read it (M-MCP-6). */
+    task_fail_waiters(server, t, RPC_INTERNAL_ERROR,
+                      "Internal error: the server is shutting down; every "
+                      "task is being stopped");
+    return;
+  }
   task_refresh(server, t);
   if (status != 0) {
     snprintf(buf, sizeof(buf), "Internal error: %s", uvt_strerror(status));
@@ -390,6 +411,8 @@ static mcp_task_t *task_param(mcp_server_t *server, json_t *id,
   /* Only MCP tasks of this session: a background task's id (bash-1 from
    * run_in_background) is as unknown here as a made-up one. */
   t = mcp_task_find(server, json_string_value(jid));
+  if (t != NULL && !mcp_task_visible(t, server->era))
+    t = NULL;
   if (t == NULL)
     mcp_rpc_error(server, id, RPC_INVALID_PARAMS,
                   "Failed to retrieve task: Task not found");
@@ -444,6 +467,7 @@ static void tasks_list(mcp_server_t *server, json_t *id, json_t *params) {
   json_t *j;
   mcp_task_t *t;
   uint64_t after = 0;
+  uint64_t last = 0;
   size_t n = 0;
   char cursor[MCP_CURSOR_MAX];
 
@@ -459,11 +483,11 @@ static void tasks_list(mcp_server_t *server, json_t *id, json_t *params) {
   if (result == NULL || list == NULL)
     goto nomem;
   for (t = server->tasks; t != NULL; t = t->next) {
-    if (t->expired || t->seq <= after)
+    if (t->expired || t->seq <= after || t->era != MCP_ERA_2025)
       continue;
     if (n == server->config.tasks_page_size) {
       /* More follow: the cursor names the last one shown. */
-      mcp_cursor_make(t->prev->seq, cursor);
+      mcp_cursor_make(last, cursor);
       json_object_set_new(result, "nextCursor", json_string(cursor));
       break;
     }
@@ -471,6 +495,7 @@ static void tasks_list(mcp_server_t *server, json_t *id, json_t *params) {
     j = task_json(t);
     if (j == NULL || json_array_append_new(list, j) != 0)
       goto nomem;
+    last = t->seq;
     n++;
   }
   json_object_set_new(result, "tasks", list);
@@ -542,4 +567,127 @@ void mcp_tasks_request(mcp_server_t *server, const char *method, json_t *id,
   }
   snprintf(buf, sizeof(buf), "Method not found: %.200s", method);
   mcp_rpc_error(server, id, RPC_METHOD_NOT_FOUND, buf);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The 2026 era: the io.modelcontextprotocol/tasks extension (M-MCP-9)      */
+
+/* A 2026 task's status: working until the call has ended (so "completed"
+ * always comes with its result); "cancelled" once tasks/cancel (or the ttl)
+ * stopped it; "completed" when the call gave a tool result (a command that
+ * failed or was killed by its timeout_ms is a completed task whose result
+ * has isError: true, as SEP-2663 keeps "failed" for protocol errors);
+ * "failed" when the call ended without one. */
+static const char *task_status_2026(const mcp_task_t *t) {
+  if (t->cancelled)
+    return "cancelled";
+  if (t->call != NULL)
+    return "working";
+  if (t->result != NULL)
+    return "completed";
+  return "failed";
+}
+
+/* The Task fields of the 2026 wire (ttlMs, pollIntervalMs). */
+static json_t *task_json_2026(const mcp_task_t *t) {
+  char created[MCP_ISO8601_MAX];
+  char updated[MCP_ISO8601_MAX];
+  json_t *j;
+
+  mcp_iso8601(t->created_ms, created, sizeof(created));
+  mcp_iso8601(t->updated_ms, updated, sizeof(updated));
+  j = json_pack("{s:s, s:s, s:I, s:s, s:s, s:i}", "taskId", t->id, "status",
+                task_status_2026(t), "ttlMs", (json_int_t)t->ttl_ms,
+                "createdAt", created, "lastUpdatedAt", updated,
+                "pollIntervalMs", MCP_TASK_POLL_MS);
+  if (j != NULL && t->detail != NULL)
+    json_object_set_new(j, "statusMessage",
+                        mcp_rpc_string(t->detail, strlen(t->detail)));
+  return j;
+}
+
+int mcp_task_create_2026(mcp_server_t *server, mcp_call_t *call, json_t *id) {
+  mcp_task_t *t;
+  json_t *result;
+  int err;
+
+  /* The same record as a 2025 task, with the longest ttl granted (a 2026
+   * client does not ask for one). */
+  err = mcp_task_create(server, call, NULL, 0, 0);
+  if (err != 0)
+    return err;
+  t = call->task;
+  t->era = MCP_ERA_2026;
+  result = task_json_2026(t);
+  if (result == NULL) {
+    /* The record stays until its call ends; nobody can see it. */
+    t->expired = 1;
+    return UV_ENOMEM;
+  }
+  json_object_set_new(result, "resultType", json_string("task"));
+  mcp_rpc_result(server, id, result);
+  return 0;
+}
+
+static void tasks_get_2026(mcp_server_t *server, json_t *id, json_t *params) {
+  mcp_task_t *t = task_param(server, id, params);
+  const char *status;
+  json_t *j;
+
+  if (t == NULL)
+    return;
+  task_refresh(server, t);
+  j = task_json_2026(t);
+  if (j == NULL) {
+    mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                  "Internal error: out of memory");
+    return;
+  }
+  /* The result travels with the task once it has ended, without the
+   * 2025 related-task _meta (the taskId is beside it). */
+  status = task_status_2026(t);
+  if (t->result != NULL && strcmp(status, "working") != 0) {
+    json_t *r = json_deep_copy(t->result);
+    if (r != NULL) {
+      json_object_del(r, "_meta");
+      json_object_set_new(r, "resultType", json_string("complete"));
+      json_object_set_new(j, "result", r);
+    }
+  } else if (t->error != NULL && strcmp(status, "failed") == 0) {
+    json_object_set(j, "error", t->error);
+  }
+  mcp_rpc_result(server, id, j);
+}
+
+static void tasks_cancel_2026(mcp_server_t *server, json_t *id,
+                              json_t *params) {
+  mcp_task_t *t = task_param(server, id, params);
+  uvt_kill_result_t res = UVT_KILL_REQUESTED;
+
+  if (t == NULL)
+    return;
+  /* Acknowledged whatever the state: a task that has ended stays as it
+   * ended; one still running is stopped and reads "cancelled". */
+  if (t->call != NULL && !t->cancelled && server->reg != NULL &&
+      uvt_kill(server->reg, t->id, &server->agent, "cancelled by tasks/cancel",
+               &res) == 0 &&
+      res == UVT_KILL_REQUESTED) {
+    t->cancelled = 1;
+    t->updated_ms = now_ms();
+  }
+  mcp_rpc_result(server, id, json_object());
+}
+
+void mcp_tasks_request_2026(mcp_server_t *server, const char *method,
+                            json_t *id, json_t *params) {
+  if (strcmp(method, "tasks/get") == 0) {
+    tasks_get_2026(server, id, params);
+  } else if (strcmp(method, "tasks/cancel") == 0) {
+    tasks_cancel_2026(server, id, params);
+  } else {
+    /* tasks/update: our tasks never wait for input, so there is nothing
+     * to deliver; a known task is acknowledged. */
+    if (task_param(server, id, params) != NULL)
+      mcp_rpc_result(server, id, json_object());
+  }
 }

@@ -71,6 +71,16 @@ int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
  * available (for tests of that path).  Loop thread; set between tasks. */
 extern int uvt__process_no_pidfd;
 
+/* M-MCP-5: the last unread line of task `id`'s output (stdout, else
+ * stderr; after its last carriage return), cut to `size` - 1 bytes and
+ * NUL-terminated in `buf` ("" when there is none), without consuming
+ * anything.  The bytes are as the command wrote them (not UTF-8-checked).
+ * Returns 0, UV_EINVAL (NULL or zero-sized buf, not a live process task),
+ * or the lookup's UVT_ENOTASK / UVT_EFOREIGN.  Loop thread. */
+int uvt__process_last_line(uvt_registry_t *reg, const char *id,
+                           const uvt_agent_t *caller, char *buf, size_t size);
+
+
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
 typedef struct uvt__spawn_s uvt__spawn_t;

@@ -932,7 +932,7 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
   if (err != 0)
     return err;
   if (p->spawning)
-    return UV_EAGAIN;
+    return 0; /* not spawned yet */
   if (p->pid <= 0)
     return UV_ESRCH;
   return (int)p->pid;
@@ -948,4 +948,68 @@ int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
     return 0;
   /* One pass over this session now (it also reaps our zombie members). */
   return uvt__session_count(p, 0);
+}
+
+/* ---- M-MCP-5: a peek at the last unread line (for progress) ----------- */
+
+/* Copy the last line of `b` that has something besides white space (after
+ * its last carriage return: a progress bar's latest state) into `buf`,
+ * cut to `size` - 1 bytes; 0 bytes if there is none.  Nothing is consumed. */
+static size_t last_line(const uvt__outbuf_t *b, char *buf, size_t size) {
+  size_t end = b->len;
+  size_t start;
+  size_t n;
+  size_t i;
+  char c;
+
+  if (b->len == 0 || b->alloc == 0)
+    return 0;
+  for (;;) {
+    /* Skip line ends and blanks at the end of what is left. */
+    while (end > 0) {
+      c = b->ring[(b->head + end - 1) % b->alloc];
+      if (c != '\n' && c != '\r' && c != ' ' && c != '\t')
+        break;
+      end--;
+    }
+    if (end == 0)
+      return 0;
+    start = end;
+    while (start > 0) {
+      c = b->ring[(b->head + start - 1) % b->alloc];
+      if (c == '\n' || c == '\r')
+        break;
+      start--;
+    }
+    if (end > start)
+      break;
+  }
+  n = end - start < size - 1 ? end - start : size - 1;
+  for (i = 0; i < n; i++)
+    buf[i] = b->ring[(b->head + start + i) % b->alloc];
+  return n;
+}
+
+int uvt__process_last_line(uvt_registry_t *reg, const char *id,
+                           const uvt_agent_t *caller, char *buf, size_t size) {
+  uvt_task_t *t;
+  uvt__proc_t *p;
+  size_t n;
+  int err;
+
+  if (buf == NULL || size == 0)
+    return UV_EINVAL;
+  buf[0] = '\0';
+  err = uvt__lookup(reg, id, caller, &t);
+  if (err != 0)
+    return err;
+  if (t->dropped || t->release_called || t->hooks.cancel != hook_cancel)
+    return UV_EINVAL;
+  p = t->arg;
+  /* stdout first; a command that only writes to stderr shows that. */
+  n = last_line(&p->out.buf, buf, size);
+  if (n == 0)
+    n = last_line(&p->err.buf, buf, size);
+  buf[n] = '\0';
+  return 0;
 }

@@ -25,14 +25,19 @@ static const char *const schema_parts[] = {
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"run_command\","
-    "\"description\":\"Run a shell command (bash) in the foreground: wait "
-    "until it ends, then return its output (stdout, then stderr after a "
-    "[stderr] line) and its status line, for example [status: completed, "
-    "exit code: 0]. A non-zero exit code is shown in the status line, not "
-    "reported as a tool error. The command runs in its own process group "
-    "with no input and is stopped (SIGTERM, then SIGKILL) if it runs longer "
-    "than timeout_ms. For work you want to check on later, use "
-    "run_in_background.\","
+    "\"description\":\"Run a shell command (bash) and wait until it ends, "
+    "then return its output (stdout, then stderr after a [stderr] line) and "
+    "its status line, for example [status: completed, exit code: 0]. A "
+    "non-zero exit code is shown in the status line, not reported as a tool "
+    "error. The command runs in its own process group with no input and is "
+    "stopped (SIGTERM, then SIGKILL) if it runs longer than timeout_ms. If "
+    "it is still running after yield_ms, the call returns its output so "
+    "far with [status: running] and the command goes on in the background "
+    "as a task (read it with task_output, stop it with task_kill). Output "
+    "is plain text (terminal escape sequences removed, a progress bar shows "
+    "its last state) and at most max_bytes long: beyond it you get the "
+    "beginning and the end, with a line saying how much was left out. For "
+    "work you want to check on later, use run_in_background.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"command\":{\"type\":\"string\",\"description\":"
     "\"The shell command to run.\"},"
@@ -40,7 +45,14 @@ static const char *const schema_parts[] = {
     "\"Directory to run it in. Default: the server's working directory.\"},"
     "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"How long the command may run, in milliseconds. "
-    "Default 600000, at most 3600000 (a longer one is cut to 3600000).\"}},"
+    "Default 600000, at most 3600000 (a longer one is cut to 3600000).\"},"
+    "\"yield_ms\":{\"type\":\"integer\",\"minimum\":0,"
+    "\"description\":\"Return after this many milliseconds if the "
+    "command is still running; it then goes on in the background. 0 waits "
+    "until it ends. Default: set by the server.\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"The most bytes of output to return. Default "
+    "30000 unless the server sets another; at least 256 is used.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_output\","
@@ -49,7 +61,10 @@ static const char *const schema_parts[] = {
     "status line, last: [status: running], or for example [status: "
     "completed, exit code: 0]. With wait, first wait until the task ends or "
     "timeout_ms passes; a wait that times out still returns the new output, "
-    "with [status: running].\","
+    "with [status: running]. Output is plain text (terminal escape "
+    "sequences removed, a progress bar shows its last state) and at most "
+    "max_bytes long: beyond it you get the beginning and the end of what is "
+    "new, with a line saying how much was left out.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"task_id\":{\"type\":\"string\",\"description\":"
     "\"The id run_in_background returned, for example bash-1.\"},"
@@ -58,7 +73,10 @@ static const char *const schema_parts[] = {
     "when timeout_ms is given.\"},"
     "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"How long to wait, in milliseconds. Default 30000, "
-    "at most 600000 (a longer wait is cut to 600000).\"}},"
+    "at most 600000 (a longer wait is cut to 600000).\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"The most bytes of output to return. Default "
+    "30000 unless the server sets another; at least 256 is used.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_list\","
@@ -85,7 +103,7 @@ static const char *const tool_names[] = {
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;
-static char schema_json[12288];
+static char schema_json[16384];
 
 static void schema_build(void) {
   size_t n = 0;

@@ -110,8 +110,8 @@ int uvt__utf8_seq(const unsigned char *s, size_t n) {
   int need;
   int i;
 
-  if (c == 0)
-    return -1;
+  /* ASCII, NUL included: U+0000 is valid UTF-8, and the tool surface keeps
+   * the NUL bytes of output (M-MCP-8: a JSON host sends them as \u0000). */
   if (c < 0x80)
     return 1;
   if (c < 0xC2 || c > 0xF4)
@@ -202,4 +202,75 @@ void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap) {
     uvt__text_oneline(t, snap->detail, 400);
   }
   uvt__text_str(t, "]");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Result size (M-TOOLS-8)                                                 */
+
+/* Room kept for the line between the head and the tail: "[... " and
+ * " bytes (" and " lines) left out ...]\n" with two 20-digit numbers is 75
+ * bytes, plus the newline that ends a head cut inside a line. */
+#define CLIP_MARK_ROOM 80
+
+static int is_cont(unsigned char c) {
+  return (c & 0xC0) == 0x80;
+}
+
+void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
+                    size_t max_bytes) {
+  const unsigned char *s = (const unsigned char *)bytes;
+  int add_nl = len > 0 && bytes[len - 1] != '\n';
+  size_t avail, head_max, tail_max;
+  size_t head, tail, i, nl;
+
+  if (len == 0)
+    return;
+  if (len + (size_t)add_nl <= max_bytes) {
+    uvt__text_raw(t, bytes, len);
+    if (add_nl)
+      uvt__text_raw(t, "\n", 1);
+    return;
+  }
+  if (max_bytes < UVT_TOOLS_MAX_BYTES_MIN)
+    max_bytes = UVT_TOOLS_MAX_BYTES_MIN;
+  /* The head gets 2/5 and the tail 3/5 of what the line leaves: the end
+   * of a log (the failure, the summary) usually matters more. */
+  avail = max_bytes - CLIP_MARK_ROOM - (size_t)add_nl;
+  head_max = avail * 2 / 5;
+  tail_max = avail - head_max;
+
+  /* The head ends after a newline in its second half, else at the last
+   * character boundary that fits. */
+  head = head_max;
+  while (head > 0 && is_cont(s[head]))
+    head--;
+  for (i = head; i > head_max / 2; i--) {
+    if (s[i - 1] == '\n') {
+      head = i;
+      break;
+    }
+  }
+  /* The tail starts after a newline in its first half, else at the first
+   * character boundary that fits. */
+  tail = len - tail_max;
+  while (tail < len && is_cont(s[tail]))
+    tail++;
+  for (i = tail; i < len - tail_max / 2; i++) {
+    if (s[i - 1] == '\n') {
+      tail = i;
+      break;
+    }
+  }
+  nl = 0;
+  for (i = head; i < tail; i++)
+    nl += s[i] == '\n';
+
+  uvt__text_raw(t, bytes, head);
+  if (head > 0 && s[head - 1] != '\n')
+    uvt__text_raw(t, "\n", 1);
+  uvt__text_printf(t, "[... %zu bytes (%zu line%s) left out ...]\n",
+                   tail - head, nl, nl == 1 ? "" : "s");
+  uvt__text_raw(t, bytes + tail, len - tail);
+  if (add_nl)
+    uvt__text_raw(t, "\n", 1);
 }

@@ -1,13 +1,18 @@
-/* Internal helpers of the tool surface: result texts and UTF-8 repair. */
+/* Internal helpers of the tool surface: result texts, UTF-8 repair, the
+ * terminal filter and the shaping of a read's output. */
 #ifndef UVTASKS_TOOLS_INT_H
 #define UVTASKS_TOOLS_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "uvtasks.h"
+#include "uvtasks/tools.h"
 
-/* A growable NUL-terminated text.  `err` latches the first allocation
- * failure so a sequence of appends can be checked once at the end. */
+/* A growable text, kept NUL-terminated; it may hold NUL bytes of its own
+ * (command output), so `len` is its length, not strlen().  `err` latches
+ * the first allocation failure so a sequence of appends can be checked
+ * once at the end. */
 typedef struct {
   char *base;
   size_t len;
@@ -27,20 +32,87 @@ void uvt__text_printf(uvt__text_t *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Append `len` bytes as valid UTF-8: each maximal invalid subpart and each
- * NUL becomes U+FFFD. */
+/* Append `len` bytes as valid UTF-8: each maximal invalid subpart becomes
+ * U+FFFD; NUL bytes are valid (U+0000) and kept. */
 void uvt__text_utf8(uvt__text_t *t, const char *bytes, size_t len);
-/* Append `s` on one line: control characters become spaces, invalid UTF-8
- * becomes U+FFFD, and more than `max_bytes` bytes are cut at a character
- * boundary and marked with "...". */
+/* Append the C string `s` on one line: control characters become spaces,
+ * invalid UTF-8 becomes U+FFFD, and more than `max_bytes` bytes are cut at
+ * a character boundary and marked with "...". */
 void uvt__text_oneline(uvt__text_t *t, const char *s, size_t max_bytes);
 /* Append the status line of `snap`: "[status: S]" or "[status: S, DETAIL]". */
 void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap);
 
 /* Length of the well-formed UTF-8 sequence at `s` (1-4), or, if it is not
  * well formed, minus the length of its maximal invalid subpart (-1..-3).
- * `n` > 0.  NUL counts as invalid. */
+ * `n` > 0.  NUL is a well-formed sequence of 1. */
 int uvt__utf8_seq(const unsigned char *s, size_t n);
+
+/* Append `len` bytes of output so that at most `max_bytes` bytes are
+ * appended, ending with a newline (one is added if the text lacks it):
+ * all of it if it fits, else the head and the tail, cut at line
+ * boundaries where one is near (else at a character boundary), with a line
+ * "[... N bytes (L lines) left out ...]" between them (M-TOOLS-8).
+ * `bytes` is valid UTF-8; `max_bytes` is at least UVT_TOOLS_MAX_BYTES_MIN.
+ * Nothing is appended for len 0. */
+void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
+                    size_t max_bytes);
+
+/* ---- term.c: terminal output as text for a model (M-TOOLS-7). */
+
+/* Cells of the one line the filter keeps; a longer line goes out in
+ * segments of this size. */
+#define UVT__TERM_LINE_MAX 1024
+/* Longest command string (OSC, DCS, ...) followed before it is given up. */
+#define UVT__TERM_STRING_MAX 65536
+
+/* The filter's state for one output stream: the unfinished line and the
+ * escape parser.  Zeroed is a fresh state (uvt__term_init). */
+typedef struct {
+  uint32_t *line; /* one character's UTF-8 bytes per cell */
+  size_t len;     /* cells in use */
+  size_t cap;     /* cells allocated */
+  size_t cursor;  /* column, 0-based; may be past len */
+  size_t string_len;
+  unsigned param[2];
+  unsigned char nparam;
+  unsigned char flags;
+  unsigned char state;
+  unsigned char shown; /* the line, as it is now, ended an earlier read */
+  unsigned char pend_len;
+  unsigned char pend[4]; /* a character cut by the end of a read */
+} uvt__term_t;
+
+void uvt__term_init(uvt__term_t *s);
+/* Free the line; `s` is a fresh state after.  Accepts NULL. */
+void uvt__term_free(uvt__term_t *s);
+/* Filter `len` bytes; every line they end goes to `out` with its newline. */
+void uvt__term_feed(uvt__term_t *s, const char *bytes, size_t len,
+                    uvt__text_t *out);
+
+enum {
+  /* The read ends: keep the unfinished line for the next one. */
+  UVT__TERM_HOLD = 0,
+  /* The read ends: also append the unfinished line (no newline) as it is
+   * now, unless that was done already; a later newline then adds nothing,
+   * and a later change shows the whole line again. */
+  UVT__TERM_SHOW,
+  /* The stream ended: append the unfinished line; the state is fresh. */
+  UVT__TERM_FINAL
+};
+void uvt__term_end(uvt__term_t *s, int how, uvt__text_t *out);
+/* Nonzero if the next read depends on `s`. */
+int uvt__term_carries(const uvt__term_t *s);
+
+/* ---- output.c: one read's output as a tool result shows it. */
+
+/* Append the output of the read `r` of task `id` (M-TOOLS-7, M-TOOLS-8),
+ * at most `max_bytes`, ending with a newline; nothing if it shows nothing.
+ * Keeps the filter's state of a task that has not ended for its next read.
+ * Allocation failures latch in `t`. */
+void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
+                       size_t max_bytes, uvt__text_t *t);
+/* Forget every kept state (detach). */
+void uvt__tools_output_free(uvt_tools_t *tools);
 
 /* Allocation for the tool surface, through the library's allocator; result
  * texts are freed by uvt_tools_call_cleanup(). */

@@ -1,6 +1,8 @@
-/* The model-facing tool surface (SPEC §5, M-TOOLS-1..3): four tools over
- * the registry's operations, completion notices from a listener, and
- * results delivered through the loop. */
+/* The model-facing tool surface (SPEC §5, M-TOOLS-1..4, M-TOOLS-6): the
+ * tools over the registry's operations and the process producer,
+ * completion notices from a listener, and results delivered through the
+ * loop.  What a result shows of a task's output is shaped in output.c
+ * (M-TOOLS-7, M-TOOLS-8). */
 #include "uvtasks/tools.h"
 
 #include <string.h>
@@ -40,6 +42,8 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   memset(a, 0, sizeof(*a));
   a->wait = -1;
   a->timeout_ms = -1;
+  a->max_bytes = -1;
+  a->yield_ms = -1;
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -140,16 +144,22 @@ static void text_task_error(uvt__text_t *t, const char *verb, const char *id,
   }
 }
 
+/* The output part of a result for the read `r` of `id` (M-TOOLS-7,
+ * M-TOOLS-8), or `empty_note` (may be NULL) when it shows nothing. */
+static void text_output(uvt_tools_call_t *req, const char *id,
+                        const uvt_read_t *r, const char *empty_note,
+                        uvt__text_t *t) {
+  size_t before = t->len;
+
+  uvt__tools_output(req->tools, id, r, req->max_bytes_, t);
+  if (t->len == before && t->err == 0 && empty_note != NULL)
+    uvt__text_str(t, empty_note);
+}
+
 /* The text of a read: new output (or a note), then the status line. */
-static void text_read(uvt__text_t *t, const uvt_read_t *r,
-                      uint64_t timed_out_ms) {
-  if (r->len > 0) {
-    uvt__text_utf8(t, r->text, r->len);
-    if (r->text[r->len - 1] != '\n')
-      uvt__text_str(t, "\n");
-  } else {
-    uvt__text_str(t, "(no new output)\n");
-  }
+static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
+                      const uvt_read_t *r, uint64_t timed_out_ms) {
+  text_output(req, id, r, "(no new output)\n", t);
   if (timed_out_ms > 0 && !uvt_status_is_terminal(r->snapshot.status))
     uvt__text_printf(t, "(waited %llu ms; the task has not ended)\n",
                      (unsigned long long)timed_out_ms);
@@ -236,7 +246,7 @@ static void tools_read_result(uvt_tools_call_t *req, const char *id,
   memset(&r, 0, sizeof(r));
   err = uvt_read(req->tools->registry, id, req->caller_, &r);
   if (err == 0) {
-    text_read(&t, &r, timed_out_ms);
+    text_read(req, id, &t, &r, timed_out_ms);
     uvt_read_cleanup(&r);
     tools_result(req, &t, 0);
     return;
@@ -253,20 +263,23 @@ static void tools_read_result(uvt_tools_call_t *req, const char *id,
 
 /* run_command's result once its wait ended with `status`: the output,
  * then the status line.  Only a command that completed (whatever its exit
- * code) is a success. */
+ * code) is a success; so is one promoted at its yield (M-TOOLS-6), which
+ * goes on as a background task and is not stopped. */
 static void tools_run_result(uvt_tools_call_t *req, int status,
                              const uvt_snapshot_t *snap) {
   uvt_registry_t *reg = req->tools->registry;
   uvt_read_t r;
   uvt__text_t t;
+  uint64_t elapsed_ms;
+  int promoted;
   int err;
 
   uvt__text_init(&t);
-  if (status == UVT_EWAITTIMEOUT) {
+  if (status == UVT_EWAITTIMEOUT && !req->yields_) {
     /* The runtime limit should have ended it long ago; stop it now. */
     uvt_kill(reg, req->task_id_, req->caller_, "run_command wait ran out",
              NULL);
-  } else if (status != 0) {
+  } else if (status != 0 && status != UVT_EWAITTIMEOUT) {
     text_task_error(&t, "wait for", req->task_id_, status);
     tools_result(req, &t, 1);
     return;
@@ -284,20 +297,54 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
     tools_result(req, &t, snap->status != UVT_COMPLETED);
     return;
   }
-  if (r.len > 0) {
-    uvt__text_utf8(&t, r.text, r.len);
-    if (r.text[r.len - 1] != '\n')
-      uvt__text_str(&t, "\n");
-  } else {
-    uvt__text_str(&t, "(no output)\n");
-  }
-  if (status == UVT_EWAITTIMEOUT)
+  /* A command that ended just as its yield passed answers as ended (the
+   * read reported its end). */
+  promoted = status == UVT_EWAITTIMEOUT && req->yields_ &&
+             !uvt_status_is_terminal(r.snapshot.status);
+  text_output(req, req->task_id_, &r, promoted ? NULL : "(no output)\n", &t);
+  if (promoted) {
+    /* R-TIME-1: the time that really passed, not the yield asked for. */
+    elapsed_ms = (uv_hrtime() - req->started_ns_) / 1000000;
+    uvt__text_printf(&t,
+                     "(still running after %llu ms; it goes on in the "
+                     "background as %s: task_output reads more of its "
+                     "output, task_kill stops it)\n",
+                     (unsigned long long)elapsed_ms, req->task_id_);
+  } else if (status == UVT_EWAITTIMEOUT) {
     uvt__text_str(&t, "(the command did not end in time; it is being "
                       "stopped)\n");
+  }
   uvt__text_status(&t, &r.snapshot);
-  err = r.snapshot.status != UVT_COMPLETED;
+  err = !promoted && r.snapshot.status != UVT_COMPLETED;
   uvt_read_cleanup(&r);
   tools_result(req, &t, err);
+}
+
+/* The call's max_bytes (M-TOOLS-8) into req->max_bytes_: the options' when
+ * not given, at least UVT_TOOLS_MAX_BYTES_MIN.  Zero or negative is a tool
+ * error, already delivered when this returns -1. */
+static int tools_max_bytes(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args) {
+  uvt__text_t t;
+
+  if (args->max_bytes == 0 || args->max_bytes < -1) {
+    uvt__text_init(&t);
+    uvt__text_printf(&t,
+                     "max_bytes must be a positive number of bytes "
+                     "(default %zu; at least %d is used).",
+                     req->tools->max_bytes_, UVT_TOOLS_MAX_BYTES_MIN);
+    tools_result(req, &t, 1);
+    return -1;
+  }
+  if (args->max_bytes < 0)
+    req->max_bytes_ = req->tools->max_bytes_;
+  else if ((uint64_t)args->max_bytes > SIZE_MAX)
+    req->max_bytes_ = SIZE_MAX;
+  else if (args->max_bytes < UVT_TOOLS_MAX_BYTES_MIN)
+    req->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
+  else
+    req->max_bytes_ = (size_t)args->max_bytes;
+  return 0;
 }
 
 /* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`.
@@ -391,6 +438,8 @@ static void tool_task_output(uvt_tools_call_t *req,
     tools_result(req, &t, 1);
     return;
   }
+  if (tools_max_bytes(req, args) != 0)
+    return;
   /* An explicit wait wins; otherwise a timeout_ms asks for a wait. */
   wait = args->wait >= 0 ? args->wait != 0 : args->timeout_ms >= 0;
   if (!wait) {
@@ -427,6 +476,8 @@ static void tool_run_command(uvt_tools_call_t *req,
   uvt__text_t t;
   uint64_t runtime_ms;
   uint64_t grace_ms;
+  uint64_t wait_ms;
+  uint64_t yield_ms;
   int err;
 
   uvt__text_init(&t);
@@ -438,9 +489,19 @@ static void tool_run_command(uvt_tools_call_t *req,
   if (tools_timeout(req, args, UVT_TOOLS_RUN_DEFAULT_MS, UVT_TOOLS_RUN_MAX_MS,
                     &runtime_ms) != 0)
     return;
+  if (tools_max_bytes(req, args) != 0)
+    return;
+  if (args->yield_ms < -1) {
+    uvt__text_str(&t, "yield_ms must be 0 (wait for the end) or a positive "
+                      "number of milliseconds.");
+    tools_result(req, &t, 1);
+    return;
+  }
+  yield_ms = args->yield_ms < 0 ? tools->yield_ms_ : (uint64_t)args->yield_ms;
 
   tools_process_options(req, args, &po);
   po.max_runtime_ms = runtime_ms;
+  req->started_ns_ = uv_hrtime();
   err = uvt_process_start(tools->registry, &po, req->task_id_);
   if (err != 0) {
     req->task_id_[0] = '\0';
@@ -449,8 +510,11 @@ static void tool_run_command(uvt_tools_call_t *req,
     return;
   }
   grace_ms = po.grace_ms > 0 ? po.grace_ms : UVT_PROCESS_GRACE_MS;
-  req->timeout_ms_ =
+  wait_ms =
       runtime_ms + grace_ms + UVT_PROCESS_DRAIN_MS + TOOLS_RUN_WAIT_SLACK_MS;
+  /* M-TOOLS-6: with a yield shorter than that, the wait is the yield. */
+  req->yields_ = yield_ms > 0 && yield_ms < wait_ms;
+  req->timeout_ms_ = req->yields_ ? yield_ms : wait_ms;
   req->wait_.data = req;
   err = uvt_wait(tools->registry, &req->wait_, req->task_id_, req->timeout_ms_,
                  req->caller_, tools_wait_cb);
@@ -603,13 +667,21 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     uvt_tools_options_init(&defaults);
     o = &defaults;
   }
+  void *data = tools->data; /* the host's, as libuv leaves `data` alone */
   memset(tools, 0, sizeof(*tools));
+  tools->data = data;
   uvt__list_init(&tools->ready_);
   uvt__list_init(&tools->waiting_);
+  uvt__list_init(&tools->carries_);
   tools->registry = reg;
   tools->notice_cb_ = o->notice_cb;
   tools->output_cap_bytes_ = o->output_cap_bytes;
   tools->grace_ms_ = o->grace_ms;
+  tools->max_bytes_ =
+      o->max_bytes == 0 ? UVT_TOOLS_MAX_BYTES_DEFAULT : o->max_bytes;
+  if (tools->max_bytes_ < UVT_TOOLS_MAX_BYTES_MIN)
+    tools->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
+  tools->yield_ms_ = o->yield_ms;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)
@@ -650,6 +722,7 @@ static void tools_idle_closed(uv_handle_t *h) {
 
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_output_free(tools);
   tools->state_ = TOOLS_DETACHED;
   tools->registry = NULL;
   if (cb != NULL)
@@ -676,6 +749,8 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
   tools->detach_cb_ = cb;
   uvt_listener_stop(&tools->listener_);
   uvt_surface_detach(&tools->surface_);
+  /* No read comes after this: the kept filter states go. */
+  uvt__tools_output_free(tools);
   /* Stop the waits; their callbacks come back through tools_wait_cb. */
   for (n = tools->waiting_.next; n != &tools->waiting_; n = next) {
     next = n->next;
@@ -713,6 +788,9 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->caller_ = caller;
   req->task_id_[0] = '\0';
   req->timeout_ms_ = 0;
+  req->started_ns_ = 0;
+  req->max_bytes_ = tools->max_bytes_;
+  req->yields_ = 0;
   req->state_ = CALL_IDLE;
   req->status_ = 0;
   req->aborted_ = ABORT_NONE;

@@ -8,16 +8,28 @@
  * caller shape, gives UVT_EFOREIGN and changes nothing).
  *
  * Operations: start (fake producers, stream or final, whose cancel fails or
- * settles at once as told; and thread-producer tasks), settle (from the
- * loop, from a joined thread, or from a thread racing the loop), emit,
- * kill, get, list, read, wait, abort, a 1 ms wait run to its deadline,
- * forget, agent register/dispose, surface attach/detach, listener
- * start/stop (some listeners read or kill their task from inside the
- * callback), watcher start/stop (the change feed), and at the end of an
- * episode registry close (directly, or from inside a listener, wait or feed
- * callback), late settles, and agent disposals after close.  One real call
- * in ten runs with the n-th allocation failing: UV_ENOMEM is accepted only
- * where documented, and then nothing may have changed.
+ * settles at once as told, with or without a quiesce hook, some acting
+ * from inside one of their hooks; and thread-producer tasks), settle (from
+ * the loop, from a joined thread, or from a thread racing the loop), emit,
+ * kill (of an ended task too: P-KILL-6), get, list, read, wait, abort, a
+ * 1 ms wait run to its deadline, forget, quiescent, agent register/dispose,
+ * surface attach/detach, listener start/stop (some listeners read, kill,
+ * forget or dispose from inside the callback), watcher start/stop (some
+ * forget tasks as they end), and at the end of an episode registry close
+ * (directly, or from inside a listener, wait or feed callback), late
+ * settles, and agent disposals after close.  One real call in ten runs with
+ * the n-th allocation failing: UV_ENOMEM is accepted only where documented,
+ * and then nothing may have changed.
+ *
+ * v2 rules the model knows: re-entrant calls from every producer hook
+ * (R-REENTER-1: dispose the owner, start, kill/forget/read the task itself
+ * or another, quiescent from inside quiesce; each call's result is
+ * compared), handles in use (R-BUSY-1: a pending wait submitted again, a
+ * started listener or watcher started again, a registered or disposing
+ * agent registered again, an attached surface attached again: UV_EBUSY),
+ * forget from listeners, wait callbacks and watchers (R-FORGET-2), and the
+ * quiesce a kill of an ended task starts, which disposals then wait for
+ * (P-KILL-6).
  *
  * Determinism: producers settle only when told; waits use long deadlines,
  * except the short wait, which runs the loop until its own deadline fires
@@ -155,6 +167,14 @@ typedef struct {
   int released;
   int cancels;
   int settled_hooks;
+  /* Quiesce hook (P-KILL-6): 0 none, 1 returns 0, 2 returns 1. */
+  int quiesce_mode;
+  int qpending; /* returned 1; the fuzzer calls uvt_task_quiescent */
+  int quiesces;
+  /* What it does from inside one hook, once (R-REENTER-1, model.h). */
+  int act_hook, act, act_other, acted;
+  int owner;
+  char id[UVT_ID_MAX];
 } fake_t;
 
 /* A thread-producer task: its function waits until the fuzzer posts `go`,
@@ -177,7 +197,14 @@ struct episode_s {
   uvt_watch_t watchers[M_WATCHERS];
   int reaction[M_LISTENERS];
   int reaction_errors;
-  int close_trigger; /* 1 listener, 2 wait, 3 feed: close from it */
+  int close_trigger;        /* 1 listener, 2 wait, 3 feed: close from it */
+  int wait_forget[M_WAITS]; /* the callback forgets the ended task */
+  int wait_caller[M_WAITS];
+  int watch_forget[M_WATCHERS]; /* forgets a task on its end */
+  int nstarted;                 /* fake and job slots used, in commit order */
+  int starting;                 /* inside uvt_start (hooks may not start) */
+  m_aev_t aev[M_TASKS * 8];
+  int naev;
   int close_began;
   int after_close_calls;
   uvt_agent_t agents[M_AGENTS];
@@ -221,11 +248,13 @@ static struct {
   long starts, start_errors, settles, thread_settles, kills, kill_errors;
   long foreign, notask, listener_calls, wait_ok, wait_timeout, wait_aborted;
   long disposals, reads, lists, force_failed, feed, forgets;
-  long thread_tasks, job_settles, closes_from_cb, enomem;
+  long thread_tasks, job_settles, closes_from_cb, enomem, reentrant, busy;
 } g_stats;
 
 static void count_err(int err) {
-  if (err == UVT_EFOREIGN)
+  if (err == UV_EBUSY)
+    g_stats.busy++;
+  else if (err == UVT_EFOREIGN)
     g_stats.foreign++;
   else if (err == UVT_ENOTASK)
     g_stats.notask++;
@@ -314,6 +343,29 @@ static void snap_fmt(const m_snap_t *s, char *buf, size_t cap) {
            s->has_kill_reason ? s->kill_reason : "NULL");
 }
 
+/* The N of "did not stop within N ms of cancel; work may be orphaned". */
+static unsigned long long grace_in(const char *detail) {
+  static const char head[] = "did not stop within ";
+  static const char tail[] = " ms of cancel; work may be orphaned";
+  unsigned long long n = 0;
+  const char *p;
+  if (strncmp(detail, head, sizeof(head) - 1) != 0)
+    return 0;
+  for (p = detail + sizeof(head) - 1; *p >= '0' && *p <= '9'; p++)
+    n = n * 10 + (unsigned long long)(*p - '0');
+  return strcmp(p, tail) == 0 ? n : 0;
+}
+
+/* Details are equal, except that a teardown detail names what elapsed
+ * (R-TIME-1): the model knows the grace, the real one at least that. */
+static int detail_match(const char *want, const char *got) {
+  unsigned long long w;
+  if (strcmp(want, got) == 0)
+    return 1;
+  w = grace_in(want);
+  return w > 0 && grace_in(got) >= w;
+}
+
 static void snap_check(episode_t *ep, const char *what, const m_snap_t *want,
                        const m_snap_t *got) {
   char a[1024], b[1024];
@@ -322,7 +374,7 @@ static void snap_check(episode_t *ep, const char *what, const m_snap_t *want,
       want->has_session == got->has_session &&
       strcmp(want->session, got->session) == 0 && want->status == got->status &&
       want->has_detail == got->has_detail &&
-      strcmp(want->detail, got->detail) == 0 &&
+      detail_match(want->detail, got->detail) &&
       want->finished == got->finished && want->started == got->started &&
       want->reported == got->reported &&
       want->has_kill_reason == got->has_kill_reason &&
@@ -341,11 +393,12 @@ static void err_check(episode_t *ep, const char *what, int want, int got) {
          want, uvt_err_name(got), got);
 }
 
-/* Any task of the episode by id, dropped or not. */
-static int task_by_id(const model_t *m, const char *id) {
+/* Any task of the episode by id, as the real side numbers them (the model
+ * may not have caught up with starts made inside this drain). */
+static int real_task(const episode_t *ep, const char *id) {
   int i;
-  for (i = 0; i < m->ntasks; i++)
-    if (strcmp(m->tasks[i].id, id) == 0)
+  for (i = 0; i < ep->nstarted; i++)
+    if (strcmp(ep->fakes[i].id, id) == 0)
       return i;
   return -1;
 }
@@ -364,6 +417,21 @@ static const uvt_agent_t *caller_ptr(episode_t *ep, int caller) {
 
 static void on_closed(void *data);
 static void on_disposed(uvt_agent_t *a);
+
+/* A call made from inside a hook or callback, and its result (compared
+ * with the model's, m_aev_t). */
+static void record_aev(episode_t *ep, int ti, int where, int what, int err) {
+  m_aev_t *e;
+  if (ep->naev >= (int)(sizeof(ep->aev) / sizeof(ep->aev[0]))) {
+    ep->overflow++;
+    return;
+  }
+  e = &ep->aev[ep->naev++];
+  e->task = ti;
+  e->where = where;
+  e->what = what;
+  e->err = err;
+}
 
 /* R-CLOSE-3: close from inside this callback if it is the trigger. */
 static void maybe_close_here(episode_t *ep, int which) {
@@ -388,7 +456,7 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
   }
   e = &ep->lev[ep->nlev++];
   e->listener = (int)(l - ep->listeners);
-  e->task = task_by_id(&ep->m, snap->id);
+  e->task = real_task(ep, snap->id);
   e->owner = agent_slot(ep, owner);
   snap_from(snap, &e->snap);
   if (ep->close_began)
@@ -396,29 +464,36 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
   maybe_close_here(ep, 1);
   if (ep->close_began)
     return;
-  /* R-DONE-4: act on the task from inside the callback. */
-  if (ep->reaction[e->listener] == M_REACT_READ) {
-    uvt_read_t rd;
-    if (uvt_read(ep->reg, snap->id, owner, &rd) != 0)
-      ep->reaction_errors++;
-    else
-      uvt_read_cleanup(&rd);
-  } else if (ep->reaction[e->listener] == M_REACT_DISPOSE) {
-    /* R-CLOSE-3: 0, or UVT_ECLOSING when its disposal already began. */
-    if (owner != NULL) {
-      int err = uvt_agent_dispose(owner, on_disposed);
-      /* (uv_err_name(0) allocates: name only errors.) */
-      op_log(ep, "  (listener %d, called for %s, disposes agent %d: %s)",
-             e->listener, snap->id, e->owner,
-             err == 0 ? "0" : uvt_err_name(err));
-      if (err != 0 && err != UVT_ECLOSING)
+  /* R-DONE-4: act on the task from inside the callback; what each call
+   * returns is compared with the model (an earlier listener may have
+   * forgotten the task, R-FORGET-2). */
+  {
+    int reaction = ep->reaction[e->listener];
+    int err = 0;
+    if (reaction == M_REACT_READ) {
+      uvt_read_t rd;
+      err = uvt_read(ep->reg, snap->id, owner, &rd);
+      if (err == 0)
+        uvt_read_cleanup(&rd);
+    } else if (reaction == M_REACT_DISPOSE) {
+      /* R-CLOSE-3: 0, or UVT_ECLOSING when its disposal already began. */
+      if (owner != NULL) {
+        err = uvt_agent_dispose(owner, on_disposed);
+        /* (uv_err_name(0) allocates: name only errors.) */
+        op_log(ep, "  (listener %d, called for %s, disposes agent %d: %s)",
+               e->listener, snap->id, e->owner,
+               err == 0 ? "0" : uvt_err_name(err));
+      }
+    } else if (reaction == M_REACT_KILL) {
+      uvt_kill_result_t kr = 0;
+      err = uvt_kill(ep->reg, snap->id, owner, "from a listener", &kr);
+      if (err == 0 && kr != UVT_KILL_ALREADY_TERMINAL)
         ep->reaction_errors++;
+    } else if (reaction == M_REACT_FORGET) {
+      err = uvt_forget(ep->reg, snap->id, owner);
     }
-  } else if (ep->reaction[e->listener] == M_REACT_KILL) {
-    uvt_kill_result_t kr;
-    if (uvt_kill(ep->reg, snap->id, owner, "from a listener", &kr) != 0 ||
-        kr != UVT_KILL_ALREADY_TERMINAL)
-      ep->reaction_errors++;
+    if (reaction != M_REACT_NONE)
+      record_aev(ep, e->task, M_WHERE_LISTENER + e->listener, reaction, err);
   }
 }
 
@@ -449,6 +524,11 @@ static void on_wait(uvt_wait_t *req, int status, const uvt_snapshot_t *snap) {
   if (snap != NULL)
     snap_from(snap, &e->snap);
   maybe_close_here(ep, 2);
+  /* R-FORGET-2: the callback that reports the end forgets the task. */
+  if (status == 0 && ep->wait_forget[e->wait] && !ep->close_began)
+    record_aev(ep, real_task(ep, snap->id), M_WHERE_WAIT + e->wait, 0,
+               uvt_forget(ep->reg, snap->id,
+                          caller_ptr(ep, ep->wait_caller[e->wait])));
 }
 
 static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
@@ -464,7 +544,7 @@ static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
   }
   e = &ep->fev[ep->nfev++];
   e->watcher = (int)(w - ep->watchers);
-  e->task = task_by_id(&ep->m, snap->id);
+  e->task = real_task(ep, snap->id);
   snap_from(snap, &e->snap);
   /* The transition, from what the callback is told. */
   if (dropped)
@@ -475,6 +555,12 @@ static void on_change(uvt_watch_t *w, const uvt_snapshot_t *snap, int dropped) {
     e->which = M_CH_STOPPING;
   else
     e->which = M_CH_TERMINAL;
+  /* R-FORGET-2: forget a task from the feed that tells of its end. */
+  if (e->which == M_CH_TERMINAL && ep->watch_forget[e->watcher] &&
+      !ep->close_began && e->task >= 0)
+    record_aev(ep, e->task, M_WHERE_WATCH + e->watcher, 0,
+               uvt_forget(ep->reg, snap->id,
+                          caller_ptr(ep, ep->fakes[e->task].owner)));
 }
 
 static void on_disposed(uvt_agent_t *a) {
@@ -513,11 +599,107 @@ static void fake_forget_handle(fake_t *fk) {
     fk->task = NULL;
 }
 
+static int fake_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks);
+static void fake_act(fake_t *fk, int hook);
+
+/* A plain unowned task started from inside a hook (M_ACT_START). */
+static int start_from_hook(episode_t *ep) {
+  fake_t *fk;
+  uvt_spec_t spec;
+  char id[UVT_ID_MAX];
+  int err;
+  if (ep->starting || ep->nstarted >= M_TASKS)
+    return M_ACT_SKIPPED; /* slots are numbered in commit order */
+  fk = &ep->fakes[ep->nstarted];
+  memset(fk, 0, sizeof(*fk));
+  fk->ep = ep;
+  fk->ti = ep->nstarted;
+  fk->settle_on_cancel = 1;
+  fk->owner = -1;
+  fk->act_hook = -1;
+  memset(&spec, 0, sizeof(spec));
+  spec.kind = "x";
+  spec.label = "L";
+  spec.run = fake_run;
+  spec.arg = fk;
+  ep->starting = 1;
+  err = uvt_start(ep->reg, &spec, id);
+  ep->starting = 0;
+  if (err == 0) {
+    snprintf(fk->id, sizeof(fk->id), "%s", id);
+    ep->nstarted++;
+    op_log(ep, "  (%s started from a hook)", id);
+  } else {
+    memset(fk, 0, sizeof(*fk));
+  }
+  return err;
+}
+
+/* Mirrors model.c's do_act. */
+static int do_act(fake_t *fk) {
+  episode_t *ep = fk->ep;
+  uvt_registry_t *reg = ep->reg;
+  const char *self = fk->task != NULL ? uvt_task_id(fk->task) : NULL;
+  const uvt_agent_t *caller = caller_ptr(ep, fk->owner);
+  const fake_t *other = fk->act_other >= 0 ? &ep->fakes[fk->act_other] : NULL;
+  uvt_kill_result_t kr;
+  uvt_read_t rd;
+  int err;
+  switch (fk->act) {
+  case M_ACT_DISPOSE_OWNER:
+    return fk->owner >= 0
+               ? uvt_agent_dispose(&ep->agents[fk->owner], on_disposed)
+               : 0;
+  case M_ACT_START:
+    return start_from_hook(ep);
+  case M_ACT_KILL_SELF:
+    return self == NULL ? UV_EINVAL
+                        : uvt_kill(reg, self, caller, "from a hook", &kr);
+  case M_ACT_FORGET_SELF:
+    return self == NULL ? UV_EINVAL : uvt_forget(reg, self, caller);
+  case M_ACT_READ_SELF:
+    if (self == NULL)
+      return UV_EINVAL;
+    err = uvt_read(reg, self, caller, &rd);
+    if (err == 0)
+      uvt_read_cleanup(&rd);
+    return err;
+  case M_ACT_KILL_OTHER:
+    return other == NULL
+               ? 0
+               : uvt_kill(reg, other->id, caller_ptr(ep, other->owner),
+                          "from a hook", &kr);
+  case M_ACT_FORGET_OTHER:
+    return other == NULL
+               ? 0
+               : uvt_forget(reg, other->id, caller_ptr(ep, other->owner));
+  case M_ACT_QUIESCENT:
+    uvt_task_quiescent(fk->task);
+    fk->qpending = 0;
+    return 0;
+  }
+  return 0;
+}
+
+/* R-REENTER-1: act from inside `hook`, once, with allocation failures
+ * off (acts test re-entrancy, not UV_ENOMEM). */
+static void fake_act(fake_t *fk, int hook) {
+  int armed, err;
+  if (fk->act_hook != hook || fk->acted || fk->ep->close_began)
+    return;
+  fk->acted = 1;
+  armed = atomic_exchange(&inj_armed, 0);
+  err = do_act(fk);
+  atomic_store(&inj_armed, armed);
+  record_aev(fk->ep, fk->ti, M_WHERE_HOOK + hook, fk->act, err);
+}
+
 /* Mirrors model.c's fake_cancel. */
 static int fake_cancel(uvt_task_t *t, const char *reason) {
   fake_t *fk = uvt_task_arg(t);
   episode_t *ep = fk->ep;
   fk->cancels++;
+  fake_act(fk, M_HOOK_CANCEL);
   if (fk->cancel_error != 0)
     return fk->cancel_error;
   if (fk->settles == 0 &&
@@ -536,28 +718,44 @@ static int fake_read(uvt_task_t *t, uvt_buf_t *out) {
   int err = uvt_buf_append(out, fk->pending, fk->pending_len);
   if (err == 0)
     fk->pending_len = 0;
+  fake_act(fk, M_HOOK_READ);
   return err;
 }
 
 static void fake_release(uvt_task_t *t) {
   fake_t *fk = uvt_task_arg(t);
   fk->released++;
+  fk->qpending = 0; /* nobody waits any more: stop the rest alone */
+  fake_act(fk, M_HOOK_RELEASE);
 }
 
 static void fake_settled(uvt_task_t *t) {
   fake_t *fk = uvt_task_arg(t);
   fk->settled_hooks++;
+  fake_act(fk, M_HOOK_SETTLED);
+}
+
+static int fake_quiesce(uvt_task_t *t) {
+  fake_t *fk = uvt_task_arg(t);
+  fk->quiesces++;
+  fk->qpending = fk->quiesce_mode == 2;
+  fake_act(fk, M_HOOK_QUIESCE);
+  return fk->quiesce_mode == 2 ? 1 : 0;
 }
 
 static int fake_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   fake_t *fk = arg;
-  if (fk->run_error)
-    return fk->run_error;
   fk->task = t;
+  fake_act(fk, M_HOOK_RUN);
+  if (fk->run_error) {
+    fk->task = NULL;
+    return fk->run_error;
+  }
   hooks->cancel = fake_cancel;
   hooks->read_output = fk->stream ? fake_read : NULL;
   hooks->release = fake_release;
   hooks->settled = fake_settled;
+  hooks->quiesce = fk->quiesce_mode != 0 ? fake_quiesce : NULL;
   return 0;
 }
 
@@ -618,6 +816,21 @@ static int cmp_fev(const void *a, const void *b) {
 static int cmp_wev(const void *a, const void *b) {
   const m_wev_t *x = a, *y = b;
   return x->wait - y->wait;
+}
+
+static int cmp_aev(const void *a, const void *b) {
+  const m_aev_t *x = a, *y = b;
+  if (x->task != y->task)
+    return x->task - y->task;
+  if (x->where != y->where)
+    return x->where - y->where;
+  if (x->what != y->what)
+    return x->what - y->what;
+  return x->err - y->err;
+}
+
+static const char *aev_name(const model_t *m, int ti) {
+  return ti >= 0 && ti < m->ntasks ? m->tasks[ti].id : "(a start that failed)";
 }
 
 static void compare_events(episode_t *ep) {
@@ -703,6 +916,36 @@ static void compare_events(episode_t *ep) {
       fail(ep, "agent %d dispose callbacks: expected %d, got %d", i,
            m->dispose_cbs[i], ep->dispose_cbs[i]);
 
+  /* Calls from inside hooks and callbacks (R-REENTER-1, R-FORGET-2,
+   * R-BUSY-1): the same calls, with the same results. */
+  qsort(ep->aev, (size_t)ep->naev, sizeof(ep->aev[0]), cmp_aev);
+  qsort(m->aev, (size_t)m->naev, sizeof(m->aev[0]), cmp_aev);
+  for (i = 0; i < ep->naev || i < m->naev; i++) {
+    if (i >= ep->naev || i >= m->naev ||
+        cmp_aev(&ep->aev[i], &m->aev[i]) != 0) {
+      int k;
+      const m_aev_t *w = i < m->naev ? &m->aev[i] : NULL;
+      for (k = 0; k < m->naev; k++)
+        fprintf(stderr, "  model: %s where=%d what=%d -> %s\n",
+                aev_name(m, m->aev[k].task), m->aev[k].where, m->aev[k].what,
+                uvt_err_name(m->aev[k].err));
+      for (k = 0; k < ep->naev; k++)
+        fprintf(stderr, "  real:  %s where=%d what=%d -> %s\n",
+                aev_name(m, ep->aev[k].task), ep->aev[k].where, ep->aev[k].what,
+                uvt_err_name(ep->aev[k].err));
+      const m_aev_t *g = i < ep->naev ? &ep->aev[i] : NULL;
+      fail(ep,
+           "calls from hooks/callbacks: %d expected, %d made; at %d expected "
+           "%s where=%d what=%d -> %s, got %s where=%d what=%d -> %s",
+           m->naev, ep->naev, i, w ? aev_name(m, w->task) : "-",
+           w ? w->where : -1, w ? w->what : -1, w ? uvt_err_name(w->err) : "-",
+           g ? aev_name(m, g->task) : "-", g ? g->where : -1, g ? g->what : -1,
+           g ? uvt_err_name(g->err) : "-");
+    }
+  }
+  g_stats.reentrant += ep->naev;
+  ep->naev = 0;
+
   g_stats.listener_calls += ep->nlev;
   for (i = 0; i < ep->nwev; i++) {
     if (ep->wev[i].status == 0)
@@ -725,6 +968,9 @@ static void compare_state(episode_t *ep) {
   int i;
 
   compare_events(ep);
+  if (ep->nstarted != m->ntasks)
+    fail(ep, "%d tasks started for real, %d in the model", ep->nstarted,
+         m->ntasks);
   for (i = 0; i < m->ntasks; i++) {
     m_task_t *t = &m->tasks[i];
     fake_t *fk = &ep->fakes[i];
@@ -741,6 +987,9 @@ static void compare_state(episode_t *ep) {
     if (fk->settled_hooks != t->settled_hooks)
       fail(ep, "%s: settled hook calls expected %d, got %d", t->id,
            t->settled_hooks, fk->settled_hooks);
+    if (fk->quiesces != t->quiesces || fk->qpending != t->qpending)
+      fail(ep, "%s: quiesce hook calls expected %d (pending %d), got %d (%d)",
+           t->id, t->quiesces, t->qpending, fk->quiesces, fk->qpending);
     if (t->stream && fk->pending_len != t->pending_len)
       fail(ep, "%s: unread stream bytes expected %zu, got %zu", t->id,
            t->pending_len, fk->pending_len);
@@ -748,7 +997,7 @@ static void compare_state(episode_t *ep) {
     err =
         uvt_get(ep->reg, t->id, caller_ptr(ep, t->dropped ? -1 : t->owner), &s);
     snprintf(what, sizeof(what), "state check: get %s", t->id);
-    if (t->dropped) {
+    if (t->dropped || t->hidden) {
       err_check(ep, what, UVT_ENOTASK, err);
     } else {
       m_snap_t want, got;
@@ -762,7 +1011,7 @@ static void compare_state(episode_t *ep) {
   for (i = 0; i < M_AGENTS; i++) {
     const uvt_agent_t *a = &ep->agents[i];
     const m_agent_t *ma = &m->agents[i];
-    if (ma->state == M_AG_FREE) {
+    if (ma->state == M_AG_FREE || ma->state == M_AG_DONE) {
       if (a->id != NULL || a->session != NULL)
         fail(ep,
              "agent %d: disposed (or never registered) but id/session "
@@ -828,17 +1077,37 @@ static int pick_caller(episode_t *ep, rng_t *r, int ti) {
   return (int)rnd(r, M_AGENTS + 1) - 1;
 }
 
+/* Which acts make sense from which hook (R-REENTER-1). */
+static int act_fits(int hook, int act, int stream) {
+  if (hook == M_HOOK_READ && !stream)
+    return 0; /* a final kind has no read_output hook */
+  if (act == M_ACT_QUIESCENT)
+    return hook == M_HOOK_QUIESCE;
+  if (act == M_ACT_START)
+    return hook != M_HOOK_RUN; /* see model.h */
+  return 1;
+}
+
 static void op_start(episode_t *ep, rng_t *r) {
   model_t *m = &ep->m;
   fake_t *fk;
   uvt_spec_t spec;
+  m_fake_cfg_t cfg;
   char id[UVT_ID_MAX];
   const char *kind, *label;
-  int owner, run_error, stream, cancel_error, soc, want, got, ti = -1;
+  int owner, want, got, ti = -1;
   static const char *const labels[] = {"a label", "L", "multi word label", ""};
+  static const char *const hooks[] = {"run",     "cancel",  "read_output",
+                                      "settled", "quiesce", "release"};
+  static const char *const acts[] = {"dispose owner", "start",     "kill self",
+                                     "forget self",   "read self", "kill other",
+                                     "forget other",  "quiescent"};
 
   if (m->ntasks >= M_TASKS)
     return;
+  if (ep->nstarted != m->ntasks)
+    fail(ep, "start: %d tasks started for real, %d in the model", ep->nstarted,
+         m->ntasks);
   kind = chance(r, 88) ? m_kinds[rnd(r, M_KINDS)] : g_bad_kinds[rnd(r, 4)];
   label = chance(r, 95) ? labels[rnd(r, 3)] : labels[3];
   owner = (int)rnd(r, M_AGENTS + 1) - 1;
@@ -851,20 +1120,40 @@ static void op_start(episode_t *ep, rng_t *r) {
         break;
       }
   }
-  run_error = chance(r, 5) ? UV_EIO : 0;
-  stream = chance(r, 50);
-  cancel_error = chance(r, 10) ? UV_EPERM : 0;
-  soc = chance(r, 40);
+  memset(&cfg, 0, sizeof(cfg));
+  cfg.run_error = chance(r, 5) ? UV_EIO : 0;
+  cfg.stream = chance(r, 50);
+  cfg.cancel_error = chance(r, 10) ? UV_EPERM : 0;
+  cfg.settle_on_cancel = chance(r, 40);
+  /* P-KILL-6: a quiesce hook, sometimes one that keeps the teardown
+   * waiting (not with a short grace: its expiry would race the drains). */
+  cfg.quiesce_mode = (int)rnd(r, m->short_grace ? 2 : 3);
+  cfg.act_hook = -1;
+  cfg.act_other = -1;
+  if (chance(r, 30)) {
+    int hook = (int)rnd(r, M_HOOKS), act = (int)rnd(r, M_ACTS);
+    if (act_fits(hook, act, cfg.stream)) {
+      cfg.act_hook = hook;
+      cfg.act = act;
+      if (m->ntasks > 0 && chance(r, 80))
+        cfg.act_other = (int)rnd(r, (unsigned)m->ntasks);
+    }
+  }
   op_log(ep,
          "start kind=\"%s\" label=\"%s\" owner=%d run_error=%d stream=%d "
-         "cancel_error=%d settle_on_cancel=%d",
-         kind, label, owner, run_error, stream, cancel_error, soc);
+         "cancel_error=%d settle_on_cancel=%d quiesce=%d",
+         kind, label, owner, cfg.run_error, cfg.stream, cfg.cancel_error,
+         cfg.settle_on_cancel, cfg.quiesce_mode);
+  if (cfg.act_hook >= 0)
+    op_log(ep, "  (from its %s hook: %s, other=%d)", hooks[cfg.act_hook],
+           acts[cfg.act], cfg.act_other);
 
   /* Some starts are thread-producer tasks (unowned when the grace is
    * short, so that only registry close can force-fail them). */
   if (chance(r, 15) && (!m->short_grace || owner < 0)) {
     job_t *j = &ep->jobs[m->ntasks];
     uvt_thread_options_t to;
+    m_fake_cfg_t plain;
     op_log(ep, "  (as a thread task)");
     uvt_thread_options_init(&to);
     to.kind = kind;
@@ -876,13 +1165,18 @@ static void op_start(episode_t *ep, rng_t *r) {
     if (uv_sem_init(&j->go, 0) != 0)
       abort();
     inj_maybe_arm(r);
+    ep->starting = 1;
     got = uvt_thread_start(ep->reg, &to, job_fn, j, id);
+    ep->starting = 0;
     if (enomem_nothing_changed(ep, got)) {
       uv_sem_destroy(&j->go);
       memset(j, 0, sizeof(*j));
       return;
     }
-    want = m_start(m, kind, label, owner, 0, 0, 0, 0, &ti);
+    memset(&plain, 0, sizeof(plain));
+    plain.act_hook = -1;
+    plain.act_other = -1;
+    want = m_start(m, kind, label, owner, &plain, &ti);
     err_check(ep, "thread start", want, got);
     if (got != 0) {
       uv_sem_destroy(&j->go);
@@ -892,6 +1186,10 @@ static void op_start(episode_t *ep, rng_t *r) {
     }
     j->used = 1;
     m->tasks[ti].thread = 1;
+    snprintf(ep->fakes[ti].id, sizeof(ep->fakes[ti].id), "%s", id);
+    ep->fakes[ti].owner = owner;
+    ep->fakes[ti].act_hook = -1;
+    ep->nstarted++;
     g_stats.starts++;
     g_stats.thread_tasks++;
     if (strcmp(id, m->tasks[ti].id) != 0)
@@ -903,10 +1201,15 @@ static void op_start(episode_t *ep, rng_t *r) {
   memset(fk, 0, sizeof(*fk));
   fk->ep = ep;
   fk->ti = m->ntasks;
-  fk->run_error = run_error;
-  fk->stream = stream;
-  fk->cancel_error = cancel_error;
-  fk->settle_on_cancel = soc;
+  fk->run_error = cfg.run_error;
+  fk->stream = cfg.stream;
+  fk->cancel_error = cfg.cancel_error;
+  fk->settle_on_cancel = cfg.settle_on_cancel;
+  fk->quiesce_mode = cfg.quiesce_mode;
+  fk->act_hook = cfg.act_hook;
+  fk->act = cfg.act;
+  fk->act_other = cfg.act_other;
+  fk->owner = owner;
 
   memset(&spec, 0, sizeof(spec));
   spec.kind = kind;
@@ -914,23 +1217,30 @@ static void op_start(episode_t *ep, rng_t *r) {
   spec.owner = owner < 0 ? NULL : &ep->agents[owner];
   spec.run = fake_run;
   spec.arg = fk;
-  inj_maybe_arm(r);
+  if (cfg.act_hook < 0)
+    inj_maybe_arm(r);
+  ep->starting = 1;
   got = uvt_start(ep->reg, &spec, id);
+  ep->starting = 0;
   if (enomem_nothing_changed(ep, got)) {
     memset(fk, 0, sizeof(*fk));
     return;
   }
-  want =
-      m_start(m, kind, label, owner, run_error, stream, cancel_error, soc, &ti);
+  want = m_start(m, kind, label, owner, &cfg, &ti);
   err_check(ep, "start", want, got);
-  if (got == 0)
+  if (got == 0) {
     g_stats.starts++;
-  else
+    snprintf(fk->id, sizeof(fk->id), "%s", id);
+    ep->nstarted++;
+  } else {
     g_stats.start_errors++;
+  }
   if (got == 0 && strcmp(id, m->tasks[ti].id) != 0)
     fail(ep, "start: id expected %s, got %s", m->tasks[ti].id, id);
-  if (got != 0)
+  if (got != 0) {
+    /* Its run hook's act happened all the same: keep what it recorded. */
     memset(fk, 0, sizeof(*fk));
+  }
 }
 
 static void on_watchdog(uv_timer_t *t);
@@ -1088,7 +1398,10 @@ static void op_kill(episode_t *ep, rng_t *r) {
   reason = reasons[rnd(r, 3)];
   op_log(ep, "kill %s caller=%d reason=%s", id, caller,
          reason ? reason : "NULL");
-  inj_maybe_arm(r);
+  /* A cancel hook that acts (disposing its owner, say) may leave a
+   * teardown to finish after it returns: no injection there. */
+  if (ti < 0 || ep->fakes[ti].act_hook != M_HOOK_CANCEL)
+    inj_maybe_arm(r);
   got = uvt_kill(ep->reg, id, caller_ptr(ep, caller), reason, &got_r);
   if (enomem_nothing_changed(ep, got))
     return;
@@ -1162,7 +1475,10 @@ static void op_read(episode_t *ep, rng_t *r) {
   caller = pick_caller(ep, r, ti);
   op_log(ep, "read %s caller=%d", id, caller);
   memset(&rd, 0, sizeof(rd));
-  inj_maybe_arm(r);
+  /* A read_output hook that acts has acted even if the read then fails for
+   * want of memory: no injection there. */
+  if (ti < 0 || ep->fakes[ti].act_hook != M_HOOK_READ)
+    inj_maybe_arm(r);
   gerr = uvt_read(ep->reg, id, caller_ptr(ep, caller), &rd);
   if (enomem_nothing_changed(ep, gerr))
     return;
@@ -1182,21 +1498,28 @@ static void op_read(episode_t *ep, rng_t *r) {
 
 static void op_wait(episode_t *ep, rng_t *r) {
   const char *id;
-  int slot, ti, caller, zero, want, got;
+  int slot, ti, caller, zero, forget, want, got;
   slot = (int)rnd(r, M_WAITS);
-  if (ep->m.waits[slot].state != M_W_IDLE)
-    return; /* a pending request must not be reused */
+  /* R-BUSY-1, C-23: a request still in use is refused (mostly try a free
+   * one). */
+  if (ep->m.waits[slot].state != M_W_IDLE && chance(r, 70))
+    return;
   id = pick_id(ep, r, &ti);
   caller = pick_caller(ep, r, ti);
   zero = chance(r, 5);
-  op_log(ep, "wait slot=%d %s caller=%d timeout=%s", slot, id, caller,
-         zero ? "0" : "1h");
-  ep->waits[slot].data = ep;
+  forget = chance(r, 25);
+  op_log(ep, "wait slot=%d %s caller=%d timeout=%s%s", slot, id, caller,
+         zero ? "0" : "1h", forget ? " (forgets it at the end)" : "");
+  if (ep->m.waits[slot].state == M_W_IDLE) {
+    ep->waits[slot].data = ep;
+    ep->wait_forget[slot] = forget;
+    ep->wait_caller[slot] = caller;
+  }
   inj_maybe_arm(r);
   got = uvt_wait(ep->reg, &ep->waits[slot], id, zero ? 0 : 3600 * 1000,
                  caller_ptr(ep, caller), on_wait);
   inj_disarm(); /* no UV_ENOMEM documented: the model must hold anyway */
-  want = m_wait(&ep->m, slot, id, caller, zero);
+  want = m_wait(&ep->m, slot, id, caller, zero, forget);
   err_check(ep, "wait", want, got);
 }
 
@@ -1291,14 +1614,16 @@ static void op_agent(episode_t *ep, rng_t *r) {
   static const char *const ids[] = {"a0", "a1", "a2"};
   static const char *const sessions[] = {"s0", "s1"};
   int slot = (int)rnd(r, M_AGENTS), want, got;
-  /* Registering a registered object is undefined (as for libuv handles),
-   * and so is disposing one never registered. */
-  if (ep->m.agents[slot].state == M_AG_FREE &&
-      (!ep->ever_registered[slot] || chance(r, 70))) {
+  int state = ep->m.agents[slot].state;
+  /* Mostly register free agents and dispose registered ones; sometimes
+   * the other way round: a registered (or disposing) agent registered
+   * again is UV_EBUSY (R-BUSY-1), a free one disposed is UV_EINVAL. */
+  if (state == M_AG_FREE ? chance(r, 80) : chance(r, 10)) {
     const char *id = ids[rnd(r, 3)];
     const char *session = sessions[rnd(r, 2)];
     op_log(ep, "agent_register slot=%d id=%s session=%s", slot, id, session);
-    ep->agents[slot].data = ep;
+    if (state == M_AG_FREE)
+      ep->agents[slot].data = ep;
     inj_maybe_arm(r);
     got = uvt_agent_register(ep->reg, &ep->agents[slot], id, session);
     if (enomem_nothing_changed(ep, got))
@@ -1307,9 +1632,12 @@ static void op_agent(episode_t *ep, rng_t *r) {
     err_check(ep, "agent_register", want, got);
     if (got == 0)
       ep->ever_registered[slot] = 1;
-  } else if (ep->ever_registered[slot]) {
-    drain(ep);
-    compare_events(ep);
+  } else {
+    int settle_first = chance(r, 50);
+    if (settle_first) {
+      drain(ep);
+      compare_events(ep);
+    }
     op_log(ep, "agent_dispose slot=%d", slot);
     /* Not under injection: a force-fail's detail then falls back to a
      * shorter text (test-inject.c checks disposal without memory). */
@@ -1318,13 +1646,14 @@ static void op_agent(episode_t *ep, rng_t *r) {
     err_check(ep, "agent_dispose", want, got);
     if (ep->dispose_cbs[slot] != 0)
       fail(ep, "agent_dispose: callback ran inside the call");
-    drain(ep);
+    if (settle_first)
+      drain(ep);
   }
 }
 
 static void op_surface(episode_t *ep, rng_t *r) {
   int slot = (int)rnd(r, M_SURFACES), want, got;
-  if (ep->m.surfaces[slot]) {
+  if (ep->m.surfaces[slot] && chance(r, 85)) {
     op_log(ep, "surface_detach slot=%d", slot);
     uvt_surface_detach(&ep->surfaces[slot]);
     m_surface_detach(&ep->m, slot);
@@ -1333,6 +1662,7 @@ static void op_surface(episode_t *ep, rng_t *r) {
       uvt_surface_detach(&ep->surfaces[slot]);
     }
   } else {
+    /* An attached surface attached again: UV_EBUSY (R-BUSY-1). */
     op_log(ep, "surface_attach slot=%d", slot);
     inj_maybe_arm(r);
     got = uvt_surface_attach(ep->reg, &ep->surfaces[slot], "surface");
@@ -1345,16 +1675,21 @@ static void op_surface(episode_t *ep, rng_t *r) {
 
 static void op_listener(episode_t *ep, rng_t *r) {
   int slot = (int)rnd(r, M_LISTENERS), want, got;
-  if (ep->m.listeners[slot]) {
+  if (ep->m.listeners[slot] && chance(r, 85)) {
     op_log(ep, "listener_stop slot=%d", slot);
     uvt_listener_stop(&ep->listeners[slot]);
     m_listener_stop(&ep->m, slot);
   } else {
+    /* A started listener started again: UV_EBUSY, and it keeps its
+     * reaction (R-BUSY-1). */
     int reaction = (int)rnd(r, M_REACTIONS);
-    static const char *const names[] = {"none", "read", "kill", "dispose"};
+    static const char *const names[] = {"none", "read", "kill", "dispose",
+                                        "forget"};
     op_log(ep, "listener_start slot=%d reaction=%s", slot, names[reaction]);
-    ep->listeners[slot].data = ep;
-    ep->reaction[slot] = reaction;
+    if (!ep->m.listeners[slot]) {
+      ep->listeners[slot].data = ep;
+      ep->reaction[slot] = reaction;
+    }
     got = uvt_listener_start(ep->reg, &ep->listeners[slot], on_done);
     want = m_listener_start(&ep->m, slot, reaction);
     err_check(ep, "listener_start", want, got);
@@ -1367,16 +1702,38 @@ static void op_watch(episode_t *ep, rng_t *r) {
   int slot = (int)rnd(r, M_WATCHERS);
   drain(ep);
   compare_events(ep);
-  if (ep->m.watchers[slot]) {
+  if (ep->m.watchers[slot] && chance(r, 85)) {
     op_log(ep, "watch_stop slot=%d", slot);
     uvt_watch_stop(&ep->watchers[slot]);
     m_watch_stop(&ep->m, slot);
   } else {
-    op_log(ep, "watch_start slot=%d", slot);
-    ep->watchers[slot].data = ep;
-    err_check(ep, "watch_start", m_watch_start(&ep->m, slot),
+    int forget = chance(r, 30);
+    op_log(ep, "watch_start slot=%d%s", slot,
+           forget ? " (forgets tasks as they end)" : "");
+    if (!ep->m.watchers[slot]) {
+      ep->watchers[slot].data = ep;
+      ep->watch_forget[slot] = forget;
+    }
+    err_check(ep, "watch_start", m_watch_start(&ep->m, slot, forget),
               uvt_watch_start(ep->reg, &ep->watchers[slot], on_change));
   }
+}
+
+/* P-KILL-6: a producer whose quiesce is in progress says it is over. */
+static void op_quiescent(episode_t *ep, rng_t *r) {
+  int ti, k;
+  if (ep->m.ntasks == 0)
+    return;
+  ti = (int)rnd(r, (unsigned)ep->m.ntasks);
+  for (k = 0; k < ep->m.ntasks; k++, ti = (ti + 1) % ep->m.ntasks)
+    if (!ep->m.tasks[ti].thread && ep->fakes[ti].qpending)
+      break;
+  if (k == ep->m.ntasks)
+    return;
+  op_log(ep, "quiescent %s", ep->m.tasks[ti].id);
+  ep->fakes[ti].qpending = 0;
+  uvt_task_quiescent(ep->fakes[ti].task);
+  m_quiescent(&ep->m, ti);
 }
 
 static void op_forget(episode_t *ep, rng_t *r) {
@@ -1391,6 +1748,25 @@ static void op_forget(episode_t *ep, rng_t *r) {
   want = m_forget(&ep->m, id, caller);
   err_check(ep, "forget", want, got);
   g_stats.forgets += got == 0;
+}
+
+/* End every quiesce in progress (P-KILL-6), as a producer would once what
+ * its work left is gone; the model follows when `with_model`.  Returns how
+ * many. */
+static int resolve_quiesces(episode_t *ep, int with_model) {
+  int i, n = 0;
+  for (i = 0; i < ep->nstarted; i++) {
+    fake_t *fk = &ep->fakes[i];
+    if (ep->m.tasks[i].thread || !fk->qpending)
+      continue;
+    op_log(ep, "quiescent %s (before or during close)", fk->id);
+    fk->qpending = 0;
+    uvt_task_quiescent(fk->task);
+    if (with_model)
+      m_quiescent(&ep->m, i);
+    n++;
+  }
+  return n;
 }
 
 /* R-CLOSE-3, R-DONE-4: close the registry from inside one of our callbacks
@@ -1431,11 +1807,12 @@ static int close_from_callback(episode_t *ep, rng_t *r) {
       return 0;
     }
     ep->waits[slot].data = ep;
-    err_check(ep, "wait (close trigger)",
-              m_wait(m, slot, m->tasks[target].id, m->tasks[target].owner, 0),
-              uvt_wait(ep->reg, &ep->waits[slot], m->tasks[target].id,
-                       3600 * 1000, caller_ptr(ep, m->tasks[target].owner),
-                       on_wait));
+    ep->wait_forget[slot] = 0;
+    err_check(
+        ep, "wait (close trigger)",
+        m_wait(m, slot, m->tasks[target].id, m->tasks[target].owner, 0, 0),
+        uvt_wait(ep->reg, &ep->waits[slot], m->tasks[target].id, 3600 * 1000,
+                 caller_ptr(ep, m->tasks[target].owner), on_wait));
   }
   for (i = 0; i < M_WAITS; i++) {
     pending[i] = m->waits[i].state != M_W_IDLE;
@@ -1453,8 +1830,10 @@ static int close_from_callback(episode_t *ep, rng_t *r) {
   ep->closing = 1;
   fake_settle(&ep->fakes[target], UVT_COMPLETED, "trigger", NULL, 0);
   fake_forget_handle(&ep->fakes[target]);
-  while (ep->close_cbs == 0 && guard++ < 100000)
+  while (ep->close_cbs == 0 && guard++ < 100000) {
+    resolve_quiesces(ep, 0);
     uv_run(&ep->loop, UV_RUN_ONCE);
+  }
   if (uv_run(&ep->loop, UV_RUN_DEFAULT) != 0)
     fail(ep, "uv_run after a close from a callback returned nonzero");
   if (!ep->close_began)
@@ -1535,6 +1914,8 @@ static void episode_close(episode_t *ep, rng_t *r) {
         again = 1;
       }
     }
+    if (resolve_quiesces(ep, 1) > 0)
+      again = 1;
     drain(ep);
   } while (again);
   drain(ep);
@@ -1551,9 +1932,18 @@ static void episode_close(episode_t *ep, rng_t *r) {
             uvt_registry_close(ep->reg, on_closed, ep));
   if (ep->close_cbs != 0)
     fail(ep, "registry_close: callback ran inside the call");
-  m_close(m);
-  while (ep->close_cbs == 0 && guard++ < 100000)
+  m_close_begin(m);
+  while (ep->close_cbs == 0 && guard++ < 100000) {
+    resolve_quiesces(ep, 1);
+    m_drain(m);
     uv_run(&ep->loop, UV_RUN_ONCE);
+  }
+  m_close_end(m);
+  /* Calls from hooks during the close are made (and must not crash or
+   * leak), but the model drops what is left in its own order at the end,
+   * so their results are not compared. */
+  ep->naev = 0;
+  m->naev = 0;
   if (uv_run(&ep->loop, UV_RUN_DEFAULT) != 0)
     fail(ep, "uv_run after close returned nonzero (R-CLOSE-2)");
   if (ep->close_cbs != 1)
@@ -1693,6 +2083,8 @@ static long run_episode(rng_t *r, long max_ops) {
       op_watch(ep, r);
     else if (w < 97)
       op_forget(ep, r);
+    else if (w < 98)
+      op_quiescent(ep, r);
     else {
       op_log(ep, "run loop");
       drain(ep);
@@ -1789,14 +2181,16 @@ int main(int argc, char **argv) {
          "ok %ld / timed out %ld / aborted %ld, disposals %ld, "
          "force-failed %ld, feed changes %ld, forgets %ld\n"
          "  thread-producer tasks %ld (settled %ld), closes from a callback "
-         "%ld, UV_ENOMEM with nothing changed %ld\n",
+         "%ld, UV_ENOMEM with nothing changed %ld\n"
+         "  calls from hooks and callbacks %ld, UV_EBUSY (handle in use) %ld\n",
          g_stats.starts, g_stats.start_errors, g_stats.settles,
          g_stats.thread_settles, g_stats.kills, g_stats.kill_errors,
          g_stats.reads, g_stats.lists, g_stats.foreign, g_stats.notask,
          g_stats.listener_calls, g_stats.wait_ok, g_stats.wait_timeout,
          g_stats.wait_aborted, g_stats.disposals, g_stats.force_failed,
          g_stats.feed, g_stats.forgets, g_stats.thread_tasks,
-         g_stats.job_settles, g_stats.closes_from_cb, g_stats.enomem);
+         g_stats.job_settles, g_stats.closes_from_cb, g_stats.enomem,
+         g_stats.reentrant, g_stats.busy);
   return 0;
 }
 

@@ -30,6 +30,7 @@ start_server() {
 
 send() { printf '%s\n' "$1" >&"$SRV_IN"; }
 
+status_seen=0
 # Read lines until the response with id $1 ("null" for an unknown id);
 # notifications in between are skipped.  Sets REPLY_LINE.
 expect_id() {
@@ -37,6 +38,10 @@ expect_id() {
   REPLY_LINE=
   while IFS= read -r -t 20 line <&"$SRV_OUT"; do
     case $line in
+      *'"method":"notifications/tasks/status"'*)
+        status_seen=$((status_seen + 1))
+        continue
+        ;;
       *'"method":"notifications/'*) continue ;;
       *"\"id\":$want,"* | *"\"id\":$want}"*)
         REPLY_LINE=$line
@@ -77,21 +82,34 @@ alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2
 # ------------------------------------------------------------------------
 start_server
 
+# M-MCP-8, C-37: before initialize only ping is served; the rest is an error.
+check "C-37: tools/call before initialize is an error" '{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"task_list"}}' 90 '"code":-32600' 'not initialized'
+check "M-MCP-8: tools/list before initialize is an error" '{"jsonrpc":"2.0","id":91,"method":"tools/list"}' 91 '"code":-32600'
+check "M-MCP-8: ping before initialize is served" '{"jsonrpc":"2.0","id":92,"method":"ping"}' 92 '"result":{}'
+check "M-MCP-8: a batch before initialize is refused" '[{"jsonrpc":"2.0","id":93,"method":"ping"}]' null '"code":-32600' 'batches are accepted only under protocol revision 2025-03-26'
 check "initialize answers the client's version" \
   '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
   1 '"protocolVersion":"2025-06-18"' '"tools":{' '"logging":{}' '"serverInfo":{"name":"uvtasks-mcp"'
 send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-check "initialize with an unknown version gets the latest" \
-  '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01"}}' \
-  2 '"protocolVersion":"2025-11-25"'
-for v in 2025-03-26 2024-11-05 2025-11-25; do
-  check "initialize speaks $v" \
-    "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"$v\"}}" \
-    3 "\"protocolVersion\":\"$v\""
+# M-MCP-8, C-37: a second initialize cannot switch versions.
+check "C-37: a second initialize is refused" \
+  '{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' \
+  2 '"code":-32600' 'already initialized (protocol version 2025-06-18)'
+check "M-MCP-8: a batch under 2025-06-18 is refused" '[{"jsonrpc":"2.0","id":94,"method":"ping"},{"jsonrpc":"2.0","id":95,"method":"ping"}]' null '"code":-32600' 'batches are accepted only under protocol revision 2025-03-26 (this session: 2025-06-18)'
+
+# initialize_once VERSION PATTERN: a fresh server's answer to initialize.
+initialize_once() {
+  printf '{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"%s"}}\n' "$1" |
+    "$MCP" 2>/dev/null
+}
+out=$(initialize_once 1999-01-01)
+case $out in *'"protocolVersion":"2025-11-25"'*) ok "initialize with an unknown version gets the latest" ;; *) bad "initialize with an unknown version gets the latest" "$out" ;; esac
+for v in 2025-03-26 2024-11-05 2025-11-25 2024-10-07; do
+  out=$(initialize_once "$v")
+  case $out in *"\"protocolVersion\":\"$v\""*) ok "initialize speaks $v" ;; *) bad "initialize speaks $v" "$out" ;; esac
 done
 check "not JSON is a parse error" 'this is not json' null '"code":-32700'
 check "truncated JSON is a parse error" '{"jsonrpc":"2.0","id":4,"method":' null '"code":-32700'
-check "a batch is an invalid request" '[{"jsonrpc":"2.0","id":5,"method":"ping"}]' null '"code":-32600'
 check "a bare number is an invalid request" '42' null '"code":-32600'
 check "jsonrpc 1.0 is an invalid request" '{"jsonrpc":"1.0","id":6,"method":"ping"}' 6 '"code":-32600'
 check "an object id is an invalid request" '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}' null '"code":-32600'
@@ -183,6 +201,7 @@ fi
 
 # SIGINT too.
 start_server
+check "initialize for SIGINT" '{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 9 '"result"'
 check "a long task for SIGINT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 1 'Started bash-1.'
 check "its pid for SIGINT" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 2 '[status: running]'
 pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
@@ -238,18 +257,24 @@ send '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":
 check "tasks: cancel it" '{"jsonrpc":"2.0","id":42,"method":"tasks/cancel","params":{"taskId":"bash-3"}}' 42 '"status":"cancelled"'
 check "tasks: its result, asked again" '{"jsonrpc":"2.0","id":43,"method":"tasks/result","params":{"taskId":"bash-3"}}' 43 '[status: killed, signal: SIGTERM]' '"isError":true'
 check "tasks: the given-up tasks/result got no answer" '{"jsonrpc":"2.0","id":28,"method":"ping"}' 28 '"result":{}'
-check "tasks: initialize 2025-06-18 has no tasks" '{"jsonrpc":"2.0","id":29,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 29 '"capabilities":{"tools":{"listChanged":false},"logging":{}}'
-check "tasks: without Tasks, tasks/get does not exist" '{"jsonrpc":"2.0","id":30,"method":"tasks/get","params":{"taskId":"bash-2"}}' 30 '"code":-32601'
-check "tasks: without Tasks, a task field is ignored" '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},"task":"anything"}}' 31 '"text":"plain\n[status: completed, exit code: 0]"'
 srv=$SRV_PID
 exec {SRV_IN}>&-
 rc=0
 wait "$srv" || rc=$?
 if [ "$rc" = 0 ]; then ok "tasks: end of input, exit status 0"; else bad "tasks: end of input, exit status $rc"; fi
 
+start_server
+check "tasks: initialize 2025-06-18 has no tasks" '{"jsonrpc":"2.0","id":29,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 29 '"capabilities":{"tools":{"listChanged":false},"logging":{}}'
+check "tasks: without Tasks, tasks/get does not exist" '{"jsonrpc":"2.0","id":30,"method":"tasks/get","params":{"taskId":"bash-2"}}' 30 '"code":-32601'
+check "tasks: without Tasks, a task field is ignored" '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},"task":"anything"}}' 31 '"text":"plain\n[status: completed, exit code: 0]"'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
 # --keep-finished: finished tasks whose end was seen are forgotten beyond
 # the count (R-FORGET-1), the oldest first.
 start_server --keep-finished 1
+check "keep-finished: initialize" '{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 99 '"result"'
 check "keep-finished: a first task" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo a"}}}' 1 'Started bash-1.'
 check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 'a\n[status: completed, exit code: 0]'
 check "keep-finished: a second task" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo b"}}}' 3 'Started bash-2.'
@@ -273,9 +298,137 @@ else
   bad "keep-finished: end of input stops the survivor '$pid'"
 fi
 
+# M-MCP-8, C-37: a batch under 2025-03-26 gets one array of answers; the
+# sibling with a tools/call in it waits for the call.
+start_server
+check "C-37: initialize 2025-03-26" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}' 1 '"protocolVersion":"2025-03-26"'
+send '[{"jsonrpc":"2.0","id":40,"method":"ping"},{"jsonrpc":"2.0","id":41,"method":"ping"}]'
+IFS= read -r -t 20 line <&"$SRV_OUT"
+if [ "$line" = '[{"jsonrpc":"2.0","id":40,"result":{}},{"jsonrpc":"2.0","id":41,"result":{}}]' ]; then ok "C-37: a batch of two pings gets an array of two results"; else bad "C-37: a batch of two pings" "$line"; fi
+send '[{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 0.2; echo late"}}},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":43,"method":"nope"},7]'
+IFS= read -r -t 20 line <&"$SRV_OUT"
+case $line in
+  '[{"jsonrpc":"2.0","id":43,"error":{"code":-32601'*'{"jsonrpc":"2.0","id":null,"error":{"code":-32600'*'"id":42,"result":{"content":[{"type":"text","text":"late\n[status: completed, exit code: 0]"}]'*) ok "M-MCP-8: a batch's answers wait for its tool call and come as one array" ;;
+  *) bad "M-MCP-8: a batch with a tool call" "$line" ;;
+esac
+send '[]'
+if expect_id null && [[ $REPLY_LINE == *'"code":-32600'* ]]; then ok "an empty batch is an invalid request"; else bad "an empty batch" "$REPLY_LINE"; fi
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
+# M-MCP-9: the 2026-07-28 era on the same kind of pipe, request by request.
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+TMETA='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}'
+start_server
+check "2026: server/discover without _meta is -32602" '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}' 1 '"code":-32602'
+check "2026: _meta without the client capabilities is -32602" '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}' 2 '"code":-32602' 'clientCapabilities'
+check "2026: _meta without the protocol version is -32602" '{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}}' 3 '"code":-32602' 'protocolVersion'
+check "2026: another version is -32022 with requested and supported" '{"jsonrpc":"2.0","id":4,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}' 4 '"code":-32022' '"data":{"requested":"2025-11-25","supported":["2026-07-28"]}'
+check "2026: server/discover" '{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{'"$META"'}}' 5 '"supportedVersions":["2026-07-28"]' '"extensions":{"io.modelcontextprotocol/tasks":{}}' '"ttlMs":' '"cacheScope":"public"' '"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"uvtasks-mcp"' '"resultType":"complete"'
+check "2026: tools/list has cache hints, resultType, no execution" '{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{'"$META"'}}' 6 '"ttlMs":3600000' '"cacheScope":"public"' '"resultType":"complete"'
+[[ $REPLY_LINE == *'"execution"'* ]] && bad "2026: tools/list has no execution" "$REPLY_LINE" || ok "2026: tools/list has no execution"
+for m in initialize ping logging/setLevel tasks/result tasks/list resources/list; do
+  check "2026: $m is -32601" '{"jsonrpc":"2.0","id":7,"method":"'"$m"'","params":{'"$META"'}}' 7 '"code":-32601'
+done
+check "2026: a plain tools/call result has resultType" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo plain"},'"$META"'}}' 8 '"text":"plain\n[status: completed, exit code: 0]"' '"resultType":"complete"'
+check "2026: without the extension run_command stays plain (a legacy task field means nothing)" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo p2"},"task":{"ttl":5},'"$META"'}}' 9 '"resultType":"complete"' 'p2'
+check "2026: tasks/get without the extension is -32021" '{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"bash-1",'"$META"'}}' 10 '"code":-32021' '"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}'
+check "2026: run_command with the extension is a flat task" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo tasked; exit 4"},'"$TMETA"'}}' 11 '"result":{"taskId":"bash-3","status":"working","ttlMs":3600000,' '"pollIntervalMs":1000' '"resultType":"task"'
+[[ $REPLY_LINE == *'"task":'* || $REPLY_LINE == *'"ttl":'* ]] && bad "2026: no nested task, no ttl" "$REPLY_LINE" || ok "2026: no nested task, no v1 ttl"
+sleep 0.5
+check "2026: tasks/get carries the result once completed" '{"jsonrpc":"2.0","id":12,"method":"tasks/get","params":{"taskId":"bash-3",'"$TMETA"'}}' 12 '"status":"completed"' '"result":{"content":[{"type":"text","text":"tasked\n[status: completed, exit code: 4]"}],"isError":false,"resultType":"complete"}'
+[[ $REPLY_LINE == *'related-task'* ]] && bad "2026: no related-task _meta" "$REPLY_LINE" || ok "2026: the inlined result has no related-task _meta"
+check "2026: tasks/cancel of a finished task is acknowledged" '{"jsonrpc":"2.0","id":13,"method":"tasks/cancel","params":{"taskId":"bash-3",'"$TMETA"'}}' 13 '"result":{"resultType":"complete"}'
+check "2026: tasks/get of an unknown task is -32602" '{"jsonrpc":"2.0","id":14,"method":"tasks/get","params":{"taskId":"bash-99",'"$TMETA"'}}' 14 '"code":-32602'
+check "2026: tasks/update of a known task is acknowledged" '{"jsonrpc":"2.0","id":15,"method":"tasks/update","params":{"taskId":"bash-3","inputResponses":{},'"$TMETA"'}}' 15 '"result":{"resultType":"complete"}'
+check "2026: a long task" '{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},'"$TMETA"'}}' 16 '"taskId":"bash-4"'
+check "2026: tasks/cancel stops it" '{"jsonrpc":"2.0","id":17,"method":"tasks/cancel","params":{"taskId":"bash-4",'"$TMETA"'}}' 17 '"result":{"resultType":"complete"}'
+check "2026: and it reads cancelled" '{"jsonrpc":"2.0","id":18,"method":"tasks/get","params":{"taskId":"bash-4",'"$TMETA"'}}' 18 '"status":"cancelled"'
+check "2026: a 2026 task is not a 2025 session's" '{"jsonrpc":"2.0","id":19,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' 19 '"tasks":{'
+check "2026: ... so 2025 tasks/get does not see it" '{"jsonrpc":"2.0","id":20,"method":"tasks/get","params":{"taskId":"bash-3"}}' 20 '"code":-32602'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
+# M-MCP-8: one notifications/tasks/status per transition: a tasks/cancel
+# gives one "cancelled", not one for stopping and one for the end.
+start_server
+status_seen=0
+check "status: initialize 2025-11-25" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' 1 '"tasks":{'
+check "status: a task" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},"task":{}}}' 2 '"taskId":"bash-1"'
+check "status: tasks/cancel" '{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"bash-1"}}' 3 '"status":"cancelled"'
+check "status: its result" '{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":"bash-1"}}' 4 '[status: killed, signal: SIGTERM]'
+check "status: a ping after it" '{"jsonrpc":"2.0","id":5,"method":"ping"}' 5 '"result":{}'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+if [ "$status_seen" = 1 ]; then ok "M-MCP-8: one status notification for the cancel"; else bad "M-MCP-8: one status notification for the cancel, got $status_seen"; fi
+
+# M-TOOLS-6: a task's result is the command's end: a run_command of the
+# 2026 Tasks extension never yields, whatever --yield-ms says.  M-MCP-8:
+# NUL bytes of output travel as \u0000 on the wire.  M-MCP-3: per-call
+# yield_ms and max_bytes as JSON numbers (integers, and reals without a
+# fraction) on the wire; anything else is a tool error.
+start_server --yield-ms 200
+check "yield: a 2026 task-augmented run_command" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo early; sleep 1; echo late"},'"$TMETA"'}}' 1 '"taskId":"bash-1"' '"resultType":"task"'
+for _ in $(seq 1 100); do
+  send '{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"bash-1",'"$TMETA"'}}'
+  expect_id 2 || break
+  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
+  sleep 0.1
+done
+case $REPLY_LINE in
+  *'"status":"completed"'*'"text":"early\nlate\n[status: completed, exit code: 0]"'*) ok "yield: the 2026 task's result is the command's end, not its yield" ;;
+  *) bad "yield: the 2026 task's result is the command's end, not its yield" "$REPLY_LINE" ;;
+esac
+check "M-MCP-8: a 2026 task's result carries NULs as \\u0000" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"printf '"'"'t\\000k\\n'"'"'"},'"$TMETA"'}}' 10 '"taskId":"bash-2"'
+for _ in $(seq 1 100); do
+  send '{"jsonrpc":"2.0","id":11,"method":"tasks/get","params":{"taskId":"bash-2",'"$TMETA"'}}'
+  expect_id 11 || break
+  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
+  sleep 0.1
+done
+case $REPLY_LINE in
+  *'"text":"t\u0000k\n[status: completed, exit code: 0]"'*) ok "M-MCP-8: ... in tasks/get" ;;
+  *) bad "M-MCP-8: ... in tasks/get" "$REPLY_LINE" ;;
+esac
+check "M-MCP-8: a NUL in output is \\u0000 in the JSON" '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"printf '"'"'a\\000b\\n'"'"'","yield_ms":0},'"$META"'}}' \
+  12 '"text":"a\u0000b\n[status: completed, exit code: 0]"'
+check "yield: a plain 2026 run_command yields" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},'"$META"'}}' 3 'it goes on in the background as bash-4' '[status: running]"' '"isError":false'
+check "yield_ms 0.0 runs to the end" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 0.5; echo whole","yield_ms":0.0},'"$META"'}}' 4 '"text":"whole\n[status: completed, exit code: 0]"'
+check "yield_ms 1e30 is a yield longer than any run" '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 0.5; echo long","yield_ms":1e30},'"$META"'}}' 5 '"text":"long\n[status: completed, exit code: 0]"'
+check "yield_ms -0.5 is a tool error" '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","yield_ms":-0.5},'"$META"'}}' 6 '"isError":true' 'yield_ms must be a whole number of milliseconds, at least 0.'
+check "max_bytes 3e2 is 300" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":3e2},'"$META"'}}' 7 '"text":"1\n2\n' 'lines) left out ...]\n' '\n2000\n[status: completed, exit code: 0]"'
+check "max_bytes 1e30 shows everything" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":1e30},'"$META"'}}' 8 '\n1000\n1001\n'
+check "max_bytes 0.5 is a tool error" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","max_bytes":0.5},'"$META"'}}' 9 '"isError":true' 'task_output: max_bytes must be a whole number of bytes, at least 1.'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
+# M-MCP-8: a client that stops reading: the server stops reading its
+# requests (the writer blocks) instead of queueing answers without bound;
+# once the client reads again, every answer arrives.
+mkfifo "$tmp/qin" "$tmp/qout"
+exec {QO}<>"$tmp/qout" # held open, not read
+"$MCP" <"$tmp/qin" >"$tmp/qout" 2>/dev/null &
+qsrv=$!
+{ printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}'
+  yes '{"jsonrpc":"2.0","id":1,"method":"ping"}' | head -n 300000; } >"$tmp/qin" &
+qwriter=$!
+sleep 2
+if kill -0 "$qwriter" 2>/dev/null; then ok "M-MCP-8: with nobody reading, the server stops reading requests"; else bad "M-MCP-8: the server read every request with nobody reading its answers"; fi
+rss=$(awk '/VmRSS/ {print $2}' "/proc/$qsrv/status")
+n=$(head -n 300001 <&"$QO" | wc -l)
+if [ "$n" = 300001 ]; then ok "M-MCP-8: once read, all 300001 answers arrive (server RSS while blocked: ${rss} kB)"; else bad "M-MCP-8: answers after the client reads again" "$n"; fi
+wait "$qwriter"
+wait "$qsrv" || true
+exec {QO}<&-
+
 # stdin and stdout may be regular files; a last line without its newline
 # still counts.
-printf '%s\n%s' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+printf '%s\n%s\n%s' '{"jsonrpc":"2.0","id":1,"method":"ping"}' \
+  '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' \
   '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_list"}}' >"$tmp/in.jsonl"
 rc=0
 "$MCP" <"$tmp/in.jsonl" >"$tmp/out.jsonl" 2>/dev/null || rc=$?

@@ -285,6 +285,40 @@ try {
     await errorCode(old.experimental.tasks.getTask('bash-1')) === -32601);
   check('2025-06-18: no status notifications', c2.statuses.length === 0, c2.statuses);
   await old.close();
+
+  // ------------------------------------------------------------------
+  // M-TOOLS-6: a task's result is the command's end, whatever --yield-ms
+  // says: a task-augmented run_command never yields (the task is what goes
+  // on in the background).
+  c1 = await connect(['--grace-ms', '300', '--yield-ms', '200']);
+  const y = c1.client;
+  const ySeen = [];
+  for await (const m of y.experimental.tasks.callToolStream(
+    { name: 'run_command', arguments: { command: 'echo early; sleep 1.2; echo late' } },
+    CallToolResultSchema, { task: {} }))
+    ySeen.push(m);
+  const yResult = ySeen.find((m) => m.type === 'result')?.result;
+  check('--yield-ms 200: a task-augmented run_command\'s result is the command\'s end',
+    textOf(yResult) === 'early\nlate\n[status: completed, exit code: 0]' && yResult.isError === false &&
+      ySeen.filter((m) => m.type === 'taskStatus').at(-1)?.task.status === 'completed', ySeen);
+  const yc = await callAsTask(y, 'run_command', { command: 'sleep 0.8; echo given', yield_ms: 100 });
+  const yr = await y.experimental.tasks.getTaskResult(yc.task.taskId, CallToolResultSchema);
+  check('a yield_ms given to a task-augmented run_command does not cut its result',
+    textOf(yr) === 'given\n[status: completed, exit code: 0]', yr);
+  /* M-MCP-8: a task's result keeps the NUL bytes of the output. */
+  const nc = await callAsTask(y, 'run_command', { command: "printf 'n\\000l\\n'" });
+  const nr = await y.experimental.tasks.getTaskResult(nc.task.taskId, CallToolResultSchema);
+  check('M-MCP-8: tasks/result carries a NUL of the output',
+    textOf(nr) === 'n\u0000l\n[status: completed, exit code: 0]', nr);
+  check('a bad yield_ms in a task-augmented run_command is -32602',
+    await errorCode(callAsTask(y, 'run_command', { command: 'true', yield_ms: 'soon' })) === -32602);
+  check('a bad max_bytes in a task-augmented run_command is -32602',
+    await errorCode(callAsTask(y, 'run_command', { command: 'true', max_bytes: 0 })) === -32602);
+  res = await y.callTool({ name: 'run_command', arguments: { command: 'exec sleep 30' } });
+  check('the same server\'s plain run_command does yield',
+    /it goes on in the background as bash-\d+/.test(textOf(res)) && textOf(res).endsWith('[status: running]'), res);
+  await y.close();
+  c1 = undefined;
 } catch (e) {
   fail(`unexpected error: ${e?.stack || e}`);
   if (c1)

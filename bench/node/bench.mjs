@@ -1,0 +1,148 @@
+// The Node binding against Node's own child_process, side by side in one
+// Node process (issue #14): spawn rate (argv and shell) with the event
+// loop's delay p99 during the storm, and output throughput.
+//
+//   node bench/node/bench.mjs [--quick] [--rounds N]
+//
+// Needs bindings/node built (npm install in bindings/node).  Rounds
+// alternate the implementations so both see the same machine noise; the
+// table gives medians and the goals: uvtasks spawn rate >= 2x
+// child_process, loop delay p99 <= 0.5x, output >= 1.0x.
+import { spawn } from 'node:child_process'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import os from 'node:os'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const { TaskRegistry } = require('../../bindings/node')
+
+const args = process.argv.slice(2)
+const quick = args.includes('--quick')
+const ri = args.indexOf('--rounds')
+const ROUNDS = ri >= 0 ? Number(args[ri + 1]) : quick ? 3 : 5
+const COUNT = quick ? 300 : 1000
+const CONCURRENCY = 16
+const MIB = quick ? 64 : 256
+
+const tasks = new TaskRegistry()
+tasks.attachSurface('bench')
+
+// Run `count` jobs, `CONCURRENCY` at a time; start(i) returns a promise.
+async function storm(count, start) {
+  let next = 0
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  const t0 = process.hrtime.bigint()
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    while (next < count) {
+      next++
+      await start()
+    }
+  }))
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9
+  h.disable()
+  return { rate: count / secs, p99: h.percentile(99) / 1e6 }
+}
+
+const impls = {
+  'uvtasks argv': () => storm(COUNT, async () => {
+    const id = tasks.spawn({ argv: ['true'] })
+    await tasks.wait(id, 60000)
+    setImmediate(() => tasks.forget(id))
+  }),
+  'child_process argv': () => storm(COUNT, () => new Promise((resolve, reject) => {
+    const c = spawn('true', [], { stdio: 'ignore' })
+    c.on('error', reject)
+    c.on('exit', resolve)
+  })),
+  'uvtasks shell': () => storm(COUNT, async () => {
+    const id = tasks.spawn({ command: 'true' })
+    await tasks.wait(id, 60000)
+    setImmediate(() => tasks.forget(id))
+  }),
+  'child_process shell': () => storm(COUNT, () => new Promise((resolve, reject) => {
+    const c = spawn('true', [], { stdio: 'ignore', shell: true })
+    c.on('error', reject)
+    c.on('exit', resolve)
+  })),
+}
+
+const CMD = ['head', '-c', String(MIB * 1024 * 1024), '/dev/zero']
+const output = {
+  'uvtasks output': async () => {
+    const t0 = process.hrtime.bigint()
+    const id = tasks.spawn({ argv: CMD, outputCapBytes: 64 * 1024 * 1024 })
+    let bytes = 0
+    for (;;) {
+      const r = tasks.read(id)
+      bytes += r.text.length
+      if (r.snapshot.status !== 'running') break
+      await new Promise((res) => setImmediate(res))
+    }
+    await tasks.wait(id, 60000)
+    bytes += tasks.read(id).text.length
+    const secs = Number(process.hrtime.bigint() - t0) / 1e9
+    if (bytes !== MIB * 1024 * 1024) throw new Error(`read ${bytes} bytes`)
+    setImmediate(() => tasks.forget(id))
+    return { mibs: MIB / secs }
+  },
+  'child_process output': () => new Promise((resolve, reject) => {
+    const t0 = process.hrtime.bigint()
+    const c = spawn(CMD[0], CMD.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] })
+    let bytes = 0
+    c.stdout.on('data', (d) => { bytes += d.length })
+    c.on('error', reject)
+    c.on('close', () => {
+      const secs = Number(process.hrtime.bigint() - t0) / 1e9
+      if (bytes !== MIB * 1024 * 1024) reject(new Error(`read ${bytes} bytes`))
+      resolve({ mibs: MIB / secs })
+    })
+  }),
+}
+
+const samples = {}
+const add = (k, v) => { (samples[k] ||= []).push(v) }
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [name, fn] of Object.entries(impls)) {
+    const { rate, p99 } = await fn()
+    add(`${name} rate`, rate)
+    add(`${name} p99`, p99)
+  }
+  for (const [name, fn] of Object.entries(output)) add(name, (await fn()).mibs)
+}
+await tasks.close()
+
+const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]
+const m = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, median(v)]))
+const fmt = (v) => (v >= 100 ? v.toFixed(0) : v.toFixed(2))
+const range = (k) => `${fmt(Math.min(...samples[k]))}-${fmt(Math.max(...samples[k]))}`
+
+console.log(`bench-node: ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ` +
+  `Node ${process.versions.node} (libuv ${process.versions.uv}), ${ROUNDS} rounds of ` +
+  `${COUNT} tasks (${CONCURRENCY} at a time) and ${MIB} MiB; machine: ${os.cpus().length} cores, ` +
+  `load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+const rows = [
+  ['spawn argv', 'uvtasks argv rate', 'child_process argv rate', 'tasks/s'],
+  ['spawn argv', 'uvtasks argv p99', 'child_process argv p99', 'ms loop delay p99'],
+  ['spawn shell', 'uvtasks shell rate', 'child_process shell rate', 'tasks/s'],
+  ['spawn shell', 'uvtasks shell p99', 'child_process shell p99', 'ms loop delay p99'],
+  ['output', 'uvtasks output', 'child_process output', 'MiB/s'],
+]
+console.log('workload      impl            median        min-max  unit                ratio')
+for (const [w, u, c, unit] of rows) {
+  console.log(`${w.padEnd(13)} uvtasks      ${fmt(m[u]).padStart(9)} ${range(u).padStart(14)}  ${unit.padEnd(18)}  ${(m[u] / m[c]).toFixed(2)}x child_process`)
+  console.log(`${w.padEnd(13)} child_process${fmt(m[c]).padStart(9)} ${range(c).padStart(14)}  ${unit}`)
+}
+const goals = [
+  ['spawn argv rate >= 2x child_process', m['uvtasks argv rate'] / m['child_process argv rate'] >= 2],
+  ['spawn shell rate >= 2x child_process', m['uvtasks shell rate'] / m['child_process shell rate'] >= 2],
+  ['argv storm loop delay p99 <= 0.5x child_process', m['uvtasks argv p99'] / m['child_process argv p99'] <= 0.5],
+  ['shell storm loop delay p99 <= 0.5x child_process', m['uvtasks shell p99'] / m['child_process shell p99'] <= 0.5],
+  ['output >= 1.0x child_process', m['uvtasks output'] / m['child_process output'] >= 1],
+]
+let met = 0
+for (const [g, ok] of goals) {
+  console.log(`  ${ok ? 'met ' : 'MISS'}  ${g}`)
+  if (ok) met++
+}
+console.log(`bench-node: ${met} goals met, ${goals.length - met} missed`)

@@ -1,0 +1,171 @@
+// Type declarations for uvtasks (SPEC §8).  Clause names refer to SPEC.md.
+
+/** A task's status: running -> (stopping) -> one of the three terminal ones. */
+export type TaskStatus = 'running' | 'stopping' | 'completed' | 'killed' | 'failed'
+
+/** A point-in-time copy of a task record; times are epoch milliseconds. */
+export interface TaskSnapshot {
+  id: string
+  kind: string
+  label: string
+  /** Absent for unowned tasks. */
+  ownerSession?: string
+  status: TaskStatus
+  /** "exit code: 3", "signal: SIGTERM", ... */
+  detail?: string
+  startedAt: number
+  /** Absent while the task is live. */
+  finishedAt?: number
+  reported: boolean
+  /** The first kill's (or teardown's) reason (R-KILL-2). */
+  killReason?: string
+}
+
+export interface TaskRead {
+  /** What is new (stream kinds, consumed: R-READ-1), or the final output. */
+  text: string
+  snapshot: TaskSnapshot
+}
+
+/** How a JS producer's work ended; `done` resolves with it. */
+export interface TaskOutcome {
+  status: 'completed' | 'killed' | 'failed'
+  detail?: string
+  output?: string | Uint8Array
+}
+
+/** What a JS producer's run() returns. */
+export interface TaskHooks {
+  /** Ask the work to stop; a throw fails the kill (R-KILL-1). */
+  cancel(reason: string): void
+  /** Settles at quiescence; a rejection settles `failed` with String(error). */
+  done: PromiseLike<TaskOutcome>
+  /** Stream kinds: what was produced since the last call (R-READ-1). */
+  readOutput?(): string | Uint8Array | undefined | null
+}
+
+export interface Agent {
+  readonly id: string
+  readonly session: string
+  /** R-AGENT-1: stop and drop this agent's tasks, then resolve. */
+  dispose(): Promise<void>
+}
+
+export interface TaskSpec {
+  /** 1-64 bytes of printable ASCII without spaces; the id prefix. */
+  kind: string
+  label: string
+  owner?: Agent
+  /** Called once, synchronously, inside start(); a throw propagates. */
+  run(): TaskHooks
+}
+
+export interface SpawnOptions {
+  /** Run by bash (sh if there is no bash); or give `argv`. */
+  command?: string
+  /** argv[0] is looked up in PATH and run directly. */
+  argv?: string[]
+  owner?: Agent
+  cwd?: string
+  /** Extra variables; they win over the inherited ones (P-SPAWN-3). */
+  env?: Record<string, string>
+  /** Default 'bash'. */
+  kind?: string
+  /** Default: the command. */
+  label?: string
+  /** SIGTERM -> SIGKILL delay, default 3000 (P-KILL-1). */
+  graceMs?: number
+  /** How long pipes may stay open after the leader exited, default 500. */
+  drainMs?: number
+  /** Unread bytes kept per stream, default 1 MiB (P-OUT-2). */
+  outputCapBytes?: number
+  /** Stopped like a kill after this long; 0 = never (P-LIMIT-1). */
+  maxRuntimeMs?: number
+  /**
+   * 'null' (default): /dev/null; a string or bytes: that input, then end of
+   * file; 'pipe': kept open for write() (P-IN-1; ENOTSUP until the library
+   * has it, see `features`).
+   */
+  stdin?: 'null' | 'pipe' | string | Uint8Array
+  /** Run on a pseudo-terminal (P-PTY-1; ENOTSUP until the library has it). */
+  tty?: boolean
+  cols?: number
+  rows?: number
+  /** Never drop output; stop reading at the cap (P-OUT-4; ENOTSUP until then). */
+  outputBackpressure?: boolean
+  /** New output is readable (P-EVT-1; ENOTSUP until the library has it). */
+  onOutput?: (id: string) => void
+}
+
+export interface RegistryOptions {
+  /** Per task, how long disposal waits for a cancelled producer; default 10000, 0 = for ever. */
+  teardownGraceMs?: number
+  /** Live tasks one owner may hold; default 0 = no limit (R-LIMIT-1). */
+  maxLivePerOwner?: number
+}
+
+export interface RegistryMetrics {
+  started: number
+  completed: number
+  killed: number
+  failed: number
+  kills: number
+  forceFailed: number
+  waitsTimedOut: number
+  waitsAborted: number
+  live: number
+  records: number
+}
+
+/**
+ * Errors thrown (or rejected) by the registry: `code` is the registry's
+ * name ('UVT_ENOTASK', 'UVT_EFOREIGN', 'UVT_ESTALE', 'UVT_ENOSURFACE',
+ * 'UVT_ECLOSING', 'UVT_ELIMIT', 'UVT_EABORTED') or libuv's ('EINVAL',
+ * 'ENOENT', 'EBUSY', 'ENOTSUP', ...); `errno` the library's negative code (N-1).
+ */
+export interface TaskError extends Error {
+  code: string
+  errno?: number
+}
+
+export class TaskRegistry {
+  constructor(options?: RegistryOptions)
+  /** R-SURF-1: returns detach() (idempotent). */
+  attachSurface(name: string): () => void
+  registerAgent(agentId: string, sessionId: string): Agent
+  /** Returns the new id ('<kind>-<n>'). */
+  start(spec: TaskSpec): string
+  get(id: string, caller?: Agent): TaskSnapshot
+  list(caller?: Agent): TaskSnapshot[]
+  read(id: string, caller?: Agent): TaskRead
+  kill(id: string, caller?: Agent, reason?: string): 'requested' | 'already-terminal'
+  /**
+   * The terminal snapshot, or the live one once timeoutMs passed (R-WAIT-4).
+   * An abort rejects with code 'UVT_EABORTED' unless the task already
+   * settled (R-WAIT-5).
+   */
+  wait(id: string, timeoutMs: number, caller?: Agent, signal?: AbortSignal): Promise<TaskSnapshot>
+  /** R-DONE-3: exactly once per terminal task; returns unsubscribe(). */
+  onTaskDone(listener: (snapshot: TaskSnapshot, owner?: Agent) => void): () => void
+  /** R-FEED-1: every transition; `dropped` for a record's removal. */
+  watch(callback: (snapshot: TaskSnapshot, dropped: boolean) => void): () => void
+  /** R-FORGET-1: drop a terminal record now. */
+  forget(id: string, caller?: Agent): void
+  spawn(options: SpawnOptions): string
+  write(id: string, data: string | Uint8Array, caller?: Agent): void
+  closeStdin(id: string, caller?: Agent): void
+  resize(id: string, cols: number, rows: number, caller?: Agent): void
+  /** The leader's pid, which is also its process group and session id. */
+  pid(id: string, caller?: Agent): number
+  metrics(): RegistryMetrics
+  /** R-CLOSE-1: stop every task, then resolve. */
+  close(): Promise<void>
+}
+
+/** Which optional parts of the library this build has (SPEC §3b). */
+export const features: Readonly<{
+  stdinPipe: boolean
+  tty: boolean
+  outputBackpressure: boolean
+  onOutput: boolean
+}>

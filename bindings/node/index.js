@@ -1,0 +1,291 @@
+// uvtasks for Node.js (SPEC §8): the background task registry on Node's own
+// libuv loop.  This file gives the API its JS shape; every rule is the C
+// library's (N-4): each call maps onto one library call, each callback onto
+// one library callback.
+'use strict'
+
+const path = require('node:path')
+const { isMainThread } = require('node:worker_threads')
+
+const native = require(path.join(__dirname, 'build', 'uvtasks.node'))
+
+const UVT_EWAITTIMEOUT = -20007
+const UVT_EABORTED = -20008
+
+// The C handle of each agent object (never exposed).
+const agentHandles = new WeakMap()
+
+function handleOf(caller, what = 'caller') {
+  if (caller === undefined || caller === null) return undefined
+  const h = agentHandles.get(caller)
+  if (h === undefined) {
+    throw codedTypeError(`${what} must be an agent from registerAgent()`)
+  }
+  return h
+}
+
+function codedTypeError(message) {
+  const e = new TypeError(message)
+  e.code = 'ERR_INVALID_ARG_TYPE'
+  return e
+}
+
+function abortedError(signal) {
+  const e = new Error('UVT_EABORTED: the wait was aborted by its caller', {
+    cause: signal.reason,
+  })
+  e.code = 'UVT_EABORTED'
+  e.errno = UVT_EABORTED
+  return e
+}
+
+function checkFunction(fn, what) {
+  if (typeof fn !== 'function') throw codedTypeError(`${what} must be a function`)
+}
+
+// ---- ends that run no cleanup hook (N-3) --------------------------------
+// On the main thread, process.exit() and an uncaught exception end the
+// process from the 'exit' event, and a fatal signal without any JS: no
+// registry gets to close.  While a registry is open, the 'exit' event stops
+// every process group at once, and SIGINT/SIGTERM/SIGHUP, when nobody else
+// listens for them, stop every group and then end the process by the same
+// signal, as Node's default would.  Workers need none of it: their
+// environment teardown closes their registries.
+let openRegistries = 0
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
+
+function onExit() {
+  native.stopAllNow()
+}
+
+function onSignal(sig) {
+  if (process.listenerCount(sig) > 1) return // the host handles it
+  native.stopAllNow()
+  for (const s of SIGNALS) process.removeListener(s, onSignal)
+  process.kill(process.pid, sig)
+}
+
+function registryOpened() {
+  if (!isMainThread || openRegistries++ > 0) return
+  process.on('exit', onExit)
+  for (const s of SIGNALS) process.on(s, onSignal)
+}
+
+function registryClosed() {
+  if (!isMainThread || --openRegistries > 0) return
+  process.removeListener('exit', onExit)
+  for (const s of SIGNALS) process.removeListener(s, onSignal)
+}
+
+// ---- agents ---------------------------------------------------------------
+
+class Agent {
+  constructor(agentId, sessionId) {
+    this.id = agentId
+    this.session = sessionId
+    Object.freeze(this)
+  }
+
+  // R-AGENT-1: resolves once every task of this agent was stopped and
+  // dropped.
+  dispose() {
+    return new Promise((resolve) => {
+      native.disposeAgent(agentHandles.get(this), resolve)
+    })
+  }
+}
+
+// ---- the registry -----------------------------------------------------------
+
+function settleOutcome(task, outcome) {
+  try {
+    if (outcome === null || typeof outcome !== 'object') {
+      throw new TypeError('done must resolve to { status, detail?, output? }')
+    }
+    const { status, detail, output } = outcome
+    if (status !== 'completed' && status !== 'killed' && status !== 'failed') {
+      throw new TypeError(`done resolved with status ${String(status)}, not ` +
+                          "'completed', 'killed' or 'failed'")
+    }
+    if (detail !== undefined && detail !== null && typeof detail !== 'string') {
+      throw new TypeError('outcome.detail must be a string')
+    }
+    native.settle(task, status, detail, output)
+  } catch (err) {
+    native.settle(task, 'failed', String(err))
+  }
+}
+
+class TaskRegistry {
+  #r
+  #closing = null
+
+  constructor(options = {}) {
+    if (options === null || typeof options !== 'object') {
+      throw codedTypeError('options must be an object')
+    }
+    const { teardownGraceMs, maxLivePerOwner } = options
+    this.#r = native.create({ teardownGraceMs, maxLivePerOwner }, this)
+    registryOpened()
+  }
+
+  // R-SURF-1: a control surface; starts are refused while none is attached.
+  attachSurface(name) {
+    const s = native.attachSurface(this.#r, name)
+    return () => native.detachSurface(s)
+  }
+
+  // R-OWN-1/3: an agent owns tasks and belongs to a session.
+  registerAgent(agentId, sessionId) {
+    // The C side keeps the object, to hand it to onTaskDone as the owner.
+    const agent = new Agent(agentId, sessionId)
+    agentHandles.set(agent, native.registerAgent(this.#r, agentId, sessionId, agent))
+    return agent
+  }
+
+  // A JS producer (R-START-*): run() -> { cancel(reason), done, readOutput? }.
+  start(spec) {
+    if (spec === null || typeof spec !== 'object') {
+      throw codedTypeError('spec must be an object')
+    }
+    checkFunction(spec.run, 'spec.run')
+    const owner = handleOf(spec.owner, 'spec.owner')
+    return native.start(this.#r, spec.kind, spec.label, owner, (task) => {
+      const hooks = spec.run()
+      if (hooks === null || typeof hooks !== 'object') {
+        throw codedTypeError('run() must return { cancel, done, readOutput? }')
+      }
+      checkFunction(hooks.cancel, 'the hooks\' cancel')
+      if (hooks.done === null || typeof hooks.done !== 'object' ||
+          typeof hooks.done.then !== 'function') {
+        throw codedTypeError('the hooks\' done must be a Promise')
+      }
+      if (hooks.readOutput !== undefined) {
+        checkFunction(hooks.readOutput, 'the hooks\' readOutput')
+      }
+      Promise.resolve(hooks.done).then(
+        (outcome) => settleOutcome(task, outcome),
+        (err) => native.settle(task, 'failed', String(err)))
+      return {
+        cancel: (reason) => { hooks.cancel(reason) },
+        readOutput: hooks.readOutput && (() => hooks.readOutput()),
+      }
+    })
+  }
+
+  get(id, caller) {
+    return native.get(this.#r, id, handleOf(caller))
+  }
+
+  list(caller) {
+    return native.list(this.#r, handleOf(caller))
+  }
+
+  read(id, caller) {
+    return native.read(this.#r, id, handleOf(caller))
+  }
+
+  kill(id, caller, reason) {
+    return native.kill(this.#r, id, handleOf(caller), reason)
+  }
+
+  // R-WAIT-*: the terminal snapshot, or the live one when timeoutMs passed;
+  // an abort rejects with UVT_EABORTED unless the task already settled.
+  wait(id, timeoutMs, caller, signal) {
+    return new Promise((resolve, reject) => {
+      if (signal !== undefined && signal !== null &&
+          (typeof signal.addEventListener !== 'function' ||
+           typeof signal.aborted !== 'boolean')) {
+        throw codedTypeError('signal must be an AbortSignal')
+      }
+      let onAbort = null
+      const w = native.wait(this.#r, id, timeoutMs, handleOf(caller),
+        (status, snapshot) => {
+          if (onAbort !== null) signal.removeEventListener('abort', onAbort)
+          if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(snapshot)
+          else reject(abortedError(signal))
+        })
+      if (signal !== undefined && signal !== null) {
+        onAbort = () => native.waitAbort(w)
+        if (signal.aborted) onAbort()
+        else signal.addEventListener('abort', onAbort, { once: true })
+      }
+    })
+  }
+
+  // R-DONE-3: once per terminal task, with its owner agent (or undefined).
+  onTaskDone(listener) {
+    checkFunction(listener, 'listener')
+    const l = native.listen(this.#r, listener)
+    return () => native.unlisten(l)
+  }
+
+  // R-FEED-1: every transition of every task.
+  watch(callback) {
+    checkFunction(callback, 'callback')
+    const w = native.watch(this.#r, callback)
+    return () => native.unwatch(w)
+  }
+
+  forget(id, caller) {
+    native.forget(this.#r, id, handleOf(caller))
+  }
+
+  // The process producer (SPEC §3, §3b).
+  spawn(options) {
+    if (options === null || typeof options !== 'object') {
+      throw codedTypeError('options must be an object')
+    }
+    const o = { ...options }
+    o.owner = handleOf(options.owner, 'options.owner')
+    if (options.env !== undefined && options.env !== null) {
+      if (typeof options.env !== 'object') {
+        throw codedTypeError('options.env must be an object of strings')
+      }
+      o.env = Object.entries(options.env).map(([k, v]) => {
+        if (k === '' || k.includes('=')) {
+          throw codedTypeError(`options.env: invalid name ${JSON.stringify(k)}`)
+        }
+        return `${k}=${String(v)}`
+      })
+    }
+    if (options.stdin === 'null') o.stdin = undefined
+    if (options.onOutput !== undefined) checkFunction(options.onOutput, 'options.onOutput')
+    return native.spawn(this.#r, o)
+  }
+
+  write(id, data, caller) {
+    native.write(this.#r, id, handleOf(caller), data)
+  }
+
+  closeStdin(id, caller) {
+    native.closeStdin(this.#r, id, handleOf(caller))
+  }
+
+  resize(id, cols, rows, caller) {
+    native.resize(this.#r, id, handleOf(caller), cols, rows)
+  }
+
+  pid(id, caller) {
+    return native.pid(this.#r, id, handleOf(caller))
+  }
+
+  metrics() {
+    return native.metrics(this.#r)
+  }
+
+  // R-CLOSE-1: resolves once every task was stopped and every handle closed.
+  close() {
+    return new Promise((resolve) => {
+      native.close(this.#r, () => {
+        registryClosed()
+        resolve()
+      })
+    })
+  }
+}
+
+// Which optional parts of the library this build has (SPEC §3b).
+const features = Object.freeze(native.features())
+
+module.exports = { TaskRegistry, features }

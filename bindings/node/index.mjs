@@ -1,0 +1,5 @@
+// ESM entry point: the same module as require('uvtasks') (one registry
+// implementation per environment, whichever way it is loaded).
+import uvtasks from './index.js'
+
+export const { TaskRegistry, features } = uvtasks

@@ -1,0 +1,195 @@
+/* The Node.js binding's internal header (SPEC §8).
+ *
+ * One registry per `new TaskRegistry()`, on the libuv loop of the Node
+ * environment (main thread or worker) that created it.  Everything here runs
+ * on that loop's thread.  The JS wrapper (index.js) owns the API's shape;
+ * this layer maps each JS call onto one library call and each library
+ * callback onto one JS call, adding no semantics (N-4):
+ *
+ *  - every handle the host embeds in C (surface, agent, listener, watch,
+ *    wait) is one C object per JS object, so the library's own rules
+ *    (containment, exactly-once, R-BUSY-1) are the ones JS sees;
+ *  - errors become thrown Errors whose `code` is uvt_err_name() (N-1);
+ *  - a callback from the loop runs inside a callback scope, so promises it
+ *    resolves run their reactions before the loop goes on (N-2);
+ *  - each registry adds an async cleanup hook that closes it when the
+ *    environment is torn down, and removes the hook from its close callback
+ *    (N-3).
+ *
+ * Lifetimes: each C object that JS can name is reference counted: one count
+ * for the JS value that holds it (a napi External, released by its
+ * finalizer) and one while the library holds it (released by the library's
+ * last callback for it, or by registry close).  It is freed at zero, so a
+ * late JS call (detach after close) finds a live object in a final state. */
+#ifndef UVTN_H
+#define UVTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <node_api.h>
+
+#include <uvtasks.h>
+#include <uvtasks/process.h>
+
+typedef struct uvtn_env_s uvtn_env_t;
+typedef struct uvtn_reg_s uvtn_reg_t;
+
+/* A small intrusive list (the library's own is internal to it). */
+typedef struct uvtn_link_s {
+  struct uvtn_link_s *next;
+  struct uvtn_link_s *prev;
+} uvtn_link_t;
+
+void uvtn_list_init(uvtn_link_t *h);
+void uvtn_list_insert(uvtn_link_t *h, uvtn_link_t *n);
+void uvtn_list_remove(uvtn_link_t *n);
+
+#define uvtn_container_of(ptr, type, member)                                   \
+  ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* Per Node environment (napi_set_instance_data). */
+struct uvtn_env_s {
+  napi_env env;
+  uv_loop_t *loop;
+  int depth;        /* native calls from JS in progress, plus open scopes */
+  int tearing_down; /* an environment cleanup hook ran: no JS from now on */
+  int in_kill;      /* inside uvt_kill() called by kill(): a JS cancel's
+                       exception propagates to the caller (R-KILL-1) */
+  uvtn_link_t regs; /* registries not yet closed */
+};
+
+/* One TaskRegistry. */
+struct uvtn_reg_s {
+  uvtn_env_t *st;
+  uvt_registry_t *reg; /* NULL once its close callback ran */
+  uvtn_link_t link;    /* st->regs */
+  napi_ref resource;   /* the TaskRegistry object (strong) */
+  napi_async_context async_ctx;
+  napi_async_cleanup_hook_handle cleanup;
+  napi_ref close_cb;            /* JS close() callback, or NULL */
+  uvt_listener_t exit_listener; /* keeps the exit table current */
+  uvtn_link_t agents;           /* agents registered, for close */
+  uvtn_link_t surfaces;         /* surfaces attached, for close */
+  uvtn_link_t subs;             /* listeners and watchers started */
+  int closing;
+  int refs; /* JS External + open registry */
+};
+
+/* ---- addon.c: environment, scopes, errors, the registry object. */
+
+/* Enter/leave a native call made from JS (counts depth, refreshes the
+ * loop's clock: R-TIME-1 holds for calls made after JS blocked the loop). */
+uvtn_env_t *uvtn_enter(napi_env env);
+void uvtn_leave(uvtn_env_t *st);
+
+/* Where a callback of the library calls JS: a handle scope, plus a callback
+ * scope when no JS is on the stack (N-2).  `ok` is 0 when JS cannot run
+ * (the environment is being torn down). */
+typedef struct {
+  uvtn_env_t *st;
+  napi_handle_scope hs;
+  napi_callback_scope cs;
+  int has_cs;
+  int ok;
+} uvtn_scope_t;
+
+void uvtn_scope_open(uvtn_reg_t *r, uvtn_scope_t *s);
+void uvtn_scope_close(uvtn_scope_t *s);
+/* Call `fn` with `argc` values; an exception it throws is reported as
+ * uncaught (process 'uncaughtException'), as for any callback from the loop.
+ * Returns 0, or -1 if the call did not return normally. */
+int uvtn_call(uvtn_scope_t *s, napi_ref fn, size_t argc, napi_value *argv);
+
+/* Throw an Error for library code `err` with `code` = uvt_err_name(err)
+ * and `errno` = err (N-1); `what` (may be NULL) names the operation. */
+void uvtn_throw(napi_env env, int err, const char *what, const char *id);
+/* Throw a TypeError with code ERR_INVALID_ARG_TYPE style `code`. */
+void uvtn_throw_type(napi_env env, const char *msg);
+/* Throw for an ENOTSUP feature that the library does not have yet. */
+void uvtn_throw_notsup(napi_env env, const char *what);
+
+/* The registry behind a JS handle, or NULL after throwing (closed: ECLOSING).
+ */
+uvtn_reg_t *uvtn_reg_arg(napi_env env, napi_value v, int need_open);
+void uvtn_reg_unref(uvtn_reg_t *r);
+
+/* ---- convert.c */
+napi_value uvtn_snapshot(napi_env env, const uvt_snapshot_t *s);
+/* A string argument copied into malloc'd memory (NULL after throwing);
+ * `optional`: undefined/null give *out NULL and return 1. */
+int uvtn_string(napi_env env, napi_value v, const char *name, int optional,
+                char **out);
+/* A number argument as uint64 milliseconds/bytes (>= 0, finite).
+ * Returns 1, or 0 after throwing; undefined leaves *out unchanged. */
+int uvtn_u64(napi_env env, napi_value v, const char *name, uint64_t *out);
+/* Bytes of a string or Buffer/Uint8Array argument (malloc'd copy). */
+int uvtn_bytes(napi_env env, napi_value v, const char *name, char **out,
+               size_t *len);
+napi_value uvtn_undefined(napi_env env);
+/* A new External pointing at `p`; `fin` runs when JS lets go of it. */
+napi_value uvtn_external(napi_env env, void *p, napi_finalize fin);
+void *uvtn_external_value(napi_env env, napi_value v);
+
+/* ---- handles.c: agents (the caller/owner argument lives here). */
+typedef struct {
+  uvt_agent_t agent; /* first: the library hands it back to us */
+  uvtn_reg_t *r;
+  uvtn_link_t link; /* r->agents while registered */
+  napi_ref obj;     /* the JS agent object (strong while registered) */
+  napi_ref dispose_cb;
+  int registered; /* the library holds it (until dispose's cb or close) */
+  int refs;
+} uvtn_agent_t;
+
+/* The caller argument: undefined/null -> NULL; an agent handle -> its
+ * uvt_agent_t.  Returns 1, or 0 after throwing. */
+int uvtn_caller_arg(napi_env env, napi_value v, uvtn_agent_t **out);
+/* The JS agent object of an owner handed to a callback (NULL: undefined). */
+napi_value uvtn_owner_value(napi_env env, uvt_agent_t *owner);
+/* Registry close: the library detached every agent and surface and stopped
+ * every listener and watcher; drop our hold on each. */
+void uvtn_handles_closed(uvtn_reg_t *r);
+
+/* ---- exit.c: the process-wide table of live process groups that
+ * process.exit() and fatal signals stop synchronously (N-3). */
+void uvtn_exit_add(uvtn_reg_t *r, const char *id, int pid);
+void uvtn_exit_remove(uvtn_reg_t *r, const char *id);
+void uvtn_exit_remove_all(uvtn_reg_t *r);
+void uvtn_exit_listener_cb(uvt_listener_t *l, const uvt_snapshot_t *s,
+                           uvt_agent_t *owner);
+
+/* ---- handles.c: the registry, id and caller of a call on one task. */
+int uvtn_task_args(napi_env env, napi_value *argv, uvtn_reg_t **r, char **id,
+                   uvt_agent_t **caller);
+
+/* ---- native functions, one file per concept. */
+napi_value uvtn_create(napi_env env, napi_callback_info info);
+napi_value uvtn_close(napi_env env, napi_callback_info info);
+napi_value uvtn_metrics(napi_env env, napi_callback_info info);
+napi_value uvtn_attach_surface(napi_env env, napi_callback_info info);
+napi_value uvtn_detach_surface(napi_env env, napi_callback_info info);
+napi_value uvtn_register_agent(napi_env env, napi_callback_info info);
+napi_value uvtn_dispose_agent(napi_env env, napi_callback_info info);
+napi_value uvtn_listen(napi_env env, napi_callback_info info);
+napi_value uvtn_unlisten(napi_env env, napi_callback_info info);
+napi_value uvtn_watch(napi_env env, napi_callback_info info);
+napi_value uvtn_unwatch(napi_env env, napi_callback_info info);
+napi_value uvtn_wait(napi_env env, napi_callback_info info);
+napi_value uvtn_wait_abort(napi_env env, napi_callback_info info);
+napi_value uvtn_get(napi_env env, napi_callback_info info);
+napi_value uvtn_list(napi_env env, napi_callback_info info);
+napi_value uvtn_read(napi_env env, napi_callback_info info);
+napi_value uvtn_kill(napi_env env, napi_callback_info info);
+napi_value uvtn_forget(napi_env env, napi_callback_info info);
+napi_value uvtn_start(napi_env env, napi_callback_info info);
+napi_value uvtn_settle(napi_env env, napi_callback_info info);
+napi_value uvtn_spawn(napi_env env, napi_callback_info info);
+napi_value uvtn_pid(napi_env env, napi_callback_info info);
+napi_value uvtn_write(napi_env env, napi_callback_info info);
+napi_value uvtn_close_stdin(napi_env env, napi_callback_info info);
+napi_value uvtn_resize(napi_env env, napi_callback_info info);
+napi_value uvtn_stop_all_now(napi_env env, napi_callback_info info);
+napi_value uvtn_features(napi_env env, napi_callback_info info);
+
+#endif /* UVTN_H */

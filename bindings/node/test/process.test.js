@@ -1,0 +1,148 @@
+// Process tasks through the binding (SPEC §3 via §8, N-4): the process
+// producer's clauses hold for tasks.spawn() as they do in C.
+'use strict'
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const os = require('node:os')
+const { features } = require('..')
+const { fixture, groupMembers, zombieChildren, eventually, busyWait } = require('./helpers')
+
+const codeOf = (code) => (e) => e instanceof Error && e.code === code
+
+// P-OUT-1, P-END-2, R-READ-1: stdout then [stderr]; exit code in detail.
+test('a command runs, its output is read once, its exit code is the detail (P-OUT-1, P-END-2, R-READ-1)', async () => {
+  const { tasks } = fixture()
+  const id = tasks.spawn({ command: 'echo out; echo err >&2; exit 3' })
+  assert.equal(id, 'bash-1')
+  const snap = await tasks.wait(id, 10000)
+  assert.equal(snap.status, 'completed')
+  assert.equal(snap.detail, 'exit code: 3')
+  assert.equal(tasks.read(id).text, 'out\n[stderr]\nerr\n')
+  assert.equal(tasks.read(id).text, '')
+  await tasks.close()
+})
+
+// P-SPAWN-1, P-SPAWN-3: own session and group; env, cwd, stdin bytes.
+test('argv, env, cwd and stdin bytes; each task is its own session (P-SPAWN-1, P-SPAWN-3)', async () => {
+  const { tasks } = fixture()
+  const a = tasks.spawn({
+    argv: ['sh', '-c', 'echo "$GREETING $(pwd)"; cat; ps -o sid= -p $$'],
+    env: { GREETING: 'hello' },
+    cwd: os.tmpdir(),
+    stdin: Buffer.from('from stdin\n'),
+    kind: 'sh',
+    label: 'greeter',
+  })
+  assert.equal(a, 'sh-1')
+  const pid = tasks.pid(a)
+  await tasks.wait(a, 10000)
+  const lines = tasks.read(a).text.trim().split('\n')
+  assert.equal(lines[0], `hello ${os.tmpdir()}`)
+  assert.equal(lines[1], 'from stdin')
+  assert.equal(Number(lines[2]), pid) // the leader leads its own session
+  const b = tasks.spawn({ command: 'cat', stdin: 'text input' })
+  await tasks.wait(b, 10000)
+  assert.equal(tasks.read(b).text, 'text input')
+  const c = tasks.spawn({ command: 'cat', stdin: 'null' })
+  assert.equal((await tasks.wait(c, 10000)).detail, 'exit code: 0')
+  await tasks.close()
+})
+
+// P-KILL-1, P-KILL-2: a kill stops the whole group; the outcome names the
+// signal.
+test('kill stops the whole process group (P-KILL-1, P-KILL-2, R-KILL-2)', async () => {
+  const { tasks } = fixture()
+  const id = tasks.spawn({ command: 'sleep 30 & sleep 30; wait', graceMs: 200 })
+  const pgid = tasks.pid(id)
+  await eventually(() => groupMembers(pgid).length >= 3)
+  assert.equal(tasks.kill(id, undefined, 'test'), 'requested')
+  const snap = await tasks.wait(id, 10000)
+  assert.equal(snap.status, 'killed')
+  assert.equal(snap.detail, 'signal: SIGTERM')
+  assert.equal(snap.killReason, 'test')
+  assert.deepEqual(await eventually(() => groupMembers(pgid).length === 0), true)
+  await tasks.close()
+})
+
+// P-LIMIT-1 and R-TIME-1: the runtime limit counts from the call, even
+// when JS blocked the loop just before it (the loop's clock was stale).
+test('maxRuntimeMs counts from the call after JS blocked the loop (P-LIMIT-1, R-TIME-1)', async () => {
+  const { tasks } = fixture()
+  await new Promise((r) => setImmediate(r))
+  busyWait(300)
+  const t0 = performance.now()
+  const id = tasks.spawn({ command: 'sleep 30', maxRuntimeMs: 200, graceMs: 100 })
+  const snap = await tasks.wait(id, 10000)
+  const elapsed = performance.now() - t0
+  assert.equal(snap.status, 'killed')
+  assert.match(snap.detail, /^timed out after \d+ ms$/)
+  assert.ok(elapsed >= 195, `stopped ${elapsed.toFixed(1)} ms after the call`)
+  await tasks.close()
+})
+
+// P-SPAWN-4: a spawn failure is a synchronous error with nothing registered
+// and no id used (N-1: libuv's code names).
+test('spawn failures throw libuv codes with nothing registered (P-SPAWN-4, N-1)', async () => {
+  const { tasks } = fixture()
+  assert.throws(() => tasks.spawn({ command: 'true', cwd: '/no/such/dir' }), codeOf('ENOENT'))
+  assert.throws(() => tasks.spawn({ argv: ['/no/such/program'] }), codeOf('ENOENT'))
+  assert.throws(() => tasks.spawn({}), codeOf('EINVAL'))
+  assert.throws(() => tasks.spawn({ command: 'true', argv: ['true'] }), codeOf('EINVAL'))
+  assert.throws(() => tasks.spawn({ command: 'true', env: { 'A=B': 'x' } }),
+    codeOf('ERR_INVALID_ARG_TYPE'))
+  assert.throws(() => tasks.pid('bash-1'), codeOf('UVT_ENOTASK'))
+  assert.equal(tasks.spawn({ command: 'true' }), 'bash-1')
+  await tasks.wait('bash-1', 10000)
+  assert.equal(tasks.metrics().started, 1)
+  await tasks.close()
+  assert.deepEqual(zombieChildren(), [])
+})
+
+// The interactive half (SPEC §3b) is not in the library yet: every call
+// that needs it says so with ENOTSUP and leaves nothing behind.
+test('interactive options throw ENOTSUP until the library has SPEC 3b', { skip: features.stdinPipe && features.tty && features.onOutput && features.outputBackpressure }, async () => {
+  const { tasks } = fixture()
+  const notsup = codeOf('ENOTSUP')
+  if (!features.stdinPipe) {
+    assert.throws(() => tasks.spawn({ command: 'cat', stdin: 'pipe' }), notsup)
+  }
+  if (!features.tty) {
+    assert.throws(() => tasks.spawn({ command: 'true', tty: true }), notsup)
+    assert.throws(() => tasks.spawn({ command: 'true', cols: 100, rows: 40 }), notsup)
+  }
+  if (!features.outputBackpressure) {
+    assert.throws(() => tasks.spawn({ command: 'true', outputBackpressure: true }), notsup)
+  }
+  if (!features.onOutput) {
+    assert.throws(() => tasks.spawn({ command: 'true', onOutput() {} }), notsup)
+  }
+  const id = tasks.spawn({ command: 'true' })
+  if (!features.stdinPipe) {
+    assert.throws(() => tasks.write(id, 'x'), notsup)
+    assert.throws(() => tasks.closeStdin(id), notsup)
+  }
+  if (!features.tty) assert.throws(() => tasks.resize(id, 100, 40), notsup)
+  assert.equal(tasks.metrics().started, 1)
+  await tasks.wait(id, 10000)
+  await tasks.close()
+})
+
+// R-AGENT-1 with processes: disposal stops the agent's groups and waits.
+test('agent disposal and close stop their process groups (R-AGENT-1, R-CLOSE-1, P-KILL-4)', async () => {
+  const { tasks } = fixture()
+  const a = tasks.registerAgent('a', 's')
+  const owned = tasks.spawn({ command: 'sleep 30', owner: a, graceMs: 100 })
+  const left = tasks.spawn({ command: 'sleep 30 & echo started', graceMs: 100 })
+  const pOwned = tasks.pid(owned, a)
+  const pLeft = tasks.pid(left)
+  await a.dispose()
+  assert.deepEqual(groupMembers(pOwned), [])
+  assert.throws(() => tasks.get(owned, a), codeOf('UVT_ENOTASK'))
+  // The leader of `left` exits at once; its background sleep stays in the
+  // group until close stops it (P-KILL-4).
+  assert.equal((await tasks.wait(left, 10000)).status, 'completed')
+  assert.equal(groupMembers(pLeft).length, 1)
+  await tasks.close()
+  assert.deepEqual(groupMembers(pLeft), [])
+  assert.deepEqual(zombieChildren(), [])
+})

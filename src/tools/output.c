@@ -1,0 +1,200 @@
+/* One read's output as a tool result shows it (M-TOOLS-7, M-TOOLS-8): the
+ * read's text through the terminal filter (term.c), stdout and stderr each
+ * with a state of their own kept between reads, then cut to the result's
+ * size (uvt__text_clip).
+ *
+ * A process task's read is stdout, then a line "[stderr]" and stderr
+ * (P-OUT-1), and either part may begin with a drop notice
+ * "[... N bytes dropped ...]" (P-OUT-2).  The parts are found again here by
+ * that format: the first "[stderr]" line starts stderr.  A command that
+ * prints such a line itself only moves where its unfinished lines are
+ * kept, never what the text says.  (Once the process producer offers a
+ * structured read, P-RES-1, the streams can come apart without this.) */
+#include "tools-int.h"
+
+#include <string.h>
+
+#include "uvt-internal.h"
+
+/* The filter states of one task, kept while the next read depends on
+ * them. */
+typedef struct {
+  struct uvt__link link; /* on the tools' carries_ */
+  char id[UVT_ID_MAX];
+  uvt__term_t term[2]; /* stdout, stderr */
+} carry_t;
+
+static const char stderr_line[] = "[stderr]\n";
+
+static carry_t *carry_find(uvt_tools_t *tools, const char *id) {
+  struct uvt__link *n;
+  carry_t *c;
+
+  for (n = tools->carries_.next; n != &tools->carries_; n = n->next) {
+    c = uvt__container_of(n, carry_t, link);
+    if (strcmp(c->id, id) == 0)
+      return c;
+  }
+  return NULL;
+}
+
+static void carry_free(carry_t *c) {
+  uvt__list_remove(&c->link);
+  uvt__term_free(&c->term[0]);
+  uvt__term_free(&c->term[1]);
+  uvt__tools_free(c);
+}
+
+/* A dropped record will not be read again: its state goes.  The watch runs
+ * only while some state is kept. */
+static void carry_watch_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
+                           int dropped) {
+  uvt_tools_t *tools = w->data;
+  carry_t *c;
+
+  if (!dropped)
+    return;
+  c = carry_find(tools, snap->id);
+  if (c != NULL)
+    carry_free(c);
+  if (uvt__list_empty(&tools->carries_))
+    uvt_watch_stop(&tools->watch_);
+}
+
+void uvt__tools_output_free(uvt_tools_t *tools) {
+  struct uvt__link *n;
+
+  while ((n = uvt__list_pop(&tools->carries_)) != NULL)
+    carry_free(uvt__container_of(n, carry_t, link));
+  uvt_watch_stop(&tools->watch_);
+}
+
+/* Length of the drop notice at the start of `s`, or 0. */
+static size_t drop_notice_len(const char *s, size_t n) {
+  static const char pre[] = "[... ";
+  static const char post[] = " bytes dropped ...]\n";
+  size_t i = sizeof(pre) - 1;
+  size_t digits;
+
+  if (n < i || memcmp(s, pre, i) != 0)
+    return 0;
+  for (digits = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+    digits++;
+  if (digits == 0 || n - i < sizeof(post) - 1 ||
+      memcmp(s + i, post, sizeof(post) - 1) != 0)
+    return 0;
+  return i + sizeof(post) - 1;
+}
+
+/* Where stderr's part begins (the "[stderr]" line), or `n`. */
+static size_t find_stderr(const char *s, size_t n) {
+  size_t k = sizeof(stderr_line) - 1;
+  size_t i;
+
+  for (i = 0; i + k <= n; i++) {
+    if ((i == 0 || s[i - 1] == '\n') && s[i] == '[' &&
+        memcmp(s + i, stderr_line, k) == 0)
+      return i;
+    /* Only line starts can match: skip to the next one. */
+    {
+      const char *nl = memchr(s + i, '\n', n - i);
+      if (nl == NULL)
+        break;
+      i = (size_t)(nl - s);
+    }
+  }
+  return n;
+}
+
+/* Filter one stream's part of a read into `t`. */
+static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
+                        uvt__text_t *t) {
+  size_t k = drop_notice_len(s, n);
+
+  if (k > 0) {
+    /* Bytes were lost before these: the unfinished line cannot go on. */
+    uvt__term_end(term, UVT__TERM_FINAL, t);
+    if (t->len > 0 && t->base[t->len - 1] != '\n')
+      uvt__text_raw(t, "\n", 1);
+    uvt__text_raw(t, s, k);
+    s += k;
+    n -= k;
+  }
+  uvt__term_feed(term, s, n, t);
+  uvt__term_end(term, final ? UVT__TERM_FINAL : UVT__TERM_SHOW, t);
+}
+
+void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
+                       size_t max_bytes, uvt__text_t *t) {
+  int final = uvt_status_is_terminal(r->snapshot.status);
+  carry_t *c = carry_find(tools, id);
+  uvt__term_t local[2];
+  uvt__term_t *term;
+  uvt__text_t all;
+  size_t split;
+  size_t mark;
+
+  if (c != NULL) {
+    term = c->term;
+  } else {
+    uvt__term_init(&local[0]);
+    uvt__term_init(&local[1]);
+    term = local;
+  }
+  uvt__text_init(&all);
+  split = find_stderr(r->text, r->len);
+  filter_part(&term[0], r->text, split, final, &all);
+  if (split < r->len) {
+    /* The "[stderr]" line only if stderr shows something. */
+    mark = all.len;
+    if (all.len > 0 && all.base[all.len - 1] != '\n')
+      uvt__text_raw(&all, "\n", 1);
+    uvt__text_raw(&all, stderr_line, sizeof(stderr_line) - 1);
+    split += sizeof(stderr_line) - 1;
+    {
+      size_t before = all.len;
+      filter_part(&term[1], r->text + split, r->len - split, final, &all);
+      if (all.len == before && all.err == 0) {
+        all.len = mark;
+        all.base[mark] = '\0';
+      }
+    }
+  }
+
+  /* Keep what the next read needs, and only that. */
+  if (final || (!uvt__term_carries(&term[0]) && !uvt__term_carries(&term[1]))) {
+    if (c != NULL) {
+      carry_free(c);
+      if (uvt__list_empty(&tools->carries_))
+        uvt_watch_stop(&tools->watch_);
+    } else {
+      uvt__term_free(&local[0]);
+      uvt__term_free(&local[1]);
+    }
+  } else if (c == NULL) {
+    c = strlen(id) < UVT_ID_MAX ? uvt__tools_malloc(sizeof(*c)) : NULL;
+    if (c == NULL) {
+      /* Not kept: the next read starts afresh, which only loses the
+       * rewriting of a line across the two reads. */
+      uvt__term_free(&local[0]);
+      uvt__term_free(&local[1]);
+    } else {
+      strcpy(c->id, id);
+      c->term[0] = local[0];
+      c->term[1] = local[1];
+      if (uvt__list_empty(&tools->carries_)) {
+        tools->watch_.data = tools;
+        /* Without the watch (the registry is closing) the state is freed
+         * by the task's last read or by detach. */
+        uvt_watch_start(tools->registry, &tools->watch_, carry_watch_cb);
+      }
+      uvt__list_insert_tail(&tools->carries_, &c->link);
+    }
+  }
+
+  if (all.err != 0)
+    t->err = all.err;
+  else
+    uvt__text_clip(t, all.base, all.len, max_bytes);
+  uvt__text_free(&all);
+}

@@ -1,0 +1,35 @@
+/* M-MCP-5: a non-consuming look at a pending tool call, so a host can
+ * report progress while run_command runs or task_output waits. */
+#include "uvtasks/tools.h"
+
+#include <string.h>
+
+#include "process/process-internal.h"
+#include "tools-int.h"
+
+/* The call states of tools.c: only a call inside its wait has a task. */
+#define PROGRESS_CALL_WAITING 1
+
+int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
+                            size_t size) {
+  char raw[1024];
+  uvt__text_t t;
+  int err;
+
+  if (line != NULL && size > 0)
+    line[0] = '\0';
+  if (req == NULL || line == NULL || size == 0 || req->tools == NULL ||
+      req->state_ != PROGRESS_CALL_WAITING || req->task_id_[0] == '\0')
+    return UV_EINVAL;
+  err = uvt__process_last_line(req->tools->registry, req->task_id_,
+                               req->caller_, raw, sizeof(raw));
+  if (err != 0)
+    return UV_EINVAL;
+  /* One line of valid UTF-8, cut to fit with its NUL. */
+  uvt__text_init(&t);
+  uvt__text_oneline(&t, raw, size > 4 ? size - 4 : 1);
+  if (t.err == 0 && t.base != NULL && t.len < size)
+    memcpy(line, t.base, t.len + 1);
+  uvt__text_free(&t);
+  return 0;
+}
