@@ -447,11 +447,82 @@ static void test_storm_one_turn(void **state) {
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 }
 
+typedef struct {
+  int signalled;
+} stopall_t;
+
+static void stopall_thread(void *arg) {
+  ((stopall_t *)arg)->signalled = uvt_process_stop_all_now();
+}
+
+/* uvt_process_stop_all_now(), from another thread and with no loop turn:
+ * every live task's session is killed at once (a TERM-ignoring leader, a
+ * `set -m` job in a group of its own), a spawn the spawner had already
+ * decided on is waited for and its child killed too, and the registry
+ * spawns nothing afterwards. */
+static void test_stop_all_now(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char ida[UVT_ID_MAX];
+  char idb[UVT_ID_MAX];
+  char idc[UVT_ID_MAX];
+  char idd[UVT_ID_MAX];
+  uv_thread_t th;
+  stopall_t st;
+  waitres_t w;
+  sbuf_t sb = {0};
+  pid_t a, b, c;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.grace_ms = 60000;
+  o.command = "trap '' TERM; echo up; sleep 300";
+  assert_int_equal(uvt_process_start(f.reg, &o, ida), 0);
+  read_until_has(&f, ida, NULL, &sb, "up\n");
+  sb_free(&sb);
+  o.command = "set -m; sleep 300 & echo up; wait";
+  assert_int_equal(uvt_process_start(f.reg, &o, idb), 0);
+  read_until_has(&f, idb, NULL, &sb, "up\n");
+  sb_free(&sb);
+  a = task_pid(&f, ida, NULL);
+  b = task_pid(&f, idb, NULL);
+  assert_true(session_has(&f, b, "sleep 300", 1));
+  /* One more, held after the spawner decided to spawn it. */
+  gate_close(1);
+  o.command = "sleep 300";
+  assert_int_equal(uvt_process_start(f.reg, &o, idc), 0);
+  run_for(&f, 20);
+  memset(&st, 0, sizeof(st));
+  assert_int_equal(uv_thread_create(&th, stopall_thread, &st), 0);
+  run_for(&f, 50);
+  gate_open(1);
+  assert_int_equal(uv_thread_join(&th), 0);
+  assert_int_equal(st.signalled, 3);
+  gate_remove();
+  /* Nothing left of any of them, without another signal from us. */
+  c = task_pid(&f, idc, NULL);
+  assert_true(session_gone(&f, a, 3000));
+  assert_true(session_gone(&f, b, 3000));
+  assert_true(session_gone(&f, c, 3000));
+  wait_task(&f, &w, ida, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  wait_end(&w);
+  /* The registry spawns nothing more. */
+  o.command = "true";
+  assert_int_equal(uvt_process_start(f.reg, &o, idd), 0);
+  wait_task(&f, &w, idd, 5000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "killed before it started");
+  wait_end(&w);
+  fixture_close(&f);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       T(test_kill_before_spawned), T(test_kill_while_spawning),
       T(test_close_spawns_out),    T(test_spawn_failed_after_registration),
       T(test_spawn_fd_exhaustion), T(test_storm_one_turn),
+      T(test_stop_all_now),
   };
   return PROCESS_TESTS("process-spawner", tests);
 }

@@ -281,6 +281,21 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
 
+/* Send SIGKILL at once to every live process task of every registry in
+ * this process (their sessions, and their cgroups where enabled), without
+ * the loop: for a host that ends the process on a path where no registry
+ * gets to close (Node's process.exit() or an uncaught exception, a second
+ * shutdown signal).  A spawn in progress on a spawner thread is waited for
+ * (it ends when the child has exec'd) and its child killed too; after
+ * this call no existing registry spawns again (its later starts settle
+ * `killed`, "killed before it started").  The tasks settle, and their
+ * registries close, as usual if their loops run again.
+ *
+ * Returns the number of sessions signalled (>= 0).
+ * Ownership: nothing is allocated.
+ * Thread: any (it takes locks: not from a signal handler). */
+UVT_EXTERN int uvt_process_stop_all_now(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -142,6 +142,9 @@ int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
     return UV_ENOMEM;
   }
   ps->cg_dirfd = fd;
+  uv_mutex_lock(&ps->spawn_mutex);
+  ps->cg_dirfd_shared = fd;
+  uv_mutex_unlock(&ps->spawn_mutex);
   return 0;
 }
 
@@ -308,6 +311,9 @@ int uvt__cgroup_had(uvt__procs_t *ps, pid_t pid) {
 void uvt__cgroup_close(uvt__procs_t *ps) {
   if (ps->cg_dirfd < 0)
     return;
+  uv_mutex_lock(&ps->spawn_mutex);
+  ps->cg_dirfd_shared = -1;
+  uv_mutex_unlock(&ps->spawn_mutex);
   close(ps->cg_dirfd);
   ps->cg_dirfd = -1;
   if (ps->cg_path != NULL && rmdir(ps->cg_path) != 0 && errno != ENOENT)

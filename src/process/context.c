@@ -118,13 +118,17 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     uvt__free(ps);
     return err;
   }
+  ps->cg_dirfd_shared = -1;
   err = uvt__ext_add(reg, &ps->ext);
+  if (err == 0)
+    uvt__stopall_add(ps);
   if (err != 0) {
     /* The registry began closing inside this start: undo through the
      * async handle's close. */
     ps->done = NULL;
     if (ps->owner_fd >= 0)
       close(ps->owner_fd);
+    uv_cond_destroy(&ps->spawn_idle);
     uv_cond_destroy(&ps->spawn_cond);
     uv_mutex_destroy(&ps->spawn_mutex);
     ps->handles_closing = 1;

@@ -80,10 +80,15 @@ extern int uvt__process_no_pidfd;
 int uvt__process_last_line(uvt_registry_t *reg, const char *id,
                            const uvt_agent_t *caller, char *buf, size_t size);
 
-
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
 typedef struct uvt__spawn_s uvt__spawn_t;
+
+/* A live leader as uvt_process_stop_all_now() sees it. */
+typedef struct {
+  pid_t pid;
+  char cg_name[16]; /* its cgroup in the registry's directory, or "" */
+} uvt__leader_t;
 
 /* Groups of one session a pass remembers having signalled. */
 #define UVT__PASS_GROUPS 32
@@ -249,7 +254,16 @@ struct uvt__procs_s {
   uvt__envcache_t envc;
 
   /* spawner.c */
-  uv_mutex_t spawn_mutex; /* guards the two queues and spawners_left */
+  uv_mutex_t spawn_mutex; /* guards the queues, spawners_left, leaders,
+                             spawning_now, spawn_frozen, cg_dirfd_shared */
+  uv_cond_t spawn_idle;   /* spawning_now went to 0 */
+  uvt__leader_t *leaders; /* live leaders (stopall.c) */
+  size_t leaders_n;
+  size_t leaders_cap;    /* grown by the loop before a start commits */
+  unsigned spawning_now; /* spawns running on a thread right now */
+  int spawn_frozen;      /* uvt_process_stop_all_now(): spawn nothing */
+  int cg_dirfd_shared;   /* cg_dirfd, for stopall.c */
+  uvt__procs_t *stopall_next;
   uv_cond_t spawn_cond;
   struct uvt__link spawn_queue; /* requests for the threads */
   struct uvt__link spawn_done;  /* answers for the loop */
@@ -325,6 +339,13 @@ int uvt__spawner_init(uvt__procs_t *ps);
 /* Hand a request over (starting the threads with the first one); its
  * answer comes back through uvt__proc_spawned() from the async. */
 void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp);
+/* Room in the live-leader set for one more start (before it commits):
+ * 0 or UV_ENOMEM.  A reaped leader leaves the set. */
+int uvt__spawner_reserve(uvt__procs_t *ps);
+void uvt__spawner_reaped(uvt__procs_t *ps, pid_t pid);
+/* stopall.c: the process-wide list of contexts. */
+void uvt__stopall_add(uvt__procs_t *ps);
+void uvt__stopall_remove(uvt__procs_t *ps);
 /* At context close: stop the threads (answering queued requests "not
  * spawned" at once); 0 once they are joined and every answer delivered,
  * else -1 (uvt__procs_maybe_closed is called again then). */

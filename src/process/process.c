@@ -262,6 +262,7 @@ static void on_drain_timer(uv_timer_t *timer) {
 
 static void leader_exited(uvt__proc_t *p, int status, int lost) {
   uvt__reap_unwatch(p);
+  uvt__spawner_reaped(p->procs, p->pid);
   p->reaped = 1;
   p->status = status;
   p->status_lost = lost;
@@ -645,7 +646,9 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   child[0] = in_fd;
   child[1] = outp[1];
   child[2] = errp[1];
-  err = uvt__spawn_prepare(&p->procs->envc, o, child, &p->spawn);
+  err = uvt__spawner_reserve(p->procs);
+  if (err == 0)
+    err = uvt__spawn_prepare(&p->procs->envc, o, child, &p->spawn);
   if (err != 0)
     goto fail_fds;
   /* The request owns the child's ends now. */
@@ -773,6 +776,7 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
      * P-SPAWN-4: no child, no zombie. */
     uvt__session_untrack(p);
     uvt__spawn_abort(p->pid);
+    uvt__spawner_reaped(p->procs, p->pid);
     p->pid = 0;
     not_started(p, err);
     return;

@@ -40,6 +40,22 @@
 
 unsigned uvt__process_spawners;
 
+/* Under the mutex, after a spawn: its leader joins the live set that
+ * uvt_process_stop_all_now() reads (room was reserved by the start). */
+static void spawned(uvt__procs_t *ps, const uvt__spawn_t *sp) {
+  if (sp->err == 0 && !sp->skipped && sp->pid > 0 &&
+      ps->leaders_n < ps->leaders_cap) {
+    uvt__leader_t *l = &ps->leaders[ps->leaders_n++];
+    l->pid = sp->pid;
+    if (sp->cg_dirfd >= 0 && sp->cg_err == 0)
+      memcpy(l->cg_name, sp->cg_name, sizeof(l->cg_name));
+    else
+      l->cg_name[0] = '\0';
+  }
+  if (--ps->spawning_now == 0)
+    uv_cond_broadcast(&ps->spawn_idle);
+}
+
 static void spawner_main(void *arg) {
   uvt__procs_t *ps = arg;
   struct uvt__link *n;
@@ -56,10 +72,14 @@ static void spawner_main(void *arg) {
     if (ps->spawn_stop)
       break;
     n = uvt__list_pop(&ps->spawn_queue);
-    uv_mutex_unlock(&ps->spawn_mutex);
     sp = uvt__container_of(n, uvt__spawn_t, link);
+    if (ps->spawn_frozen)
+      atomic_store(&sp->cancelled, 1); /* uvt_process_stop_all_now() */
+    ps->spawning_now++;
+    uv_mutex_unlock(&ps->spawn_mutex);
     uvt__spawn_run(sp);
     uv_mutex_lock(&ps->spawn_mutex);
+    spawned(ps, sp);
     uvt__list_insert_tail(&ps->spawn_done, &sp->link);
     uv_mutex_unlock(&ps->spawn_mutex);
     uv_async_send(&ps->spawn_async);
@@ -111,8 +131,15 @@ int uvt__spawner_init(uvt__procs_t *ps) {
     uv_mutex_destroy(&ps->spawn_mutex);
     return err;
   }
+  err = uv_cond_init(&ps->spawn_idle);
+  if (err != 0) {
+    uv_cond_destroy(&ps->spawn_cond);
+    uv_mutex_destroy(&ps->spawn_mutex);
+    return err;
+  }
   err = uv_async_init(ps->loop, &ps->spawn_async, on_answers);
   if (err != 0) {
+    uv_cond_destroy(&ps->spawn_idle);
     uv_cond_destroy(&ps->spawn_cond);
     uv_mutex_destroy(&ps->spawn_mutex);
     return err;
@@ -152,8 +179,14 @@ void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp) {
   uv_ref((uv_handle_t *)&ps->spawn_async);
   if (ps->spawners == 0) {
     /* No thread could be started: spawn here, answer as usual. */
+    uv_mutex_lock(&ps->spawn_mutex);
+    if (ps->spawn_frozen)
+      atomic_store(&sp->cancelled, 1);
+    ps->spawning_now++;
+    uv_mutex_unlock(&ps->spawn_mutex);
     uvt__spawn_run(sp);
     uv_mutex_lock(&ps->spawn_mutex);
+    spawned(ps, sp);
     uvt__list_insert_tail(&ps->spawn_done, &sp->link);
     uv_mutex_unlock(&ps->spawn_mutex);
     uv_async_send(&ps->spawn_async);
@@ -162,6 +195,48 @@ void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp) {
   uv_mutex_lock(&ps->spawn_mutex);
   uvt__list_insert_tail(&ps->spawn_queue, &sp->link);
   uv_cond_signal(&ps->spawn_cond);
+  uv_mutex_unlock(&ps->spawn_mutex);
+}
+
+int uvt__spawner_reserve(uvt__procs_t *ps) {
+  uvt__leader_t *nl;
+  size_t want;
+  size_t cap;
+
+  /* Room for every leader alive and every spawn out, so a thread never
+   * allocates: it adds within what the loop reserved. */
+  uv_mutex_lock(&ps->spawn_mutex);
+  want = ps->leaders_n + ps->spawns_out + 1;
+  if (want <= ps->leaders_cap) {
+    uv_mutex_unlock(&ps->spawn_mutex);
+    return 0;
+  }
+  cap = ps->leaders_cap ? ps->leaders_cap * 2 : 64;
+  while (cap < want)
+    cap *= 2;
+  nl = uvt__realloc(ps->leaders, cap * sizeof(*nl));
+  if (nl == NULL) {
+    uv_mutex_unlock(&ps->spawn_mutex);
+    return UV_ENOMEM;
+  }
+  ps->leaders = nl;
+  ps->leaders_cap = cap;
+  uv_mutex_unlock(&ps->spawn_mutex);
+  return 0;
+}
+
+void uvt__spawner_reaped(uvt__procs_t *ps, pid_t pid) {
+  size_t i;
+
+  if (ps == NULL || !ps->spawner_init)
+    return;
+  uv_mutex_lock(&ps->spawn_mutex);
+  for (i = 0; i < ps->leaders_n; i++) {
+    if (ps->leaders[i].pid == pid) {
+      ps->leaders[i] = ps->leaders[--ps->leaders_n];
+      break;
+    }
+  }
   uv_mutex_unlock(&ps->spawn_mutex);
 }
 
@@ -198,8 +273,12 @@ unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed) {
   if (!ps->spawner_init)
     return 0;
   ps->spawner_init = 0;
+  uvt__stopall_remove(ps);
+  uv_cond_destroy(&ps->spawn_idle);
   uv_cond_destroy(&ps->spawn_cond);
   uv_mutex_destroy(&ps->spawn_mutex);
+  uvt__free(ps->leaders);
+  ps->leaders = NULL;
   uv_close((uv_handle_t *)&ps->spawn_async, on_closed);
   return 1;
 }
