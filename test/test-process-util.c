@@ -233,7 +233,10 @@ int read_stat(pid_t pid, pstat_t *st) {
   buf[n] = '\0';
   p = strrchr(buf, ')');
   if (p == NULL ||
-      sscanf(p + 1, " %c %d %d %d", &st->state, &ppid, &pgrp, &sid) != 4)
+      sscanf(p + 1,
+             " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+             "%*d %*d %*d %llu",
+             &st->state, &ppid, &pgrp, &sid, &st->start) != 5)
     return -1;
   st->pid = pid;
   st->ppid = ppid;
@@ -242,10 +245,39 @@ int read_stat(pid_t pid, pstat_t *st) {
   return 0;
 }
 
+/* The leaders task_pid() saw, with their start times: pid numbers are
+ * reused quickly on a machine with pid_max 32768, so a session number
+ * counts as the task's only for processes started since its leader, and
+ * not at all once another process has the leader's pid. */
+static struct {
+  pid_t pid;
+  unsigned long long start;
+} leaders[512];
+static unsigned leaders_next;
+
+static void leader_seen(pid_t pid) {
+  pstat_t st;
+  if (read_stat(pid, &st) != 0)
+    return;
+  leaders[leaders_next % 512].pid = pid;
+  leaders[leaders_next % 512].start = st.start;
+  leaders_next++;
+}
+
+/* The start time of leader `sid` as seen, or 0 if unknown. */
+static unsigned long long leader_start(pid_t sid) {
+  unsigned i;
+  for (i = leaders_next; i > 0 && leaders_next - i < 512; i--)
+    if (leaders[(i - 1) % 512].pid == sid)
+      return leaders[(i - 1) % 512].start;
+  return 0;
+}
+
 typedef struct {
   pid_t sid;
   int live;
-  const char *comm_argv; /* NULL = any */
+  const char *comm_argv;    /* NULL = any */
+  unsigned long long start; /* the leader's start time, or 0 */
 } session_count_t;
 
 static int cmdline_is(pid_t pid, const char *want) {
@@ -271,7 +303,8 @@ static int cmdline_is(pid_t pid, const char *want) {
 
 static int count_session(const pstat_t *st, void *arg) {
   session_count_t *c = arg;
-  if (st->sid != c->sid || st->state == 'Z' || st->state == 'X')
+  if (st->sid != c->sid || st->state == 'Z' || st->state == 'X' ||
+      st->start < c->start)
     return 0;
   if (c->comm_argv == NULL || cmdline_is(st->pid, c->comm_argv))
     c->live++;
@@ -279,7 +312,12 @@ static int count_session(const pstat_t *st, void *arg) {
 }
 
 int session_live(pid_t sid, const char *argv_joined) {
-  session_count_t c = {sid, 0, argv_joined};
+  session_count_t c = {sid, 0, argv_joined, leader_start(sid)};
+  pstat_t st;
+  /* Another process has the leader's pid: the number was reused, and
+   * nothing of the task's session can be left. */
+  if (c.start != 0 && read_stat(sid, &st) == 0 && st.start != c.start)
+    return 0;
   each_process(count_session, &c);
   return c.live;
 }
@@ -328,11 +366,12 @@ typedef struct {
   pid_t pgid;
   int live;
   int zombies;
+  unsigned long long start; /* the leader's start time, or 0 */
 } group_count_t;
 
 static int count_member(const pstat_t *st, void *arg) {
   group_count_t *g = arg;
-  if (st->pgrp != g->pgid)
+  if (st->pgrp != g->pgid || st->start < g->start)
     return 0;
   if (st->state == 'Z' || st->state == 'X')
     g->zombies++;
@@ -343,8 +382,12 @@ static int count_member(const pstat_t *st, void *arg) {
 
 /* Live members of group `pgid` (zombies count as dead, C-02). */
 int group_live(pid_t pgid) {
-  group_count_t g = {pgid, 0, 0};
+  group_count_t g = {pgid, 0, 0, leader_start(pgid)};
+  pstat_t st;
   if (kill(-pgid, 0) != 0 && errno == ESRCH)
+    return 0;
+  /* The number reused by another process: the task's group is gone. */
+  if (g.start != 0 && read_stat(pgid, &st) == 0 && st.start != g.start)
     return 0;
   each_process(count_member, &g);
   return g.live;
@@ -718,6 +761,7 @@ int task_pid(fixture_t *f, const char *id, const uvt_agent_t *caller) {
    * pid is 0. */
   assert_true(run_until(f, pid_known, &w, 10000));
   assert_true(w.pid > 0);
+  leader_seen(w.pid);
   return w.pid;
 }
 

@@ -24,6 +24,7 @@ typedef struct {
   pid_t pgrp;
   pid_t sid;
   char state;
+  unsigned long long start; /* clock ticks after boot */
 } pstat_t;
 
 typedef struct {

@@ -21,9 +21,10 @@
  * leader (start times, field 22).  Once a pass finds no live member after
  * the leader's reap, the session is marked gone for good: nobody is left
  * to fork into it.  What remains possible: the number freed, reused by a
- * new session leader that exits at once, all between two passes, with its
- * members still running; pid reuse within milliseconds makes that
- * theoretical.
+ * new session leader that exits again at once, all between two passes,
+ * with that new session's members still running.  Reuse itself is not
+ * rare (pid_max is 32768 on many machines, including the one these tests
+ * ran on), but that sequence within one pass interval is.
  *
  * Passes are batched: requests made in one loop turn share one pass over
  * /proc, run from an idle handle of the registry's context (so a registry
