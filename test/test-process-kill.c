@@ -405,12 +405,15 @@ static uvt__proc_t *proc_of(fixture_t *f, const char *id, uvt_task_t **t) {
 typedef struct {
   fixture_t *f;
   const char *id;
+  const uvt_agent_t *caller;
   int n;
 } leftovers_wait_t;
 
 static int leftovers_at_most(void *arg) {
   leftovers_wait_t *w = arg;
-  return uvt_process_leftovers(w->f->reg, w->id, NULL) <= w->n;
+  int r = uvt_process_leftovers(w->f->reg, w->id, w->caller);
+  assert_true(r >= 0);
+  return r <= w->n;
 }
 
 /* Interface 2 of P-KILL-6: uvt_process_leftovers counts the live processes
@@ -493,6 +496,7 @@ static void test_quiesce_hook_after_end(void **state) {
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 2);
   p = proc_of(&f, id, &t);
   assert_int_equal(t->hooks.quiesce(t), 1);
+  memset(&lw, 0, sizeof(lw));
   lw.f = &f;
   lw.id = id;
   lw.n = 0;
@@ -558,8 +562,10 @@ static void test_c30_kill_ended(void **state) {
   assert_int_equal(kr, UVT_KILL_ALREADY_TERMINAL);
   /* The registry called the quiesce hook (interface 1). */
   assert_int_equal(p->quiescing, 1);
+  memset(&lw, 0, sizeof(lw));
   lw.f = &f;
   lw.id = id;
+  lw.caller = &a;
   lw.n = 0;
   assert_true(run_until(&f, leftovers_at_most, &lw, 3000));
   assert_int_equal(session_live(sid, NULL), 0);
@@ -607,6 +613,7 @@ static void test_cgroup_setsid(void **state) {
   }
   assert_int_equal(uvt_process_cgroups(f.reg, NULL), UV_EALREADY);
   test_opts(&o);
+  memset(&lw, 0, sizeof(lw));
   lw.f = &f;
   lw.n = 0;
 
