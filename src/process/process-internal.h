@@ -414,6 +414,7 @@ struct uvt__spawn_s {
   int force_fork;
   int cg_dirfd;     /* the registry's cgroup directory, or -1 */
   char cg_name[16]; /* the task's group in it */
+  long clk_tck;     /* sysconf(_SC_CLK_TCK) */
   void (*hook)(int phase);
   uvt__env_t *env;      /* loop side: released with the request */
   void *cookie;         /* loop side: the task it is for */
@@ -427,7 +428,7 @@ struct uvt__spawn_s {
   int spawning;        /* the request is prepared or out */
   int not_started;     /* answered: no child (spawn_err, or cancelled) */
   int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
-  unsigned long long start_ticks; /* the leader's start time */
+  unsigned long long start_ticks; /* at most the leader's start time */
   int cg_err; /* 0: the child is in its group; else why not */
 };
 

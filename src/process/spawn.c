@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "process-internal.h"
@@ -331,6 +332,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   sp->force_fork = uvt__process_force_fork;
   sp->hook = uvt__process_spawn_hook;
   sp->cg_dirfd = -1;
+  sp->clk_tck = sysconf(_SC_CLK_TCK);
   atomic_init(&sp->cancelled, 0);
   *out = sp;
   return 0;
@@ -503,9 +505,22 @@ static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out) {
   return 0;
 }
 
+/* The boot clock in the clock ticks of /proc/<pid>/stat's start time,
+ * rounded down as the kernel rounds it: taken just before a spawn, it is
+ * a lower bound of the child's start time, without reading /proc (which,
+ * right after posix_spawn returns, waits for the child's exec to finish:
+ * up to milliseconds on a busy machine). */
+static unsigned long long boot_ticks(long hz) {
+  struct timespec ts;
+  if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+    return 0;
+  return (unsigned long long)ts.tv_sec * (unsigned long long)hz +
+         (unsigned long long)ts.tv_nsec /
+             (1000000000ull / (unsigned long long)hz);
+}
+
 void uvt__spawn_run(uvt__spawn_t *sp) {
   void (*hook)(int) = sp->hook;
-  uvt__pstat_t st;
   pid_t pid = -1;
   int i;
 
@@ -519,6 +534,7 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
       hook(1);
     if (sp->cg_dirfd >= 0)
       sp->cg_err = uvt__cgroup_make(sp->cg_dirfd, sp->cg_name);
+    sp->start_ticks = boot_ticks(sp->clk_tck);
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
     /* With a cgroup, the child must enter it before it execs (a move
      * after posix_spawn returns races the command's first forks): fork. */
@@ -529,9 +545,6 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
       sp->err = spawn_fork(sp, &pid);
     if (sp->err == 0) {
       sp->pid = pid;
-      /* Our unreaped child: its pid is still its own. */
-      if (uvt__pstat_read(pid, &st) == 0)
-        sp->start_ticks = st.start;
       if (sp->want_pidfd)
         sp->pidfd = uvt__pidfd_open(pid);
       if (sp->cg_dirfd >= 0 && sp->cg_err == 0)
