@@ -1,9 +1,10 @@
 /* Process tasks per second (workload 1) and loop responsiveness during the
  * spawn storm (workload 2).
  *
- *   bench-process --impl uvtasks|uvspawn|posix_spawn --mode argv|shell
+ *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
- *                 [--fds 0] [--probe]
+ *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
+ *                 [--cgroups]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -14,16 +15,21 @@
  *                reading both to EOF and waiting for the exit callback.
  *   posix_spawn  the limit: posix_spawn + pipe + poll + waitpid, nothing
  *                else.
+ *   idle         nothing but the probe, for --idle-ms: the floor of the
+ *                loop's timer lateness on this machine now.
  * In shell mode the raw loops run `bash -c true` (uvtasks' shell).
  * --heap-mib touches that much heap first; --idle keeps that many
  * `sleep 3600` tasks alive during the run (uvtasks only); --probe runs a
  * 1 ms repeating uv_timer on the same loop and reports its lateness, and
  * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
- * descriptors open.
+ * descriptors open; --spawners N sets the registry's spawner threads (0:
+ * the library's default, one per core); --cgroups gives every uvtasks task
+ * a cgroup of its own (uvt_process_cgroups; the host's own cgroup).
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
- * uvt_process_start or uv_spawn); with --probe lat_p50_us, lat_p99_us,
- * lat_max_us. */
+ * uvt_process_start or uv_spawn); loop_cpu_us (CPU time of the loop's
+ * thread per task, user + system: what the host's loop pays, whatever the
+ * neighbours do); with --probe lat_p50_us, lat_p99_us, lat_max_us. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +51,8 @@
 #include "bench-util.h"
 
 extern char **environ;
+/* The library's spawner threads per registry (0 = its default). */
+extern unsigned uvt__process_spawners;
 
 static struct {
   const char *impl;
@@ -52,6 +61,7 @@ static struct {
   long live_max;
   long idle;
   int probe;
+  int cgroups;
 } cfg;
 
 static uv_loop_t loop;
@@ -62,6 +72,15 @@ static uint64_t t_start;
 static uint64_t t_end;
 
 static const char *const argv_true[] = {"true", NULL};
+
+/* CPU time of the calling thread, in microseconds. */
+static uint64_t thread_cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0)
+    return 0;
+  return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 static const char *const argv_shell[] = {"bash", "-c", "true", NULL};
 
 /* ---- The lateness probe: a 1 ms repeating timer on the same loop. */
@@ -210,6 +229,8 @@ static void run_uvtasks(void) {
   BENCH_CHECK(uvt_registry_new(&loop, NULL, &reg));
   BENCH_CHECK(uvt_surface_attach(reg, &surface, "bench"));
   BENCH_CHECK(uvt_listener_start(reg, &listener, on_done));
+  if (cfg.cgroups)
+    BENCH_CHECK(uvt_process_cgroups(reg, NULL));
   for (i = 0; i < cfg.idle; i++) {
     uvt_process_options_t o;
     uvt_process_options_init(&o);
@@ -325,6 +346,27 @@ static void run_uvspawn(void) {
   uv_run(&loop, UV_RUN_DEFAULT);
 }
 
+/* ---- idle: the probe alone */
+
+static uv_timer_t idle_end;
+
+static void idle_done(uv_timer_t *t) {
+  t_end = bench_now_ns();
+  finished = cfg.count;
+  probe_stop();
+  uv_close((uv_handle_t *)t, NULL);
+  uv_close((uv_handle_t *)&pacer, NULL);
+}
+
+static void run_idle(long ms) {
+  cfg.probe = 1;
+  probe_start();
+  t_start = bench_now_ns();
+  uv_timer_init(&loop, &idle_end);
+  uv_timer_start(&idle_end, idle_done, (uint64_t)ms, 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+}
+
 /* ---- posix_spawn: the limit */
 
 static void run_posix_spawn(void) {
@@ -388,12 +430,15 @@ static void run_posix_spawn(void) {
 
 int main(int argc, char **argv) {
   char *heap;
+  uint64_t cpu0;
   cfg.impl = bench_sopt(argc, argv, "--impl", "uvtasks");
   cfg.shell = strcmp(bench_sopt(argc, argv, "--mode", "argv"), "shell") == 0;
   cfg.count = bench_lopt(argc, argv, "--count", 2000);
   cfg.live_max = bench_lopt(argc, argv, "--live", 64);
   cfg.idle = bench_lopt(argc, argv, "--idle", 0);
   cfg.probe = bench_flag(argc, argv, "--probe");
+  cfg.cgroups = bench_flag(argc, argv, "--cgroups");
+  uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
   heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
   {
     /* --fds N: hold N more descriptors, as N/3 live process tasks do, to
@@ -405,6 +450,7 @@ int main(int argc, char **argv) {
         abort();
   }
   signal(SIGPIPE, SIG_IGN);
+  cpu0 = thread_cpu_us();
 
   uv_loop_init(&loop);
   uv_idle_init(&loop, &pacer);
@@ -415,6 +461,8 @@ int main(int argc, char **argv) {
     run_uvtasks();
   } else if (strcmp(cfg.impl, "uvspawn") == 0) {
     run_uvspawn();
+  } else if (strcmp(cfg.impl, "idle") == 0) {
+    run_idle(bench_lopt(argc, argv, "--idle-ms", 2000));
   } else if (strcmp(cfg.impl, "posix_spawn") == 0) {
     uv_close((uv_handle_t *)&pacer, NULL);
     run_posix_spawn();
@@ -431,7 +479,11 @@ int main(int argc, char **argv) {
             cfg.count);
     return 1;
   }
-  bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
+  if (strcmp(cfg.impl, "idle") != 0) {
+    bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
+    bench_result("loop_cpu_us",
+                 (double)(thread_cpu_us() - cpu0) / (double)cfg.count);
+  }
   if (cfg.probe) {
     bench_result("lat_p50_us",
                  (double)bench_percentile(lateness, lateness_n, 50) / 1e3);

@@ -12,10 +12,17 @@
 #                                configured and compiled here (release)
 #   bench/run.sh --raw FILE      also keep every sample (tab-separated)
 #
-# Needs bash, awk and a C toolchain with meson/ninja.  Peers whose tool is
-# absent (node, python3, nvim, valgrind) are skipped with a note.  Times
-# come from the programs themselves (uv_hrtime), memory from getrusage,
-# instructions from valgrind --tool=callgrind.
+# Needs bash, awk, timeout and a C toolchain with meson/ninja.  Every peer
+# (node, python3, nvim, valgrind) is probed first, with a timeout and a
+# version check; one that is absent, too old or hangs is skipped with a
+# note.  Times come from the programs themselves (uv_hrtime), memory from
+# getrusage, instructions from valgrind --tool=callgrind.
+#
+# Ratio goals are judged on the median of per-round ratios (each round
+# runs the two sides back to back, so both see the same neighbours), and
+# the table prints that ratio with its min-max over the rounds.  The load
+# average is printed at the start and at the end: on a shared machine the
+# absolute numbers move with it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -58,11 +65,11 @@ done
 if [ "$quick" = 1 ]; then
   : "${rounds:=3}"
   COUNT=500 MIB=64 LC_TASKS=200000 FLAT_TASKS=50000 XS_TASKS=100000
-  CG_TASKS=5000
+  CG_TASKS=5000 IDLE_MS=1000
 else
   : "${rounds:=5}"
   COUNT=2000 MIB=256 LC_TASKS=1000000 FLAT_TASKS=200000 XS_TASKS=400000
-  CG_TASKS=20000
+  CG_TASKS=20000 IDLE_MS=2000
 fi
 LIVE=64
 IDLE=500
@@ -81,42 +88,89 @@ notes=$tmp/notes
 
 note() { echo "$*" >>"$notes"; }
 
-# run WORKLOAD IMPL COMMAND...: run once, keep its "metric value" lines.
+# run WORKLOAD IMPL COMMAND...: run once, keep its "metric value" lines,
+# tagged with the round ($round).
+round=0
 run() {
   local wl=$1 impl=$2 out
   shift 2
   if out=$(timeout 300 "$@" 2>"$tmp/stderr"); then
-    printf '%s\n' "$out" | awk -v wl="$wl" -v impl="$impl" \
-      'NF == 2 { print wl "\t" impl "\t" $1 "\t" $2 }' >>"$results"
+    printf '%s\n' "$out" | awk -v wl="$wl" -v impl="$impl" -v r="$round" \
+      'NF == 2 { print wl "\t" impl "\t" $1 "\t" $2 "\t" r }' >>"$results"
   else
     note "$wl / $impl: run failed: $(tail -n 2 "$tmp/stderr" | tr '\n' ' ')"
   fi
 }
 
 have() { command -v "$1" >/dev/null 2>&1; }
+# The major.minor of the first "vX.Y" or "X.Y" in a version line.
+version_of() { sed -n 's/^[^0-9]*\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -n 1; }
+# version_at_least HAVE WANT (both "major.minor").
+version_at_least() {
+  awk -v h="$1" -v w="$2" 'BEGIN { split(h, a, "."); split(w, b, ".");
+    exit !(a[1] + 0 > b[1] + 0 || (a[1] + 0 == b[1] + 0 && a[2] + 0 >= b[2] + 0)) }'
+}
+# probe NAME WANT COMMAND...: the command prints a version within 10 s, at
+# least WANT; else the peer is skipped with a note saying why.
+probe() {
+  local name=$1 want=$2 out v
+  shift 2
+  if ! have "$1"; then
+    note "peer $name skipped: $1 not installed"
+    return 1
+  fi
+  if ! out=$(timeout 10 "$@" </dev/null 2>&1); then
+    note "peer $name skipped: '$*' failed or hung (10 s)"
+    return 1
+  fi
+  v=$(printf '%s\n' "$out" | version_of)
+  if [ -z "$v" ] || ! version_at_least "$v" "$want"; then
+    note "peer $name skipped: version ${v:-unknown}, needs $want or later"
+    return 1
+  fi
+  return 0
+}
 has_node=0 has_py=0 has_nvim=0 has_vg=0
-have node && has_node=1 || note "peer Node skipped: node not installed"
-if have python3 && python3 -c 'import asyncio' 2>/dev/null; then
-  has_py=1
-else
-  note "peer Python skipped: python3 (asyncio) not installed"
+probe Node 16.0 node --version && has_node=1
+if probe Python 3.7 python3 --version; then
+  if timeout 10 python3 -c 'import asyncio' </dev/null >/dev/null 2>&1; then
+    has_py=1
+  else
+    note "peer Python skipped: python3 has no asyncio"
+  fi
 fi
-if have nvim && nvim --headless -u NONE -l /dev/null >/dev/null 2>&1 </dev/null; then
-  has_nvim=1
-else
-  note "peer Neovim skipped: nvim (0.9+, for -l) not installed"
+# Neovim: -l needs 0.9; Debian 12's 0.7.2 waits on its terminal for ever
+# when given -l, so the version is checked first and the run is bounded.
+if probe Neovim 0.9 nvim --version; then
+  if timeout 10 nvim --headless -u NONE -l /dev/null </dev/null >/dev/null 2>&1; then
+    has_nvim=1
+  else
+    note "peer Neovim skipped: 'nvim --headless -u NONE -l' failed or hung (10 s)"
+  fi
 fi
-have valgrind && has_vg=1 ||
-  note "instructions per task skipped: valgrind not installed"
+# Cgroups per task: only where this process may create them.
+has_cgroups=0
+if timeout 60 "$B/bench-process" --impl uvtasks --count 2 --live 1 --cgroups >/dev/null 2>&1; then
+  has_cgroups=1
+else
+  note "uvtasks+cgroup skipped: no cgroup v2 group can be created here"
+fi
+if probe valgrind 3.0 valgrind --version; then
+  has_vg=1
+else
+  note "instructions per task skipped (no usable valgrind)"
+fi
 
 echo "bench: $(date -u '+%Y-%m-%d %H:%M UTC'), $rounds rounds$([ "$quick" = 1 ] && echo ", quick sizes"); machine: $(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for r in $(seq 1 "$rounds"); do
+  round=$r
   echo "bench: round $r of $rounds" >&2
   # 1. Process tasks/s, argv and shell, against the peers.
   for mode in argv shell; do
     wl="1 process $mode"
     run "$wl" uvtasks "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE
+    run "$wl" "uvtasks/1spawner" "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE --spawners 1
     run "$wl" posix_spawn "$B/bench-process" --impl posix_spawn --mode $mode --count $COUNT --live $LIVE
     run "$wl" uv_spawn "$B/bench-process" --impl uvspawn --mode $mode --count $COUNT --live $LIVE
     [ $has_node = 1 ] && run "$wl" node node bench/peers/spawn.js $COUNT $LIVE $mode
@@ -128,9 +182,13 @@ for r in $(seq 1 "$rounds"); do
   # (uv_spawn forks: with a 256 MiB host it is slow, so fewer tasks.)
   run "1 process argv" "uv_spawn+256MiB" "$B/bench-process" --impl uvspawn --count $((COUNT / 4)) --live $LIVE --heap-mib 256
   run "1 process argv" "uvtasks+500idle" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --idle $IDLE
+  # A cgroup per task (opt-in), where this machine lets us make them.
+  [ $has_cgroups = 1 ] && run "1 process argv" "uvtasks+cgroup" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --cgroups
   # The limit with the descriptors 500 idle tasks hold (3 each).
   run "1 process argv" "posix_spawn+1500fd" "$B/bench-process" --impl posix_spawn --count $COUNT --live $LIVE --fds $((IDLE * 3))
-  # 2. Loop responsiveness during the storm.
+  # 2. Loop responsiveness: the idle loop's timer lateness (the floor on
+  #    this machine now), then during the storm.
+  run "2 lateness" idle "$B/bench-process" --impl idle --idle-ms $IDLE_MS
   run "2 lateness" uvtasks "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --probe
   run "2 lateness" uv_spawn "$B/bench-process" --impl uvspawn --count $COUNT --live $LIVE --probe
   # 3. Output throughput.
@@ -183,11 +241,14 @@ fi
 [ -n "$raw_out" ] && cp "$results" "$raw_out"
 
 # ---- Summary: medians, min-max, ratios, goals.
-awk -F'\t' -v notes="$notes" '
-function median(key,   n, i, j, t, v) {
-  n = split(vals[key], v, " ")
+awk -F'\t' -v notes="$notes" -v load_end="$(cut -d' ' -f1-3 /proc/loadavg)" '
+function sortv(v, n,   i, j, t) {
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
     if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+}
+function median(key,   n, v) {
+  n = split(vals[key], v, " ")
+  sortv(v, n)
   lo[key] = v[1]; hi[key] = v[n]; cnt[key] = n
   return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
@@ -201,15 +262,40 @@ function m(wl, impl, metric,   k) {
   k = wl SUBSEP impl SUBSEP metric
   return (k in med) ? med[k] : ""
 }
+# The median over rounds of a/b, each round the two sides of that round;
+# sets rlo, rhi, rn (its min, max, count).  "" when no round has both.
+function rmed(wa, ia, ma, wb, ib, mb,   r, n, v, x, y, ka, kb) {
+  n = 0
+  for (r = 0; r <= maxround; r++) {
+    ka = wa SUBSEP ia SUBSEP ma SUBSEP r; kb = wb SUBSEP ib SUBSEP mb SUBSEP r
+    if (!(ka in byround) || !(kb in byround) || byround[kb] + 0 <= 0) continue
+    v[++n] = byround[ka] / byround[kb]
+  }
+  rn = n
+  if (n == 0) return ""
+  sortv(v, n)
+  rlo = v[1]; rhi = v[n]
+  return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function spread() { return sprintf("%.2f-%.2f over %d rounds", rlo, rhi, rn) }
 function goal(text, ok, have) {
   if (!have) { printf "  skip  %s (no data)\n", text; return }
   printf "  %s  %s\n", ok ? "met " : "MISS", text
   if (ok) met++; else missed++
 }
+# A goal on the median of per-round ratios: a/b <= (le = 1) or >= x.
+function rgoal(text, wa, ia, ma, wb, ib, mb, x, le,   q) {
+  q = rmed(wa, ia, ma, wb, ib, mb)
+  if (q == "") { goal(text, 0, 0); return }
+  goal(sprintf("%s: %.2fx (%s) %s %.2fx", text, q, spread(), le ? "<=" : ">=", x),
+    le ? q <= x : q >= x, 1)
+}
 {
   k = $1 SUBSEP $2 SUBSEP $3
   if (!(k in vals)) order[++nk] = k
   vals[k] = vals[k] " " $4
+  byround[k SUBSEP $5] = $4
+  if ($5 + 0 > maxround) maxround = $5 + 0
 }
 END {
   for (i = 1; i <= nk; i++) med[order[i]] = median(order[i])
@@ -218,7 +304,7 @@ END {
   unit["rate"] = "tasks/s"; unit["mib_per_s"] = "MiB/s"
   unit["lat_p99_us"] = "us p99"; unit["lat_p50_us"] = "us p50"
   unit["lat_max_us"] = "us max"; unit["start_p50_us"] = "us/start p50"
-  unit["start_p99_us"] = "us/start p99"
+  unit["start_p99_us"] = "us/start p99"; unit["loop_cpu_us"] = "us loop CPU/task"
   unit["ns_per_task"] = "ns/task"; unit["settle_ns"] = "ns/settle call"
   unit["instr_per_task"] = "instr/task (callgrind)"
   unit["settles_per_s"] = "settle calls/s"; unit["applied_per_s"] = "applied/s"
@@ -232,52 +318,59 @@ END {
   ref["2 lateness"] = "uv_spawn"
   ref["7 list"] = "no foreign"
 
-  printf "%-17s %-16s %12s %21s  %-22s %s\n", "workload", "impl", "median", "min-max", "unit", "ratio"
+  printf "%-17s %-16s %12s %21s  %-22s %s\n", "workload", "impl", "median", "min-max", "unit", "ratio (median of per-round ratios, min-max)"
   for (i = 1; i <= nk; i++) {
     split(order[i], f, SUBSEP)
-    if (!(f[3] in unit) || f[3] == "lat_p50_us") continue
-    if (f[3] ~ /^start_/ && (f[1] != "1 process argv" || (f[2] != "uvtasks" && f[2] != "uv_spawn"))) continue
+    if (!(f[3] in unit)) continue
+    if (f[3] == "lat_p50_us" && f[1] != "2 lateness") continue
+    if (f[3] ~ /^start_|^loop_cpu/ && (f[1] !~ /^1 process/ || (f[2] != "uvtasks" && f[2] != "uv_spawn" && f[2] != "posix_spawn"))) continue
+    if (f[3] ~ /^start_/ && f[2] == "posix_spawn") continue
     r = ""
-    if ((f[1] in ref) && f[2] != ref[f[1]]) {
-      d = m(f[1], ref[f[1]], f[3])
-      if (d != "" && d + 0 > 0) r = sprintf("%.2fx %s", med[order[i]] / d, ref[f[1]])
+    if ((f[1] in ref) && f[2] != ref[f[1]] && f[3] !~ /^start_|^loop_cpu/) {
+      q = rmed(f[1], f[2], f[3], f[1], ref[f[1]], f[3])
+      if (q != "") r = sprintf("%.2fx %s (%.2f-%.2f)", q, ref[f[1]], rlo, rhi)
     }
     printf "%-17s %-16s %12s %21s  %-22s %s\n", f[1], f[2], fmt(med[order[i]]),
       fmt(lo[order[i]]) "-" fmt(hi[order[i]]) " (" cnt[order[i]] ")", unit[f[3]], r
   }
 
   print ""
-  print "goals (on medians):"
+  print "goals (ratios: median of per-round ratios, min-max over the rounds):"
   met = 0; missed = 0
   for (mi = 1; mi <= 2; mi++) {
     mode = mi == 1 ? "argv" : "shell"; wl = "1 process " mode
-    u = m(wl, "uvtasks", "rate"); lim = m(wl, "posix_spawn", "rate")
-    goal(sprintf("1 %s: uvtasks %s tasks/s >= 0.95x posix_spawn %s", mode, fmt(u), fmt(lim)),
-      u >= 0.95 * lim, u != "" && lim != "")
+    rgoal(sprintf("1 %s: uvtasks tasks/s vs raw posix_spawn loop", mode),
+      wl, "uvtasks", "rate", wl, "posix_spawn", "rate", 1.0, 0)
     best = ""; who = ""
     split("uv_spawn node python nvim", peers, " ")
     for (p = 1; p <= 4; p++) {
       v = m(wl, peers[p], "rate")
       if (v != "" && (best == "" || v + 0 > best + 0)) { best = v; who = peers[p] }
     }
-    goal(sprintf("1 %s: uvtasks %s tasks/s >= 1.0x fastest peer (%s %s)", mode, fmt(u), who, fmt(best)),
-      u >= best, u != "" && best != "")
+    if (who != "")
+      rgoal(sprintf("1 %s: uvtasks tasks/s vs the fastest peer (%s)", mode, who),
+        wl, "uvtasks", "rate", wl, who, "rate", 1.0, 0)
+    else
+      goal(sprintf("1 %s: uvtasks vs the fastest peer", mode), 0, 0)
   }
-  u = m("1 process argv", "uvtasks", "rate")
-  h = m("1 process argv", "uvtasks+256MiB", "rate")
-  goal(sprintf("1 argv with 256 MiB heap: %s tasks/s >= 0.9x plain %s", fmt(h), fmt(u)),
-    h >= 0.9 * u, h != "" && u != "")
-  h = m("1 process argv", "uvtasks+500idle", "rate")
-  goal(sprintf("1 argv with 500 idle tasks: %s tasks/s >= 0.9x plain %s", fmt(h), fmt(u)),
-    h >= 0.9 * u, h != "" && u != "")
+  rgoal("1 argv with a 256 MiB heap vs plain", "1 process argv", "uvtasks+256MiB", "rate",
+    "1 process argv", "uvtasks", "rate", 0.9, 0)
+  rgoal("1 argv with 500 idle tasks vs plain", "1 process argv", "uvtasks+500idle", "rate",
+    "1 process argv", "uvtasks", "rate", 0.9, 0)
+  v = m("1 process argv", "uvtasks", "start_p99_us")
+  goal(sprintf("1 uvt_process_start call: p99 %s us <= 50 us (median over rounds)", fmt(v)),
+    v <= 50, v != "")
+  rgoal("2 timer lateness p99 during the storm vs the idle loop", "2 lateness", "uvtasks",
+    "lat_p99_us", "2 lateness", "idle", "lat_p99_us", 1.5, 1)
+  rgoal("2 timer lateness p99 during the storm vs raw uv_spawn", "2 lateness", "uvtasks",
+    "lat_p99_us", "2 lateness", "uv_spawn", "lat_p99_us", 0.3, 1)
   v = m("2 lateness", "uvtasks", "lat_p99_us")
   goal(sprintf("2 timer lateness during the storm: p99 %s us <= 1000 us", fmt(v)),
     v <= 1000, v != "")
   for (ci = 1; ci <= 2; ci++) {
     c = ci == 1 ? "head" : "dd"; wl = "3 output " c
-    u = m(wl, "uvtasks", "mib_per_s"); d = m(wl, "rawpipe", "mib_per_s")
-    goal(sprintf("3 %s: uvtasks %s MiB/s >= 0.9x raw pipe reader %s", c, fmt(u), fmt(d)),
-      u >= 0.9 * d, u != "" && d != "")
+    rgoal(sprintf("3 %s: uvtasks MiB/s vs the raw pipe reader", c),
+      wl, "uvtasks", "mib_per_s", wl, "rawpipe", "mib_per_s", 0.9, 0)
   }
   v = m("4 lifecycle", "uvtasks", "ns_per_task")
   goal(sprintf("4 lifecycle: %s ns/task <= 1000 ns", fmt(v)), v <= 1000, v != "")
@@ -293,13 +386,15 @@ END {
   v = m("6 memory", "uvtasks-mcp", "rss_kb")
   if (v != "")
     goal(sprintf("6 uvtasks-mcp idle peak RSS: %s KiB <= 5 MB (4883 KiB)", fmt(v)), v <= 5e6 / 1024, 1)
-  a = m("7 list", "no foreign", "ns_per_list"); b = m("7 list", "100000 foreign", "ns_per_list")
-  goal(sprintf("7 list of 10 among 100000 foreign: %s ns <= 2x %s ns alone", fmt(b), fmt(a)),
-    b <= 2 * a, a != "" && b != "")
+  rgoal("7 list of 10 among 100000 foreign vs alone", "7 list", "100000 foreign", "ns_per_list",
+    "7 list", "no foreign", "ns_per_list", 2.0, 1)
 
   while ((getline line < notes) > 0) print "note: " line
   print "note: uvtasks output reads use output_cap_bytes 4 MiB; with the default 1 MiB a host reading once per loop turn loses bytes (libuv reads up to 32 x 64 KiB per turn)"
   print "note: uv_spawn+256MiB runs a quarter of the tasks (libuv 1.44 forks, which copies the page tables)"
   print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"
+  print "note: uvtasks spawns on spawner threads (one per core); uvtasks/1spawner is the same with one"
+  print "note: uvtasks+cgroup: a cgroup per task (uvt_process_cgroups, off by default): the child enters its group before exec, so it forks"
+  print "note: load average at the end: " load_end
   printf "bench: %d goals met, %d missed\n", met, missed
 }' "$results"

@@ -62,7 +62,7 @@ lane_tsan() {
   if [ ${#names[@]} -gt 0 ]; then
     tests=$(existing_tests build-tsan "${names[@]}")
   else
-    tests=$(existing_tests build-tsan thread listener fuzz-registry)
+    tests=$(existing_tests build-tsan thread listener fuzz-registry process-spawner)
   fi
   if [ -z "$tests" ]; then
     echo "lanes.sh tsan: none of the cross-thread tests is built" >&2

@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 mode=${1:-}
 pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev)
 if [ "$mode" != "--build" ]; then
-  pkgs+=(libcmocka-dev procps)
+  # python3 and git: the process suites run the commands of C-27, C-28
+  # and C-31 with them.
+  pkgs+=(libcmocka-dev procps python3 git)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   # The Node binding builds against the headers of the Node that runs it

@@ -218,6 +218,9 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
       !uvt__list_empty(&reg->agents_done) || reg->changes != NULL ||
       reg->deadlines != NULL)
     return;
+  /* Producer contexts (their threads and handles) close before ours. */
+  if (uvt__ext_close_all(reg) != 0)
+    return;
 
   uvt__agents_detach_all(reg);
   while ((n = uvt__list_pop(&reg->surfaces)) != NULL) {

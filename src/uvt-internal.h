@@ -267,6 +267,33 @@ enum {
   UVT__WAIT_DUE = UVT__TAG(0x23)      /* on reg->deferred: next drain */
 };
 
+/* ---- ext.c: per-registry producer contexts.  A producer that needs
+ * state of its own per registry (threads, a signal watch, a cache) embeds
+ * a uvt__ext_t, finds it by `key` (the address of something of its own)
+ * and adds it once.  Registry close calls `close` once, after the last
+ * record was dropped and before the registry's own handles close: the
+ * context stops what it runs (joins its threads, closes its handles) and
+ * then calls `done(ext)` exactly once, at once or from a later callback on
+ * the loop thread; `done` is the last time the registry touches `ext`, so
+ * the producer frees it after `done` returns. */
+typedef struct uvt__ext_s uvt__ext_t;
+typedef void (*uvt__ext_done_cb)(uvt__ext_t *ext);
+struct uvt__ext_s {
+  uvt__ext_t *next;
+  const void *key;
+  uvt_registry_t *reg; /* set by uvt__ext_add */
+  void (*close)(uvt__ext_t *ext, uvt__ext_done_cb done);
+};
+
+enum { UVT__EXT_OPEN = 0, UVT__EXT_CLOSING, UVT__EXT_CLOSED };
+
+uvt__ext_t *uvt__ext_find(const uvt_registry_t *reg, const void *key);
+/* 0, or UVT_ECLOSING once the registry is closing. */
+int uvt__ext_add(uvt_registry_t *reg, uvt__ext_t *ext);
+/* For registry close: starts shutting every context down on the first
+ * call; returns 0 once all are done, else 1 (uvt__maybe_finish_close is
+ * called again when the last one is). */
+int uvt__ext_close_all(uvt_registry_t *reg);
 enum {
   UVT__SURFACE_DETACHED = UVT__TAG(0x30),
   UVT__SURFACE_ATTACHED = UVT__TAG(0x31),
@@ -331,6 +358,10 @@ struct uvt_registry_s {
   void *close_data;
   int closing;         /* close requested */
   int handles_closing; /* count of uv_close callbacks outstanding */
+
+  uvt__ext_t *exts;      /* producer contexts (ext.c) */
+  unsigned exts_closing; /* contexts whose close has not called done */
+  unsigned char ext_state;
 };
 
 /* ---- registry.c */

@@ -1,27 +1,74 @@
 /* uvtasks process producer: shell commands (or an argv) as stream-kind
- * tasks, each in its own session and process group, stopped as a whole
- * group (SPEC.md §3).
+ * tasks, each in a session of its own, stopped as a whole session
+ * (SPEC.md §3).
  *
  * Lifecycle of one task, as the producer sees it:
  *
- *   uvt_process_start()  spawn; the record exists ("bash-1"), status running
+ *   uvt_process_start()  checks; the record exists ("bash-1"), running;
+ *                        the spawn runs on a spawner thread (P-SPAWN-6)
  *   child writes         stdout/stderr are buffered, capped per stream
  *   uvt_read()           returns and consumes what is new (P-OUT-1..3)
- *   uvt_kill()           SIGTERM to the group, SIGKILL after grace_ms
+ *   uvt_kill()           SIGTERM to the session, SIGKILL after grace_ms
  *   leader exits         reaped at once; pipes get drain_ms to reach EOF
  *   quiescence           leader reaped, pipes closed, every handle closed:
  *                        the task settles (P-END-1, P-END-2, P-KILL-2)
- *   disposal             group members still alive are stopped (P-KILL-4)
+ *   kill of the ended    what it left running in its session is stopped
+ *   task, disposal       (P-KILL-6, P-KILL-4)
+ *
+ * Which processes are the task (P-KILL-5): every process of its session,
+ * the session whose id is the leader's pid (uvt_process_pid()), whatever
+ * process group it is in: `set -m` jobs, which get groups of their own,
+ * are stopped with the rest.  Each group of the session gets the signal
+ * as a whole; the leader's group at once, the others after one pass over
+ * /proc (batched per loop turn).  After the leader was reaped a process
+ * counts as a member only while that is sure (P-KILL-3): the session id
+ * has not been reused (no process has the leader's pid) and the process
+ * started no earlier than the leader.  Where the host enabled it with
+ * uvt_process_cgroups(), a task is also its own cgroup v2 group, and what
+ * left the session is stopped through that group.  Without it (the
+ * default, and on a host that cannot create groups) a process that left
+ * the session on purpose (`setsid cmd &`, a daemon that double-forks into
+ * a new session), and whatever it starts, is out of reach: the task ends
+ * without it and disposal cannot find it.  Without /proc only the leader's
+ * group is reached.
  *
  * The leader is reaped by the library (waitpid on its pid, woken by a
- * pidfd; by SIGCHLD where pidfds are unavailable).  The host must not reap
- * children it did not spawn (waitpid(-1, ...)) nor ignore SIGCHLD: a leader
- * reaped elsewhere settles `failed`, "exit status lost: reaped elsewhere".
+ * pidfd; where pidfds are unavailable, by one SIGCHLD watch per registry
+ * that reaps every exited leader per signal, with a re-check every second
+ * so that a lost signal delays a task's end by at most that, P-REAP-2).  The
+ * host must not reap children it did not spawn (waitpid(-1, ...)) nor ignore
+ * SIGCHLD: a leader reaped elsewhere settles `failed`, "exit status lost:
+ * reaped elsewhere".  A host that is a child subreaper or pid 1 inherits
+ * the members of a session whose parents died; the library reaps those
+ * that belong to a task it still holds (their own pids, nothing else),
+ * on SIGCHLD and whenever it checks a session, so disposal's "the session
+ * is gone" means reaped (P-REAP-1).  Members still running when their
+ * task's record was dropped are the host's to reap.
  *
  * Ownership: the producer's per-task state is library-allocated and freed
  * by the library once the task has settled AND its record was dropped (the
  * release hook ran) AND every libuv handle it opened has been closed.  The
- * host never frees anything of it.  Everything is on the loop thread.
+ * host never frees anything of it.  Every function here is called on the
+ * loop thread, and every callback runs there; the spawns themselves run on
+ * the registry's spawner threads (P-SPAWN-6), which touch no task state.
+ * Per registry the producer keeps (until registry close): its spawner
+ * threads and an async handle, an idle handle for batched passes, an
+ * eventfd, and where needed an unreferenced SIGCHLD watch and timer.
+ *
+ * Beyond SPEC.md §3, and why:
+ *  - uvt_process_pid() answers 0 while the spawn is out and
+ *    UV_ESRCH for a task that never had a process: with P-SPAWN-6 the pid
+ *    exists only once the spawner answered.
+ *  - A kill before the child existed ends the task `killed`, "killed before
+ *    it started" (P-KILL-2 names only the details of a child that ran).
+ *  - uvt_process_leftovers() (what a kill of an ended task will stop) and
+ *    uvt_process_cgroups() (an optional cgroup per task, P-KILL-5's "may")
+ *    are additions.
+ *  - A kill's SIGKILL after grace_ms goes out only while the leader is
+ *    unreaped (P-KILL-1, P-KILL-3): a `set -m` job that ignores SIGTERM
+ *    and outlives its leader is stopped by a kill of the ended task
+ *    (P-KILL-6) or by disposal, not by the first kill's grace.
+ *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
  */
 #ifndef UVTASKS_PROCESS_H
 #define UVTASKS_PROCESS_H
@@ -47,7 +94,12 @@ typedef struct {
    * environment and unsets it before evaluating it.  Less than 128 KiB
    * (the kernel's limit for one environment string; longer is UV_E2BIG). */
   const char *command;
-  /* NULL-terminated; argv[0] is looked up in PATH and run directly. */
+  /* NULL-terminated; run directly.  argv[0] with a '/' is used as it is
+   * (relative to cwd); else it is looked up as execvp does, in the child's
+   * PATH: the `env` entry PATH=... when given, else the host's.  The
+   * registry remembers its last lookup (name, PATH, cwd) and reuses the
+   * answer while that file is still executable, so a program put earlier
+   * in PATH later is found only once the remembered one goes. */
   const char *const *argv;
   /* Task kind, default "bash"; label, default the command (or the argv
    * joined by spaces). */
@@ -58,7 +110,29 @@ typedef struct {
   /* Working directory; NULL = the host's. */
   const char *cwd;
   /* Extra "NAME=value" entries, NULL-terminated; they win over the
-   * inherited environment and the fixed additions (P-SPAWN-3). */
+   * inherited environment and the fixed additions (P-SPAWN-3, P-SPAWN-3b).
+   *
+   * The child's environment is the host's, minus every variable whose
+   * name looks like a credential, plus fixed additions, plus these
+   * entries.  A name looks like a credential when one of its parts (the
+   * name split at every character that is not a letter or digit, so at
+   * '_') is, in any case, KEY, KEYS, APIKEY, ACCESSKEY, SECRETKEY,
+   * PRIVATEKEY, SECRET, SECRETS, TOKEN, TOKENS, AUTHTOKEN, ACCESSTOKEN,
+   * PASSWORD, PASSWORDS, PASSWD, PASS, PASSPHRASE, PAT, CREDENTIAL,
+   * CREDENTIALS or CREDS: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, GITHUB_PAT,
+   * DB_PASSWORD go; KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM, PATH
+   * and SSH_AUTH_SOCK stay.  Pass a credential a command needs here.
+   *
+   * The fixed additions make output plain and every interactive step
+   * proceed without a person or fail at once: NO_COLOR=1 TERM=dumb
+   * PAGER=cat GIT_PAGER=cat; EDITOR, VISUAL, GIT_EDITOR and
+   * GIT_SEQUENCE_EDITOR are `true` (as if a person closed the editor
+   * without a change: git rebase -i and git revert go on with git's own
+   * text, git commit without -m stops with "Aborting commit due to empty
+   * commit message"; GIT_EDITOR also overrides a repository's
+   * core.editor); GIT_TERMINAL_PROMPT=0 (git fails instead of asking for
+   * a password); PYTHONUNBUFFERED=1 (a server's "ready" line arrives when
+   * printed). */
   const char *const *env;
   /* Bytes for the child's stdin, then end of file; NULL = /dev/null.  They
    * are copied into an in-memory file (memfd) that becomes the child's
@@ -72,7 +146,8 @@ typedef struct {
   uint64_t drain_ms;
   /* Unread bytes kept per stream, default 1 MiB, at least 4 (P-OUT-2). */
   size_t output_cap_bytes;
-  /* Stop the task like a kill after this long; 0 = never (P-LIMIT-1). */
+  /* Stop the task like a kill this long after uvt_process_start() was
+   * called; 0 = never (P-LIMIT-1, R-TIME-1). */
   uint64_t max_runtime_ms;
 } uvt_process_options_t;
 
@@ -82,18 +157,43 @@ typedef struct {
  * Ownership: nothing is allocated.  Thread: any. */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
 
-/* Start a process task: spawn the command (or argv) in a session and
- * process group of its own (P-SPAWN-1) with stdin /dev/null or the given
+/* Start a process task: check and prepare everything here, register the
+ * task, and spawn the command (or argv) off the loop thread (P-SPAWN-6) in
+ * a session of its own (P-SPAWN-1) with stdin /dev/null or the given
  * bytes, stdout and stderr captured separately, the filtered environment
- * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5),
- * and register it as a stream-kind task.
+ * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5).
+ *
+ * The spawn (P-SPAWN-6).  This call never waits for a child to exec: it
+ * checks the options, that cwd exists and is a directory, that argv[0]
+ * resolves in PATH (or that a shell exists), makes the pipes and stdin's
+ * memfd, builds an immutable request and returns the id; one of the
+ * registry's spawner threads (one per core, at most 4, started with the
+ * first spawn) runs posix_spawn and the loop hears the answer through an
+ * async handle.  Until then the task is running like any other: get, read
+ * (nothing yet), wait and kill work, uvt_process_pid() says 0.  A
+ * kill, the runtime limit or a disposal before the child exists settles
+ * it `killed` ("killed before it started", or "timed out after N ms")
+ * without running the command; one that comes while the spawner is
+ * already spawning reaches the child as soon as the answer brings its
+ * pid, its grace counted from the kill.  Registry close with spawns out
+ * answers the queued ones unspawned and joins the threads before its
+ * callback (L-1).
  *
  * The task settles at quiescence (P-END-1): `completed` "exit code: N";
- * `killed` "signal: NAME" for any death by signal; after a kill request
- * `killed` "signal: NAME" or "exit code: N after kill request"; after
- * max_runtime_ms `killed` "timed out after N ms".  A kill (the cancel
- * hook) sends SIGTERM to the group and SIGKILL after grace_ms unless the
- * leader exited; a second kill sends SIGKILL at once (P-KILL-1).
+ * `killed` "signal: NAME" when the leader itself died of a signal, and
+ * only then (P-END-3: a status above 128 that a program or the shell
+ * returned, as `exit 130` or a shell whose last command was killed, is
+ * "exit code: N"; no status makes the task stop or hang); after a kill
+ * request `killed` "signal: NAME" or "exit code: N after kill request";
+ * after max_runtime_ms `killed` "timed out after N ms", N being what
+ * really elapsed from this call to the SIGTERM (at least max_runtime_ms);
+ * `failed` "spawn failed: NAME" when the spawn itself failed (below).
+ * Every duration (max_runtime_ms, grace_ms, drain_ms, the grace of
+ * disposal's stop) counts from the call or event that starts it, even
+ * when the host blocked its loop before calling (R-TIME-1).  A kill (the
+ * cancel hook) sends SIGTERM to the session and SIGKILL after grace_ms
+ * unless the leader exited; a second kill sends SIGKILL at once (P-KILL-1,
+ * P-KILL-5).
  *
  * Reads (uvt_read) return the new stdout bytes, then, if stderr has new
  * bytes, a line "[stderr]" (preceded by a newline when the stdout part
@@ -102,14 +202,23 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * An incomplete trailing UTF-8 sequence waits for the rest or the end of
  * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
  *
- * Returns 0, UV_EINVAL (NULL reg or o; none or both of command and argv;
- * an empty argv; an env entry without '='; output_cap_bytes < 4), the
- * errors of uvt_start() (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING,
- * UVT_ELIMIT, UV_ENOMEM, ...), or the spawn's libuv error (UV_ENOENT for a
- * missing cwd or executable, UV_EACCES, UV_EMFILE, UV_E2BIG, ...).  On
- * error nothing is registered, no id number is used and no child is left;
- * handles opened for the attempt are closed through the loop (run it to
- * let their close callbacks finish).
+ * Returns 0, or an error found before the spawn (P-SPAWN-4): UV_EINVAL
+ * (NULL reg or o; none or both of command and argv; an empty or blank
+ * command, whatever the label; an empty argv or an empty argv[0]; an env
+ * entry without '='; output_cap_bytes < 4), the errors of uvt_start()
+ * (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING, UVT_ELIMIT, UV_ENOMEM, ...),
+ * UV_ENOENT (no such cwd, argv[0] not found, no shell), UV_ENOTDIR (cwd is
+ * not a directory), UV_EACCES (cwd or argv[0] not accessible),
+ * UV_ENAMETOOLONG, UV_E2BIG (the command or one argument beyond the
+ * kernel's 128 KiB for one string), UV_EMFILE or UV_ENFILE (no descriptor
+ * for the pipes).  On error nothing is registered, no id number is used
+ * and no child exists; handles opened for the attempt are closed through
+ * the loop (run it to let their close callbacks finish).  An error only
+ * the spawn itself reports (exec refusing the file, ENOEXEC; an
+ * environment and arguments too big together, E2BIG; no process left,
+ * EAGAIN; a cwd removed in between) settles the registered task `failed`,
+ * "spawn failed: NAME" (the libuv error name), with no child and every
+ * handle closed.
  * Ownership: every option is copied or consumed before this returns.
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
@@ -120,11 +229,72 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
  * It stays the value the task had after the leader was reaped (the number
  * may then belong to another process: signal it only through the registry).
  *
- * Returns the pid (> 0), UV_EINVAL (NULL reg or id, or a task that is not a
- * process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Returns the pid (> 0), 0 while the spawn is out (P-SPAWN-6: the pid is
+ * known from the loop turn in which the spawner's answer arrives),
+ * UV_ESRCH if the task never had a process (its spawn failed, or a kill
+ * came first), UV_EINVAL (NULL reg or id, or a task that is not a process
+ * task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
  * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);
+
+/* Contain every task this registry starts from now on in a cgroup v2
+ * group of its own as well as its session (P-KILL-5), so that a kill, the
+ * runtime limit and disposal also stop what left the session (`setsid cmd
+ * &`, a daemon that double-forks): SIGTERM to every process of the group,
+ * SIGKILL through its cgroup.kill.  Off unless asked for: the child must
+ * enter its group before it execs, so such a spawn forks instead of using
+ * posix_spawn (on the spawner thread; the host's page tables are copied,
+ * slower with a large heap) and pays a cgroup migration (about 120 us of
+ * kernel time); and only the owner of a cgroup subtree (a delegated
+ * systemd unit, a container's own hierarchy) may create groups in it.
+ *
+ * The registry gets a directory `uvtasks-<pid>-<n>` in `parent_dir` (a
+ * cgroup v2 directory the host may write; NULL = the host's own cgroup,
+ * found through /proc/self/cgroup and /proc/self/mountinfo), each task a
+ * group in it, removed when the task is freed; the directory is removed
+ * at registry close (a warning is logged if something was left).  The
+ * child enters its group before it execs, so everything the command
+ * starts is in it.  A task whose group could not be made or entered runs
+ * without one (logged once per registry).  uvt_process_leftovers() counts
+ * the group's processes too.
+ *
+ * Returns 0, UV_EINVAL (NULL reg), UV_EALREADY (enabled before),
+ * UV_ENOSYS (no cgroup v2 there), UVT_ECLOSING, UV_ENOMEM,
+ * UV_ENAMETOOLONG, or the error of mkdir (UV_EACCES, UV_EPERM, UV_EROFS,
+ * UV_ENOENT, ...).
+ * Ownership: parent_dir is only read during the call.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
+
+/* The number of live processes in the task's session (P-KILL-5): for a
+ * live task its leader and everything it started that stayed in the
+ * session; for an ended task what it left running there (`server &`),
+ * which a kill of the ended task stops (P-KILL-6).  One pass over /proc
+ * now; zombies count as gone (those reparented to a subreaper host are
+ * reaped on the way, P-REAP-1).  A surface calls it before a kill to say
+ * what the kill will stop.
+ *
+ * Returns the count (>= 0), UV_EINVAL (NULL reg or id, or a task that is
+ * not a process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
+                                     const uvt_agent_t *caller);
+
+/* Send SIGKILL at once to every live process task of every registry in
+ * this process (their sessions, and their cgroups where enabled), without
+ * the loop: for a host that ends the process on a path where no registry
+ * gets to close (Node's process.exit() or an uncaught exception, a second
+ * shutdown signal).  A spawn in progress on a spawner thread is waited for
+ * (it ends when the child has exec'd) and its child killed too; after
+ * this call no existing registry spawns again (its later starts settle
+ * `killed`, "killed before it started").  The tasks settle, and their
+ * registries close, as usual if their loops run again.
+ *
+ * Returns the number of sessions signalled (>= 0).
+ * Ownership: nothing is allocated.
+ * Thread: any (it takes locks: not from a signal handler). */
+UVT_EXTERN int uvt_process_stop_all_now(void);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #ifndef UVTASKS_PROCESS_INTERNAL_H
 #define UVTASKS_PROCESS_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -64,7 +65,7 @@ int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
 int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
                      int err_final, char **text, size_t *len, size_t *size);
 
-/* ---- process.c -------------------------------------------------------- */
+/* ---- process.c: one task ---------------------------------------------- */
 
 /* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
  * available (for tests of that path).  Loop thread; set between tasks. */
@@ -79,22 +80,371 @@ extern int uvt__process_no_pidfd;
 int uvt__process_last_line(uvt_registry_t *reg, const char *id,
                            const uvt_agent_t *caller, char *buf, size_t size);
 
-/* ---- spawn.c: everything that talks to the operating system ----------- */
+typedef struct uvt__proc_s uvt__proc_t;
+typedef struct uvt__procs_s uvt__procs_t;
+typedef struct uvt__spawn_s uvt__spawn_t;
+
+/* A live leader as uvt_process_stop_all_now() sees it. */
+typedef struct {
+  pid_t pid;
+  char cg_name[16]; /* its cgroup in the registry's directory, or "" */
+} uvt__leader_t;
+
+/* Groups of one session a pass remembers having signalled. */
+#define UVT__PASS_GROUPS 32
 
 typedef struct {
-  const char *command;     /* shell mode, or NULL */
-  const char *const *argv; /* argv mode (PATH lookup), or NULL */
-  const char *cwd;         /* NULL = inherit */
-  const char *const *env;  /* extra entries, or NULL */
-  int stdin_fd;            /* -1 = /dev/null */
-  int stdout_fd;
-  int stderr_fd;
-} uvt__spawn_req_t;
+  uv_pipe_t pipe;
+  uvt__outbuf_t buf;
+  uvt__proc_t *proc;
+  int open;   /* handle initialised and uv_close not yet called */
+  int closed; /* uv_close called: no more bytes will arrive */
+} uvt__stream_t;
 
-/* Spawn the child in its own session with stdio from `req` and no other
- * descriptor (P-SPAWN-1..5).  Returns 0 and *pid_out, or a libuv error with
- * no child left behind. */
-int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out);
+/* The handles of a task, as bits of uvt__proc_t.live. */
+enum {
+  UVT__H_POLL = 1 << 0,
+  UVT__H_KILL = 1 << 1,
+  UVT__H_DRAIN = 1 << 2,
+  UVT__H_RUNTIME = 1 << 3
+};
+
+struct uvt__proc_s {
+  uvt_task_t *task;
+  uvt_registry_t *reg;
+  uv_loop_t *loop;
+  uvt__procs_t *procs;               /* the registry's context; NULL once
+                                        it closed under this task */
+  const uvt_process_options_t *opts; /* valid during run() only */
+
+  char id[UVT_ID_MAX];
+
+  pid_t pid; /* 0 until the spawner answered, and if nothing started */
+  int pidfd;
+  uvt__spawn_t *spawn; /* the request, from run() until the answer */
+  int spawning;        /* the request is prepared or out */
+  int not_started;     /* answered: no child (spawn_err, or cancelled) */
+  int spawn_err;
+  uv_poll_t exit_poll; /* on the pidfd; without one the context's SIGCHLD
+                          watch reaps the leader (reap.c) */
+  uv_timer_t kill_timer;
+  uv_timer_t drain_timer;
+  uv_timer_t runtime_timer;
+  uvt__stream_t out;
+  uvt__stream_t err;
+  char *scratch;
+
+  /* Links of the context's lists (reap.c, session.c). */
+  struct uvt__link unreaped_link; /* leader watched through SIGCHLD */
+  struct uvt__link sweep_link;    /* waiting for the next batched pass */
+  struct uvt__link pass_link;     /* on the list of a pass being run */
+  uvt__proc_t *sid_next;          /* the context's table of sessions */
+
+  /* The session (session.c). */
+  unsigned long long start_ticks; /* the leader's start time */
+  int tracked;                    /* in the context's table */
+  int session_gone;               /* no member can be left: final */
+  int want_sig;                   /* for the next batched pass */
+  int pass_sig;                   /* for the pass being run */
+  unsigned pass_live;             /* live members the last pass found */
+  int cg;                         /* the task has a cgroup (cgroup.c) */
+  char cg_name[16];
+  unsigned pass_groups; /* groups it signalled */
+  pid_t pass_group[UVT__PASS_GROUPS];
+
+  uint64_t grace_ms;
+  uint64_t drain_ms;
+  uint64_t max_runtime_ms;
+
+  unsigned live;    /* UVT__H_* handles initialised, uv_close not called */
+  unsigned closing; /* handles whose close callback has not run */
+
+  int status;         /* waitpid status of the leader */
+  int reaped;         /* the leader's exit was seen and reaped */
+  int status_lost;    /* someone else reaped the leader */
+  int kill_requested; /* cancel (or the runtime limit) before the reap */
+  int killed_now;     /* SIGKILL was sent */
+  int timed_out;
+  unsigned cancels; /* calls of the cancel hook */
+  int finishing;    /* closing the last handles towards settle */
+  int run_failed;   /* run() returned an error: free after the closes */
+  int settled;
+  int released;
+  int quiescing;          /* the quiesce hook is waiting for the group */
+  int kill_timer_closing; /* its close callback has not run yet */
+  uint64_t quiesce_start_ns;
+  uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
+  uint64_t timed_out_ms; /* from the start call to the runtime's SIGTERM */
+};
+
+/* Reap the leader if it has exited (waitpid on its pid, WNOHANG).
+ * Returns 1 if it is (now) reaped. */
+int uvt__proc_check_leader(uvt__proc_t *p);
+/* A batched pass over p's session ran (session.c): pass_live is fresh. */
+void uvt__proc_swept(uvt__proc_t *p);
+/* The spawner answered the task's request (sp->cookie). */
+void uvt__proc_spawned(uvt__spawn_t *sp);
+
+/* ---- env.c: the child's environment, cached per registry -------------- */
+
+/* The name of the variable that carries the command to the wrapper. */
+#define UVT__CMD_VAR "UVTASKS_CMD"
+
+/* An immutable environment block: `n` entries, NULL-terminated, strings in
+ * the same allocation.  Reference-counted on the loop thread. */
+typedef struct {
+  size_t refs;
+  size_t n;
+  char **envp;
+} uvt__env_t;
+
+/* The context's cache: the block built from the host's environment alone,
+ * and the one built with the last options' entries. */
+typedef struct {
+  uvt__env_t *base;
+  uvt__env_t *with_extra;
+  char **environ_array; /* `environ` when base was built */
+  char **environ_seen;  /* its pointers then */
+  size_t environ_n;
+  char **extra; /* copies of the entries with_extra was built from */
+  size_t extra_n;
+  const char *shell; /* the shell found last (spawn.c) */
+  char *resolved;    /* the last argv[0] found in PATH (spawn.c) */
+} uvt__envcache_t;
+
+/* The block for a start with option entries `extra` (NULL or empty: none),
+ * referenced for the caller: 0 and *out, or UV_ENOMEM. */
+int uvt__env_get(uvt__envcache_t *c, const char *const *extra,
+                 uvt__env_t **out);
+void uvt__env_unref(uvt__env_t *env);
+void uvt__env_cache_free(uvt__envcache_t *c);
+
+/* ---- context.c: the producer's per-registry context -------------------- */
+
+struct uvt__procs_s {
+  uvt__ext_t ext;
+  uv_loop_t *loop;
+  uvt_registry_t *reg;
+
+  /* reap.c */
+  uv_signal_t sigchld;
+  uv_timer_t recheck;
+  int watching;  /* sigchld and recheck are initialised */
+  int subreaper; /* the host is a child subreaper or pid 1 */
+  int subreaper_checked;
+  uint64_t subreaper_asked;  /* uv_now() of the last check */
+  struct uvt__link unreaped; /* procs whose leader waits for SIGCHLD */
+
+  /* session.c */
+  uvt__proc_t **sessions; /* tracked sessions by leader pid (chained) */
+  size_t sessions_size;   /* buckets, a power of two */
+  size_t sessions_count;
+  struct uvt__link sweeping; /* procs waiting for the next pass */
+  int owner_fd;              /* for the F_SETOWN test, or -1 */
+
+  /* cgroup.c */
+  int cg_dirfd;    /* the registry's cgroup directory, or -1 */
+  char *cg_path;   /* its path */
+  unsigned cg_seq; /* names of the tasks' groups */
+  int cg_warned;   /* a failed placement was logged */
+  uv_idle_t sweeper;
+  int sweeper_init;
+
+  /* env.c */
+  uvt__envcache_t envc;
+
+  /* spawner.c */
+  uv_mutex_t spawn_mutex; /* guards the queues, spawners_left, leaders,
+                             spawning_now, spawn_frozen, cg_dirfd_shared */
+  uv_cond_t spawn_idle;   /* spawning_now went to 0 */
+  uvt__leader_t *leaders; /* live leaders (stopall.c) */
+  size_t leaders_n;
+  size_t leaders_cap;    /* grown by the loop before a start commits */
+  unsigned spawning_now; /* spawns running on a thread right now */
+  int spawn_frozen;      /* uvt_process_stop_all_now(): spawn nothing */
+  int cg_dirfd_shared;   /* cg_dirfd, for stopall.c */
+  uvt__procs_t *stopall_next;
+  uv_cond_t spawn_cond;
+  struct uvt__link spawn_queue; /* requests for the threads */
+  struct uvt__link spawn_done;  /* answers for the loop */
+  uv_async_t spawn_async;
+  uv_thread_t spawner[4];
+  unsigned spawners;      /* threads started */
+  unsigned spawners_left; /* threads that have left (under the mutex) */
+  unsigned spawns_out;    /* requests submitted and not answered */
+  int spawner_init;       /* mutex, cond and async initialised */
+  int spawners_tried;     /* the threads were started (or tried) */
+  int spawn_stop;         /* close: threads leave (under the mutex) */
+  int spawners_joined;
+
+  /* Shutdown (context.c). */
+  int closing;
+  unsigned handles_closing;
+  uvt__ext_done_cb done;
+};
+
+/* The registry's context, created on first use.  Returns 0 and *out, or
+ * UV_ENOMEM, UVT_ECLOSING. */
+int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out);
+/* Called by reap.c when a list it waits on at close became empty. */
+void uvt__procs_maybe_closed(uvt__procs_t *ps);
+
+/* ---- session.c: the task's session (P-KILL-5, P-KILL-3, P-REAP-1) ------ */
+
+typedef struct {
+  pid_t pid;
+  pid_t ppid;
+  pid_t pgrp;
+  pid_t sid;
+  char state;
+  unsigned long long start; /* clock ticks after boot */
+} uvt__pstat_t;
+
+/* /proc/<pid>/stat: 0, or -1 (gone, or no /proc). */
+int uvt__pstat_read(pid_t pid, uvt__pstat_t *st);
+/* The context's table of sessions: UV_ENOMEM or 0. */
+int uvt__session_init(uvt__procs_t *ps);
+/* Track p's session (after the spawn, with p->start_ticks set); untrack
+ * it (p goes away).  Loop thread. */
+void uvt__session_track(uvt__proc_t *p);
+void uvt__session_untrack(uvt__proc_t *p);
+/* Send `sig` to every group of p's session: the leader's group at once
+ * while the leader is unreaped, the others from the next batched pass
+ * (which calls uvt__proc_swept).  0, or the error of the leader's group
+ * (EPERM). */
+int uvt__session_signal(uvt__proc_t *p, int sig);
+/* Ask for a batched pass (liveness only); uvt__proc_swept follows. */
+void uvt__session_check(uvt__proc_t *p);
+/* 1 if p's session is known to have no process left (not even a zombie):
+ * marked gone, or its leader reaped and its number no longer allocated
+ * (two fcntl calls); 0 if a pass must tell. */
+int uvt__session_known_empty(uvt__proc_t *p);
+/* A pass over p's session now, sending `sig` (0: none) to its groups;
+ * returns its live members.  Reaps our zombie members on the way. */
+int uvt__session_count(uvt__proc_t *p, int sig);
+/* SIGCHLD on a subreaper host: reap zombie children of tracked sessions. */
+void uvt__session_reap_orphans(uvt__procs_t *ps);
+/* At context close: detach procs still tracked, close the idle handle;
+ * returns the number of handles closed (on_closed runs for each). */
+unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed);
+
+/* ---- spawner.c: spawning off the loop thread (P-SPAWN-6) -------------- */
+
+/* Spawner threads per registry; 0 = as many as cores, at most 4.  Read
+ * when a registry starts its threads (tests and the benchmark set it). */
+extern unsigned uvt__process_spawners;
+
+/* The context's queues, mutex and async handle: 0 or a libuv error. */
+int uvt__spawner_init(uvt__procs_t *ps);
+/* Hand a request over (starting the threads with the first one); its
+ * answer comes back through uvt__proc_spawned() from the async. */
+void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp);
+/* Room in the live-leader set for one more start (before it commits):
+ * 0 or UV_ENOMEM.  A reaped leader leaves the set. */
+int uvt__spawner_reserve(uvt__procs_t *ps);
+void uvt__spawner_reaped(uvt__procs_t *ps, pid_t pid);
+/* stopall.c: the process-wide list of contexts. */
+void uvt__stopall_add(uvt__procs_t *ps);
+void uvt__stopall_remove(uvt__procs_t *ps);
+/* At context close: stop the threads (answering queued requests "not
+ * spawned" at once); 0 once they are joined and every answer delivered,
+ * else -1 (uvt__procs_maybe_closed is called again then). */
+int uvt__spawner_stop(uvt__procs_t *ps);
+/* Then: close the async handle; returns how many handles were closed. */
+unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
+
+/* ---- cgroup.c: a cgroup per task, where the host asks (P-KILL-5) ------- */
+
+/* The spawner's side: make the group `name` in `dirfd`; move `pid` into
+ * it.  0 or a libuv error.  Any thread. */
+int uvt__cgroup_make(int dirfd, const char *name);
+int uvt__cgroup_enter(int dirfd, const char *name, pid_t pid);
+/* The loop's side, for a proc with p->cg: call fn for each pid of its
+ * group (returns how many, -1 if unreadable); is it empty (nothing alive);
+ * SIGKILL all of it (cgroup.kill); remove it (killing what is left). */
+int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(uvt__proc_t *, pid_t));
+int uvt__cgroup_empty(uvt__proc_t *p);
+void uvt__cgroup_kill(uvt__proc_t *p);
+void uvt__cgroup_remove(uvt__proc_t *p);
+/* Did process `pid` (a zombie) die in a group of the registry's cgroup
+ * directory?  (P-REAP-1 for the processes that left their session.) */
+int uvt__cgroup_had(uvt__procs_t *ps, pid_t pid);
+/* At context close: close and remove the registry's directory. */
+void uvt__cgroup_close(uvt__procs_t *ps);
+
+/* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
+
+/* Start the context's SIGCHLD watch (once); 0 or a libuv error. */
+int uvt__reap_start(uvt__procs_t *ps);
+/* Watch p's leader through the context's one SIGCHLD watch (started on
+ * first use), and look once now for an exit that came before.  0 or a
+ * libuv error (the watch could not start). */
+int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p);
+/* p's leader was reaped, or p goes away: stop watching it. */
+void uvt__reap_unwatch(uvt__proc_t *p);
+/* At context close: -1 while a leader still waits on the watch (its group
+ * was sent SIGKILL; call again when the list empties, which
+ * uvt__procs_maybe_closed does), else close the watch's handles and return
+ * how many were closed (on_closed runs for each, data = ps). */
+int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
+
+/* ---- spawn.c: everything that talks to the operating system ----------- */
+
+/* Nonzero: spawn through fork even where posix_spawn has everything (for
+ * tests of the fallback).  Loop thread; set between tasks. */
+extern int uvt__process_force_fork;
+/* Tests only: called by the thread that runs a spawn, with 0 before it
+ * looks at the request's `cancelled` and 1 once it decided to spawn, so a
+ * test can hold the spawner at either point.  Read when a request is
+ * built; NULL otherwise. */
+extern void (*uvt__process_spawn_hook)(int phase);
+
+/* A spawn request: built on the loop thread, then only read by the spawn,
+ * which writes the answer; one allocation with everything it points to. */
+struct uvt__spawn_s {
+  struct uvt__link link; /* a queue of whoever holds the request */
+  /* Set before the spawn, read-only after. */
+  const char *file; /* what to exec (a resolved path, or the shell) */
+  char *const *argv;
+  char *const *envp;
+  const char *cwd; /* NULL = inherit */
+  int fd[3];       /* the child's stdin (-1 = /dev/null), stdout, stderr,
+                      all above 2; the spawn closes them */
+  int want_pidfd;
+  int force_fork;
+  int cg_dirfd;     /* the registry's cgroup directory, or -1 */
+  char cg_name[16]; /* the task's group in it */
+  long clk_tck;     /* sysconf(_SC_CLK_TCK) */
+  void (*hook)(int phase);
+  uvt__env_t *env;      /* loop side: released with the request */
+  void *cookie;         /* loop side: the task it is for */
+  atomic_int cancelled; /* set by the loop: do not spawn */
+  /* The answer. */
+  int skipped; /* cancelled: nothing was spawned */
+  int err;     /* 0 or the libuv error of the spawn */
+  pid_t pid;   /* 0 until the spawner answered, and if nothing started */
+  int pidfd;
+  uvt__spawn_t *spawn; /* the request, from run() until the answer */
+  int spawning;        /* the request is prepared or out */
+  int not_started;     /* answered: no child (spawn_err, or cancelled) */
+  int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
+  unsigned long long start_ticks; /* at most the leader's start time */
+  int cg_err; /* 0: the child is in its group; else why not */
+};
+
+/* Check what can be checked before the spawn (cwd, the shell or argv[0]
+ * in PATH, the size of the command) and build the request, taking over
+ * the three descriptors only on success.  0 and *out, or a libuv error
+ * (UV_ENOENT, UV_ENOTDIR, UV_EACCES, UV_E2BIG, UV_ENAMETOOLONG,
+ * UV_ENOMEM).  Loop thread. */
+int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
+                       const int fd[3], uvt__spawn_t **out);
+/* Spawn the child in its own session with stdio from the request and no
+ * other descriptor (P-SPAWN-1..5), unless the request was cancelled; then
+ * close the request's descriptors.  Any thread; allocates nothing of ours. */
+void uvt__spawn_run(uvt__spawn_t *sp);
+/* Loop thread; accepts NULL. */
+void uvt__spawn_free(uvt__spawn_t *sp);
 
 /* A pidfd for `pid` (close-on-exec), or a libuv error. */
 int uvt__pidfd_open(pid_t pid);
@@ -103,9 +453,9 @@ int uvt__pidfd_open(pid_t pid);
  * libuv error. */
 int uvt__stdin_file(const char *data, size_t len);
 
-/* 1 if some member of process group `pgid` is alive (a zombie is dead),
- * else 0. */
-int uvt__group_alive(pid_t pgid);
+/* `fd` itself, or a close-on-exec copy above 2 (closing `fd`) so that the
+ * child's dup2 onto 0..2 cannot overwrite it; or a libuv error. */
+int uvt__fd_above_stdio(int fd);
 
 /* Kill the group with SIGKILL and reap the leader (blocking): the undo of a
  * start that failed after the spawn. */

@@ -2,13 +2,13 @@
  * built on the public producer API (uvt_start + hooks).
  *
  * Handles per task: two pipes (stdout, stderr), a poll handle on the
- * leader's pidfd (exit detection without SIGCHLD; a SIGCHLD watcher where
- * there are no pidfds), and three timers (kill
- * grace, drain, max runtime).  The task settles when the leader was reaped,
- * both pipes are closed and every handle's close callback has run (P-END-1).
- * The per-task state is freed once it has settled, its record was released
- * and no handle is open; disposal may reopen the kill timer to stop group
- * survivors (P-KILL-4) between settle and release. */
+ * leader's pidfd (exit detection without SIGCHLD; where there are no
+ * pidfds the registry's one SIGCHLD watch reaps it, reap.c), and three
+ * timers (kill grace, drain, max runtime).  The task settles when the leader
+ * was reaped, both pipes are closed and every handle's close callback has run
+ * (P-END-1). The per-task state is freed once it has settled, its record was
+ * released and no handle is open; disposal may reopen the kill timer to stop
+ * group survivors (P-KILL-4) between settle and release. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -27,66 +27,7 @@
 /* How often disposal checks whether a group is gone. */
 #define QUIESCE_POLL_MS 10
 
-typedef struct uvt__proc_s uvt__proc_t;
-
-typedef struct {
-  uv_pipe_t pipe;
-  uvt__outbuf_t buf;
-  uvt__proc_t *proc;
-  int open;   /* handle initialised and uv_close not yet called */
-  int closed; /* uv_close called: no more bytes will arrive */
-} stream_t;
-
-enum {
-  H_POLL = 1 << 0,
-  H_KILL = 1 << 1,
-  H_DRAIN = 1 << 2,
-  H_RUNTIME = 1 << 3,
-  H_SIGNAL = 1 << 4
-};
-
 int uvt__process_no_pidfd;
-
-struct uvt__proc_s {
-  uvt_task_t *task;
-  uvt_registry_t *reg;
-  uv_loop_t *loop;
-  const uvt_process_options_t *opts; /* valid during run() only */
-
-  char id[UVT_ID_MAX];
-
-  pid_t pid;
-  int pidfd;
-  uv_poll_t exit_poll;     /* on the pidfd, or: */
-  uv_signal_t exit_signal; /* SIGCHLD, where pidfds are not available */
-  uv_timer_t kill_timer;
-  uv_timer_t drain_timer;
-  uv_timer_t runtime_timer;
-  stream_t out;
-  stream_t err;
-  char *scratch;
-
-  uint64_t grace_ms;
-  uint64_t drain_ms;
-  uint64_t max_runtime_ms;
-
-  unsigned live;    /* H_* handles initialised, uv_close not yet called */
-  unsigned closing; /* handles whose close callback has not run */
-
-  int status;         /* waitpid status of the leader */
-  int reaped;         /* the leader's exit was seen and reaped */
-  int status_lost;    /* someone else reaped the leader */
-  int kill_requested; /* cancel (or the runtime limit) before the reap */
-  int killed_now;     /* SIGKILL was sent */
-  int timed_out;
-  unsigned cancels; /* calls of the cancel hook */
-  int finishing;    /* closing the last handles towards settle */
-  int run_failed;   /* run() returned an error: free after the closes */
-  int settled;
-  int released;
-  int quiescing; /* the quiesce hook is waiting for the group */
-  uint64_t quiesce_start;
-};
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -127,9 +68,41 @@ static const char *signal_name(int sig, char *buf, size_t size) {
   return buf;
 }
 
+/* The name of a libuv error, also for the errno values libuv 1.44 has no
+ * name for (ENOEXEC). */
+static const char *err_name(int err, char *buf, size_t size) {
+  const char *name = uvt_err_name(err);
+  if (strcmp(name, "UNKNOWN") != 0)
+    return name;
+  if (err == -ENOEXEC)
+    return "ENOEXEC";
+  snprintf(buf, size, "errno %d", -err);
+  return buf;
+}
+
 /* ---- handles ---------------------------------------------------------- */
 
+/* R-TIME-1: every duration counts from the call that sets it.  A host that
+ * blocked its loop outside our callbacks leaves the loop's cached time
+ * stale; refresh it (one clock read) before arming a timer. */
+static void arm(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout_ms) {
+  uv_update_time(timer->loop);
+  uv_timer_start(timer, cb, timeout_ms, 0);
+}
+
+/* Whole milliseconds since t0_ns, rounded up: libuv's timers count whole
+ * milliseconds of the loop's clock, so one may fire up to 1 ms before the
+ * high-resolution clock says its full timeout passed. */
+static uint64_t ms_since(uint64_t t0_ns) {
+  return (uv_hrtime() - t0_ns + 999999u) / 1000000u;
+}
+
 static void proc_free(uvt__proc_t *p) {
+  uvt__reap_unwatch(p);
+  if (p->cg)
+    uvt__cgroup_remove(p);
+  uvt__session_untrack(p);
+  uvt__spawn_free(p->spawn); /* one that never left */
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -148,9 +121,9 @@ static void settle(uvt__proc_t *p);
 static void on_close(uv_handle_t *h) {
   uvt__proc_t *p;
 
-  /* Pipes carry their stream_t, everything else the task state. */
+  /* Pipes carry their uvt__stream_t, everything else the task state. */
   if (h->type == UV_NAMED_PIPE)
-    p = ((stream_t *)h->data)->proc;
+    p = ((uvt__stream_t *)h->data)->proc;
   else
     p = h->data;
 
@@ -158,6 +131,8 @@ static void on_close(uv_handle_t *h) {
     close(p->pidfd);
     p->pidfd = -1;
   }
+  if (h == (uv_handle_t *)&p->kill_timer)
+    p->kill_timer_closing = 0;
   p->closing--;
   if (p->closing == 0 && p->finishing && !p->settled)
     settle(p);
@@ -168,10 +143,12 @@ static void close_handle(uvt__proc_t *p, unsigned bit, uv_handle_t *h) {
   if (!(p->live & bit))
     return;
   p->live &= ~bit;
+  if (bit == UVT__H_KILL)
+    p->kill_timer_closing = 1;
   uv_close(h, on_close);
 }
 
-static void close_stream(stream_t *s) {
+static void close_stream(uvt__stream_t *s) {
   if (!s->open)
     return;
   s->open = 0;
@@ -185,11 +162,10 @@ static void maybe_finish(uvt__proc_t *p) {
   if (p->finishing || !p->reaped || p->out.open || p->err.open)
     return;
   p->finishing = 1;
-  close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
-  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
-  close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
-  close_handle(p, H_DRAIN, (uv_handle_t *)&p->drain_timer);
-  close_handle(p, H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
+  close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
+  close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
   /* The settle itself waits for the last close callback (on_close), never
    * inside a hook. */
 }
@@ -200,7 +176,7 @@ static void maybe_finish(uvt__proc_t *p) {
  * scratch buffer is only the fallback when no ring could be allocated, and
  * what lands there goes through uvt__outbuf_push (which drops it). */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  stream_t *s = h->data;
+  uvt__stream_t *s = h->data;
   uvt__proc_t *p = s->proc;
   char *at;
   size_t n;
@@ -219,7 +195,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-  stream_t *s = stream->data;
+  uvt__stream_t *s = stream->data;
   uvt__proc_t *p = s->proc;
 
   if (nread > 0) {
@@ -238,7 +214,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
 }
 
 /* Read what the pipe holds now, without waiting, then close it. */
-static void drain_stream(uvt__proc_t *p, stream_t *s) {
+static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
   uv_os_fd_t fd;
   size_t total = 0;
   ssize_t n;
@@ -285,28 +261,30 @@ static void on_drain_timer(uv_timer_t *timer) {
 /* ---- the leader ------------------------------------------------------- */
 
 static void leader_exited(uvt__proc_t *p, int status, int lost) {
+  uvt__reap_unwatch(p);
+  uvt__spawner_reaped(p->procs, p->pid);
   p->reaped = 1;
   p->status = status;
   p->status_lost = lost;
   /* P-KILL-3: nothing is signalled after this point (disposal aside). */
-  close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
-  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
-  if (p->live & H_KILL)
+  close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+  if (p->live & UVT__H_KILL)
     uv_timer_stop(&p->kill_timer);
-  if (p->live & H_RUNTIME)
+  if (p->live & UVT__H_RUNTIME)
     uv_timer_stop(&p->runtime_timer);
   if (p->out.open || p->err.open)
-    uv_timer_start(&p->drain_timer, on_drain_timer, p->drain_ms, 0);
+    arm(&p->drain_timer, on_drain_timer, p->drain_ms);
   maybe_finish(p);
 }
 
-/* Reap the leader if it has exited.  Returns 1 if it is (now) reaped. */
-static int check_leader(uvt__proc_t *p) {
+int uvt__proc_check_leader(uvt__proc_t *p) {
   int status = 0;
   pid_t r;
 
   if (p->reaped)
     return 1;
+  if (p->pid <= 0)
+    return 0; /* the spawn is out: no leader yet */
   do
     r = waitpid(p->pid, &status, WNOHANG);
   while (r < 0 && errno == EINTR);
@@ -319,40 +297,35 @@ static int check_leader(uvt__proc_t *p) {
 static void on_exit_poll(uv_poll_t *poll, int status, int events) {
   uvt__proc_t *p = poll->data;
 
-  if (!check_leader(p) && status < 0) {
+  if (!uvt__proc_check_leader(p) && status < 0) {
     /* The pidfd cannot be watched any more; the leader is alive.  Keep
      * polling rather than lose its exit. */
     uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
   }
 }
 
-static void on_sigchld(uv_signal_t *handle, int signum) {
-  check_leader(handle->data);
-}
-
-static int signal_group(uvt__proc_t *p, int sig) {
-  if (kill(-p->pid, sig) == 0 || errno == ESRCH)
-    return 0;
-  return UVT__PERR(errno);
-}
-
 static void on_kill_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
   /* P-KILL-1: the leader outlived the grace. */
-  if (!check_leader(p) && !p->killed_now) {
+  if (!uvt__proc_check_leader(p) && !p->killed_now) {
     p->killed_now = 1;
-    signal_group(p, SIGKILL);
+    uvt__session_signal(p, SIGKILL);
   }
 }
 
-/* The first stop request: SIGTERM now, SIGKILL after the grace. */
+/* The first stop request: SIGTERM to the session now, SIGKILL after the
+ * grace (P-KILL-1, P-KILL-5). */
 static int request_stop(uvt__proc_t *p) {
-  int err = signal_group(p, SIGTERM);
+  int err = uvt__session_signal(p, SIGTERM);
   if (err != 0)
     return err;
   p->kill_requested = 1;
-  uv_timer_start(&p->kill_timer, on_kill_timer, p->grace_ms, 0);
+  /* P-SPAWN-6: a kill before the child exists: it is never spawned (or,
+   * if the spawner got there first, signalled when the answer comes). */
+  if (p->spawning)
+    atomic_store(&p->spawn->cancelled, 1);
+  arm(&p->kill_timer, on_kill_timer, p->grace_ms);
   return 0;
 }
 
@@ -360,10 +333,12 @@ static void on_runtime_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
   /* P-LIMIT-1: stopped like a kill, unless a kill came first. */
-  if (check_leader(p) || p->kill_requested)
+  if (uvt__proc_check_leader(p) || p->kill_requested)
     return;
-  if (request_stop(p) == 0)
+  if (request_stop(p) == 0) {
     p->timed_out = 1;
+    p->timed_out_ms = ms_since(p->start_ns);
+  }
 }
 
 /* ---- settle ----------------------------------------------------------- */
@@ -407,7 +382,20 @@ static void settle(uvt__proc_t *p) {
 
   memset(&o, 0, sizeof(o));
   memset(&g, 0, sizeof(g));
-  if (p->status_lost) {
+  if (p->not_started && p->spawn_err != 0) {
+    /* P-SPAWN-4: what only the spawn could report. */
+    o.status = UVT_FAILED;
+    snprintf(detail, sizeof(detail), "spawn failed: %s",
+             err_name(p->spawn_err, sigbuf, sizeof(sigbuf)));
+  } else if (p->not_started) {
+    /* P-SPAWN-6: stopped before the child existed; nothing ran. */
+    o.status = UVT_KILLED;
+    if (p->timed_out)
+      snprintf(detail, sizeof(detail), "timed out after %llu ms",
+               (unsigned long long)p->timed_out_ms);
+    else
+      snprintf(detail, sizeof(detail), "killed before it started");
+  } else if (p->status_lost) {
     o.status = UVT_FAILED;
     snprintf(detail, sizeof(detail), "exit status lost: reaped elsewhere");
   } else {
@@ -417,8 +405,10 @@ static void settle(uvt__proc_t *p) {
       code = WEXITSTATUS(p->status);
     if (p->timed_out) {
       o.status = UVT_KILLED;
+      /* What really elapsed from the start call to the SIGTERM: at least
+       * max_runtime_ms, more when the loop ran late. */
       snprintf(detail, sizeof(detail), "timed out after %llu ms",
-               (unsigned long long)p->max_runtime_ms);
+               (unsigned long long)p->timed_out_ms);
     } else if (sig != 0) {
       /* P-END-2, P-KILL-2: a signal is a kill, asked for or not. */
       o.status = UVT_KILLED;
@@ -456,7 +446,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
 
   /* P-KILL-2/3: a leader that already exited keeps its outcome and is not
    * signalled. */
-  if (check_leader(p))
+  if (uvt__proc_check_leader(p))
     return 0;
   p->cancels++;
   if (!p->kill_requested)
@@ -465,10 +455,10 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
   if (p->timed_out && p->cancels == 1)
     return 0;
-  if (p->live & H_KILL)
+  if (p->live & UVT__H_KILL)
     uv_timer_stop(&p->kill_timer);
   p->killed_now = 1;
-  return signal_group(p, SIGKILL);
+  return uvt__session_signal(p, SIGKILL);
 }
 
 static int buf_sink(void *ctx, const void *bytes, size_t len) {
@@ -491,40 +481,67 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
                              p->err.closed, buf_sink, out);
 }
 
+/* ---- what an ended task left running (P-KILL-4, P-KILL-6) -------------- */
+
+static void quiesce_done(uvt__proc_t *p) {
+  p->quiescing = 0;
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  uvt_task_quiescent(p->task);
+}
+
+void uvt__proc_swept(uvt__proc_t *p) {
+  /* "Gone" means no live member and every zombie of ours reaped (the pass
+   * reaps them, P-REAP-1). */
+  if (p->quiescing && p->pass_live == 0)
+    quiesce_done(p);
+}
+
 static void on_quiesce_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
-  if (!uvt__group_alive(p->pid)) {
-    p->quiescing = 0;
-    close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
-    uvt_task_quiescent(p->task);
-    return;
-  }
-  if (!p->killed_now && uv_now(p->loop) - p->quiesce_start >= p->grace_ms) {
+  if (!p->killed_now && ms_since(p->quiesce_start_ns) >= p->grace_ms) {
     p->killed_now = 1;
-    kill(-p->pid, SIGKILL);
+    uvt__session_signal(p, SIGKILL);
+  } else {
+    uvt__session_check(p);
   }
 }
 
-/* P-KILL-4: stop what the leader left running in its group. */
+/* Stop every process the ended task left in its session: SIGTERM now,
+ * SIGKILL after grace_ms, uvt_task_quiescent() once none is left.  Called
+ * by disposal (P-KILL-4) and by a kill of the ended task (P-KILL-6); the
+ * registry does not call it again while a stop is in progress.  Returns 0
+ * when the session is known to be empty (session.c's cheap test: the
+ * common case, a task that left nothing), else 1: whether members are
+ * left is then decided by the next pass over /proc (one per loop turn for
+ * all tasks). */
 static int hook_quiesce(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->quiescing || p->pid <= 0 || !uvt__group_alive(p->pid))
+  if (!p->settled || p->quiescing || p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
+  if (p->kill_timer_closing) {
+    /* A stop ends only when its pass found the session empty, which marks
+     * it gone, so this should not happen; but the timer cannot be
+     * initialised again before its close callback: stop what is there at
+     * once instead. */
+    uvt__session_count(p, SIGKILL);
+    return 0;
+  }
   if (uv_timer_init(p->loop, &p->kill_timer) != 0) {
-    kill(-p->pid, SIGKILL);
+    uvt__session_count(p, SIGKILL);
     return 0;
   }
   p->kill_timer.data = p;
-  p->live |= H_KILL;
+  p->live |= UVT__H_KILL;
   p->closing++;
   p->quiescing = 1;
   p->killed_now = 0;
-  p->quiesce_start = uv_now(p->loop);
-  kill(-p->pid, SIGTERM);
+  p->quiesce_start_ns = uv_hrtime();
+  uvt__session_signal(p, SIGTERM);
+  uv_update_time(p->loop);
   uv_timer_start(&p->kill_timer, on_quiesce_timer, QUIESCE_POLL_MS,
                  QUIESCE_POLL_MS);
   return 1;
@@ -537,16 +554,15 @@ static void hook_release(uvt_task_t *t) {
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;
-    if (uvt__group_alive(p->pid))
-      kill(-p->pid, SIGKILL);
-    close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
+    uvt__session_count(p, SIGKILL);
+    close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   }
   maybe_free(p);
 }
 
 /* ---- start ------------------------------------------------------------ */
 
-static int open_pipe(uvt__proc_t *p, stream_t *s, int fd) {
+static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   int err;
 
   s->proc = p;
@@ -576,16 +592,39 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
+/* Close what a start opened (its record is not, or no longer, to be
+ * committed): the request if it never left, the pipes, the timers.  The
+ * state is freed by the last close callback. */
+static void undo_start(uvt__proc_t *p) {
+  p->run_failed = 1;
+  uvt__spawn_free(p->spawn);
+  p->spawn = NULL;
+  p->spawning = 0;
+  close_stream(&p->out);
+  close_stream(&p->err);
+  close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
+  close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
+}
+
+/* Everything that can fail cheaply happens here, on the loop thread and
+ * before the record exists (P-SPAWN-4): the descriptors, the checks and
+ * the request of spawn.c, the pipe handles and timers.  The spawn itself
+ * is handed to the spawner once uvt_start has committed the record
+ * (P-SPAWN-6, uvt_process_start). */
 static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   uvt__proc_t *p = arg;
   const uvt_process_options_t *o = p->opts;
-  uvt__spawn_req_t req;
   int outp[2] = {-1, -1};
   int errp[2] = {-1, -1};
   int in_fd = -1;
+  int child[3];
   int err;
 
   p->task = t;
+  err = uvt__procs_get(p->reg, &p->procs);
+  if (err != 0)
+    return err;
   if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
     err = UVT__PERR(errno);
     goto fail_fds;
@@ -597,33 +636,32 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
       goto fail_fds;
     }
   }
-
-  memset(&req, 0, sizeof(req));
-  req.command = o->command;
-  req.argv = o->argv;
-  req.cwd = o->cwd;
-  req.env = o->env;
-  req.stdin_fd = in_fd;
-  req.stdout_fd = outp[1];
-  req.stderr_fd = errp[1];
-  err = uvt__spawn(&req, &p->pid);
-  close_fd(&outp[1]);
-  close_fd(&errp[1]);
-  close_fd(&in_fd);
+  /* The child's ends above stdio, so its dup2s cannot clash. */
+  if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
+      (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
+      (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
+    err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
+    goto fail_fds;
+  }
+  child[0] = in_fd;
+  child[1] = outp[1];
+  child[2] = errp[1];
+  err = uvt__spawner_reserve(p->procs);
+  if (err == 0)
+    err = uvt__spawn_prepare(&p->procs->envc, o, child, &p->spawn);
   if (err != 0)
     goto fail_fds;
-
-  /* From here a child exists: any failure kills and reaps it. */
-  p->pidfd = uvt__process_no_pidfd ? UV_ENOSYS : uvt__pidfd_open(p->pid);
-  if (p->pidfd < 0) {
-    err = p->pidfd;
-    p->pidfd = -1;
-    /* Out of descriptors is an error; no pidfds at all (kernel before 5.3,
-     * a seccomp filter, valgrind) means the SIGCHLD fallback. */
-    if (err == UV_EMFILE || err == UV_ENFILE || err == UV_ENOMEM)
-      goto fail_child;
-    err = 0;
+  /* The request owns the child's ends now. */
+  in_fd = outp[1] = errp[1] = -1;
+  p->spawn->cookie = p;
+  p->spawning = 1;
+  if (p->procs->cg_dirfd >= 0) {
+    /* P-KILL-5: a group of its own in the registry's cgroup. */
+    p->spawn->cg_dirfd = p->procs->cg_dirfd;
+    snprintf(p->cg_name, sizeof(p->cg_name), "%u", p->procs->cg_seq++);
+    memcpy(p->spawn->cg_name, p->cg_name, sizeof(p->cg_name));
   }
+
   err = open_pipe(p, &p->out, outp[0]);
   if (err == 0)
     outp[0] = -1; /* the pipe handle owns it now */
@@ -632,41 +670,22 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   if (err == 0)
     errp[0] = -1;
   if (err == 0)
-    err = init_timer(p, &p->kill_timer, H_KILL);
+    err = init_timer(p, &p->kill_timer, UVT__H_KILL);
   if (err == 0)
-    err = init_timer(p, &p->drain_timer, H_DRAIN);
+    err = init_timer(p, &p->drain_timer, UVT__H_DRAIN);
   if (err == 0)
-    err = init_timer(p, &p->runtime_timer, H_RUNTIME);
-  if (err == 0 && p->pidfd >= 0) {
-    err = uv_poll_init(p->loop, &p->exit_poll, p->pidfd);
-    if (err == 0) {
-      p->exit_poll.data = p;
-      p->live |= H_POLL;
-      p->closing++;
-    }
-  } else if (err == 0) {
-    err = uv_signal_init(p->loop, &p->exit_signal);
-    if (err == 0) {
-      p->exit_signal.data = p;
-      p->live |= H_SIGNAL;
-      p->closing++;
-    }
-  }
+    err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME);
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
-  if (err == 0 && (p->live & H_POLL))
-    err = uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
-  if (err == 0 && (p->live & H_SIGNAL))
-    err = uv_signal_start(&p->exit_signal, on_sigchld, SIGCHLD);
-  if (err != 0)
-    goto fail_child;
-  /* A SIGCHLD from before the watcher started is lost: look once now. */
-  if (p->live & H_SIGNAL)
-    check_leader(p);
+  if (err != 0) {
+    undo_start(p);
+    goto fail_fds;
+  }
+  /* From the call, not from the spawn (R-TIME-1). */
   if (p->max_runtime_ms > 0)
-    uv_timer_start(&p->runtime_timer, on_runtime_timer, p->max_runtime_ms, 0);
+    arm(&p->runtime_timer, on_runtime_timer, p->max_runtime_ms);
 
   hooks->cancel = hook_cancel;
   hooks->read_output = hook_read;
@@ -674,20 +693,6 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   hooks->quiesce = hook_quiesce;
   return 0;
 
-fail_child:
-  /* P-SPAWN-4: no child, no zombie, every handle closed. */
-  uvt__spawn_abort(p->pid);
-  p->run_failed = 1;
-  close_stream(&p->out);
-  close_stream(&p->err);
-  close_handle(p, H_KILL, (uv_handle_t *)&p->kill_timer);
-  close_handle(p, H_DRAIN, (uv_handle_t *)&p->drain_timer);
-  close_handle(p, H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
-  close_handle(p, H_SIGNAL, (uv_handle_t *)&p->exit_signal);
-  if (p->live & H_POLL)
-    close_handle(p, H_POLL, (uv_handle_t *)&p->exit_poll);
-  else
-    close_fd(&p->pidfd);
 fail_fds:
   p->run_failed = 1;
   close_fd(&outp[0]);
@@ -696,6 +701,98 @@ fail_fds:
   close_fd(&errp[1]);
   close_fd(&in_fd);
   return err;
+}
+
+/* Watch the leader's exit: its pidfd, or the registry's SIGCHLD watch. */
+static int watch_leader(uvt__proc_t *p) {
+  int err;
+
+  if (p->pidfd >= 0) {
+    err = uv_poll_init(p->loop, &p->exit_poll, p->pidfd);
+    if (err == 0) {
+      p->exit_poll.data = p;
+      p->live |= UVT__H_POLL;
+      p->closing++;
+      err = uv_poll_start(&p->exit_poll, UV_READABLE, on_exit_poll);
+      if (err == 0)
+        return 0;
+      close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+    } else {
+      close_fd(&p->pidfd);
+    }
+  }
+  p->pidfd = -1;
+  if (p->procs == NULL)
+    return UV_ECANCELED;
+  return uvt__reap_watch(p->procs, p);
+}
+
+/* No child: the spawn failed, or was not made (a kill came first).  The
+ * pipes' write ends are closed, so they end at once; the task settles as
+ * usual at quiescence. */
+static void not_started(uvt__proc_t *p, int err) {
+  p->not_started = 1;
+  p->spawn_err = err;
+  p->reaped = 1;
+  if (p->live & UVT__H_KILL)
+    uv_timer_stop(&p->kill_timer);
+  if (p->live & UVT__H_RUNTIME)
+    uv_timer_stop(&p->runtime_timer);
+  if (p->out.open || p->err.open)
+    arm(&p->drain_timer, on_drain_timer, p->drain_ms);
+  maybe_finish(p);
+}
+
+void uvt__proc_spawned(uvt__spawn_t *sp) {
+  uvt__proc_t *p = sp->cookie;
+  int err;
+
+  p->spawn = NULL;
+  p->spawning = 0;
+  if (sp->skipped || sp->err != 0) {
+    err = sp->skipped ? 0 : sp->err;
+    uvt__spawn_free(sp);
+    not_started(p, err);
+    return;
+  }
+  p->pid = sp->pid;
+  p->pidfd = sp->pidfd >= 0 ? sp->pidfd : -1;
+  p->start_ticks = sp->start_ticks;
+  if (sp->cg_dirfd >= 0) {
+    p->cg = sp->cg_err == 0;
+    if (!p->cg && p->procs != NULL && !p->procs->cg_warned) {
+      p->procs->cg_warned = 1;
+      uvt__log(p->reg, UVT_LOG_WARN,
+               "task %s runs outside a cgroup of its own (%s); later tasks "
+               "may too, this is said once",
+               p->id, uvt_err_name(sp->cg_err));
+    }
+  }
+  uvt__spawn_free(sp);
+  uvt__session_track(p);
+  err = watch_leader(p);
+  if (err != 0) {
+    /* Neither a pidfd nor the SIGCHLD watch: the exit could not be seen.
+     * P-SPAWN-4: no child, no zombie. */
+    uvt__session_untrack(p);
+    uvt__spawn_abort(p->pid);
+    uvt__spawner_reaped(p->procs, p->pid);
+    p->pid = 0;
+    not_started(p, err);
+    return;
+  }
+  if (p->released) {
+    /* The record was dropped while the spawn was out (disposal gave up on
+     * it): nobody wants this child. */
+    p->killed_now = 1;
+    uvt__session_signal(p, SIGKILL);
+  } else if (p->killed_now) {
+    uvt__session_signal(p, SIGKILL);
+  } else if (p->kill_requested) {
+    /* A kill came while the spawn was out and too late to stop it; its
+     * grace has been running since the kill call. */
+    uvt__session_signal(p, SIGTERM);
+  }
 }
 
 void uvt_process_options_init(uvt_process_options_t *o) {
@@ -730,6 +827,15 @@ static char *join_argv(const char *const *argv) {
   return s;
 }
 
+/* Nothing but spaces, tabs and newlines: nothing to run, whatever the
+ * label says. */
+static int blank(const char *s) {
+  for (; *s != '\0'; s++)
+    if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r')
+      return 0;
+  return 1;
+}
+
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
   uvt__proc_t *p;
@@ -740,7 +846,9 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
 
   if (reg == NULL || o == NULL || (o->command == NULL) == (o->argv == NULL))
     return UV_EINVAL;
-  if (o->argv != NULL && o->argv[0] == NULL)
+  if (o->argv != NULL && (o->argv[0] == NULL || o->argv[0][0] == '\0'))
+    return UV_EINVAL;
+  if (o->command != NULL && blank(o->command))
     return UV_EINVAL;
   if (o->output_cap_bytes < 4)
     return UV_EINVAL;
@@ -751,6 +859,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p = uvt__calloc(1, sizeof(*p));
   if (p == NULL)
     return UV_ENOMEM;
+  p->start_ns = uv_hrtime();
   p->reg = reg;
   p->loop = uvt_registry_loop(reg);
   p->opts = o;
@@ -760,6 +869,9 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->max_runtime_ms = o->max_runtime_ms;
   p->out.proc = p;
   p->err.proc = p;
+  uvt__list_init(&p->unreaped_link);
+  uvt__list_init(&p->sweep_link);
+  uvt__list_init(&p->pass_link);
 
   memset(&spec, 0, sizeof(spec));
   spec.kind = o->kind != NULL ? o->kind : "bash";
@@ -782,20 +894,27 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   uvt__free(joined);
   p->opts = NULL;
   if (err != 0) {
-    /* run() may have left closes in flight; the last one frees. */
+    /* run() may have left closes in flight (or succeeded and the start was
+     * then refused: undo it); the last close frees. */
+    if (p->task != NULL && !p->run_failed)
+      undo_start(p);
     p->run_failed = 1;
     maybe_free(p);
     return err;
   }
   if (id_out != NULL)
     memcpy(id_out, p->id, UVT_ID_MAX);
+  /* P-SPAWN-6: the record exists; the spawn runs off the loop thread.  A
+   * kill that came inside uvt_start (R-REENTER-1) already marked the
+   * request cancelled: the spawner will not spawn it. */
+  uvt__spawner_submit(p->procs, p->spawn);
   return 0;
 }
 
-int uvt_process_pid(uvt_registry_t *reg, const char *id,
-                    const uvt_agent_t *caller) {
+/* The process task behind `id`, through the registry's fence. */
+static int lookup_proc(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller, uvt__proc_t **out) {
   uvt_task_t *t;
-  uvt__proc_t *p;
   int err;
 
   /* The registry's lookup applies the fence (R-OWN-2). */
@@ -806,8 +925,33 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
     return UVT_ENOTASK;
   if (t->hooks.cancel != hook_cancel)
     return UV_EINVAL; /* another producer's task */
-  p = t->arg;
+  *out = t->arg;
+  return 0;
+}
+
+int uvt_process_pid(uvt_registry_t *reg, const char *id,
+                    const uvt_agent_t *caller) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
+  if (p->spawning)
+    return 0; /* not spawned yet */
+  if (p->pid <= 0)
+    return UV_ESRCH;
   return (int)p->pid;
+}
+
+int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
+                          const uvt_agent_t *caller) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
+  if (p->pid <= 0 || uvt__session_known_empty(p))
+    return 0;
+  /* One pass over this session now (it also reaps our zombie members). */
+  return uvt__session_count(p, 0);
 }
 
 /* ---- M-MCP-5: a peek at the last unread line (for progress) ----------- */

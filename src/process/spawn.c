@@ -1,198 +1,80 @@
-/* The operating-system side of the process producer: the environment, the
- * spawn itself (P-SPAWN-1..5), the pidfd that reports the leader's exit and
- * the group liveness probe (P-KILL-3, P-KILL-4).  Everything that would
- * change for another spawn path lives in this file.
+/* The operating-system side of a spawn (P-SPAWN-1..5): what can fail
+ * cheaply is checked and everything is prepared on the loop thread
+ * (uvt__spawn_prepare), and the spawn itself (uvt__spawn_run) only reads
+ * that immutable request, so it can run on any thread.  Everything that
+ * would change for another spawn path lives in this file.
  *
  * The spawn uses posix_spawn (vfork semantics: no copy of the host's
  * memory) with POSIX_SPAWN_SETSID, every signal reset to its default and
- * unblocked, and posix_spawn_file_actions_addclosefrom_np(3), so no
- * descriptor of the host reaches the child even if it was opened without
- * O_CLOEXEC.  Errors of chdir and exec come back from posix_spawn itself,
- * which also reaps the failed child. */
+ * unblocked, and posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34),
+ * so no descriptor of the host reaches the child even if it was opened
+ * without O_CLOEXEC.  Errors of chdir and exec come back from posix_spawn
+ * itself, which also reaps the failed child.
+ *
+ * Where the build found no posix_spawn with all of POSIX_SPAWN_SETSID
+ * (glibc 2.26), posix_spawn_file_actions_addchdir_np (2.29) and
+ * posix_spawn_file_actions_addclosefrom_np (2.34), the spawn forks
+ * instead: the child resets its signals, starts its session, places its
+ * stdio, changes directory, marks every other descriptor close-on-exec
+ * (close_range(2), or one by one where the kernel lacks it; closing them
+ * there is not possible with posix_spawn, which is why the fallback is a
+ * fork) and execs, reporting a failure through a close-on-exec pipe.  A
+ * fork copies the host's page tables, so that path is slower in a host
+ * with a large heap.  It is also the path of a task with a cgroup of its
+ * own (cgroup.c): the child enters its group before it execs, which
+ * posix_spawn cannot do (glibc 2.41's posix_spawnattr_setcgroup_np could). */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "process-internal.h"
 
-#if !defined(POSIX_SPAWN_SETSID)
-#error "uvtasks needs posix_spawn with POSIX_SPAWN_SETSID (glibc 2.26+)"
-#endif
-
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
 
-extern char **environ;
+/* The kernel's limit for one argument or environment string (32 pages). */
+#define ONE_STRING_MAX (32 * 4096)
 
-/* The name of the variable that carries the command to the wrapper. */
-#define CMD_VAR "UVTASKS_CMD"
+int uvt__process_force_fork;
+void (*uvt__process_spawn_hook)(int phase);
 
-/* The fixed wrapper (P-SPAWN-2): the command travels in CMD_VAR, is moved
- * into a shell variable, unset from the environment, and evaluated; the
- * shell variable is unset by the evaluated text's first line, so the
- * command sees neither.
+/* The fixed wrapper (P-SPAWN-2): the command travels in UVT__CMD_VAR, is
+ * moved into a shell variable, unset from the environment, and evaluated;
+ * the shell variable is unset by the evaluated text's first line, so the
+ * command sees neither.  The shell exits with the evaluated text's status.
  *
- * A shell given its command with -c execs a lone last command, so that
- * command's death by a signal is the leader's; an evaluated command is never
- * exec'd.  So when the evaluated text ends with a status that says "died of
- * signal N" (129..192), the wrapper re-raises N on itself with the default
- * action, and the task settles killed, "signal: NAME" (P-END-2), not
- * completed with "exit code: 137".  An explicit `exit 137` in the command
- * leaves the shell directly and stays an exit code. */
-static const char wrapper[] =
-    "__uvt_c=$" CMD_VAR "; unset " CMD_VAR
-    "; eval \"unset __uvt_c\n$__uvt_c\"\n"
-    "__uvt_s=$?\n"
-    "if [ \"$__uvt_s\" -gt 128 ] && [ \"$__uvt_s\" -lt 193 ]; then "
-    "trap - \"$((__uvt_s - 128))\" 2>/dev/null; "
-    "kill -s \"$((__uvt_s - 128))\" \"$$\" 2>/dev/null || "
-    "kill -\"$((__uvt_s - 128))\" \"$$\"; fi\n"
-    "exit \"$__uvt_s\"";
+ * P-END-3: nothing is guessed from that status.  A shell whose last
+ * command died of signal N exits 128 + N, exactly as a program that chose
+ * that status itself (python's sys.exit(130), a script's `exit 147`), so
+ * the task reports "exit code: N" for both, and no status can make the
+ * wrapper signal or stop itself.  `killed`, "signal: NAME" comes only from
+ * the leader's own wait status: a kill's SIGTERM reaches the whole session
+ * (P-KILL-5), the shell with it, so a killed command still ends killed
+ * (C-07). */
+static const char wrapper[] = "__uvt_c=$" UVT__CMD_VAR "; unset " UVT__CMD_VAR
+                              "; eval \"unset __uvt_c\n$__uvt_c\"";
 
-/* Fixed additions to every child's environment (P-SPAWN-3). */
-static const char *const fixed_env[] = {"NO_COLOR=1", "TERM=dumb", "PAGER=cat",
-                                        "GIT_PAGER=cat"};
-#define FIXED_ENV_N (sizeof(fixed_env) / sizeof(fixed_env[0]))
-
-static size_t name_len(const char *entry) {
-  const char *eq = strchr(entry, '=');
-  return eq ? (size_t)(eq - entry) : strlen(entry);
-}
-
-static int same_name(const char *a, const char *b) {
-  size_t n = name_len(a);
-  return n == name_len(b) && memcmp(a, b, n) == 0;
-}
-
-static int upper(int c) {
-  return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c;
-}
-
-/* Case-insensitive: does name[0, n) contain `word` (upper case)? */
-static int name_has(const char *name, size_t n, const char *word) {
-  size_t w = strlen(word);
-  size_t i;
-  size_t j;
-
-  for (i = 0; i + w <= n; i++) {
-    for (j = 0; j < w; j++)
-      if (upper((unsigned char)name[i + j]) != word[j])
-        break;
-    if (j == w)
-      return 1;
-  }
-  return 0;
-}
-
-static int looks_like_credential(const char *entry) {
-  size_t n = name_len(entry);
-  return name_has(entry, n, "KEY") || name_has(entry, n, "SECRET") ||
-         name_has(entry, n, "TOKEN") || name_has(entry, n, "PASSWORD");
-}
-
-static int in_list(const char *entry, const char *const *list) {
-  if (list == NULL)
-    return 0;
-  for (; *list != NULL; list++)
-    if (same_name(entry, *list))
-      return 1;
-  return 0;
-}
-
-static int in_fixed(const char *entry) {
-  size_t i;
-  for (i = 0; i < FIXED_ENV_N; i++)
-    if (same_name(entry, fixed_env[i]))
-      return 1;
-  return 0;
-}
-
-/* Build the child's environment: inherited minus credentials, the fixed
- * additions, the caller's entries (which win), and the command variable.
- * The array points into the existing strings except *cmd_entry, which the
- * caller frees with the array. */
-static int build_env(const uvt__spawn_req_t *req, char ***envp_out,
-                     char **cmd_entry) {
-  size_t n = 0;
-  size_t k = 0;
-  size_t i;
-  char **envp;
-  char **e;
-  const char *const *x;
-  size_t clen;
-
-  *cmd_entry = NULL;
-  for (e = environ; e != NULL && *e != NULL; e++)
-    n++;
-  for (x = req->env; x != NULL && *x != NULL; x++)
-    n++;
-  n += FIXED_ENV_N + 2;
-  envp = uvt__calloc(n, sizeof(*envp));
-  if (envp == NULL)
-    return UV_ENOMEM;
-
-  for (e = environ; e != NULL && *e != NULL; e++) {
-    if (strchr(*e, '=') == NULL || looks_like_credential(*e) || in_fixed(*e) ||
-        in_list(*e, req->env) || same_name(*e, CMD_VAR "="))
-      continue;
-    envp[k++] = *e;
-  }
-  for (i = 0; i < FIXED_ENV_N; i++)
-    if (!in_list(fixed_env[i], req->env))
-      envp[k++] = (char *)fixed_env[i];
-  for (x = req->env; x != NULL && *x != NULL; x++) {
-    /* The wrapper's variable cannot be overridden in shell mode. */
-    if (req->command != NULL && same_name(*x, CMD_VAR "="))
-      continue;
-    envp[k++] = (char *)*x;
-  }
-  if (req->command != NULL) {
-    clen = strlen(req->command);
-    *cmd_entry = uvt__malloc(sizeof(CMD_VAR "=") + clen);
-    if (*cmd_entry == NULL) {
-      uvt__free(envp);
-      return UV_ENOMEM;
-    }
-    memcpy(*cmd_entry, CMD_VAR "=", sizeof(CMD_VAR "=") - 1);
-    memcpy(*cmd_entry + sizeof(CMD_VAR "=") - 1, req->command, clen + 1);
-    envp[k++] = *cmd_entry;
-  }
-  envp[k] = NULL;
-  *envp_out = envp;
-  return 0;
-}
-
-static const char *find_shell(void) {
-  static const char *const shells[] = {"/bin/bash", "/usr/bin/bash", "/bin/sh",
-                                       "/usr/bin/sh"};
-  size_t i;
-  for (i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
-    if (access(shells[i], X_OK) == 0)
-      return shells[i];
-  return NULL;
-}
-
-/* Keep a descriptor that the child gets as stdio out of 0..2 so that the
- * dup2 actions cannot overwrite one another. */
-static int above_stdio(int fd, int *tmp) {
-  *tmp = -1;
-  if (fd < 0 || fd > 2)
-    return fd;
-  *tmp = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  return *tmp;
-}
+/* ---- checks on the loop thread ---------------------------------------- */
 
 /* The working directory is checked here, before the spawn, as well as by
  * the child's chdir: a clear error does not then depend on how the C
@@ -211,64 +93,281 @@ static int check_cwd(const char *cwd) {
   return 0;
 }
 
-int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out) {
+/* The shell: bash, else sh.  The last one found is kept and checked again
+ * (one access(2)) at every start. */
+static const char *find_shell(uvt__envcache_t *c) {
+  static const char *const shells[] = {"/bin/bash", "/usr/bin/bash", "/bin/sh",
+                                       "/usr/bin/sh"};
+  size_t i;
+  if (c->shell != NULL && access(c->shell, X_OK) == 0)
+    return c->shell;
+  c->shell = NULL;
+  for (i = 0; i < sizeof(shells) / sizeof(shells[0]); i++)
+    if (access(shells[i], X_OK) == 0)
+      return c->shell = shells[i];
+  return NULL;
+}
+
+/* An executable regular file?  0, or the error exec would give. */
+static int executable(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return UVT__PERR(errno);
+  if (!S_ISREG(st.st_mode))
+    return UV_EACCES;
+  if (access(path, X_OK) != 0)
+    return UVT__PERR(errno);
+  return 0;
+}
+
+/* argv[0] as exec will find it: itself if it has a '/', else the first
+ * executable file of that name in PATH (the child's PATH: the options'
+ * entry if they give one, else the host's), as execvp searches.  A
+ * relative directory in PATH is taken from the child's working directory.
+ * Returns 0 with the path in buf, or UV_ENOENT, UV_EACCES, UV_ENAMETOOLONG. */
+static int resolve_path(const char *name, const char *path, const char *cwd,
+                        char buf[PATH_MAX]) {
+  const char *dir;
+  const char *end;
+  size_t nlen = strlen(name);
+  size_t dlen;
+  int saw_eacces = 0;
+  int r;
+
+  if (strchr(name, '/') != NULL) {
+    if (nlen >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    memcpy(buf, name, nlen + 1);
+    if (name[0] != '/' && cwd != NULL &&
+        (size_t)snprintf(buf, PATH_MAX, "%s/%s", cwd, name) >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    r = executable(buf);
+    if (r != 0)
+      return r;
+    memcpy(buf, name, nlen + 1); /* exec'd relative to the child's cwd */
+    return 0;
+  }
+  for (dir = path;; dir = end + 1) {
+    end = strchr(dir, ':');
+    dlen = end != NULL ? (size_t)(end - dir) : strlen(dir);
+    if (dlen == 0) {
+      dir = ".";
+      dlen = 1;
+    }
+    if (dir[0] != '/' && cwd != NULL) {
+      if ((size_t)snprintf(buf, PATH_MAX, "%s/%.*s/%s", cwd, (int)dlen, dir,
+                           name) >= PATH_MAX)
+        goto next;
+    } else if ((size_t)snprintf(buf, PATH_MAX, "%.*s/%s", (int)dlen, dir,
+                                name) >= PATH_MAX) {
+      goto next;
+    }
+    r = executable(buf);
+    if (r == 0)
+      return 0;
+    if (r == UV_EACCES)
+      saw_eacces = 1;
+  next:
+    if (end == NULL)
+      break;
+  }
+  return saw_eacces ? UV_EACCES : UV_ENOENT;
+}
+
+/* resolve_path with the child's PATH, remembering the last answer: a
+ * PATH of a dozen directories is a dozen stat calls, and a host tends to
+ * start the same few programs.  The remembered path is used when the
+ * name, the PATH and the cwd are the same and it is still an executable
+ * file (one stat); a program put earlier in PATH meanwhile is found only
+ * once the remembered one stops qualifying. */
+static int resolve(uvt__envcache_t *c, const char *name, const char *const *env,
+                   const char *cwd, char buf[PATH_MAX]) {
+  const char *path = NULL;
+  const char *const *e;
+  const char *dir = cwd != NULL ? cwd : "";
+  size_t nlen;
+  size_t plen;
+  size_t dlen;
+  size_t blen;
+  char *key;
+  struct stat st;
+  int err;
+
+  if (strchr(name, '/') != NULL)
+    return resolve_path(name, NULL, cwd, buf);
+  for (e = env; e != NULL && *e != NULL; e++)
+    if (strncmp(*e, "PATH=", 5) == 0)
+      path = *e + 5;
+  if (env == NULL || path == NULL)
+    path = getenv("PATH");
+  if (path == NULL)
+    path = "/bin:/usr/bin";
+  nlen = strlen(name) + 1;
+  plen = strlen(path) + 1;
+  dlen = strlen(dir) + 1;
+  key = c->resolved;
+  if (key != NULL && memcmp(key, name, nlen) == 0 &&
+      memcmp(key + nlen, path, plen) == 0 &&
+      memcmp(key + nlen + plen, dir, dlen) == 0) {
+    const char *found = key + nlen + plen + dlen;
+    if (stat(found, &st) == 0 && S_ISREG(st.st_mode) &&
+        (st.st_mode & 0111) != 0) {
+      memcpy(buf, found, strlen(found) + 1);
+      return 0;
+    }
+  }
+  err = resolve_path(name, path, cwd, buf);
+  if (err != 0)
+    return err;
+  blen = strlen(buf) + 1;
+  key = uvt__malloc(nlen + plen + dlen + blen);
+  if (key != NULL) {
+    memcpy(key, name, nlen);
+    memcpy(key + nlen, path, plen);
+    memcpy(key + nlen + plen, dir, dlen);
+    memcpy(key + nlen + plen + dlen, buf, blen);
+    uvt__free(c->resolved);
+    c->resolved = key;
+  }
+  return 0;
+}
+
+int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
+                       const int fd[3], uvt__spawn_t **out) {
+  char path[PATH_MAX];
+  const char *file;
+  uvt__env_t *env;
+  uvt__spawn_t *sp;
+  size_t argc = 0;
+  size_t bytes;
+  size_t i;
+  size_t clen = 0;
+  char *w;
+  char **argv;
+  char **envp;
+  int err;
+
+  err = check_cwd(o->cwd);
+  if (err != 0)
+    return err;
+  if (o->command != NULL) {
+    clen = strlen(o->command);
+    if (clen + sizeof(UVT__CMD_VAR "=") > ONE_STRING_MAX)
+      return UV_E2BIG;
+    file = find_shell(envc);
+    if (file == NULL)
+      return UV_ENOENT;
+    argc = 3;
+  } else {
+    err = resolve(envc, o->argv[0], o->env, o->cwd, path);
+    if (err != 0)
+      return err;
+    file = path;
+    while (o->argv[argc] != NULL)
+      if (strlen(o->argv[argc++]) >= ONE_STRING_MAX)
+        return UV_E2BIG;
+  }
+  err = uvt__env_get(envc, o->env, &env);
+  if (err != 0)
+    return err;
+
+  /* One block: the request, argv, envp, then the strings. */
+  bytes = sizeof(*sp) + (argc + 1 + env->n + 2) * sizeof(char *);
+  bytes += strlen(file) + 1;
+  if (o->command != NULL)
+    bytes += sizeof(UVT__CMD_VAR "=") + clen;
+  else
+    for (i = 0; i < argc; i++)
+      bytes += strlen(o->argv[i]) + 1;
+  if (o->cwd != NULL)
+    bytes += strlen(o->cwd) + 1;
+  sp = uvt__malloc(bytes);
+  if (sp == NULL) {
+    uvt__env_unref(env);
+    return UV_ENOMEM;
+  }
+  memset(sp, 0, sizeof(*sp));
+  argv = (char **)(sp + 1);
+  envp = argv + argc + 1;
+  w = (char *)(envp + env->n + 2);
+#define COPY(dst, s)                                                           \
+  do {                                                                         \
+    size_t len_ = strlen(s) + 1;                                               \
+    memcpy(w, (s), len_);                                                      \
+    (dst) = w;                                                                 \
+    w += len_;                                                                 \
+  } while (0)
+  COPY(sp->file, file);
+  if (o->command != NULL) {
+    argv[0] = (char *)sp->file;
+    argv[1] = (char *)"-c";
+    argv[2] = (char *)wrapper;
+  } else {
+    for (i = 0; i < argc; i++)
+      COPY(argv[i], o->argv[i]);
+  }
+  argv[argc] = NULL;
+  memcpy(envp, env->envp, env->n * sizeof(char *));
+  i = env->n;
+  if (o->command != NULL) {
+    /* The wrapper's variable is ours in shell mode (env_build leaves the
+     * host's and the options' out). */
+    memcpy(w, UVT__CMD_VAR "=", sizeof(UVT__CMD_VAR "=") - 1);
+    memcpy(w + sizeof(UVT__CMD_VAR "=") - 1, o->command, clen + 1);
+    envp[i++] = w;
+    w += sizeof(UVT__CMD_VAR "=") + clen;
+  }
+  envp[i] = NULL;
+  if (o->cwd != NULL)
+    COPY(sp->cwd, o->cwd);
+#undef COPY
+  sp->argv = argv;
+  sp->envp = envp;
+  sp->env = env;
+  for (i = 0; i < 3; i++)
+    sp->fd[i] = fd[i];
+  sp->pid = -1;
+  sp->pidfd = -1;
+  sp->want_pidfd = !uvt__process_no_pidfd;
+  sp->force_fork = uvt__process_force_fork;
+  sp->hook = uvt__process_spawn_hook;
+  sp->cg_dirfd = -1;
+  sp->clk_tck = sysconf(_SC_CLK_TCK);
+  atomic_init(&sp->cancelled, 0);
+  *out = sp;
+  return 0;
+}
+
+void uvt__spawn_free(uvt__spawn_t *sp) {
+  int i;
+  if (sp == NULL)
+    return;
+  /* Descriptors the spawn did not get to (the request was dropped). */
+  for (i = 0; i < 3; i++)
+    if (sp->fd[i] >= 0)
+      close(sp->fd[i]);
+  uvt__env_unref(sp->env);
+  uvt__free(sp);
+}
+
+/* ---- the spawn (any thread; reads the request, writes the answer) ----- */
+
+#if defined(UVT_HAVE_POSIX_SPAWN_ALL)
+static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   sigset_t all;
   sigset_t none;
-  char **envp = NULL;
-  char *cmd_entry = NULL;
-  const char *shell_argv[4];
-  const char *file;
-  char *const *argv;
-  int tmp[3] = {-1, -1, -1};
-  int fds[3];
   int rc;
-  int err;
-  int i;
-  pid_t pid;
-
-  err = check_cwd(req->cwd);
-  if (err != 0)
-    return err;
-  if (req->command != NULL) {
-    file = find_shell();
-    if (file == NULL)
-      return UV_ENOENT;
-    shell_argv[0] = file;
-    shell_argv[1] = "-c";
-    shell_argv[2] = wrapper;
-    shell_argv[3] = NULL;
-    argv = (char *const *)shell_argv;
-  } else {
-    file = req->argv[0];
-    argv = (char *const *)req->argv;
-  }
-
-  err = build_env(req, &envp, &cmd_entry);
-  if (err != 0)
-    return err;
-
-  fds[0] = above_stdio(req->stdin_fd, &tmp[0]);
-  fds[1] = above_stdio(req->stdout_fd, &tmp[1]);
-  fds[2] = above_stdio(req->stderr_fd, &tmp[2]);
-  if ((req->stdin_fd >= 0 && fds[0] < 0) || fds[1] < 0 || fds[2] < 0) {
-    err = UVT__PERR(errno);
-    goto out;
-  }
 
   rc = posix_spawn_file_actions_init(&fa);
-  if (rc != 0) {
-    err = UVT__PERR(rc);
-    goto out;
-  }
+  if (rc != 0)
+    return UVT__PERR(rc);
   rc = posix_spawnattr_init(&attr);
   if (rc != 0) {
     posix_spawn_file_actions_destroy(&fa);
-    err = UVT__PERR(rc);
-    goto out;
+    return UVT__PERR(rc);
   }
-
   sigfillset(&all);
   sigemptyset(&none);
   rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
@@ -279,43 +378,191 @@ int uvt__spawn(const uvt__spawn_req_t *req, pid_t *pid_out) {
   if (rc == 0)
     rc = posix_spawnattr_setsigmask(&attr, &none);
   if (rc == 0) {
-    if (fds[0] >= 0)
-      rc = posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
+    if (sp->fd[0] >= 0)
+      rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[0], 0);
     else
       rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   }
   if (rc == 0)
-    rc = posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[1], 1);
   if (rc == 0)
-    rc = posix_spawn_file_actions_adddup2(&fa, fds[2], 2);
-  if (rc == 0 && req->cwd != NULL)
-    rc = posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
+    rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[2], 2);
+  if (rc == 0 && sp->cwd != NULL)
+    rc = posix_spawn_file_actions_addchdir_np(&fa, sp->cwd);
   /* P-SPAWN-5: whatever the host left without O_CLOEXEC stops here. */
   if (rc == 0)
     rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  if (rc == 0) {
-    if (req->command != NULL)
-      rc = posix_spawn(&pid, file, &fa, &attr, argv, envp);
-    else
-      rc = posix_spawnp(&pid, file, &fa, &attr, argv, envp);
-  }
+  if (rc == 0)
+    rc = posix_spawn(pid, sp->file, &fa, &attr, sp->argv, sp->envp);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    err = UVT__PERR(rc);
-    goto out;
+  return rc != 0 ? UVT__PERR(rc) : 0;
+}
+#endif
+
+/* The fork path's child: only async-signal-safe calls from here to exec.
+ * Any failure is written to `errfd` and the child exits 127. */
+static void fork_child(const uvt__spawn_t *sp, int errfd) {
+  struct sigaction dfl;
+  sigset_t none;
+  struct rlimit rl;
+  int err;
+  int fd;
+  int sig;
+
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (sig = 1; sig < NSIG; sig++)
+    sigaction(sig, &dfl, NULL);
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  if (setsid() < 0)
+    goto fail;
+  if (sp->fd[0] >= 0)
+    fd = dup2(sp->fd[0], 0);
+  else if ((fd = open("/dev/null", O_RDONLY)) >= 0 && fd != 0)
+    fd = dup2(fd, 0);
+  if (fd < 0 || dup2(sp->fd[1], 1) < 0 || dup2(sp->fd[2], 2) < 0)
+    goto fail;
+  if (sp->cwd != NULL && chdir(sp->cwd) != 0)
+    goto fail;
+  if (sp->cg_dirfd >= 0) {
+    /* P-KILL-5: into the task's cgroup before the command runs, so that
+     * nothing it starts is outside (best effort: the parent moves it too,
+     * and reports what failed). */
+    char path[sizeof(sp->cg_name) + 16];
+    size_t k = strlen(sp->cg_name);
+    memcpy(path, sp->cg_name, k);
+    memcpy(path + k, "/cgroup.procs", sizeof("/cgroup.procs"));
+    fd = openat(sp->cg_dirfd, path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      if (write(fd, "0", 1) != 1) {
+        /* reported by the parent's own move */
+      }
+      close(fd);
+    }
+  }
+  /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
+   * pipe too, which is how the parent learns that exec succeeded). */
+  if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+      rl.rlim_cur = 65536;
+    for (fd = 3; fd < (int)rl.rlim_cur; fd++)
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+  }
+  execve(sp->file, sp->argv, sp->envp);
+fail:
+  err = errno;
+  while (write(errfd, &err, sizeof(err)) < 0 && errno == EINTR)
+    ;
+  _exit(127);
+}
+
+static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out) {
+  int errp[2];
+  int child_err = 0;
+  ssize_t n;
+  pid_t pid;
+  int status;
+  int err;
+
+  if (pipe2(errp, O_CLOEXEC) != 0)
+    return UVT__PERR(errno);
+  /* Above stdio, or the child's dup2 onto 0..2 would overwrite it. */
+  errp[0] = uvt__fd_above_stdio(errp[0]);
+  errp[1] = uvt__fd_above_stdio(errp[1]);
+  if (errp[0] < 0 || errp[1] < 0) {
+    err = errp[0] < 0 ? errp[0] : errp[1];
+    if (errp[0] >= 0)
+      close(errp[0]);
+    if (errp[1] >= 0)
+      close(errp[1]);
+    return err;
+  }
+  pid = fork();
+  if (pid < 0) {
+    err = UVT__PERR(errno);
+    close(errp[0]);
+    close(errp[1]);
+    return err;
+  }
+  if (pid == 0) {
+    close(errp[0]);
+    fork_child(sp, errp[1]);
+  }
+  close(errp[1]);
+  do
+    n = read(errp[0], &child_err, sizeof(child_err));
+  while (n < 0 && errno == EINTR);
+  close(errp[0]);
+  if (n == (ssize_t)sizeof(child_err)) {
+    /* The child failed before exec: reap it, report its errno. */
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+      ;
+    return UVT__PERR(child_err);
   }
   *pid_out = pid;
-  err = 0;
-
-out:
-  for (i = 0; i < 3; i++)
-    if (tmp[i] >= 0)
-      close(tmp[i]);
-  uvt__free(cmd_entry);
-  uvt__free(envp);
-  return err;
+  return 0;
 }
+
+/* The boot clock in the clock ticks of /proc/<pid>/stat's start time,
+ * rounded down as the kernel rounds it: taken just before a spawn, it is
+ * a lower bound of the child's start time, without reading /proc (which,
+ * right after posix_spawn returns, waits for the child's exec to finish:
+ * up to milliseconds on a busy machine). */
+static unsigned long long boot_ticks(long hz) {
+  struct timespec ts;
+  if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
+    return 0;
+  return (unsigned long long)ts.tv_sec * (unsigned long long)hz +
+         (unsigned long long)ts.tv_nsec /
+             (1000000000ull / (unsigned long long)hz);
+}
+
+void uvt__spawn_run(uvt__spawn_t *sp) {
+  void (*hook)(int) = sp->hook;
+  pid_t pid = -1;
+  int i;
+
+  if (hook != NULL)
+    hook(0);
+  sp->cg_err = UV_ENOENT;
+  if (atomic_load(&sp->cancelled)) {
+    sp->skipped = 1;
+  } else {
+    if (hook != NULL)
+      hook(1);
+    if (sp->cg_dirfd >= 0)
+      sp->cg_err = uvt__cgroup_make(sp->cg_dirfd, sp->cg_name);
+    sp->start_ticks = boot_ticks(sp->clk_tck);
+#if defined(UVT_HAVE_POSIX_SPAWN_ALL)
+    /* With a cgroup, the child must enter it before it execs (a move
+     * after posix_spawn returns races the command's first forks): fork. */
+    if (!sp->force_fork && !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
+      sp->err = spawn_posix(sp, &pid);
+    else
+#endif
+      sp->err = spawn_fork(sp, &pid);
+    if (sp->err == 0) {
+      sp->pid = pid;
+      if (sp->want_pidfd)
+        sp->pidfd = uvt__pidfd_open(pid);
+      if (sp->cg_dirfd >= 0 && sp->cg_err == 0)
+        sp->cg_err = uvt__cgroup_enter(sp->cg_dirfd, sp->cg_name, pid);
+    }
+    if (sp->cg_dirfd >= 0 && sp->cg_err == 0 && sp->err != 0)
+      sp->cg_err = UV_ECANCELED;
+    if (sp->cg_dirfd >= 0 && sp->cg_err != 0)
+      unlinkat(sp->cg_dirfd, sp->cg_name, AT_REMOVEDIR);
+  }
+  for (i = 0; i < 3; i++) {
+    if (sp->fd[i] >= 0)
+      close(sp->fd[i]);
+    sp->fd[i] = -1;
+  }
+}
+
+/* ---- odds and ends ---------------------------------------------------- */
 
 int uvt__pidfd_open(pid_t pid) {
   long fd = syscall(SYS_pidfd_open, (long)pid, 0L);
@@ -352,66 +599,15 @@ int uvt__stdin_file(const char *data, size_t len) {
   return fd;
 }
 
-/* Is /proc/<pid> a member of `pgid` and not a zombie?  -1 if unknown. */
-static int live_member(const char *pid, pid_t pgid) {
-  char path[64];
-  char buf[512];
-  int fd;
-  ssize_t n;
-  char *p;
-  char state;
-  long ppid;
-  long pgrp;
-
-  if (strlen(pid) > 20)
-    return 0;
-  strcpy(path, "/proc/");
-  strcat(path, pid);
-  strcat(path, "/stat");
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0; /* gone */
-  n = read(fd, buf, sizeof(buf) - 1);
+int uvt__fd_above_stdio(int fd) {
+  int moved;
+  if (fd < 0 || fd > 2)
+    return fd;
+  moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  if (moved < 0)
+    return UVT__PERR(errno);
   close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  /* "pid (comm) S ppid pgrp ...": comm may hold anything, so parse after
-   * the last ')'. */
-  p = strrchr(buf, ')');
-  if (p == NULL)
-    return -1;
-  if (sscanf(p + 1, " %c %ld %ld", &state, &ppid, &pgrp) != 3)
-    return -1;
-  return pgrp == (long)pgid && state != 'Z' && state != 'X';
-}
-
-int uvt__group_alive(pid_t pgid) {
-  DIR *d;
-  struct dirent *de;
-  int alive = 0;
-  int r;
-
-  if (pgid <= 0)
-    return 0;
-  if (kill(-pgid, 0) != 0)
-    return errno == EPERM;
-  /* Something is in the group; zombies count as dead (their parent may be
-   * init or a subreaper that reaps later), so look for a live member. */
-  d = opendir("/proc");
-  if (d == NULL)
-    return 1;
-  while ((de = readdir(d)) != NULL) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9')
-      continue;
-    r = live_member(de->d_name, pgid);
-    if (r != 0) {
-      alive = 1;
-      break;
-    }
-  }
-  closedir(d);
-  return alive;
+  return moved;
 }
 
 void uvt__spawn_abort(pid_t pid) {

@@ -1,0 +1,144 @@
+/* The process producer's per-registry context (an extension of the
+ * registry, uvt-internal.h): what all tasks of one registry share: the
+ * spawner threads (spawner.c), the cached environment (env.c), the one
+ * SIGCHLD watch (reap.c), the table of sessions and the batched passes
+ * over /proc (session.c).
+ *
+ * Created by the first task's start, it lives until registry close, which
+ * shuts it down after every record was dropped: it closes its handles and
+ * then tells the registry it is done, so its handles count towards the
+ * registry's quiescence (L-1).  A task that outlives its record (one that
+ * disposal force-failed) outlives the context too: the context detaches
+ * it at close, after stopping its process, and waits for its leader's
+ * reap where that needs the SIGCHLD watch. */
+#define _GNU_SOURCE
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "process-internal.h"
+
+/* The context's key among the registry's extensions. */
+static const char procs_key = 'p';
+
+/* Drop one hold on the closing context; the last one ends it. */
+static void procs_unhold(uvt__procs_t *ps) {
+  uvt__ext_done_cb done;
+
+  if (--ps->handles_closing > 0)
+    return;
+  done = ps->done;
+  uvt__free(ps->sessions);
+  if (done != NULL)
+    done(&ps->ext);
+  uvt__free(ps);
+}
+
+static void procs_handle_closed(uv_handle_t *h) {
+  procs_unhold(h->data);
+}
+
+void uvt__procs_maybe_closed(uvt__procs_t *ps) {
+  int n;
+
+  if (!ps->closing || ps->handles_closing > 0)
+    return;
+  if (uvt__spawner_stop(ps) != 0)
+    return; /* spawns still out: the threads' answers call again */
+  n = uvt__reap_close(ps, procs_handle_closed);
+  if (n < 0)
+    return; /* a leader's reap still needs the SIGCHLD watch */
+  n += (int)uvt__session_close(ps, procs_handle_closed);
+  n += (int)uvt__spawner_close(ps, procs_handle_closed);
+  uvt__env_cache_free(&ps->envc);
+  /* Held while the handles are asked to close, so that a context with no
+   * handle ends here and one with handles ends in their last callback. */
+  ps->handles_closing = (unsigned)n + 1;
+  procs_unhold(ps);
+}
+
+static void procs_close(uvt__ext_t *ext, uvt__ext_done_cb done) {
+  uvt__procs_t *ps = uvt__container_of(ext, uvt__procs_t, ext);
+
+  ps->closing = 1;
+  ps->done = done;
+  uvt__procs_maybe_closed(ps);
+}
+
+/* P-REAP-1: a host that is a child subreaper or pid 1 inherits the
+ * members of our sessions whose parents died; the SIGCHLD watch reaps
+ * them.  A host may become one at any time: asked again by a start at
+ * most once per loop millisecond (two system calls off most starts). */
+static int host_reaps_orphans(uvt__procs_t *ps) {
+  int v = 0;
+  uint64_t now = uv_now(ps->loop);
+  if (ps->subreaper_checked && now == ps->subreaper_asked)
+    return 0;
+  ps->subreaper_checked = 1;
+  ps->subreaper_asked = now;
+  if (getpid() == 1)
+    return 1;
+  return prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0 && v != 0;
+}
+
+int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
+  uvt__ext_t *e = uvt__ext_find(reg, &procs_key);
+  uvt__procs_t *ps;
+  int err;
+
+  if (e != NULL) {
+    ps = uvt__container_of(e, uvt__procs_t, ext);
+    *out = ps;
+    if (!ps->subreaper && host_reaps_orphans(ps)) {
+      ps->subreaper = 1;
+      return uvt__reap_start(ps);
+    }
+    return 0;
+  }
+  ps = uvt__calloc(1, sizeof(*ps));
+  if (ps == NULL)
+    return UV_ENOMEM;
+  ps->reg = reg;
+  ps->loop = uvt_registry_loop(reg);
+  ps->owner_fd = -1;
+  ps->cg_dirfd = -1;
+  uvt__list_init(&ps->unreaped);
+  ps->ext.key = &procs_key;
+  ps->ext.close = procs_close;
+  err = uvt__session_init(ps);
+  if (err == 0) {
+    err = uvt__spawner_init(ps);
+    if (err != 0) {
+      uvt__free(ps->sessions);
+      if (ps->owner_fd >= 0)
+        close(ps->owner_fd);
+    }
+  }
+  if (err != 0) {
+    uvt__free(ps);
+    return err;
+  }
+  ps->cg_dirfd_shared = -1;
+  err = uvt__ext_add(reg, &ps->ext);
+  if (err == 0)
+    uvt__stopall_add(ps);
+  if (err != 0) {
+    /* The registry began closing inside this start: undo through the
+     * async handle's close. */
+    ps->done = NULL;
+    if (ps->owner_fd >= 0)
+      close(ps->owner_fd);
+    uv_cond_destroy(&ps->spawn_idle);
+    uv_cond_destroy(&ps->spawn_cond);
+    uv_mutex_destroy(&ps->spawn_mutex);
+    ps->handles_closing = 1;
+    uv_close((uv_handle_t *)&ps->spawn_async, procs_handle_closed);
+    return err;
+  }
+  *out = ps;
+  if (host_reaps_orphans(ps)) {
+    ps->subreaper = 1;
+    return uvt__reap_start(ps);
+  }
+  return 0;
+}
