@@ -83,6 +83,14 @@ extern "C" {
 #define UVT_PROCESS_GRACE_MS 3000
 #define UVT_PROCESS_DRAIN_MS 500
 #define UVT_PROCESS_OUTPUT_CAP_BYTES (1024 * 1024)
+#define UVT_PROCESS_STDIN_CAP_BYTES (1024 * 1024)
+#define UVT_PROCESS_PTY_COLS 80
+#define UVT_PROCESS_PTY_ROWS 24
+
+/* "There is new output to read" (P-EVT-1): the task's id and the options'
+ * on_output_data.  No bytes: read them with uvt_read() or
+ * uvt_process_read().  See `on_output`. */
+typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
 
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
@@ -149,6 +157,45 @@ typedef struct {
   /* Stop the task like a kill this long after uvt_process_start() was
    * called; 0 = never (P-LIMIT-1, R-TIME-1). */
   uint64_t max_runtime_ms;
+
+  /* ---- Interactive tasks and host-facing results (SPEC.md §3b) ---- */
+
+  /* 1: stdin is a pipe kept open for uvt_process_write() (P-IN-1); not
+   * together with stdin_data.  0 (the default): stdin is /dev/null or
+   * stdin_data, so a command that waits for input gets end of file at once
+   * (C-05).  A pty task (below) is always writable; this is then ignored. */
+  int stdin_pipe;
+  /* Input bytes accepted by uvt_process_write() and not yet taken by the
+   * pipe (or terminal) that a task may have pending; default 1 MiB, at
+   * least 1.  A write that would go beyond it is refused whole
+   * (UV_ENOBUFS). */
+  size_t stdin_cap_bytes;
+  /* 1: run on a pseudo-terminal (P-PTY-1, P-PTY-2): the terminal is the
+   * session's controlling terminal and its stdin, stdout and stderr; reads
+   * return its one stream (no "[stderr]" section), writes go through its
+   * line discipline ("\x03" interrupts the foreground job), TERM is
+   * xterm-256color unless `env` gives one.  Not together with stdin_data. */
+  int pty;
+  /* The terminal's size in character cells, default 80 x 24 (pty only;
+   * both at least 1).  uvt_process_resize() changes it later. */
+  uint16_t pty_cols, pty_rows;
+  /* 1: never drop output (P-OUT-4): a stream whose unread bytes reach
+   * output_cap_bytes is not read until a read consumes some, so the child
+   * blocks in write.  0 (the default): the oldest unread bytes are dropped
+   * beyond the cap (P-OUT-2).  See uvt_process_start() for the drain. */
+  int output_backpressure;
+  /* Optional (P-EVT-1): called on the loop thread when new output of this
+   * task became readable, at most once per loop iteration (coalesced), and
+   * never once the task ended (its last bytes may come with no call: the
+   * end itself is what listeners and waits report).  A call says "there is
+   * something": by the time the host reads, it may already have been read.
+   * Any function of the library may be called from it (the task's own
+   * kill, read or forget included). */
+  uvt_output_cb on_output;
+  void *on_output_data;
+
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
@@ -280,6 +327,116 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
+
+/* Write `len` bytes to the task's stdin (P-IN-1): its pipe (stdin_pipe)
+ * or its terminal (pty).  The bytes are copied; they go out in the order of
+ * the calls, without ever blocking the loop: what the pipe or terminal
+ * cannot take now waits in the task's queue and goes out when it can.  A
+ * write to a task whose spawn is still out (P-SPAWN-6) is accepted the same
+ * way and read by the child once it exists.  On a terminal the bytes go
+ * through its line discipline: "\x03" (Ctrl-C) sends SIGINT to the
+ * foreground job, "\x04" (Ctrl-D) at the start of a line is end of file,
+ * and the terminal echoes what it receives unless the program turned
+ * echoing off.  A write of 0 bytes checks the task and queues nothing.
+ *
+ * Returns 0 (accepted: written or queued), UV_ENOBUFS (the pending bytes
+ * plus `len` would exceed stdin_cap_bytes; nothing of this write was
+ * queued), UV_EPIPE (the child closed its end of the pipe, as `head -c 1`
+ * does when it exits; or uvt_process_close_stdin() was called; or the task
+ * ended or is ending: its leader was reaped and its pipes are closing),
+ * UV_EINVAL (NULL reg or id, NULL bytes with len > 0, a task started
+ * without stdin_pipe or pty, or not a process task), UVT_ENOTASK,
+ * UVT_EFOREIGN (R-OWN-2), UV_ENOMEM.  Queued bytes that the child never
+ * reads (it closed its end, or the task ended) are discarded.
+ * Ownership: `bytes` is only read during the call.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_write(uvt_registry_t *reg, const char *id,
+                                 const uvt_agent_t *caller, const char *bytes,
+                                 size_t len);
+
+/* End the task's input (P-IN-1): once the bytes queued by
+ * uvt_process_write() have gone out, a pipe is closed (the child reads end
+ * of file) and a terminal receives its end-of-file character (VEOF,
+ * Ctrl-D unless the program changed it), which a program reading lines
+ * takes as end of file when it comes at the start of a line.  Later writes
+ * give UV_EPIPE.  Calling it again, or after the child closed its end or
+ * the task ended, does nothing and returns 0.
+ *
+ * Returns 0, UV_EINVAL (NULL reg or id, a task without stdin_pipe or pty,
+ * not a process task), UVT_ENOTASK, UVT_EFOREIGN.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
+                                       const uvt_agent_t *caller);
+
+/* Change a pty task's window size (P-PTY-1): TIOCSWINSZ on its terminal,
+ * so the kernel sends SIGWINCH to the terminal's foreground job
+ * (`tput cols`, `stty size` and full-screen programs see the new size).
+ * Before the spawn, it sets the size the child starts with.
+ *
+ * Returns 0, UV_EINVAL (NULL reg or id, cols or rows 0, a task without
+ * pty, not a process task), UV_EPIPE (the task ended or is ending: its
+ * terminal is closed), UVT_ENOTASK, UVT_EFOREIGN, or the error of the
+ * ioctl.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_resize(uvt_registry_t *reg, const char *id,
+                                  const uvt_agent_t *caller, uint16_t cols,
+                                  uint16_t rows);
+
+/* A structured read (P-RES-1): see uvt_process_read(). */
+typedef struct {
+  /* The new stdout bytes (a pty task: the terminal's one stream) and the
+   * new stderr bytes (always empty for a pty task).  Each is
+   * NUL-terminated after its length and may hold any bytes (a NUL too);
+   * never NULL after a successful read.  No notice or marker is ever added
+   * to them. */
+  char *out;
+  size_t out_len;
+  char *err;
+  size_t err_len;
+  /* Bytes of each stream lost since the previous read (P-OUT-2: the cap
+   * dropped them; also the bytes of a character cut by a drop, and any
+   * bytes lost because memory ran out).  Always 0 with
+   * output_backpressure, unless memory ran out. */
+  uint64_t out_dropped, err_dropped;
+  /* 1 once the task ended (the snapshot is terminal), else 0 and the two
+   * below are 0.  When it ended: exit_code is the leader's exit status
+   * (0..255) and term_signal 0; or exit_code -1 and term_signal the signal
+   * that killed the leader (SIGTERM = 15); or both -1 and 0 when there is
+   * no status: the spawn failed, a kill came before the child existed, or
+   * the leader was reaped elsewhere.  The snapshot's status and detail say
+   * the same in words (P-END-2, P-KILL-2). */
+  int exited;
+  int exit_code;
+  int term_signal;
+  uvt_snapshot_t snapshot;
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
+} uvt_process_read_t;
+
+/* Read and consume what the task produced since the previous read, stdout
+ * and stderr apart (P-RES-1).  It shares the task's cursor with uvt_read()
+ * (R-READ-1): bytes one of them returned, the other never returns; hosts
+ * may mix them.  uvt_read() keeps its text format (P-OUT-1..3), for
+ * models; this one is for programs.  The UTF-8 rule of P-OUT-3 holds for
+ * each stream: an incomplete trailing sequence waits for the rest.  Once
+ * the task ended, the first read returns what was left unread and later
+ * ones empty streams; a read that finds the task ended marks it reported
+ * (R-READ-3), as uvt_read() does.  With output_backpressure a read also
+ * lets a stream stopped at its cap be read again (P-OUT-4).
+ *
+ * Returns 0 and fills *out (free it with uvt_process_read_cleanup()),
+ * UV_EINVAL (NULL reg, id or out, not a process task), UVT_ENOTASK,
+ * UVT_EFOREIGN (R-OWN-2), UV_ENOMEM.  On error *out is zeroed and nothing
+ * was consumed.
+ * Ownership: *out's buffers and snapshot are the caller's.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_read(uvt_registry_t *reg, const char *id,
+                                const uvt_agent_t *caller,
+                                uvt_process_read_t *out);
+
+/* Free what uvt_process_read() put in `r` and zero its fields; accepts
+ * NULL and a zeroed struct.  Thread: any. */
+UVT_EXTERN void uvt_process_read_cleanup(uvt_process_read_t *r);
 
 /* Send SIGKILL at once to every live process task of every registry in
  * this process (their sessions, and their cgroups where enabled), without

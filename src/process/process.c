@@ -99,6 +99,7 @@ static uint64_t ms_since(uint64_t t0_ns) {
 
 static void proc_free(uvt__proc_t *p) {
   uvt__reap_unwatch(p);
+  uvt__notify_cancel(p);
   if (p->cg)
     uvt__cgroup_remove(p);
   uvt__session_untrack(p);
@@ -118,7 +119,7 @@ static void maybe_free(uvt__proc_t *p) {
 
 static void settle(uvt__proc_t *p);
 
-static void on_close(uv_handle_t *h) {
+void uvt__proc_on_close(uv_handle_t *h) {
   uvt__proc_t *p;
 
   /* Pipes carry their uvt__stream_t, everything else the task state. */
@@ -131,6 +132,8 @@ static void on_close(uv_handle_t *h) {
     close(p->pidfd);
     p->pidfd = -1;
   }
+  if (h == (uv_handle_t *)&p->in.poll)
+    uvt__stdin_closed(p);
   if (h == (uv_handle_t *)&p->kill_timer)
     p->kill_timer_closing = 0;
   p->closing--;
@@ -145,7 +148,7 @@ static void close_handle(uvt__proc_t *p, unsigned bit, uv_handle_t *h) {
   p->live &= ~bit;
   if (bit == UVT__H_KILL)
     p->kill_timer_closing = 1;
-  uv_close(h, on_close);
+  uv_close(h, uvt__proc_on_close);
 }
 
 static void close_stream(uvt__stream_t *s) {
@@ -153,7 +156,7 @@ static void close_stream(uvt__stream_t *s) {
     return;
   s->open = 0;
   s->closed = 1;
-  uv_close((uv_handle_t *)&s->pipe, on_close);
+  uv_close((uv_handle_t *)&s->pipe, uvt__proc_on_close);
 }
 
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
@@ -162,6 +165,9 @@ static void maybe_finish(uvt__proc_t *p) {
   if (p->finishing || !p->reaped || p->out.open || p->err.open)
     return;
   p->finishing = 1;
+  /* Input nobody will read any more is dropped (P-IN-1: later writes get
+   * UV_EPIPE). */
+  uvt__stdin_close(p);
   close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
   close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
@@ -174,24 +180,44 @@ static void maybe_finish(uvt__proc_t *p) {
 
 /* libuv reads straight into the stream's ring (uvt__outbuf_space); the
  * scratch buffer is only the fallback when no ring could be allocated, and
- * what lands there goes through uvt__outbuf_push (which drops it). */
+ * what lands there goes through uvt__outbuf_push (which drops it).  With
+ * output_backpressure a read never asks for more than the room below the
+ * cap, so nothing unread is ever overwritten (P-OUT-4). */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   uvt__stream_t *s = h->data;
   uvt__proc_t *p = s->proc;
+  size_t want = READ_CHUNK;
   char *at;
   size_t n;
 
   (void)suggested;
-  n = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
+  if (p->backpressure && !s->drained)
+    want = s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len : want;
+  n = want > 0 ? uvt__outbuf_space(&s->buf, want, &at) : 0;
   if (n > 0) {
     buf->base = at;
     buf->len = n;
+    return;
+  }
+  if (want == 0) {
+    /* At the cap: on_read stops the stream (UV_ENOBUFS). */
+    buf->base = NULL;
+    buf->len = 0;
     return;
   }
   if (p->scratch == NULL)
     p->scratch = uvt__malloc(READ_CHUNK);
   buf->base = p->scratch;
   buf->len = p->scratch != NULL ? READ_CHUNK : 0;
+}
+
+/* P-OUT-4: a stream at its cap is not read until a read makes room. */
+static void maybe_pause(uvt__stream_t *s) {
+  if (s->proc->backpressure && !s->drained && s->open && !s->paused &&
+      s->buf.len >= s->buf.cap) {
+    uv_read_stop((uv_stream_t *)&s->pipe);
+    s->paused = 1;
+  }
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -203,17 +229,43 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
       uvt__outbuf_push(&s->buf, buf->base, (size_t)nread);
     else
       uvt__outbuf_commit(&s->buf, (size_t)nread);
+    maybe_pause(s);
+    uvt__notify_output(p);
     return;
   }
   if (nread == 0)
     return;
+  if (nread == UV_ENOBUFS && p->backpressure && s->buf.len >= s->buf.cap) {
+    maybe_pause(s);
+    return;
+  }
   /* End of stream (or an error, or no memory to read into): this pipe is
-   * done. */
+   * done.  A terminal's master side reports EIO once its slave side is
+   * closed everywhere: that is its end of stream (P-PTY-2). */
   close_stream(s);
   maybe_finish(p);
 }
 
-/* Read what the pipe holds now, without waiting, then close it. */
+static void resume_stream(uvt__stream_t *s) {
+  if (!s->paused || !s->open || s->buf.len >= s->buf.cap)
+    return;
+  s->paused = 0;
+  if (uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read) != 0) {
+    close_stream(s);
+    maybe_finish(s->proc);
+  }
+}
+
+void uvt__proc_resume(uvt__proc_t *p) {
+  resume_stream(&p->out);
+  resume_stream(&p->err);
+}
+
+/* Read what the pipe holds now, without waiting, then close it.  With
+ * output_backpressure the cap no longer holds here: what the pipe still
+ * holds (at most DRAIN_LIMIT) is kept beyond it, so no byte that reached
+ * the pipe is lost (P-OUT-4); a writer still writing after that gets EPIPE
+ * when the pipe closes. */
 static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
   uv_os_fd_t fd;
   size_t total = 0;
@@ -223,6 +275,10 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
 
   if (!s->open)
     return;
+  if (p->backpressure) {
+    s->drained = 1;
+    s->buf.cap = s->buf.len + DRAIN_LIMIT;
+  }
   if (uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
     while (total < DRAIN_LIMIT) {
       room = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
@@ -247,6 +303,8 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
       total += (size_t)n;
     }
   }
+  if (total > 0)
+    uvt__notify_output(p);
   close_stream(s);
 }
 
@@ -425,11 +483,15 @@ static void settle(uvt__proc_t *p) {
   }
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
-   * it to later reads. */
-  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g) == 0) {
+   * it to later reads, uvt_process_read() through the layout (P-RES-1). */
+  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g,
+                          &p->fin) == 0) {
     o.output = g.base;
     o.output_len = g.len;
+    p->fin_ok = 1;
   }
+  /* P-EVT-1: nothing is announced from the terminal transition on. */
+  uvt__notify_cancel(p);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -471,14 +533,20 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
   size_t len;
   size_t size;
 
+  int err;
+
   if (out->base == NULL &&
       uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
                        &text, &len, &size)) {
     uvt__buf_adopt(out, text, len, size);
+    uvt__proc_resume(p);
     return 0;
   }
-  return uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
-                             p->err.closed, buf_sink, out);
+  err = uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
+                            p->err.closed, buf_sink, out, NULL);
+  if (err == 0)
+    uvt__proc_resume(p);
+  return err;
 }
 
 /* ---- what an ended task left running (P-KILL-4, P-KILL-6) -------------- */
@@ -602,22 +670,26 @@ static void undo_start(uvt__proc_t *p) {
   p->spawning = 0;
   close_stream(&p->out);
   close_stream(&p->err);
+  uvt__stdin_close(p);
   close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
   close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
 }
 
 /* Everything that can fail cheaply happens here, on the loop thread and
- * before the record exists (P-SPAWN-4): the descriptors, the checks and
- * the request of spawn.c, the pipe handles and timers.  The spawn itself
- * is handed to the spawner once uvt_start has committed the record
- * (P-SPAWN-6, uvt_process_start). */
+ * before the record exists (P-SPAWN-4): the descriptors (pipes, or the
+ * terminal; the stdin socket), the checks and the request of spawn.c, the
+ * handles and timers.  The spawn itself is handed to the spawner once
+ * uvt_start has committed the record (P-SPAWN-6, uvt_process_start). */
 static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   uvt__proc_t *p = arg;
   const uvt_process_options_t *o = p->opts;
   int outp[2] = {-1, -1};
   int errp[2] = {-1, -1};
-  int in_fd = -1;
+  int in_fd = -1;   /* the child's stdin, when it is not /dev/null */
+  int in_ours = -1; /* our end of its input (P-IN-1) */
+  int master = -1;  /* a pty task's terminal (P-PTY-1) */
+  char tty[64];
   int child[3];
   int err;
 
@@ -625,30 +697,50 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   err = uvt__procs_get(p->reg, &p->procs);
   if (err != 0)
     return err;
-  if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
-    err = UVT__PERR(errno);
-    goto fail_fds;
-  }
-  if (o->stdin_data != NULL) {
-    in_fd = uvt__stdin_file(o->stdin_data, o->stdin_len);
-    if (in_fd < 0) {
-      err = in_fd;
+  if (o->pty) {
+    /* One terminal for the child's stdin, stdout and stderr: the slave
+     * travels in the request (child[0]), the master is read here and a
+     * copy of it written. */
+    err = uvt__pty_open(o->pty_cols, o->pty_rows, &master, &in_fd, tty,
+                        sizeof(tty));
+    if (err != 0)
+      goto fail_fds;
+    in_ours = fcntl(master, F_DUPFD_CLOEXEC, 3);
+    if (in_ours < 0) {
+      err = UVT__PERR(errno);
       goto fail_fds;
     }
-  }
-  /* The child's ends above stdio, so its dup2s cannot clash. */
-  if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
-      (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
-      (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
-    err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
-    goto fail_fds;
+  } else {
+    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+      err = UVT__PERR(errno);
+      goto fail_fds;
+    }
+    if (o->stdin_data != NULL) {
+      in_fd = uvt__stdin_file(o->stdin_data, o->stdin_len);
+      if (in_fd < 0) {
+        err = in_fd;
+        goto fail_fds;
+      }
+    } else if (o->stdin_pipe) {
+      err = uvt__stdin_socket(&in_ours, &in_fd);
+      if (err != 0)
+        goto fail_fds;
+    }
+    /* The child's ends above stdio, so its dup2s cannot clash. */
+    if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
+        (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
+        (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
+      err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
+      goto fail_fds;
+    }
   }
   child[0] = in_fd;
   child[1] = outp[1];
   child[2] = errp[1];
   err = uvt__spawner_reserve(p->procs);
   if (err == 0)
-    err = uvt__spawn_prepare(&p->procs->envc, o, child, &p->spawn);
+    err = uvt__spawn_prepare(&p->procs->envc, o, child, o->pty ? tty : NULL,
+                             &p->spawn);
   if (err != 0)
     goto fail_fds;
   /* The request owns the child's ends now. */
@@ -662,13 +754,26 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     memcpy(p->spawn->cg_name, p->cg_name, sizeof(p->cg_name));
   }
 
-  err = open_pipe(p, &p->out, outp[0]);
-  if (err == 0)
-    outp[0] = -1; /* the pipe handle owns it now */
-  if (err == 0)
-    err = open_pipe(p, &p->err, errp[0]);
-  if (err == 0)
-    errp[0] = -1;
+  if (o->pty) {
+    err = open_pipe(p, &p->out, master);
+    if (err == 0)
+      master = -1; /* the pipe handle owns it now */
+    /* The terminal is one stream: stderr is never opened (P-PTY-1). */
+    uvt__outbuf_init(&p->err.buf, o->output_cap_bytes);
+    p->err.closed = 1;
+  } else {
+    err = open_pipe(p, &p->out, outp[0]);
+    if (err == 0)
+      outp[0] = -1;
+    if (err == 0)
+      err = open_pipe(p, &p->err, errp[0]);
+    if (err == 0)
+      errp[0] = -1;
+  }
+  if (err == 0 && in_ours >= 0) {
+    err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty);
+    in_ours = -1; /* taken, or closed on failure */
+  }
   if (err == 0)
     err = init_timer(p, &p->kill_timer, UVT__H_KILL);
   if (err == 0)
@@ -677,7 +782,7 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME);
   if (err == 0)
     err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
-  if (err == 0)
+  if (err == 0 && p->err.open)
     err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
   if (err != 0) {
     undo_start(p);
@@ -700,6 +805,8 @@ fail_fds:
   close_fd(&errp[0]);
   close_fd(&errp[1]);
   close_fd(&in_fd);
+  close_fd(&in_ours);
+  close_fd(&master);
   return err;
 }
 
@@ -802,6 +909,9 @@ void uvt_process_options_init(uvt_process_options_t *o) {
   o->grace_ms = UVT_PROCESS_GRACE_MS;
   o->drain_ms = UVT_PROCESS_DRAIN_MS;
   o->output_cap_bytes = UVT_PROCESS_OUTPUT_CAP_BYTES;
+  o->stdin_cap_bytes = UVT_PROCESS_STDIN_CAP_BYTES;
+  o->pty_cols = UVT_PROCESS_PTY_COLS;
+  o->pty_rows = UVT_PROCESS_PTY_ROWS;
 }
 
 /* The default label of an argv task: its words joined by spaces. */
@@ -852,6 +962,13 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
     return UV_EINVAL;
   if (o->output_cap_bytes < 4)
     return UV_EINVAL;
+  /* SPEC.md §3b: input is either fixed bytes or written later. */
+  if (o->stdin_data != NULL && (o->stdin_pipe || o->pty))
+    return UV_EINVAL;
+  if ((o->stdin_pipe || o->pty) && o->stdin_cap_bytes == 0)
+    return UV_EINVAL;
+  if (o->pty && (o->pty_cols == 0 || o->pty_rows == 0))
+    return UV_EINVAL;
   for (e = o->env; e != NULL && *e != NULL; e++)
     if (strchr(*e, '=') == NULL || **e == '=')
       return UV_EINVAL;
@@ -869,6 +986,12 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->max_runtime_ms = o->max_runtime_ms;
   p->out.proc = p;
   p->err.proc = p;
+  p->in.fd = -1;
+  p->pty = o->pty != 0;
+  p->backpressure = o->output_backpressure != 0;
+  p->on_output = o->on_output;
+  p->on_output_data = o->on_output_data;
+  uvt__list_init(&p->notify_link);
   uvt__list_init(&p->unreaped_link);
   uvt__list_init(&p->sweep_link);
   uvt__list_init(&p->pass_link);
@@ -911,22 +1034,48 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   return 0;
 }
 
-/* The process task behind `id`, through the registry's fence. */
+int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
+                     const uvt_agent_t *caller, uvt_task_t **t,
+                     uvt__proc_t **out) {
+  int err;
+
+  if (reg == NULL || id == NULL)
+    return UV_EINVAL;
+  /* The registry's lookup applies the fence (R-OWN-2). */
+  err = uvt__lookup(reg, id, caller, t);
+  if (err != 0)
+    return err;
+  if ((*t)->dropped || (*t)->release_called)
+    return UVT_ENOTASK;
+  if ((*t)->hooks.cancel != hook_cancel)
+    return UV_EINVAL; /* another producer's task */
+  *out = (*t)->arg;
+  return 0;
+}
+
 static int lookup_proc(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uvt__proc_t **out) {
   uvt_task_t *t;
-  int err;
+  return uvt__proc_lookup(reg, id, caller, &t, out);
+}
 
-  /* The registry's lookup applies the fence (R-OWN-2). */
-  err = uvt__lookup(reg, id, caller, &t);
+int uvt__proc_ending(const uvt__proc_t *p) {
+  return p->finishing || p->settled;
+}
+
+int uvt_process_resize(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller, uint16_t cols,
+                       uint16_t rows) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
     return err;
-  if (t->dropped || t->release_called)
-    return UVT_ENOTASK;
-  if (t->hooks.cancel != hook_cancel)
-    return UV_EINVAL; /* another producer's task */
-  *out = t->arg;
-  return 0;
+  if (!p->pty || cols == 0 || rows == 0)
+    return UV_EINVAL;
+  /* The copy of the master side lives until quiescence. */
+  if (!p->in.open || p->in.fd < 0)
+    return UV_EPIPE;
+  return uvt__pty_resize(p->in.fd, cols, rows);
 }
 
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
