@@ -118,7 +118,10 @@ typedef struct {
 #define UVT__PASS_GROUPS 32
 
 typedef struct {
-  uv_pipe_t pipe;
+  uv_pipe_t pipe;     /* a pipe, read by libuv */
+  uv_poll_t tty_poll; /* or a terminal's master side, read by us */
+  int fd;             /* that terminal's descriptor; -1 for a pipe */
+  int tty;
   uvt__outbuf_t buf;
   uvt__proc_t *proc;
   int open;    /* handle initialised and uv_close not yet called */

@@ -119,15 +119,7 @@ static void maybe_free(uvt__proc_t *p) {
 
 static void settle(uvt__proc_t *p);
 
-void uvt__proc_on_close(uv_handle_t *h) {
-  uvt__proc_t *p;
-
-  /* Pipes carry their uvt__stream_t, everything else the task state. */
-  if (h->type == UV_NAMED_PIPE)
-    p = ((uvt__stream_t *)h->data)->proc;
-  else
-    p = h->data;
-
+static void closed(uvt__proc_t *p, uv_handle_t *h) {
   if (h == (uv_handle_t *)&p->exit_poll && p->pidfd >= 0) {
     close(p->pidfd);
     p->pidfd = -1;
@@ -140,6 +132,24 @@ void uvt__proc_on_close(uv_handle_t *h) {
   if (p->closing == 0 && p->finishing && !p->settled)
     settle(p);
   maybe_free(p);
+}
+
+void uvt__proc_on_close(uv_handle_t *h) {
+  /* Pipes carry their uvt__stream_t, everything else the task state. */
+  if (h->type == UV_NAMED_PIPE)
+    closed(((uvt__stream_t *)h->data)->proc, h);
+  else
+    closed(h->data, h);
+}
+
+/* A terminal's read handle: its descriptor is ours to close. */
+static void on_tty_close(uv_handle_t *h) {
+  uvt__stream_t *s = h->data;
+
+  if (s->fd >= 0)
+    close(s->fd);
+  s->fd = -1;
+  closed(s->proc, h);
 }
 
 static void close_handle(uvt__proc_t *p, unsigned bit, uv_handle_t *h) {
@@ -156,7 +166,10 @@ static void close_stream(uvt__stream_t *s) {
     return;
   s->open = 0;
   s->closed = 1;
-  uv_close((uv_handle_t *)&s->pipe, uvt__proc_on_close);
+  if (s->tty)
+    uv_close((uv_handle_t *)&s->tty_poll, on_tty_close);
+  else
+    uv_close((uv_handle_t *)&s->pipe, uvt__proc_on_close);
 }
 
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
@@ -178,46 +191,59 @@ static void maybe_finish(uvt__proc_t *p) {
 
 /* ---- output ----------------------------------------------------------- */
 
-/* libuv reads straight into the stream's ring (uvt__outbuf_space); the
- * scratch buffer is only the fallback when no ring could be allocated, and
- * what lands there goes through uvt__outbuf_push (which drops it).  With
- * output_backpressure a read never asks for more than the room below the
- * cap, so nothing unread is ever overwritten (P-OUT-4). */
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  uvt__stream_t *s = h->data;
+/* Where the next bytes of `s` go, so a read system call writes them in
+ * place: the stream's ring (uvt__outbuf_space), else the scratch buffer,
+ * whose bytes go through uvt__outbuf_push (which drops them).  With
+ * output_backpressure no more than the room below the cap is asked for, so
+ * nothing unread is ever overwritten (P-OUT-4); 0 when there is no room. */
+static size_t read_room(uvt__stream_t *s, char **at) {
   uvt__proc_t *p = s->proc;
   size_t want = READ_CHUNK;
-  char *at;
   size_t n;
 
-  (void)suggested;
   if (p->backpressure && !s->drained)
     want = s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len : want;
-  n = want > 0 ? uvt__outbuf_space(&s->buf, want, &at) : 0;
-  if (n > 0) {
-    buf->base = at;
-    buf->len = n;
-    return;
-  }
-  if (want == 0) {
-    /* At the cap: on_read stops the stream (UV_ENOBUFS). */
-    buf->base = NULL;
-    buf->len = 0;
-    return;
-  }
+  if (want == 0)
+    return 0;
+  n = uvt__outbuf_space(&s->buf, want, at);
+  if (n > 0)
+    return n;
   if (p->scratch == NULL)
     p->scratch = uvt__malloc(READ_CHUNK);
-  buf->base = p->scratch;
-  buf->len = p->scratch != NULL ? READ_CHUNK : 0;
+  *at = p->scratch;
+  return p->scratch != NULL ? READ_CHUNK : 0;
 }
 
 /* P-OUT-4: a stream at its cap is not read until a read makes room. */
 static void maybe_pause(uvt__stream_t *s) {
-  if (s->proc->backpressure && !s->drained && s->open && !s->paused &&
-      s->buf.len >= s->buf.cap) {
+  if (!s->proc->backpressure || s->drained || !s->open || s->paused ||
+      s->buf.len < s->buf.cap)
+    return;
+  if (s->tty)
+    uv_poll_stop(&s->tty_poll);
+  else
     uv_read_stop((uv_stream_t *)&s->pipe);
-    s->paused = 1;
-  }
+  s->paused = 1;
+}
+
+/* `n` bytes were read to `at` (from read_room). */
+static void got_bytes(uvt__stream_t *s, const char *at, size_t n) {
+  uvt__proc_t *p = s->proc;
+
+  if (at == p->scratch)
+    uvt__outbuf_push(&s->buf, at, n);
+  else
+    uvt__outbuf_commit(&s->buf, n);
+  maybe_pause(s);
+  uvt__notify_output(p);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  char *at = NULL;
+
+  (void)suggested;
+  buf->len = read_room(h->data, &at);
+  buf->base = at;
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -225,32 +251,70 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   uvt__proc_t *p = s->proc;
 
   if (nread > 0) {
-    if (buf->base != NULL && buf->base == p->scratch)
-      uvt__outbuf_push(&s->buf, buf->base, (size_t)nread);
-    else
-      uvt__outbuf_commit(&s->buf, (size_t)nread);
-    maybe_pause(s);
-    uvt__notify_output(p);
+    got_bytes(s, buf->base, (size_t)nread);
     return;
   }
   if (nread == 0)
     return;
   if (nread == UV_ENOBUFS && p->backpressure && s->buf.len >= s->buf.cap) {
-    maybe_pause(s);
+    maybe_pause(s); /* at the cap: not an end */
     return;
   }
   /* End of stream (or an error, or no memory to read into): this pipe is
-   * done.  A terminal's master side reports EIO once its slave side is
-   * closed everywhere: that is its end of stream (P-PTY-2). */
+   * done. */
   close_stream(s);
   maybe_finish(p);
+}
+
+/* A terminal's master side is read here, not by libuv's stream reader:
+ * that one takes POLLHUP after a short read for the end of the stream,
+ * which is right for a pipe but not for a terminal whose slave side
+ * closed, where the kernel hands over what is still buffered a few KiB
+ * per read.  So: read until EAGAIN (at most a few chunks per turn, as
+ * libuv does), and only EIO (every slave descriptor closed and nothing
+ * left) or end of file ends the stream (P-PTY-2). */
+static void on_tty_io(uv_poll_t *h, int status, int events) {
+  uvt__stream_t *s = h->data;
+  uvt__proc_t *p = s->proc;
+  char *at;
+  size_t room;
+  ssize_t n;
+  int turns = 32;
+
+  (void)status;
+  (void)events;
+  while (s->open && !s->paused && turns-- > 0) {
+    room = read_room(s, &at);
+    if (room == 0) {
+      maybe_pause(s);
+      return;
+    }
+    do
+      n = read(s->fd, at, room);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      got_bytes(s, at, (size_t)n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    close_stream(s);
+    maybe_finish(p);
+    return;
+  }
+}
+
+static int start_reading(uvt__stream_t *s) {
+  if (s->tty)
+    return uv_poll_start(&s->tty_poll, UV_READABLE, on_tty_io);
+  return uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read);
 }
 
 static void resume_stream(uvt__stream_t *s) {
   if (!s->paused || !s->open || s->buf.len >= s->buf.cap)
     return;
   s->paused = 0;
-  if (uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read) != 0) {
+  if (start_reading(s) != 0) {
     close_stream(s);
     maybe_finish(s->proc);
   }
@@ -267,7 +331,7 @@ void uvt__proc_resume(uvt__proc_t *p) {
  * the pipe is lost (P-OUT-4); a writer still writing after that gets EPIPE
  * when the pipe closes. */
 static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
-  uv_os_fd_t fd;
+  uv_os_fd_t fd = s->fd;
   size_t total = 0;
   ssize_t n;
   char *at;
@@ -279,18 +343,11 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
     s->drained = 1;
     s->buf.cap = s->buf.len + DRAIN_LIMIT;
   }
-  if (uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
+  if (s->tty || uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
     while (total < DRAIN_LIMIT) {
-      room = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
-      if (room == 0) {
-        /* No ring: read into the scratch buffer and count it dropped. */
-        if (p->scratch == NULL)
-          p->scratch = uvt__malloc(READ_CHUNK);
-        if (p->scratch == NULL)
-          break;
-        at = p->scratch;
-        room = READ_CHUNK;
-      }
+      room = read_room(s, &at);
+      if (room == 0)
+        break;
       n = read(fd, at, room);
       if (n < 0 && errno == EINTR)
         continue;
@@ -644,6 +701,24 @@ static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   return uv_pipe_open(&s->pipe, fd);
 }
 
+/* A terminal's master side as the task's output (read by on_tty_io); the
+ * descriptor is taken over once this returns 0. */
+static int open_tty(uvt__proc_t *p, uvt__stream_t *s, int fd) {
+  int err;
+
+  s->proc = p;
+  uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  err = uv_poll_init(p->loop, &s->tty_poll, fd);
+  if (err != 0)
+    return err;
+  s->tty_poll.data = s;
+  s->tty = 1;
+  s->fd = fd;
+  s->open = 1;
+  p->closing++;
+  return 0;
+}
+
 static int init_timer(uvt__proc_t *p, uv_timer_t *timer, unsigned bit) {
   int err = uv_timer_init(p->loop, timer);
   if (err != 0)
@@ -755,9 +830,9 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   }
 
   if (o->pty) {
-    err = open_pipe(p, &p->out, master);
+    err = open_tty(p, &p->out, master);
     if (err == 0)
-      master = -1; /* the pipe handle owns it now */
+      master = -1; /* the poll handle owns it now */
     /* The terminal is one stream: stderr is never opened (P-PTY-1). */
     uvt__outbuf_init(&p->err.buf, o->output_cap_bytes);
     p->err.closed = 1;
@@ -781,9 +856,9 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   if (err == 0)
     err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME);
   if (err == 0)
-    err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
+    err = start_reading(&p->out);
   if (err == 0 && p->err.open)
-    err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
+    err = start_reading(&p->err);
   if (err != 0) {
     undo_start(p);
     goto fail_fds;
@@ -986,6 +1061,8 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->max_runtime_ms = o->max_runtime_ms;
   p->out.proc = p;
   p->err.proc = p;
+  p->out.fd = -1;
+  p->err.fd = -1;
   p->in.fd = -1;
   p->pty = o->pty != 0;
   p->backpressure = o->output_backpressure != 0;
