@@ -749,14 +749,71 @@ static void test_res_errors(void **state) {
   fixture_close(&f);
 }
 
+/* ---- memory given back (issue #12) ----------------------------------- */
+
+extern unsigned uvt__process_trims;
+
+static int trimmed_since(void *arg) {
+  return uvt__process_trims > *(unsigned *)arg;
+}
+
+/* Issue #12: after a burst of large outputs read and forgotten, the
+ * producer asks the allocator to give free pages back once the burst is
+ * over (coalesced, not once per task); small outputs never ask.  (What
+ * that gives back is measured in bench-output's burst rows.) */
+static void test_mem_trim_after_burst(void **state) {
+  fixture_t f;
+  char id[UVT_ID_MAX];
+  char ids[20][UVT_ID_MAX];
+  waitres_t w;
+  sbuf_t sb = {0};
+  unsigned before;
+  int i;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  for (i = 0; i < 50; i++) {
+    assert_int_equal(start_sh(&f, NULL, "echo small", id), 0);
+    wait_task(&f, &w, id, 5000, NULL);
+    wait_end(&w);
+    read_into(&f, id, NULL, &sb);
+    sb_free(&sb);
+    assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  }
+  before = uvt__process_trims;
+  run_for(&f, 200);
+  assert_int_equal(uvt__process_trims, before);
+
+  for (i = 0; i < 20; i++)
+    assert_int_equal(start_sh(&f, NULL, "seq 1 100000", ids[i]), 0);
+  for (i = 0; i < 20; i++) {
+    wait_task(&f, &w, ids[i], 10000, NULL);
+    wait_end(&w);
+    read_into(&f, ids[i], NULL, &sb);
+    assert_int_equal(sb.len, 588895);
+    sb_free(&sb);
+    assert_int_equal(uvt_forget(f.reg, ids[i], NULL), 0);
+  }
+  assert_true(run_until(&f, trimmed_since, &before, 2000));
+  assert_true(uvt__process_trims - before <= 10);
+  fixture_close(&f);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_evt_read_when_told), T(test_evt_coalesced),
-      T(test_evt_reentrant),      T(test_bp_seq_slow),
-      T(test_bp_child_blocks),    T(test_bp_drain),
-      T(test_res_split),          T(test_res_dropped),
-      T(test_res_exit),           T(test_res_shared_cursor),
-      T(test_res_utf8),           T(test_res_errors),
+      T(test_evt_read_when_told),
+      T(test_evt_coalesced),
+      T(test_evt_reentrant),
+      T(test_bp_seq_slow),
+      T(test_bp_child_blocks),
+      T(test_bp_drain),
+      T(test_res_split),
+      T(test_res_dropped),
+      T(test_res_exit),
+      T(test_res_shared_cursor),
+      T(test_res_utf8),
+      T(test_res_errors),
+      T(test_mem_trim_after_burst),
   };
   return PROCESS_TESTS("process-events", tests);
 }

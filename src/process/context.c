@@ -50,6 +50,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
     return; /* a leader's reap still needs the SIGCHLD watch */
   n += (int)uvt__session_close(ps, procs_handle_closed);
   n += (int)uvt__notify_close(ps, procs_handle_closed);
+  n += (int)uvt__trim_close(ps, procs_handle_closed);
   n += (int)uvt__spawner_close(ps, procs_handle_closed);
   uvt__env_cache_free(&ps->envc);
   /* Held while the handles are asked to close, so that a context with no

@@ -298,6 +298,18 @@ int uvt__pty_resize(int fd, uint16_t cols, uint16_t rows);
 /* The terminal's end-of-file character (Ctrl-D unless changed). */
 char uvt__pty_veof(int fd);
 
+/* ---- trim.c: memory given back after bursts (issue #12) --------------- */
+
+/* A block of `bytes` was freed, or handed to the host or the registry to be
+ * freed soon: count it; the allocator is asked to give free pages back
+ * once the burst is over.  `ps` may be NULL. */
+void uvt__trim_note(uvt__procs_t *ps, size_t bytes);
+/* At context close: a last trim if one is due; close the timer; returns
+ * how many handles were closed (on_closed runs for each). */
+unsigned uvt__trim_close(uvt__procs_t *ps, uv_close_cb on_closed);
+/* Tests: how many trims ran. */
+extern unsigned uvt__process_trims;
+
 /* ---- notify.c: on_output (P-EVT-1) ------------------------------------ */
 
 /* New output of p became readable: p's on_output runs from the context's
@@ -381,6 +393,12 @@ struct uvt__procs_s {
   uv_check_t notify_check;
   int notify_init;
   struct uvt__link notifying; /* procs with new output to announce */
+
+  /* trim.c */
+  uv_timer_t trim_timer;
+  int trim_init;
+  size_t trim_bytes;      /* large blocks freed since the last trim */
+  uint64_t trim_first_ns; /* uv_hrtime() of the first of them */
 
   /* spawner.c */
   uv_mutex_t spawn_mutex; /* guards the queues, spawners_left, leaders,

@@ -549,6 +549,10 @@ static void settle(uvt__proc_t *p) {
   }
   /* P-EVT-1: nothing is announced from the terminal transition on. */
   uvt__notify_cancel(p);
+  /* Issue #12: what the task buffered goes back once the burst is over. */
+  uvt__trim_note(p->procs, p->out.buf.alloc);
+  uvt__trim_note(p->procs, p->err.buf.alloc);
+  uvt__trim_note(p->procs, g.cap);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -596,13 +600,16 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
       uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
                        &text, &len, &size)) {
     uvt__buf_adopt(out, text, len, size);
+    uvt__trim_note(p->procs, size); /* the host frees it after its read */
     uvt__proc_resume(p);
     return 0;
   }
   err = uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
                             p->err.closed, buf_sink, out, NULL);
-  if (err == 0)
+  if (err == 0) {
+    uvt__trim_note(p->procs, out->len);
     uvt__proc_resume(p);
+  }
   return err;
 }
 
@@ -676,6 +683,8 @@ static void hook_release(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   p->released = 1;
+  /* The registry frees the outcome's text with the record. */
+  uvt__trim_note(p->procs, t->output_len);
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;

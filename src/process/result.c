@@ -131,6 +131,8 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
       out->err_len = sp.len[1];
       out->out_dropped = sp.dropped[0];
       out->err_dropped = sp.dropped[1];
+      uvt__trim_note(p->procs, sp.len[0]);
+      uvt__trim_note(p->procs, sp.len[1]);
       uvt__proc_resume(p);
     }
   }
