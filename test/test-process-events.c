@@ -749,6 +749,108 @@ static void test_res_errors(void **state) {
   fixture_close(&f);
 }
 
+/* ---- allocation failures -------------------------------------------- */
+
+static int fm_armed;
+static int fm_count;
+static int fm_fail_at;
+static int fm_failed;
+
+static int fm_should_fail(void) {
+  if (!fm_armed)
+    return 0;
+  if (++fm_count == fm_fail_at) {
+    fm_failed = 1;
+    return 1;
+  }
+  return 0;
+}
+static void *fm_malloc(size_t n) {
+  return fm_should_fail() ? NULL : malloc(n);
+}
+static void *fm_realloc(void *p, size_t n) {
+  return fm_should_fail() ? NULL : realloc(p, n);
+}
+static void *fm_calloc(size_t c, size_t n) {
+  return fm_should_fail() ? NULL : calloc(c, n);
+}
+
+/* Read `id` failing the n-th allocation, for n = 1, 2, ... until a read
+ * succeeds: each failure is UV_ENOMEM with *r zeroed and nothing consumed
+ * (so the successful read has everything). */
+static void read_failing(fixture_t *f, const char *id, uvt_process_read_t *r) {
+  int n;
+  int err;
+  for (n = 1;; n++) {
+    fm_count = 0;
+    fm_fail_at = n;
+    fm_failed = 0;
+    fm_armed = 1;
+    err = uvt_process_read(f->reg, id, NULL, r);
+    fm_armed = 0;
+    if (err == 0)
+      break;
+    assert_int_equal(err, UV_ENOMEM);
+    assert_true(fm_failed);
+    assert_null(r->out);
+    assert_null(r->err);
+  }
+  assert_true(n > 2);
+}
+
+static int saw_output(void *arg) {
+  return ((host_t *)arg)->calls > 0;
+}
+
+/* P-RES-1: a structured read whose allocation fails consumes nothing, for
+ * a live task and for one that ended. */
+static void test_res_failmalloc(void **state) {
+  fixture_t f;
+  iters_t it;
+  host_t h;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  uvt_process_read_t r;
+  (void)state;
+
+  assert_int_equal(
+      uvt_replace_allocator(fm_malloc, fm_realloc, fm_calloc, free), 0);
+  fixture_init(&f, NULL);
+  iters_start(&f, &it);
+  nhosts = 0;
+  memset(&h, 0, sizeof(h));
+  h.f = &f;
+  h.it = &it;
+  hosts[nhosts++] = &h;
+  test_opts(&o);
+  o.command = "printf abc; read -r x";
+  o.stdin_pipe = 1;
+  o.on_output = on_output;
+  o.on_output_data = &h;
+  assert_int_equal(uvt_process_start(f.reg, &o, h.id), 0);
+  assert_true(run_until(&f, saw_output, &h, 5000));
+  read_failing(&f, h.id, &r);
+  assert_string_equal(r.out, "abc");
+  assert_int_equal(r.exited, 0);
+  uvt_process_read_cleanup(&r);
+  assert_int_equal(uvt_process_close_stdin(f.reg, h.id, NULL), 0);
+  wait_task(&f, &w, h.id, 5000, NULL);
+  wait_end(&w);
+
+  assert_int_equal(start_sh(&f, NULL, "printf abc; printf def >&2", id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  read_failing(&f, id, &r);
+  assert_string_equal(r.out, "abc");
+  assert_string_equal(r.err, "def");
+  assert_int_equal(r.exited, 1);
+  uvt_process_read_cleanup(&r);
+  wait_end(&w);
+  iters_stop(&it);
+  fixture_close(&f);
+  assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+}
+
 /* ---- memory given back (issue #12) ----------------------------------- */
 
 extern unsigned uvt__process_trims;
@@ -801,19 +903,13 @@ static void test_mem_trim_after_burst(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_evt_read_when_told),
-      T(test_evt_coalesced),
-      T(test_evt_reentrant),
-      T(test_bp_seq_slow),
-      T(test_bp_child_blocks),
-      T(test_bp_drain),
-      T(test_res_split),
-      T(test_res_dropped),
-      T(test_res_exit),
-      T(test_res_shared_cursor),
-      T(test_res_utf8),
-      T(test_res_errors),
-      T(test_mem_trim_after_burst),
+      T(test_evt_read_when_told), T(test_evt_coalesced),
+      T(test_evt_reentrant),      T(test_bp_seq_slow),
+      T(test_bp_child_blocks),    T(test_bp_drain),
+      T(test_res_split),          T(test_res_dropped),
+      T(test_res_exit),           T(test_res_shared_cursor),
+      T(test_res_utf8),           T(test_res_errors),
+      T(test_res_failmalloc),     T(test_mem_trim_after_burst),
   };
   return PROCESS_TESTS("process-events", tests);
 }

@@ -434,6 +434,109 @@ static void test_in_no_leak(void **state) {
   assert_int_equal(count_fds(), fds);
 }
 
+/* ---- allocation failures -------------------------------------------- */
+
+static int fm_armed;
+static int fm_count;
+static int fm_fail_at;
+static int fm_failed;
+
+static int fm_should_fail(void) {
+  if (!fm_armed)
+    return 0;
+  if (++fm_count == fm_fail_at) {
+    fm_failed = 1;
+    return 1;
+  }
+  return 0;
+}
+static void *fm_malloc(size_t n) {
+  return fm_should_fail() ? NULL : malloc(n);
+}
+static void *fm_realloc(void *p, size_t n) {
+  return fm_should_fail() ? NULL : realloc(p, n);
+}
+static void *fm_calloc(size_t c, size_t n) {
+  return fm_should_fail() ? NULL : calloc(c, n);
+}
+
+static void fm_arm(int n) {
+  fm_count = 0;
+  fm_fail_at = n;
+  fm_failed = 0;
+  fm_armed = 1;
+}
+
+/* P-IN-1, P-PTY-1 with P-SPAWN-4: failing the n-th allocation of a start
+ * with stdin_pipe, or on a terminal (with on_output and backpressure), for
+ * every n, is a clean UV_ENOMEM with nothing left, or a success; a write
+ * whose allocation fails is UV_ENOMEM with nothing of it written, and the
+ * input goes on. */
+static void test_in_failmalloc(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  sbuf_t sb = {0};
+  int variant;
+  int n;
+  int err;
+  int fds;
+  (void)state;
+
+  fds = count_fds();
+  assert_int_equal(
+      uvt_replace_allocator(fm_malloc, fm_realloc, fm_calloc, free), 0);
+  fixture_init(&f, NULL);
+  for (variant = 0; variant < 2; variant++) {
+    test_opts(&o);
+    o.command = "read -r x; echo \"got $x\"";
+    if (variant == 0) {
+      o.stdin_pipe = 1;
+    } else {
+      o.pty = 1;
+      o.output_backpressure = 1;
+    }
+    for (n = 1;; n++) {
+      fm_arm(n);
+      err = uvt_process_start(f.reg, &o, id);
+      fm_armed = 0;
+      if (err != 0) {
+        assert_int_equal(err, UV_ENOMEM);
+        assert_true(fm_failed);
+        run_for(&f, 5);
+        continue;
+      }
+      assert_int_equal(wr(&f, id, "in\n"), 0);
+      wait_task(&f, &w, id, 5000, NULL);
+      assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+      read_into(&f, id, NULL, &sb);
+      assert_non_null(strstr(sb.buf, "got in"));
+      sb_free(&sb);
+      wait_end(&w);
+      if (!fm_failed)
+        break;
+    }
+    assert_true(n > 3);
+  }
+
+  assert_int_equal(start_in(&f, NULL, "cat", 0, id), 0);
+  fm_arm(1);
+  assert_int_equal(wr(&f, id, "lost\n"), UV_ENOMEM);
+  fm_armed = 0;
+  assert_true(fm_failed);
+  assert_int_equal(wr(&f, id, "kept\n"), 0);
+  assert_int_equal(uvt_process_close_stdin(f.reg, id, NULL), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  read_into(&f, id, NULL, &sb);
+  assert_string_equal(sb.buf, "kept\n");
+  sb_free(&sb);
+  wait_end(&w);
+  fixture_close(&f);
+  assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
+  assert_int_equal(count_fds(), fds);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       T(test_in_order_and_eof), T(test_in_eof_after_queue),
@@ -441,6 +544,7 @@ int main(int argc, char **argv) {
       T(test_in_after_end),     T(test_in_einval_and_c05),
       T(test_in_fence),         T(test_in_before_spawn),
       T(test_in_repl_pipe),     T(test_in_no_leak),
+      T(test_in_failmalloc),
   };
   signal(SIGPIPE, SIG_DFL); /* a write must never raise it (P-IN-1) */
   return PROCESS_TESTS("process-stdin", tests);

@@ -195,15 +195,23 @@ static void on_writable(uv_poll_t *h, int status, int events) {
   maybe_end(p);
 }
 
-/* Queue a copy of bytes [0, len) behind what is queued. */
-static int enqueue(uvt__stdin_t *in, const char *bytes, size_t len) {
+/* A chunk for up to `len` queued bytes (allocated before anything is
+ * written, so that a failed allocation changes nothing). */
+static uvt__inchunk_t *chunk_new(size_t len) {
   uvt__inchunk_t *c = uvt__malloc(sizeof(*c) + len);
 
-  if (c == NULL)
-    return UV_ENOMEM;
-  c->next = NULL;
+  if (c != NULL) {
+    c->next = NULL;
+    c->len = 0;
+    c->off = 0;
+  }
+  return c;
+}
+
+/* Queue bytes [0, len) behind what is queued, copied into `c`. */
+static void enqueue(uvt__stdin_t *in, uvt__inchunk_t *c, const char *bytes,
+                    size_t len) {
   c->len = len;
-  c->off = 0;
   memcpy(c->bytes, bytes, len);
   if (in->tail != NULL)
     in->tail->next = c;
@@ -211,7 +219,6 @@ static int enqueue(uvt__stdin_t *in, const char *bytes, size_t len) {
     in->head = c;
   in->tail = c;
   in->pending += len;
-  return 0;
 }
 
 /* Can the task take input now?  0 or the error of P-IN-1. */
@@ -230,6 +237,7 @@ int uvt_process_write(uvt_registry_t *reg, const char *id,
                       size_t len) {
   uvt__proc_t *p;
   uvt__stdin_t *in;
+  uvt__inchunk_t *c;
   uvt_task_t *t;
   ssize_t n = 0;
   int err;
@@ -243,28 +251,28 @@ int uvt_process_write(uvt_registry_t *reg, const char *id,
   if (err != 0 || len == 0)
     return err;
   in = &p->in;
-  /* Whole or nothing: checked before a byte goes out. */
+  /* Whole or nothing: checked, and the queue's room allocated, before a
+   * byte goes out. */
   if (len > in->cap - in->pending)
     return UV_ENOBUFS;
+  c = chunk_new(len);
+  if (c == NULL)
+    return UV_ENOMEM;
   if (in->head == NULL) {
     n = put(in, bytes, len);
     if (n == UV_EAGAIN) {
       n = 0;
     } else if (n < 0) {
+      uvt__free(c);
       broken(p);
       return UV_EPIPE;
     }
-    if ((size_t)n == len)
+    if ((size_t)n == len) {
+      uvt__free(c);
       return 0;
+    }
   }
-  err = enqueue(in, bytes + n, len - (size_t)n);
-  if (err != 0) {
-    /* Part of the bytes may be out already: the rest cannot follow in
-     * order, so the input is over (as when the child closes its end). */
-    if (n > 0)
-      broken(p);
-    return err;
-  }
+  enqueue(in, c, bytes + n, len - (size_t)n);
   flush(p);
   return in->broken ? UV_EPIPE : 0;
 }
@@ -273,6 +281,7 @@ int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
                             const uvt_agent_t *caller) {
   uvt__proc_t *p;
   uvt__stdin_t *in;
+  uvt__inchunk_t *c;
   uvt_task_t *t;
   char veof;
   int err;
@@ -290,8 +299,10 @@ int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
     /* A terminal stays open (it is also the output): its end-of-file
      * character, behind what is queued, whatever the cap. */
     veof = uvt__pty_veof(in->fd);
-    if (enqueue(in, &veof, 1) != 0)
+    c = chunk_new(1);
+    if (c == NULL)
       return UV_ENOMEM;
+    enqueue(in, c, &veof, 1);
     in->host_ended = 1;
     flush(p);
     return 0;
