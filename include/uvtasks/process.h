@@ -7,7 +7,11 @@
  *   uvt_process_start()  checks; the record exists ("bash-1"), running;
  *                        the spawn runs on a spawner thread (P-SPAWN-6)
  *   child writes         stdout/stderr are buffered, capped per stream
- *   uvt_read()           returns and consumes what is new (P-OUT-1..3)
+ *                        (or, with output_backpressure, not read while at
+ *                        the cap, P-OUT-4); on_output hears of it (P-EVT-1)
+ *   uvt_process_write()  input for a stdin_pipe or pty task (P-IN-1)
+ *   uvt_read()           returns and consumes what is new (P-OUT-1..3);
+ *   uvt_process_read()   the same, stdout and stderr apart (P-RES-1)
  *   uvt_kill()           SIGTERM to the session, SIGKILL after grace_ms
  *   leader exits         reaped at once; pipes get drain_ms to reach EOF
  *   quiescence           leader reaped, pipes closed, every handle closed:
@@ -53,7 +57,32 @@
  * the registry's spawner threads (P-SPAWN-6), which touch no task state.
  * Per registry the producer keeps (until registry close): its spawner
  * threads and an async handle, an idle handle for batched passes, an
- * eventfd, and where needed an unreferenced SIGCHLD watch and timer.
+ * eventfd, and where needed an unreferenced SIGCHLD watch and timer, a
+ * check handle for on_output calls and a timer for giving memory back.
+ *
+ * Interactive tasks (SPEC.md §3b).  A stdin_pipe task's stdin is one end
+ * of a Unix socket pair (see uvt_process_write()); a pty task runs on a
+ * pseudo-terminal that is its session's controlling terminal, with the
+ * master side close-on-exec in the host, so it reaches no child of this
+ * or another task (P-SPAWN-5).  The terminal starts with the kernel's
+ * settings (canonical mode, echo, ISIG, CR-LF on output) plus IUTF8:
+ * what the task prints arrives with "\r\n" line ends, and what is
+ * written is echoed until the program turns echoing off (a shell or REPL
+ * with readline, a password prompt).  Its end of stream is EIO from the
+ * master once every descriptor of the slave side is closed, after every
+ * buffered byte (P-PTY-2); when the leader (the session leader) exits,
+ * the kernel sends SIGHUP to the terminal's foreground group, and a job
+ * that survives it and keeps the terminal open gets drain_ms like one
+ * holding a pipe.
+ *
+ * Memory given back (issue #12).  Output lives in rings that grow up to
+ * output_cap_bytes, then in read texts and outcomes, all from the
+ * library's allocator.  With glibc, freed large blocks stay in the heap,
+ * so after a burst of large outputs the producer calls malloc_trim(0)
+ * once the burst is over (at least 4 MiB of blocks of 64 KiB or more
+ * freed or handed over, then 100 ms without another, or 1 s after the
+ * first); it only returns free pages to the system, the host's as well
+ * as ours.  bench-output's burst rows measure it.
  *
  * Beyond SPEC.md §3, and why:
  *  - uvt_process_pid() answers 0 while the spawn is out and
@@ -69,6 +98,16 @@
  *    and outlives its leader is stopped by a kill of the ended task
  *    (P-KILL-6) or by disposal, not by the first kill's grace.
  *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
+ *  - SPEC.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
+ *    write to a child that closed its end is UV_EPIPE and never SIGPIPE
+ *    in the host; on a pty, uvt_process_close_stdin() sends the
+ *    terminal's end-of-file character instead of closing (the terminal
+ *    is also the output); uvt_process_resize() of an ended task is
+ *    UV_EPIPE; with output_backpressure the drain keeps what the pipe
+ *    holds beyond the cap (see uvt_process_start()); on_output may stay
+ *    silent for the last bytes before the end (never after it);
+ *    uvt_process_read_t's exit_code is -1 when the leader died of a
+ *    signal or has no status.  The memory trim above is an addition.
  */
 #ifndef UVTASKS_PROCESS_H
 #define UVTASKS_PROCESS_H
@@ -247,23 +286,41 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * did not end with one) and those bytes (P-OUT-1).  A stream that dropped
  * bytes at its cap starts with "[... N bytes dropped ...]\n" (P-OUT-2).
  * An incomplete trailing UTF-8 sequence waits for the rest or the end of
- * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
+ * the stream; bytes that are not UTF-8 pass through (P-OUT-3).  A pty
+ * task has one stream, so its reads have no "[stderr]" part (P-PTY-1).
+ *
+ * Output backpressure (P-OUT-4).  With output_backpressure a stream whose
+ * unread bytes reach output_cap_bytes is not read (the child blocks in
+ * write once the pipe, or the terminal's buffer, is full) until a read of
+ * either kind consumes some; nothing is dropped (except bytes that could
+ * not be stored because memory ran out, which are counted as dropped).
+ * The drain still bounds the task: drain_ms after the leader's exit the
+ * streams are read of what they hold, at most 1 MiB each beyond the cap
+ * (a pipe holds 64 KiB unless its writer enlarged it, at most 1 MiB by
+ * default), kept beyond the cap so that no byte that reached the pipe is
+ * lost, and closed; a job still writing then gets EPIPE (or SIGPIPE).  So
+ * a task whose host does not read ends drain_ms after its leader, with
+ * everything its leader wrote.
  *
  * Returns 0, or an error found before the spawn (P-SPAWN-4): UV_EINVAL
  * (NULL reg or o; none or both of command and argv; an empty or blank
  * command, whatever the label; an empty argv or an empty argv[0]; an env
- * entry without '='; output_cap_bytes < 4), the errors of uvt_start()
+ * entry without '='; output_cap_bytes < 4; stdin_data with stdin_pipe
+ * or pty; stdin_cap_bytes 0 with stdin_pipe or pty; pty_cols or pty_rows
+ * 0 with pty), the errors of uvt_start()
  * (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING, UVT_ELIMIT, UV_ENOMEM, ...),
  * UV_ENOENT (no such cwd, argv[0] not found, no shell), UV_ENOTDIR (cwd is
  * not a directory), UV_EACCES (cwd or argv[0] not accessible),
  * UV_ENAMETOOLONG, UV_E2BIG (the command or one argument beyond the
  * kernel's 128 KiB for one string), UV_EMFILE or UV_ENFILE (no descriptor
- * for the pipes).  On error nothing is registered, no id number is used
- * and no child exists; handles opened for the attempt are closed through
- * the loop (run it to let their close callbacks finish).  An error only
- * the spawn itself reports (exec refusing the file, ENOEXEC; an
- * environment and arguments too big together, E2BIG; no process left,
- * EAGAIN; a cwd removed in between) settles the registered task `failed`,
+ * for the pipes, the socket or the terminal), or the error of opening a
+ * pseudo-terminal (posix_openpt, grantpt, unlockpt: UV_ENOENT without
+ * /dev/ptmx, UV_EAGAIN when the system has no more).  On error nothing is
+ * registered, no id number is used and no child exists; handles opened for the
+ * attempt are closed through the loop (run it to let their close callbacks
+ * finish).  An error only the spawn itself reports (exec refusing the file,
+ * ENOEXEC; an environment and arguments too big together, E2BIG; no process
+ * left, EAGAIN; a cwd removed in between) settles the registered task `failed`,
  * "spawn failed: NAME" (the libuv error name), with no child and every
  * handle closed.
  * Ownership: every option is copied or consumed before this returns.
@@ -339,15 +396,24 @@ UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
  * and the terminal echoes what it receives unless the program turned
  * echoing off.  A write of 0 bytes checks the task and queues nothing.
  *
+ * The pipe is a Unix socket pair (the child's end blocking, ours shut for
+ * reading): a write to a child that closed its end reports EPIPE, where a
+ * pipe would raise SIGPIPE in the host.  A pty task writes to the master
+ * side of its terminal.
+ *
  * Returns 0 (accepted: written or queued), UV_ENOBUFS (the pending bytes
  * plus `len` would exceed stdin_cap_bytes; nothing of this write was
- * queued), UV_EPIPE (the child closed its end of the pipe, as `head -c 1`
- * does when it exits; or uvt_process_close_stdin() was called; or the task
- * ended or is ending: its leader was reaped and its pipes are closing),
- * UV_EINVAL (NULL reg or id, NULL bytes with len > 0, a task started
- * without stdin_pipe or pty, or not a process task), UVT_ENOTASK,
- * UVT_EFOREIGN (R-OWN-2), UV_ENOMEM.  Queued bytes that the child never
- * reads (it closed its end, or the task ended) are discarded.
+ * written or queued, so it may be retried as it is), UV_EPIPE (the child
+ * closed its end, as `head -c 1` does when it exits, or nobody holds it
+ * any more; or uvt_process_close_stdin() was called; or the task reached
+ * quiescence: its leader was reaped and its output closed, or it
+ * settled), UV_EINVAL (NULL reg or id, NULL bytes with len > 0, a task
+ * started without stdin_pipe or pty, or not a process task),
+ * UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UV_ENOMEM (nothing written or
+ * queued).  A child that closes its end while bytes are queued is seen at
+ * the next write attempt: those bytes, and any queued at quiescence, are
+ * discarded (nobody would read them); the write that finds it out returns
+ * UV_EPIPE.
  * Ownership: `bytes` is only read during the call.
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_process_write(uvt_registry_t *reg, const char *id,
