@@ -146,7 +146,9 @@ static void test_in_cap(void **state) {
 
 /* P-IN-1: a write after the child closed its end is UV_EPIPE: a program
  * that closes stdin and goes on running, a shell that does, and `head -c
- * 1`, which exits after one byte. */
+ * 1`, which exits after one byte.  (The spawner's copy of the child's end
+ * is closed right after the spawn returns, before its answer reaches the
+ * loop: once the pid is known, the child's are the only ones.) */
 static void test_in_child_closed(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -163,6 +165,7 @@ static void test_in_child_closed(void **state) {
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=close-stdin", NULL, NULL, id), 0);
   assert_int_equal(wr(&f, id, "a"), 0);
+  (void)task_pid(&f, id, NULL);
   read_until_has(&f, id, NULL, &sb, "closed\n");
   assert_int_equal(wr(&f, id, "b"), UV_EPIPE);
   assert_int_equal(wr(&f, id, "c"), UV_EPIPE);
@@ -177,6 +180,7 @@ static void test_in_child_closed(void **state) {
 
   assert_int_equal(
       start_in(&f, NULL, "exec 0<&-; echo closed; sleep 30", 0, id), 0);
+  (void)task_pid(&f, id, NULL);
   read_until_has(&f, id, NULL, &sb, "closed\n");
   assert_int_equal(wr(&f, id, "x\n"), UV_EPIPE);
   wait_begin(&f, &w, id, 5000, NULL);
