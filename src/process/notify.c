@@ -32,13 +32,15 @@ static void on_check(uv_check_t *h) {
   while ((n = uvt__list_pop(&batch)) != NULL) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, notify_link);
     uvt_output_cb cb = p->on_output;
+    /* A record force-failed by a teardown is terminal before the task
+     * settles: no call after that either. */
     if (p->settled || p->released || cb == NULL ||
+        uvt_status_is_terminal(p->task->status) ||
         (p->out.buf.len == 0 && p->out.buf.dropped == 0 &&
          p->err.buf.len == 0 && p->err.buf.dropped == 0))
       continue;
-    /* The callback may free p (a forget of an ended task cannot, but a
-     * registry close from inside it may end others): copy what the call
-     * needs first. */
+    /* The callback may end, forget or free other tasks (they leave the
+     * batch as they go); nothing of p is touched after its call. */
     memcpy(id, p->id, sizeof(id));
     cb(id, p->on_output_data);
   }
