@@ -78,6 +78,10 @@ static void on_output(const char *id, void *data) {
   }
 }
 
+static int saw_output(void *arg) {
+  return ((host_t *)arg)->calls > 0;
+}
+
 static host_t *hosts[8];
 static int nhosts;
 
@@ -230,6 +234,54 @@ static void test_evt_reentrant(void **state) {
   assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
   assert_true(h.calls >= 1);
   assert_int_equal(uv_loop_close(&f.loop), 0);
+}
+
+/* P-EVT-1: no call after the terminal transition when a disposal
+ * force-fails a task that outlives teardown_grace_ms (R-AGENT-4), while it
+ * still writes. */
+static void test_evt_force_failed(void **state) {
+  fixture_t f;
+  uvt_options_t ro;
+  iters_t it;
+  host_t h;
+  uvt_listener_t l;
+  uvt_agent_t a;
+  dispose_t d;
+  uvt_process_options_t o;
+  (void)state;
+
+  uvt_options_init(&ro);
+  ro.teardown_grace_ms = 100;
+  fixture_init(&f, &ro);
+  iters_start(&f, &it);
+  nhosts = 0;
+  memset(&l, 0, sizeof(l));
+  assert_int_equal(uvt_listener_start(f.reg, &l, on_done), 0);
+  agent_setup(&f, &a, "a", "s");
+  memset(&d, 0, sizeof(d));
+  a.data = &d;
+  memset(&h, 0, sizeof(h));
+  h.f = &f;
+  h.it = &it;
+  hosts[nhosts++] = &h;
+  test_opts(&o);
+  o.command = "trap '' TERM; while :; do echo y; done";
+  o.grace_ms = 2000;
+  o.owner = &a;
+  o.on_output = on_output;
+  o.on_output_data = &h;
+  assert_int_equal(uvt_process_start(f.reg, &o, h.id), 0);
+  d.pgid = task_pid(&f, h.id, &a);
+  assert_true(run_until(&f, saw_output, &h, 5000));
+  assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+  assert_true(run_until(&f, disposed, &d, 5000));
+  run_for(&f, 100);
+  assert_int_equal(h.ended, 1);
+  assert_int_equal(h.after_end, 0);
+  assert_int_equal(f.warnings > 0, 1); /* "work may be orphaned" */
+  uvt_listener_stop(&l);
+  iters_stop(&it);
+  fixture_close(&f);
 }
 
 /* ---- backpressure (P-OUT-4) ------------------------------------------- */
@@ -809,10 +861,6 @@ static void read_failing(fixture_t *f, const char *id, uvt_process_read_t *r) {
   assert_true(n > 2);
 }
 
-static int saw_output(void *arg) {
-  return ((host_t *)arg)->calls > 0;
-}
-
 /* P-RES-1: a structured read whose allocation fails consumes nothing, for
  * a live task and for one that ended. */
 static void test_res_failmalloc(void **state) {
@@ -914,13 +962,21 @@ static void test_mem_trim_after_burst(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_evt_read_when_told), T(test_evt_coalesced),
-      T(test_evt_reentrant),      T(test_bp_seq_slow),
-      T(test_bp_child_blocks),    T(test_bp_drain),
-      T(test_res_split),          T(test_res_dropped),
-      T(test_res_exit),           T(test_res_shared_cursor),
-      T(test_res_utf8),           T(test_res_errors),
-      T(test_res_failmalloc),     T(test_mem_trim_after_burst),
+      T(test_evt_read_when_told),
+      T(test_evt_coalesced),
+      T(test_evt_reentrant),
+      T(test_evt_force_failed),
+      T(test_bp_seq_slow),
+      T(test_bp_child_blocks),
+      T(test_bp_drain),
+      T(test_res_split),
+      T(test_res_dropped),
+      T(test_res_exit),
+      T(test_res_shared_cursor),
+      T(test_res_utf8),
+      T(test_res_errors),
+      T(test_res_failmalloc),
+      T(test_mem_trim_after_burst),
   };
   return PROCESS_TESTS("process-events", tests);
 }
