@@ -95,13 +95,18 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
       hosts[i]->ended = 1;
 }
 
-static int start_host(fixture_t *f, host_t *h, iters_t *it, const char *cmd) {
+/* Start `cmd` with `h` as its on_output host; `lossless`: with
+ * output_backpressure, so a host that reads only when told, however slow,
+ * loses nothing. */
+static int start_host(fixture_t *f, host_t *h, iters_t *it, const char *cmd,
+                      int lossless) {
   uvt_process_options_t o;
   memset(h, 0, sizeof(*h));
   h->f = f;
   h->it = it;
   test_opts(&o);
   o.command = cmd;
+  o.output_backpressure = lossless;
   o.on_output = on_output;
   o.on_output_data = h;
   hosts[nhosts++] = h;
@@ -141,14 +146,15 @@ static void test_evt_read_when_told(void **state) {
   nhosts = 0;
   memset(&l, 0, sizeof(l));
   assert_int_equal(uvt_listener_start(f.reg, &l, on_done), 0);
-  assert_int_equal(start_host(&f, &h[0], &it, "seq 1 200000"), 0);
-  assert_int_equal(
-      start_host(&f, &h[1], &it,
-                 "seq 1 100000; sleep 0.1; seq 1 5 >&2; sleep 0.2"),
-      0);
+  assert_int_equal(start_host(&f, &h[0], &it, "seq 1 200000", 1), 0);
+  assert_int_equal(start_host(&f, &h[1], &it,
+                              "seq 1 100000; sleep 0.1; seq 1 5 >&2; sleep 0.2",
+                              1),
+                   0);
   assert_int_equal(start_host(&f, &h[2], &it,
                               "for i in 1 2 3 4 5; do echo $i; sleep 0.02; "
-                              "done"),
+                              "done",
+                              1),
                    0);
   for (i = 0; i < 3; i++)
     h[i].read_in_cb = 1;
@@ -191,7 +197,7 @@ static void test_evt_coalesced(void **state) {
   fixture_init(&f, NULL);
   iters_start(&f, &it);
   nhosts = 0;
-  assert_int_equal(start_host(&f, &h, &it, "head -c 20000000 /dev/zero"), 0);
+  assert_int_equal(start_host(&f, &h, &it, "head -c 20000000 /dev/zero", 0), 0);
   wait_task(&f, &w, h.id, 20000, NULL);
   wait_end(&w);
   assert_true(h.calls >= 1);
@@ -216,7 +222,7 @@ static void test_evt_reentrant(void **state) {
   nhosts = 0;
   memset(&l, 0, sizeof(l));
   assert_int_equal(uvt_listener_start(f.reg, &l, on_done), 0);
-  assert_int_equal(start_host(&f, &h, &it, "while :; do echo y; done"), 0);
+  assert_int_equal(start_host(&f, &h, &it, "while :; do echo y; done", 0), 0);
   h.kill_in_cb = 1;
   wait_task(&f, &w, h.id, 5000, NULL);
   assert_int_equal(w.snap.status, UVT_KILLED);
@@ -226,7 +232,7 @@ static void test_evt_reentrant(void **state) {
   assert_int_equal(h.same_iter, 0);
   uvt_listener_stop(&l);
 
-  assert_int_equal(start_host(&f, &h, &it, "while :; do echo y; done"), 0);
+  assert_int_equal(start_host(&f, &h, &it, "while :; do echo y; done", 0), 0);
   h.close_in_cb = 1;
   iters_stop(&it);
   /* The registry closes from inside the callback (the task may report
