@@ -101,8 +101,6 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
   err = uvt__proc_lookup(reg, id, caller, &t, &p);
   if (err != 0)
     return err;
-  if (t->in_read)
-    return UV_EBUSY; /* from inside this task's own read hook */
   if (uvt_status_is_terminal(t->status)) {
     err = read_ended(t, p, out);
     if (err != 0)
