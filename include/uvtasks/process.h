@@ -239,20 +239,24 @@ typedef struct {
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
  * cwd, no extra environment, stdin /dev/null, grace 3000 ms, drain 500 ms,
- * output cap 1 MiB per stream, no runtime limit.  Accepts NULL.
+ * output cap 1 MiB per stream, no runtime limit; no stdin pipe (1 MiB of
+ * pending input when one is asked for), no terminal (80 x 24 when one is),
+ * no backpressure, no on_output.  Accepts NULL.
  * Ownership: nothing is allocated.  Thread: any. */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
 
 /* Start a process task: check and prepare everything here, register the
  * task, and spawn the command (or argv) off the loop thread (P-SPAWN-6) in
- * a session of its own (P-SPAWN-1) with stdin /dev/null or the given
- * bytes, stdout and stderr captured separately, the filtered environment
- * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5).
+ * a session of its own (P-SPAWN-1) with stdin /dev/null, the given bytes
+ * or a pipe kept open (P-IN-1), stdout and stderr captured separately (or
+ * all three on a terminal, P-PTY-1), the filtered environment (P-SPAWN-3)
+ * and no descriptor of the host other than stdio (P-SPAWN-5).
  *
  * The spawn (P-SPAWN-6).  This call never waits for a child to exec: it
  * checks the options, that cwd exists and is a directory, that argv[0]
  * resolves in PATH (or that a shell exists), makes the pipes and stdin's
- * memfd, builds an immutable request and returns the id; one of the
+ * memfd (or socket pair, or the terminal), builds an immutable request
+ * and returns the id; one of the
  * registry's spawner threads (one per core, at most 4, started with the
  * first spawn) runs posix_spawn and the loop hears the answer through an
  * async handle.  Until then the task is running like any other: get, read
