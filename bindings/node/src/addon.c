@@ -170,7 +170,6 @@ static void on_closed(void *data) {
 
   /* The library detached, stopped or released everything of ours. */
   r->reg = NULL;
-  uvtn_exit_remove_all(r);
   uvtn_handles_closed(r);
   uvtn_list_remove(&r->link);
   if (!st->tearing_down) {
@@ -248,8 +247,6 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
   napi_create_string_utf8(env, "uvtasks", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, argv[1], name, &r->async_ctx);
   napi_add_async_cleanup_hook(env, on_env_cleanup, r, &r->cleanup);
-  uvt_listener_start(r->reg, &r->exit_listener, uvtn_exit_listener_cb);
-  r->exit_listener.data = r;
   uvtn_list_insert(&st->regs, &r->link);
   r->refs = 2; /* the External, and the open registry */
   result = uvtn_external(env, r, reg_finalize);
