@@ -23,7 +23,7 @@ function drops(tasks, n) {
   })
 }
 
-test('1000 process tasks: no zombie, no leftover in any session, no fd growth (L-2, P-END-1, P-KILL-5, P-SPAWN-6, R-FORGET-1)', async () => {
+test('1000 process tasks: no zombie, no leftover in any session, no fd growth (L-2, P-END-1, P-KILL-5, P-SPAWN-6, R-FORGET-1, R-FORGET-2)', async () => {
   const fdsBefore = openFds()
   const { tasks } = fixture()
   const sids = []
@@ -59,9 +59,8 @@ test('1000 process tasks: no zombie, no leftover in any session, no fd growth (L
         unspawned++
       }
       tasks.read(id)
-      // Not from the wait's own continuation, which runs inside the wait
-      // callback (N-2) where forget() is EBUSY until R-FORGET-2 lands.
-      await new Promise((r) => setImmediate(r))
+      // From the wait's own continuation, which runs inside the wait
+      // callback (N-2): R-FORGET-2 drops the record after that dispatch.
       tasks.forget(id)
     }
   }
@@ -80,7 +79,7 @@ test('1000 process tasks: no zombie, no leftover in any session, no fd growth (L
   assert.equal(openFds(), fdsBefore)
 })
 
-test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1)', async () => {
+test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1, R-FORGET-2)', async () => {
   const { tasks } = fixture()
   const live = controlled()
   const liveId = tasks.start({ kind: 'js', label: 'live', run: live.run })
@@ -90,8 +89,7 @@ test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1)
     const c = controlled()
     const id = tasks.start({ kind: 'js', label: `t${i}`, run: c.run })
     c.end({ status: 'completed', output: `out ${i}` })
-    waits.push(tasks.wait(id, 10000).then(() => new Promise((r) => setImmediate(r)))
-      .then(() => tasks.forget(id)))
+    waits.push(tasks.wait(id, 10000).then(() => tasks.forget(id)))
     waits.push(tasks.wait(liveId, 1))
   }
   await Promise.all(waits)

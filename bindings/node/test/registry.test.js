@@ -499,15 +499,49 @@ test('bad arguments throw TypeErrors with a code (N-1)', async () => {
 
 // R-FORGET-2: forget() from the wait callback that reports the end.  With
 // N-2, `await tasks.wait(id)` continues inside that callback, so this is
-// the common Node idiom.  The library refuses it (EBUSY) until R-FORGET-2
-// lands in the core; then this test passes and loses its todo.
-test('forget() right after await wait() (R-FORGET-2, N-2)', { todo: 'R-FORGET-2 is not in the library yet' }, async () => {
+// the common Node idiom: the record is hidden at once and dropped once the
+// dispatch is over; a wait resolved later in that dispatch still gets its
+// terminal snapshot.  The same from an onTaskDone listener.
+test('forget() right after await wait(), and from onTaskDone (R-FORGET-2, N-2)', async () => {
   const { tasks } = fixture()
+  const feed = []
+  let bothDropped
+  const dropped = new Promise((r) => { bothDropped = r })
+  tasks.watch((s, d) => {
+    feed.push(`${s.id}:${s.status}${d ? ':dropped' : ''}`)
+    if (d && feed.filter((f) => f.endsWith(':dropped')).length === 2) bothDropped()
+  })
   const c = controlled()
   const id = tasks.start({ kind: 'js', label: 'l', run: c.run })
+  const first = (async () => {
+    const snap = await tasks.wait(id, 5000)
+    tasks.forget(id)
+    assert.throws(() => tasks.get(id), codeOf('UVT_ENOTASK'))
+    return snap
+  })()
+  const second = tasks.wait(id, 5000)
   c.end({ status: 'completed' })
-  await tasks.wait(id, 5000)
-  tasks.forget(id)
+  assert.equal((await first).status, 'completed')
+  assert.equal((await second).status, 'completed')
   assert.throws(() => tasks.get(id), codeOf('UVT_ENOTASK'))
+
+  const d = controlled()
+  const id2 = tasks.start({ kind: 'js', label: 'l2', run: d.run })
+  let forgot = null
+  tasks.onTaskDone((s) => {
+    tasks.forget(s.id)
+    forgot = s.id
+  })
+  const waited = tasks.wait(id2, 5000)
+  d.end({ status: 'failed', detail: 'x' })
+  assert.equal((await waited).status, 'failed') // after the listener
+  assert.equal(forgot, id2)
+  assert.throws(() => tasks.get(id2), codeOf('UVT_ENOTASK'))
+  await dropped
+  assert.equal(tasks.metrics().records, 0)
   await tasks.close()
+  // The feed comes a turn late; per task, in order.
+  const of = (t) => feed.filter((f) => f.startsWith(`${t}:`))
+  assert.deepEqual(of(id), [`${id}:running`, `${id}:completed`, `${id}:completed:dropped`])
+  assert.deepEqual(of(id2), [`${id2}:running`, `${id2}:failed`, `${id2}:failed:dropped`])
 })
