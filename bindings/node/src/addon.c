@@ -32,10 +32,6 @@ uvtn_env_t *uvtn_enter(napi_env env) {
   uvtn_env_t *st = NULL;
   napi_get_instance_data(env, (void **)&st);
   st->depth++;
-  /* Node calls in from JS, outside any callback of ours, with the loop's
-   * clock as of the start of this loop turn; JS may have run for long since.
-   * Durations count from the call (R-TIME-1), so refresh it. */
-  uv_update_time(st->loop);
   return st;
 }
 

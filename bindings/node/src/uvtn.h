@@ -77,8 +77,15 @@ struct uvtn_reg_s {
 
 /* ---- addon.c: environment, scopes, errors, the registry object. */
 
-/* Enter/leave a native call made from JS (counts depth, refreshes the
- * loop's clock: R-TIME-1 holds for calls made after JS blocked the loop). */
+/* Enter/leave a native call made from JS (counts depth, so that a callback
+ * from inside the call runs in the caller's scope).
+ *
+ * Node calls in from JS with the loop's clock as of the start of the loop
+ * turn, however long JS ran since.  The library refreshes the clock
+ * itself wherever a duration starts (R-TIME-1: before every timer it
+ * arms, and it measures elapsed time with uv_hrtime), so the binding does
+ * not: refreshing it at every entry would also move the clock that Node's
+ * own timers read, in calls (get, list, read) that start no duration. */
 uvtn_env_t *uvtn_enter(napi_env env);
 void uvtn_leave(uvtn_env_t *st);
 

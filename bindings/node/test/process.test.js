@@ -122,6 +122,24 @@ test('maxRuntimeMs counts from the call after JS blocked the loop (P-LIMIT-1, R-
   await tasks.close()
 })
 
+// P-KILL-1 and R-TIME-1: a kill's grace counts from the kill, even when JS
+// blocked the loop just before it.
+test('the grace before SIGKILL counts from the kill after JS blocked the loop (P-KILL-1, R-TIME-1)', async () => {
+  const { tasks } = fixture()
+  const id = tasks.spawn({ command: "trap '' TERM; echo ready; sleep 30", graceMs: 200 })
+  let out = ''
+  assert.equal(await eventually(() => (out += tasks.read(id).text).includes('ready')), true)
+  await new Promise((r) => setImmediate(r))
+  busyWait(300)
+  const t0 = performance.now()
+  tasks.kill(id)
+  const snap = await tasks.wait(id, 10000)
+  const elapsed = performance.now() - t0
+  assert.equal(snap.detail, 'signal: SIGKILL')
+  assert.ok(elapsed >= 195, `SIGKILL ${elapsed.toFixed(1)} ms after the kill`)
+  await tasks.close()
+})
+
 // P-SPAWN-4: a spawn failure is a synchronous error with nothing registered
 // and no id used (N-1: libuv's code names).
 test('spawn failures throw libuv codes with nothing registered (P-SPAWN-4, N-1)', async () => {

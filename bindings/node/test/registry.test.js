@@ -371,8 +371,9 @@ test('agent disposal drains only its own tasks (R-AGENT-1, R-AGENT-2)', async ()
 
 // R-AGENT-3: a cancel that throws during teardown force-fails the record,
 // and disposal goes on.  R-AGENT-4: one that never settles is force-failed
-// after teardownGraceMs.
-test('force-fail on a cancel that throws, and on one that never settles (R-AGENT-3, R-AGENT-4)', async () => {
+// after teardownGraceMs, counted from the cancel even though JS blocked
+// the loop just before (R-TIME-1).
+test('force-fail on a cancel that throws, and on one that never settles (R-AGENT-3, R-AGENT-4, R-TIME-1)', async () => {
   const { tasks } = fixture({ teardownGraceMs: 100 })
   const a = tasks.registerAgent('a', 's')
   const thrower = controlled({ cancelThrows: new Error('no way') })
@@ -381,7 +382,12 @@ test('force-fail on a cancel that throws, and on one that never settles (R-AGENT
   tasks.onTaskDone((s) => seen.push(s))
   tasks.start({ kind: 'js', label: 'thrower', owner: a, run: thrower.run })
   tasks.start({ kind: 'js', label: 'silent', owner: a, run: silent.run })
+  await new Promise((r) => setImmediate(r))
+  busyWait(150) // the loop's cached time is now 150 ms behind
+  const t0 = performance.now()
   await a.dispose() // must not reject or hang; the library logs a warning
+  const elapsed = performance.now() - t0
+  assert.ok(elapsed >= 95, `disposal waited ${elapsed.toFixed(1)} ms for a 100 ms grace`)
   const byLabel = Object.fromEntries(seen.map((s) => [s.label, s]))
   assert.equal(byLabel.thrower.status, 'failed')
   assert.match(byLabel.thrower.detail, /^cancel failed during teardown; work may be orphaned/)
