@@ -59,9 +59,25 @@ void uvtn_scope_open(uvtn_reg_t *r, uvtn_scope_t *s) {
    * callback. */
   if (st->depth == 0 && r->resource != NULL &&
       napi_get_reference_value(st->env, r->resource, &resource) == napi_ok &&
-      napi_open_callback_scope(st->env, resource, r->async_ctx, &s->cs) ==
+      resource != NULL) {
+    if (napi_open_callback_scope(st->env, resource, r->async_ctx, &s->cs) ==
+        napi_ok)
+      s->has_cs = 1;
+  } else if (st->depth == 0) {
+    /* The registry has closed (its resource is let go): the one callback
+     * that may still come, an agent's dispose, gets a resource of its
+     * own. */
+    napi_value name;
+    if (napi_create_object(st->env, &resource) == napi_ok &&
+        napi_create_string_utf8(st->env, "uvtasks", NAPI_AUTO_LENGTH, &name) ==
+            napi_ok &&
+        napi_async_init(st->env, resource, name, &s->own_ctx) == napi_ok) {
+      s->has_own_ctx = 1;
+      if (napi_open_callback_scope(st->env, resource, s->own_ctx, &s->cs) ==
           napi_ok)
-    s->has_cs = 1;
+        s->has_cs = 1;
+    }
+  }
   st->depth++;
 }
 
@@ -71,6 +87,8 @@ void uvtn_scope_close(uvtn_scope_t *s) {
   s->st->depth--;
   if (s->has_cs)
     napi_close_callback_scope(s->st->env, s->cs);
+  if (s->has_own_ctx)
+    napi_async_destroy(s->st->env, s->own_ctx);
   napi_close_handle_scope(s->st->env, s->hs);
 }
 
@@ -294,6 +312,7 @@ napi_value uvtn_metrics(napi_env env, napi_callback_info info) {
   r = uvtn_reg_arg(env, argv[0], 0);
   if (r == NULL)
     goto out;
+  memset(&m, 0, sizeof(m));
   uvt_registry_metrics(r->reg, &m);
   napi_create_object(env, &obj);
   set_u64(env, obj, "started", m.started);

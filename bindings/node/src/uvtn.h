@@ -96,7 +96,9 @@ typedef struct {
   uvtn_env_t *st;
   napi_handle_scope hs;
   napi_callback_scope cs;
+  napi_async_context own_ctx; /* after registry close */
   int has_cs;
+  int has_own_ctx;
   int ok;
 } uvtn_scope_t;
 

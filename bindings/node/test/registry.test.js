@@ -418,6 +418,48 @@ test('close: every live task cancelled, starts and waits refused, later calls EC
   assert.throws(() => tasks.attachSurface('late'), codeOf('UVT_ECLOSING'))
 })
 
+// R-BUSY-1: every JS call makes a C handle of its own, zeroed (calloc), so
+// the reuse a C host can get wrong (a pending wait submitted again, a
+// listener started twice) cannot be expressed in JS: one AbortSignal or
+// one function given twice makes two handles.  What JS can repeat on one
+// handle gets the library's own answers (N-4).
+test("repeated calls on one JS handle get the library's answers (R-BUSY-1, R-AGENT-1, R-CLOSE-1, N-4)", async () => {
+  const { tasks } = fixture()
+  const c = controlled()
+  const id = tasks.start({ kind: 'js', label: 'l', run: c.run })
+  const ac = new AbortController()
+  const waits = [tasks.wait(id, 60000, undefined, ac.signal),
+    tasks.wait(id, 60000, undefined, ac.signal)]
+  ac.abort()
+  ac.abort()
+  for (const w of waits) await assert.rejects(w, codeOf('UVT_EABORTED'))
+  assert.equal(tasks.metrics().waitsAborted, 2)
+  const done = []
+  const fn = (snap) => done.push(snap.id)
+  const offs = [tasks.onTaskDone(fn), tasks.onTaskDone(fn)]
+  c.end({ status: 'completed' })
+  await tasks.wait(id, 5000)
+  assert.deepEqual(done, [id, id])
+  for (const off of [...offs, ...offs]) off()
+  const detach = tasks.attachSurface('x')
+  detach()
+  detach()
+  // An agent: a dispose while one is under way is UVT_ECLOSING, one after
+  // it EINVAL; the id may then be registered again.
+  const a = tasks.registerAgent('a', 's')
+  const disposed = a.dispose()
+  await assert.rejects(a.dispose(), codeOf('UVT_ECLOSING'))
+  await disposed
+  await assert.rejects(a.dispose(), codeOf('EINVAL'))
+  const again = tasks.registerAgent('a', 's')
+  await tasks.close()
+  // Close gave the agent back: disposing it now only calls back (nothing
+  // of it is left); once more is EINVAL.
+  await again.dispose()
+  await assert.rejects(again.dispose(), codeOf('EINVAL'))
+  assert.deepEqual(done, [id, id])
+})
+
 // R-LIMIT-1
 test('maxLivePerOwner refuses a start beyond it with UVT_ELIMIT (R-LIMIT-1, N-1)', async () => {
   const { tasks } = fixture({ maxLivePerOwner: 1 })
