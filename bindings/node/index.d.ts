@@ -187,3 +187,9 @@ export const features: Readonly<{
   outputBackpressure: boolean
   onOutput: boolean
 }>
+
+/**
+ * The version of the library compiled into the addon ("major.minor.patch",
+ * uvt_version_string()), which is also the package's version.
+ */
+export const version: string

@@ -292,4 +292,8 @@ class TaskRegistry {
 // Which optional parts of the library this build has (SPEC §3b).
 const features = Object.freeze(native.features())
 
-module.exports = { TaskRegistry, features }
+// The version of the library compiled into the addon, which is also the
+// package's ("0.2.0").
+const version = native.version
+
+module.exports = { TaskRegistry, features, version }

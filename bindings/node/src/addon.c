@@ -376,6 +376,7 @@ NAPI_MODULE_INIT() {
       {"features", uvtn_features},
   };
   uvtn_env_t *st;
+  napi_value version;
   size_t i;
 
   st = calloc(1, sizeof(*st));
@@ -397,5 +398,9 @@ NAPI_MODULE_INIT() {
                          &f);
     napi_set_named_property(env, exports, fns[i].name, f);
   }
+  /* The library compiled into this addon ("0.2.0"). */
+  napi_create_string_utf8(env, uvt_version_string(), NAPI_AUTO_LENGTH,
+                          &version);
+  napi_set_named_property(env, exports, "version", version);
   return exports;
 }

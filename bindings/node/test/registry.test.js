@@ -5,6 +5,8 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
 const { TaskRegistry } = require('..')
 const { fixture, controlled, busyWait } = require('./helpers')
 
@@ -458,6 +460,15 @@ test("repeated calls on one JS handle get the library's answers (R-BUSY-1, R-AGE
   await again.dispose()
   await assert.rejects(again.dispose(), codeOf('EINVAL'))
   assert.deepEqual(done, [id, id])
+})
+
+// The package is the library's version (include/uvtasks/version.h):
+// `version` is the one this addon was built from.
+test('version: the library this addon was built from, and the package version', () => {
+  const { version } = require('..')
+  const h = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'include', 'uvtasks', 'version.h'), 'utf8')
+  assert.equal(version, /#define UVT_VERSION_STRING "([^"]+)"/.exec(h)[1])
+  assert.equal(require('../package.json').version, version)
 })
 
 // R-LIMIT-1
