@@ -205,7 +205,7 @@ static void on_closed(void *data) {
 
 /* Environment teardown (worker.terminate(), the end of a worker, the main
  * thread's normal end): close the registry and let Node wait for it, so
- * every process group is stopped and every handle of ours is closed before
+ * every task's session is stopped and every handle of ours is closed before
  * the loop is (N-3).  JS cannot run any more: callbacks are skipped. */
 static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   uvtn_reg_t *r = arg;

@@ -130,8 +130,8 @@ function openFds() {
 }
 
 // Poll `pred` every 10 ms until it is true or `ms` passed; returns its last
-// value.  (For conditions outside this process, such as a process group
-// ending after its owner died; never to order our own callbacks.)
+// value.  (For conditions outside our JS, such as a session emptying
+// after its owner died; never to order our own callbacks.)
 async function eventually(pred, ms = 5000) {
   const end = Date.now() + ms
   for (;;) {

@@ -1,6 +1,6 @@
 // Worker threads (SPEC §8, N-3): each environment has its own registry and
 // ids on its own loop; a worker's end closes its registries, stopping every
-// process group, whether it ends by itself, by process.exit() inside it, or
+// task's session, whether it ends by itself, by process.exit() inside it, or
 // by worker.terminate().
 'use strict'
 const test = require('node:test')
