@@ -929,6 +929,44 @@ static void test_run_in_background(void **state) {
   tfix_close(&t);
 }
 
+/* P-KILL-6, C-30 through the tool surface: task_kill of an ended task whose
+ * background child still runs says it had ended, names what it stops, and
+ * stops it; the outcome stays completed.  The sibling with nothing left
+ * says only that it had ended. */
+static int leftovers_gone(void *arg) {
+  tfix_t *t = arg;
+  return uvt_process_leftovers(t->f.reg, "bash-1", &t->a) == 0;
+}
+
+static void test_c30_kill_ended_leftovers(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "sleep 300 & echo started";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+  run_until_settled(&t, &t.a, "bash-1");
+  assert_int_equal(uvt_process_leftovers(t.f.reg, "bash-1", &t.a), 1);
+
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text,
+                      "bash-1 had already ended; stopping the 1 process it "
+                      "left running.\n[status: completed, exit code: 0]");
+  fixture_run_until(&t.f, leftovers_gone, &t);
+  assert_int_equal(uvt_process_leftovers(t.f.reg, "bash-1", &t.a), 0);
+
+  /* Nothing left: the plain answer, and the kill is still honest. */
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_string_equal(r.text, "bash-1 had already ended.\n"
+                              "[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
 /* §5 run_in_background: a command that cannot start is a tool error; the
  * tools' cwd default applies. */
 static void test_run_in_background_errors(void **state) {
@@ -1913,6 +1951,7 @@ int main(void) {
       cmocka_unit_test(test_attach_detach),
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_run_in_background),
+      cmocka_unit_test(test_c30_kill_ended_leftovers),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),

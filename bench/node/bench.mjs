@@ -48,7 +48,7 @@ const impls = {
   'uvtasks argv': () => storm(COUNT, async () => {
     const id = tasks.spawn({ argv: ['true'] })
     await tasks.wait(id, 60000)
-    setImmediate(() => tasks.forget(id))
+    tasks.forget(id) // inside the wait callback: R-FORGET-2
   }),
   'child_process argv': () => storm(COUNT, () => new Promise((resolve, reject) => {
     const c = spawn('true', [], { stdio: 'ignore' })
@@ -58,7 +58,7 @@ const impls = {
   'uvtasks shell': () => storm(COUNT, async () => {
     const id = tasks.spawn({ command: 'true' })
     await tasks.wait(id, 60000)
-    setImmediate(() => tasks.forget(id))
+    tasks.forget(id) // inside the wait callback: R-FORGET-2
   }),
   'child_process shell': () => storm(COUNT, () => new Promise((resolve, reject) => {
     const c = spawn('true', [], { stdio: 'ignore', shell: true })
@@ -83,7 +83,7 @@ const output = {
     bytes += tasks.read(id).text.length
     const secs = Number(process.hrtime.bigint() - t0) / 1e9
     if (bytes !== MIB * 1024 * 1024) throw new Error(`read ${bytes} bytes`)
-    setImmediate(() => tasks.forget(id))
+    tasks.forget(id) // inside the wait callback: R-FORGET-2
     return { mibs: MIB / secs }
   },
   'child_process output': () => new Promise((resolve, reject) => {

@@ -151,12 +151,30 @@ export class TaskRegistry {
   watch(callback: (snapshot: TaskSnapshot, dropped: boolean) => void): () => void
   /** R-FORGET-1: drop a terminal record now. */
   forget(id: string, caller?: Agent): void
+  /**
+   * Start a process task (SPEC §3); returns its id ('bash-1').  What can be
+   * checked before the spawn throws (EINVAL, ENOENT, ENOTDIR, EACCES,
+   * E2BIG, UVT_*), with nothing registered; the spawn itself then runs on
+   * a spawner thread (P-SPAWN-6), and what only it can report (ENOEXEC,
+   * EAGAIN, ...) settles the task `failed`, "spawn failed: NAME".
+   */
   spawn(options: SpawnOptions): string
   write(id: string, data: string | Uint8Array, caller?: Agent): void
   closeStdin(id: string, caller?: Agent): void
   resize(id: string, cols: number, rows: number, caller?: Agent): void
-  /** The leader's pid, which is also its process group and session id. */
-  pid(id: string, caller?: Agent): number
+  /**
+   * The leader's pid, which is also its session and process group id; it
+   * stays after the leader was reaped (the number may then be another
+   * process's: stop the task through kill()).  `undefined` while the spawn
+   * is still out: it runs on a spawner thread (P-SPAWN-6) and its pid is
+   * known from a later turn of the loop, never in the turn that called
+   * spawn() (the C library answers 0; JS gets undefined because
+   * process.kill(0) and process.kill(-0) would signal the host's own
+   * process group).  Throws ESRCH if the task never had a process (its
+   * spawn failed, or a kill came first), EINVAL for a task that is not a
+   * process task, UVT_ENOTASK, UVT_EFOREIGN.
+   */
+  pid(id: string, caller?: Agent): number | undefined
   metrics(): RegistryMetrics
   /** R-CLOSE-1: stop every task, then resolve. */
   close(): Promise<void>
@@ -169,3 +187,9 @@ export const features: Readonly<{
   outputBackpressure: boolean
   onOutput: boolean
 }>
+
+/**
+ * The version of the library compiled into the addon ("major.minor.patch",
+ * uvt_version_string()), which is also the package's version.
+ */
+export const version: string

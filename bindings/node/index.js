@@ -46,11 +46,12 @@ function checkFunction(fn, what) {
 // ---- ends that run no cleanup hook (N-3) --------------------------------
 // On the main thread, process.exit() and an uncaught exception end the
 // process from the 'exit' event, and a fatal signal without any JS: no
-// registry gets to close.  While a registry is open, the 'exit' event stops
-// every process group at once, and SIGINT/SIGTERM/SIGHUP, when nobody else
-// listens for them, stop every group and then end the process by the same
-// signal, as Node's default would.  Workers need none of it: their
-// environment teardown closes their registries.
+// registry gets to close.  While a registry is open, the 'exit' event sends
+// SIGKILL at once to the whole session of every live process task of every
+// thread (a spawn still in progress is waited for), and SIGINT/SIGTERM/
+// SIGHUP, when nobody else listens for them, do the same and then end the
+// process by that signal, as Node's default would.  Workers need none of
+// it: their environment teardown closes their registries.
 let openRegistries = 0
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
 
@@ -266,6 +267,9 @@ class TaskRegistry {
     native.resize(this.#r, id, handleOf(caller), cols, rows)
   }
 
+  // The leader's pid (= its session and group id), or undefined while the
+  // spawn is still out on a spawner thread (P-SPAWN-6); ESRCH if the task
+  // never had a process.
   pid(id, caller) {
     return native.pid(this.#r, id, handleOf(caller))
   }
@@ -288,4 +292,8 @@ class TaskRegistry {
 // Which optional parts of the library this build has (SPEC §3b).
 const features = Object.freeze(native.features())
 
-module.exports = { TaskRegistry, features }
+// The version of the library compiled into the addon, which is also the
+// package's ("0.2.0").
+const version = native.version
+
+module.exports = { TaskRegistry, features, version }

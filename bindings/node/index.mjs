@@ -2,4 +2,4 @@
 // implementation per environment, whichever way it is loaded).
 import uvtasks from './index.js'
 
-export const { TaskRegistry, features } = uvtasks
+export const { TaskRegistry, features, version } = uvtasks

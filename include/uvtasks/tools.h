@@ -296,7 +296,11 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    the task's live status line (M-TOOLS-1).
  *  - task_list lists what uvt_list() shows the caller.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
- *    uvt_get(), so no output is consumed.
+ *    uvt_get(), so no output is consumed.  Killing a process task that had
+ *    ended also stops what it left running in its session (P-KILL-6); the
+ *    text then says "bash-3 had already ended; stopping the 2 processes it
+ *    left running." (counted with uvt_process_leftovers() before the kill)
+ *    and the status line stays the task's own outcome.
  * The output task_output and run_command show is text for a model
  * (M-TOOLS-7) and at most `max_bytes` bytes (M-TOOLS-8; default the
  * options' max_bytes), as the top of this header says.

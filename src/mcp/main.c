@@ -96,23 +96,22 @@ static void on_tools_detached(uvt_tools_t *tools) {
     on_agent_disposed(&server->agent);
 }
 
-/* Send `sig` to the process group of every task of the session (running
- * or ended: an ended task's group may still have members).  Collected
- * first, then signalled. */
-static void signal_all(mcp_server_t *server, int sig) {
+/* Kill every task of the session through the registry, which is what keeps
+ * it safe (P-KILL-3: a reaped leader's pid may belong to someone else now):
+ * a stopping task's second kill means "stop now", SIGKILL on its whole
+ * session (R-KILL-3, P-KILL-5); an ended one has what it left running
+ * stopped (P-KILL-6).  Collected first, then killed. */
+static void kill_all_tasks(mcp_server_t *server) {
   uvt_snapshot_t *snaps = NULL;
   size_t n = 0;
   size_t i;
-  int pid;
 
   if (server->reg == NULL ||
       uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
     return;
-  for (i = 0; i < n; i++) {
-    pid = uvt_process_pid(server->reg, snaps[i].id, &server->agent);
-    if (pid > 0)
-      kill(-pid, sig);
-  }
+  for (i = 0; i < n; i++)
+    uvt_kill(server->reg, snaps[i].id, &server->agent, "server shutting down",
+             NULL);
   uvt_snapshots_free(snaps, n);
 }
 
@@ -121,7 +120,13 @@ void mcp_server_kill_all(mcp_server_t *server) {
     return;
   server->killed_all = 1;
   fprintf(stderr, "uvtasks-mcp: SIGKILL to every task\n");
-  signal_all(server, SIGKILL);
+  /* Every live task's session, every group in it, spawns in flight too
+   * (and, for this server's one registry, nothing else).  What ended
+   * tasks left running is on its own grace (P-KILL-6); past the hard
+   * limit below the server exits and the guardian stops it. */
+  uvt_process_stop_all_now();
+  /* A second kill of a stopping task means "stop now" (R-KILL-3). */
+  kill_all_tasks(server);
 }
 
 static void on_shutdown_timer(uv_timer_t *timer) {
@@ -155,9 +160,9 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
     return;
   }
   /* M-MCP-6: whatever --grace-ms says for a single kill, the shutdown as a
-   * whole is bounded: SIGTERM to every group now, SIGKILL after the
-   * shutdown grace (the disposal below then finds them ended). */
-  signal_all(server, SIGTERM);
+   * whole is bounded: the disposal below sends SIGTERM to every session
+   * (and stops what ended tasks left), and SIGKILL follows after the
+   * shutdown grace. */
   if (server->shutdown_timer_open) {
     uv_update_time(server->loop); /* R-TIME-1 */
     uv_timer_start(&server->shutdown_timer, on_shutdown_timer,

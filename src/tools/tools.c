@@ -576,6 +576,7 @@ static void tool_task_kill(uvt_tools_call_t *req,
   uvt_kill_result_t res = UVT_KILL_REQUESTED;
   uvt_snapshot_t snap;
   uvt__text_t t;
+  int left = 0;
   int err;
 
   uvt__text_init(&t);
@@ -583,6 +584,16 @@ static void tool_task_kill(uvt_tools_call_t *req,
     uvt__text_str(&t, "task_kill needs task_id (a string such as bash-1).");
     tools_result(req, &t, 1);
     return;
+  }
+  /* P-KILL-6: a kill of an ended task stops what it left running; count
+   * it first so the answer can say what the kill stops.  Only an ended
+   * task is counted (a pass over /proc), and only a process task has a
+   * count. */
+  memset(&snap, 0, sizeof(snap));
+  if (uvt_get(reg, args->task_id, req->caller_, &snap) == 0) {
+    if (uvt_status_is_terminal(snap.status))
+      left = uvt_process_leftovers(reg, args->task_id, req->caller_);
+    uvt_snapshot_cleanup(&snap);
   }
   err = uvt_kill(reg, args->task_id, req->caller_,
                  args->reason != NULL && args->reason[0] != '\0' ? args->reason
@@ -598,6 +609,11 @@ static void tool_task_kill(uvt_tools_call_t *req,
                      "Stop of %s requested; task_output with wait shows "
                      "when it has ended.\n",
                      args->task_id);
+  else if (left > 0)
+    uvt__text_printf(&t,
+                     "%s had already ended; stopping the %d process%s it "
+                     "left running.\n",
+                     args->task_id, left, left == 1 ? "" : "es");
   else
     uvt__text_printf(&t, "%s had already ended.\n", args->task_id);
 

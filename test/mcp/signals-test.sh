@@ -4,7 +4,8 @@
 #    "sleep & sleep", SIGHUP to the group: the server exits and no task
 #    process is left; the same for SIGQUIT (its sibling).
 #  - a second SIGTERM, with tasks that ignore SIGTERM and a long shutdown
-#    grace, stops every group at once.
+#    grace, stops every group at once, also the groups `set -m` jobs get
+#    inside a task's session.
 #  - end of input with --grace-ms 10000 and TERM-ignoring tasks: the
 #    shutdown does not wait out the grace (the time is printed, not
 #    asserted: the machine may be loaded).
@@ -124,6 +125,26 @@ if [ "$(count_sleeps)" = 0 ] && wait_gone "$srv"; then
   ok "M-MCP-6: a second SIGTERM sends SIGKILL to every group (${ms} ms)"
 else
   bad "M-MCP-6: a second SIGTERM" "$(count_sleeps) left"
+fi
+exec {W}>&-
+kill -KILL -- "-$leader" 2>/dev/null
+leader=
+
+# Its sibling across process groups: `set -m` gives each background job a
+# group of its own inside the task's session (P-KILL-5); the second signal
+# still reaches every one of them.  Without the guardian, so that nothing
+# but the server's own SIGKILL can stop them.
+start --grace-ms 60000 --shutdown-grace-ms 60000 --no-guardian
+tasks 2 "set -m; trap '' TERM; sleep $marker & sleep $marker & wait" || bad "second signal, set -m: tasks started"
+wait_sleeps 4 >/dev/null
+kill -TERM "$srv"
+sleep 0.3
+kill -TERM "$srv"
+ms=$(wait_sleeps 0)
+if [ "$(count_sleeps)" = 0 ] && wait_gone "$srv"; then
+  ok "M-MCP-6, P-KILL-5: a second SIGTERM reaches every group of each session (${ms} ms)"
+else
+  bad "M-MCP-6, P-KILL-5: a second SIGTERM and set -m jobs" "$(count_sleeps) left"
 fi
 exec {W}>&-
 kill -KILL -- "-$leader" 2>/dev/null

@@ -15,6 +15,14 @@ if (!fs.existsSync(path.join(root, 'include', 'uvtasks.h'))) {
   console.error('uvtasks: no library sources to vendor')
   process.exit(1)
 }
+// The package is the library's version: refuse to pack a mismatch.
+const header = fs.readFileSync(path.join(root, 'include', 'uvtasks', 'version.h'), 'utf8')
+const libVersion = /#define UVT_VERSION_STRING "([^"]+)"/.exec(header)[1]
+const pkgVersion = require(path.join(pkg, 'package.json')).version
+if (libVersion !== pkgVersion) {
+  console.error(`uvtasks: package.json says ${pkgVersion}, the library is ${libVersion}`)
+  process.exit(1)
+}
 fs.rmSync(dest, { recursive: true, force: true })
 fs.mkdirSync(path.join(dest, 'src'), { recursive: true })
 fs.cpSync(path.join(root, 'include'), path.join(dest, 'include'), { recursive: true })

@@ -32,10 +32,6 @@ uvtn_env_t *uvtn_enter(napi_env env) {
   uvtn_env_t *st = NULL;
   napi_get_instance_data(env, (void **)&st);
   st->depth++;
-  /* Node calls in from JS, outside any callback of ours, with the loop's
-   * clock as of the start of this loop turn; JS may have run for long since.
-   * Durations count from the call (R-TIME-1), so refresh it. */
-  uv_update_time(st->loop);
   return st;
 }
 
@@ -63,9 +59,25 @@ void uvtn_scope_open(uvtn_reg_t *r, uvtn_scope_t *s) {
    * callback. */
   if (st->depth == 0 && r->resource != NULL &&
       napi_get_reference_value(st->env, r->resource, &resource) == napi_ok &&
-      napi_open_callback_scope(st->env, resource, r->async_ctx, &s->cs) ==
+      resource != NULL) {
+    if (napi_open_callback_scope(st->env, resource, r->async_ctx, &s->cs) ==
+        napi_ok)
+      s->has_cs = 1;
+  } else if (st->depth == 0) {
+    /* The registry has closed (its resource is let go): the one callback
+     * that may still come, an agent's dispose, gets a resource of its
+     * own. */
+    napi_value name;
+    if (napi_create_object(st->env, &resource) == napi_ok &&
+        napi_create_string_utf8(st->env, "uvtasks", NAPI_AUTO_LENGTH, &name) ==
+            napi_ok &&
+        napi_async_init(st->env, resource, name, &s->own_ctx) == napi_ok) {
+      s->has_own_ctx = 1;
+      if (napi_open_callback_scope(st->env, resource, s->own_ctx, &s->cs) ==
           napi_ok)
-    s->has_cs = 1;
+        s->has_cs = 1;
+    }
+  }
   st->depth++;
 }
 
@@ -75,6 +87,8 @@ void uvtn_scope_close(uvtn_scope_t *s) {
   s->st->depth--;
   if (s->has_cs)
     napi_close_callback_scope(s->st->env, s->cs);
+  if (s->has_own_ctx)
+    napi_async_destroy(s->st->env, s->own_ctx);
   napi_close_handle_scope(s->st->env, s->hs);
 }
 
@@ -170,7 +184,6 @@ static void on_closed(void *data) {
 
   /* The library detached, stopped or released everything of ours. */
   r->reg = NULL;
-  uvtn_exit_remove_all(r);
   uvtn_handles_closed(r);
   uvtn_list_remove(&r->link);
   if (!st->tearing_down) {
@@ -192,7 +205,7 @@ static void on_closed(void *data) {
 
 /* Environment teardown (worker.terminate(), the end of a worker, the main
  * thread's normal end): close the registry and let Node wait for it, so
- * every process group is stopped and every handle of ours is closed before
+ * every task's session is stopped and every handle of ours is closed before
  * the loop is (N-3).  JS cannot run any more: callbacks are skipped. */
 static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
   uvtn_reg_t *r = arg;
@@ -248,8 +261,6 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
   napi_create_string_utf8(env, "uvtasks", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, argv[1], name, &r->async_ctx);
   napi_add_async_cleanup_hook(env, on_env_cleanup, r, &r->cleanup);
-  uvt_listener_start(r->reg, &r->exit_listener, uvtn_exit_listener_cb);
-  r->exit_listener.data = r;
   uvtn_list_insert(&st->regs, &r->link);
   r->refs = 2; /* the External, and the open registry */
   result = uvtn_external(env, r, reg_finalize);
@@ -301,6 +312,7 @@ napi_value uvtn_metrics(napi_env env, napi_callback_info info) {
   r = uvtn_reg_arg(env, argv[0], 0);
   if (r == NULL)
     goto out;
+  memset(&m, 0, sizeof(m));
   uvt_registry_metrics(r->reg, &m);
   napi_create_object(env, &obj);
   set_u64(env, obj, "started", m.started);
@@ -364,6 +376,7 @@ NAPI_MODULE_INIT() {
       {"features", uvtn_features},
   };
   uvtn_env_t *st;
+  napi_value version;
   size_t i;
 
   st = calloc(1, sizeof(*st));
@@ -385,5 +398,9 @@ NAPI_MODULE_INIT() {
                          &f);
     napi_set_named_property(env, exports, fns[i].name, f);
   }
+  /* The library compiled into this addon ("0.2.0"). */
+  napi_create_string_utf8(env, uvt_version_string(), NAPI_AUTO_LENGTH,
+                          &version);
+  napi_set_named_property(env, exports, "version", version);
   return exports;
 }

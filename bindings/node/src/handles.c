@@ -215,14 +215,11 @@ napi_value uvtn_dispose_agent(napi_env env, napi_callback_info info) {
     uvtn_throw_type(env, "not an agent");
     goto out;
   }
-  if (a->dispose_cb != NULL) {
-    uvtn_throw(env, UVT_ECLOSING, "dispose", a->agent.id);
-    goto out;
-  }
-  if (!a->registered) {
-    uvtn_throw(env, UV_EINVAL, "dispose of an agent already disposed", NULL);
-    goto out;
-  }
+  /* The library answers every repeat (N-4, R-BUSY-1): UVT_ECLOSING while
+   * a dispose is under way, UV_EINVAL once it is done; an agent that
+   * registry close gave back is disposed at once (only the callback
+   * comes).  It never calls back inside the call, so the callback is
+   * kept only once the call succeeded. */
   err = uvt_agent_dispose(&a->agent, agent_disposed);
   if (err != 0) {
     uvtn_throw(env, err, "dispose", a->agent.id);
@@ -484,6 +481,7 @@ napi_value uvtn_get(napi_env env, napi_callback_info info) {
 
   if (!uvtn_task_args(env, argv, &r, &id, &caller))
     goto done;
+  memset(&snap, 0, sizeof(snap));
   err = uvt_get(r->reg, id, caller, &snap);
   if (err != 0) {
     uvtn_throw(env, err, "get", id);
@@ -533,6 +531,7 @@ napi_value uvtn_read(napi_env env, napi_callback_info info) {
 
   if (!uvtn_task_args(env, argv, &r, &id, &caller))
     goto done;
+  memset(&rd, 0, sizeof(rd));
   err = uvt_read(r->reg, id, caller, &rd);
   if (err != 0) {
     bool pending = false;

@@ -104,7 +104,7 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   size_t stdin_len = 0;
   char **args = NULL, **envv = NULL;
   char id[UVT_ID_MAX];
-  int err, pid, stdin_pipe = 0;
+  int err, stdin_pipe = 0;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   r = uvtn_reg_arg(env, argv[0], 0);
@@ -223,9 +223,6 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
                                                  : NULL);
     goto out;
   }
-  pid = uvt_process_pid(r->reg, id, o.owner);
-  if (pid > 0)
-    uvtn_exit_add(r, id, pid);
   napi_create_string_utf8(env, id, NAPI_AUTO_LENGTH, &result);
 out:
   free(command);
@@ -239,7 +236,14 @@ out:
   return result;
 }
 
-/* pid(reg, id, caller) -> number */
+/* pid(reg, id, caller) -> number, or undefined while the spawn is out.
+ *
+ * P-SPAWN-6: the library answers 0 until the spawner thread's answer has
+ * reached the loop (never within the JS turn that called spawn()), and
+ * UV_ESRCH for a task that never had a process.  JS gets undefined for
+ * the 0, not the number: process.kill(0, sig) and process.kill(-0, sig)
+ * signal the host's own process group, while process.kill(undefined) and
+ * process.kill(-undefined) throw. */
 napi_value uvtn_pid(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3] = {NULL, NULL, NULL}, result = NULL;
@@ -257,10 +261,31 @@ napi_value uvtn_pid(napi_env env, napi_callback_info info) {
     uvtn_throw(env, pid, "pid", id);
     goto out;
   }
-  napi_create_int32(env, pid, &result);
+  if (pid == 0)
+    result = uvtn_undefined(env);
+  else
+    napi_create_int32(env, pid, &result);
 out:
   free(id);
   uvtn_leave(st);
+  return result;
+}
+
+/* stopAllNow() -> the number of sessions signalled (N-3).
+ *
+ * For the ends that run no cleanup hook: on the main thread,
+ * process.exit() and an uncaught exception end the process from the
+ * 'exit' event without tearing the environment down, and a fatal signal
+ * nobody handles ends it without any JS, so no registry gets to close.
+ * index.js calls this from the 'exit' event and from its signal
+ * listeners.  uvt_process_stop_all_now() sends SIGKILL to every session
+ * of every live process task of every registry of this copy of the
+ * library (the main thread's and every worker's), waits for a spawn in
+ * progress and makes later spawns settle unspawned.  No loop runs any
+ * more, so there is no grace period.  Any thread. */
+napi_value uvtn_stop_all_now(napi_env env, napi_callback_info info) {
+  napi_value result;
+  napi_create_int32(env, uvt_process_stop_all_now(), &result);
   return result;
 }
 

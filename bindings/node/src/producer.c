@@ -52,6 +52,7 @@ static int settle(jstask_t *jt, uvt_status_t status, const char *detail,
   if (jt->settled)
     return 0;
   jt->settled = 1;
+  memset(&o, 0, sizeof(o)); /* its reserved_ too */
   o.status = status;
   o.detail = detail;
   o.output = output;

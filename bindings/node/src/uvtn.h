@@ -67,19 +67,25 @@ struct uvtn_reg_s {
   napi_ref resource;   /* the TaskRegistry object (strong) */
   napi_async_context async_ctx;
   napi_async_cleanup_hook_handle cleanup;
-  napi_ref close_cb;            /* JS close() callback, or NULL */
-  uvt_listener_t exit_listener; /* keeps the exit table current */
-  uvtn_link_t agents;           /* agents registered, for close */
-  uvtn_link_t surfaces;         /* surfaces attached, for close */
-  uvtn_link_t subs;             /* listeners and watchers started */
+  napi_ref close_cb;    /* JS close() callback, or NULL */
+  uvtn_link_t agents;   /* agents registered, for close */
+  uvtn_link_t surfaces; /* surfaces attached, for close */
+  uvtn_link_t subs;     /* listeners and watchers started */
   int closing;
   int refs; /* JS External + open registry */
 };
 
 /* ---- addon.c: environment, scopes, errors, the registry object. */
 
-/* Enter/leave a native call made from JS (counts depth, refreshes the
- * loop's clock: R-TIME-1 holds for calls made after JS blocked the loop). */
+/* Enter/leave a native call made from JS (counts depth, so that a callback
+ * from inside the call runs in the caller's scope).
+ *
+ * Node calls in from JS with the loop's clock as of the start of the loop
+ * turn, however long JS ran since.  The library refreshes the clock
+ * itself wherever a duration starts (R-TIME-1: before every timer it
+ * arms, and it measures elapsed time with uv_hrtime), so the binding does
+ * not: refreshing it at every entry would also move the clock that Node's
+ * own timers read, in calls (get, list, read) that start no duration. */
 uvtn_env_t *uvtn_enter(napi_env env);
 void uvtn_leave(uvtn_env_t *st);
 
@@ -90,7 +96,9 @@ typedef struct {
   uvtn_env_t *st;
   napi_handle_scope hs;
   napi_callback_scope cs;
+  napi_async_context own_ctx; /* after registry close */
   int has_cs;
+  int has_own_ctx;
   int ok;
 } uvtn_scope_t;
 
@@ -150,14 +158,6 @@ napi_value uvtn_owner_value(napi_env env, uvt_agent_t *owner);
 /* Registry close: the library detached every agent and surface and stopped
  * every listener and watcher; drop our hold on each. */
 void uvtn_handles_closed(uvtn_reg_t *r);
-
-/* ---- exit.c: the process-wide table of live process groups that
- * process.exit() and fatal signals stop synchronously (N-3). */
-void uvtn_exit_add(uvtn_reg_t *r, const char *id, int pid);
-void uvtn_exit_remove(uvtn_reg_t *r, const char *id);
-void uvtn_exit_remove_all(uvtn_reg_t *r);
-void uvtn_exit_listener_cb(uvt_listener_t *l, const uvt_snapshot_t *s,
-                           uvt_agent_t *owner);
 
 /* ---- handles.c: the registry, id and caller of a call on one task. */
 int uvtn_task_args(napi_env env, napi_value *argv, uvtn_reg_t **r, char **id,

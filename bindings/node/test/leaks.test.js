@@ -1,77 +1,99 @@
 // Nothing lost over many tasks (L-2 through the binding): no zombie, no
-// orphaned process group, no descriptor growth, no record kept after
-// forget(), whether tasks end, are killed or are forgotten.
+// process left in any task's session (nor anywhere else), no descriptor
+// growth, no record kept after forget(), whether tasks end, are killed or
+// are forgotten.
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const fs = require('node:fs')
-const { fixture, controlled, zombieChildren, openFds } = require('./helpers')
+const {
+  fixture, controlled, sessionMembers, markedProcesses, zombieChildren, pidOf, openFds,
+} = require('./helpers')
 
-// Process groups (pgrp) of every live process on the machine.
-function liveGroups() {
-  const groups = new Set()
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8')
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      if (f[0] !== 'Z') groups.add(Number(f[2]))
-    } catch {}
-  }
-  return groups
+// A promise that resolves once `n` records were dropped (R-FEED-1), so
+// that a test waits for the drops themselves, not for a while.
+function drops(tasks, n) {
+  let seen = 0
+  return new Promise((resolve) => {
+    const unwatch = tasks.watch((snap, dropped) => {
+      if (dropped && ++seen === n) {
+        unwatch()
+        resolve()
+      }
+    })
+  })
 }
 
-test('1000 process tasks: no zombie, no orphan group, no fd growth (L-2, P-END-1, R-FORGET-1)', async () => {
+test('1000 process tasks: no zombie, no leftover in any session, no fd growth (L-2, P-END-1, P-KILL-5, P-SPAWN-6, R-FORGET-1, R-FORGET-2)', async () => {
   const fdsBefore = openFds()
   const { tasks } = fixture()
-  const pids = []
+  const sids = []
   const N = 1000
   const CONCURRENT = 16
+  const dropped = drops(tasks, N)
   let next = 0
+  let unspawned = 0
   async function lane() {
     while (next < N) {
       const i = next++
-      // Every fourth task is killed while it runs; the others end alone.
-      const id = tasks.spawn({ command: i % 4 === 0 ? 'sleep 5' : 'echo $$', graceMs: 100 })
-      pids.push(tasks.pid(id))
-      if (i % 4 === 0) tasks.kill(id)
+      // Every task runs a `set -m` job (a group of its own in the task's
+      // session).  One in four is killed at once (usually before the
+      // spawner got to it), one in four once it runs; the others end alone.
+      const kill = i % 4 === 0 ? 'at once' : i % 4 === 2 ? 'running' : null
+      const id = tasks.spawn({
+        command: kill ? 'set -m; sleep 5 & sleep 5' : 'set -m; echo $$ & wait',
+        graceMs: 100,
+      })
+      if (kill === 'at once') tasks.kill(id)
+      if (kill === 'running') {
+        await pidOf(tasks, id)
+        tasks.kill(id)
+      }
       const snap = await tasks.wait(id, 30000)
-      assert.ok(['completed', 'killed'].includes(snap.status), snap.detail)
+      assert.equal(snap.status, kill ? 'killed' : 'completed', snap.detail)
+      // A terminal task had a process (its pid) or never had one (ESRCH).
+      try {
+        sids.push(tasks.pid(id))
+      } catch (e) {
+        assert.equal(e.code, 'ESRCH')
+        assert.equal(snap.detail, 'killed before it started')
+        unspawned++
+      }
       tasks.read(id)
-      // Not from the wait's own continuation, which runs inside the wait
-      // callback (N-2) where forget() is EBUSY until R-FORGET-2 lands.
-      await new Promise((r) => setImmediate(r))
+      // From the wait's own continuation, which runs inside the wait
+      // callback (N-2): R-FORGET-2 drops the record after that dispatch.
       tasks.forget(id)
     }
   }
   await Promise.all(Array.from({ length: CONCURRENT }, lane))
+  assert.equal(sids.length + unspawned, N)
+  assert.ok(sids.every((p) => Number.isInteger(p) && p > 0))
   const m = tasks.metrics()
   assert.equal(m.started, N)
   assert.equal(m.live, 0)
-  await new Promise((r) => setTimeout(r, 50)) // forgets finish on the loop
+  await dropped
   assert.equal(tasks.metrics().records, 0)
   await tasks.close()
   assert.deepEqual(zombieChildren(), [])
-  const groups = liveGroups()
-  assert.deepEqual(pids.filter((p) => groups.has(p)), [])
+  assert.deepEqual(sids.filter((sid) => sessionMembers(sid).length > 0), [])
+  assert.deepEqual(markedProcesses(), [])
   assert.equal(openFds(), fdsBefore)
 })
 
-test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1)', async () => {
+test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1, R-FORGET-2)', async () => {
   const { tasks } = fixture()
   const live = controlled()
   const liveId = tasks.start({ kind: 'js', label: 'live', run: live.run })
+  const dropped = drops(tasks, 1000)
   const waits = []
   for (let i = 0; i < 1000; i++) {
     const c = controlled()
     const id = tasks.start({ kind: 'js', label: `t${i}`, run: c.run })
     c.end({ status: 'completed', output: `out ${i}` })
-    waits.push(tasks.wait(id, 10000).then(() => new Promise((r) => setImmediate(r)))
-      .then(() => tasks.forget(id)))
+    waits.push(tasks.wait(id, 10000).then(() => tasks.forget(id)))
     waits.push(tasks.wait(liveId, 1))
   }
   await Promise.all(waits)
-  await new Promise((r) => setTimeout(r, 50))
+  await dropped
   const m = tasks.metrics()
   assert.equal(m.records, 1)
   assert.equal(m.waitsTimedOut, 1000)

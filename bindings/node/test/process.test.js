@@ -3,9 +3,13 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
 const os = require('node:os')
+const path = require('node:path')
 const { features } = require('..')
-const { fixture, groupMembers, zombieChildren, eventually, busyWait } = require('./helpers')
+const {
+  fixture, sessionMembers, sessionGroups, zombieChildren, pidOf, eventually, busyWait,
+} = require('./helpers')
 
 const codeOf = (code) => (e) => e instanceof Error && e.code === code
 
@@ -34,8 +38,8 @@ test('argv, env, cwd and stdin bytes; each task is its own session (P-SPAWN-1, P
     label: 'greeter',
   })
   assert.equal(a, 'sh-1')
-  const pid = tasks.pid(a)
   await tasks.wait(a, 10000)
+  const pid = tasks.pid(a) // kept after the leader was reaped
   const lines = tasks.read(a).text.trim().split('\n')
   assert.equal(lines[0], `hello ${os.tmpdir()}`)
   assert.equal(lines[1], 'from stdin')
@@ -48,19 +52,57 @@ test('argv, env, cwd and stdin bytes; each task is its own session (P-SPAWN-1, P
   await tasks.close()
 })
 
-// P-KILL-1, P-KILL-2: a kill stops the whole group; the outcome names the
+// P-KILL-1, P-KILL-2, P-KILL-5: a kill stops the whole session, `set -m`
+// jobs (process groups of their own) included; the outcome names the
 // signal.
-test('kill stops the whole process group (P-KILL-1, P-KILL-2, R-KILL-2)', async () => {
+test('kill stops the whole session (P-KILL-1, P-KILL-2, P-KILL-5, R-KILL-2)', async () => {
   const { tasks } = fixture()
-  const id = tasks.spawn({ command: 'sleep 30 & sleep 30; wait', graceMs: 200 })
-  const pgid = tasks.pid(id)
-  await eventually(() => groupMembers(pgid).length >= 3)
+  const id = tasks.spawn({ command: 'set -m; sleep 30 & sleep 30 & wait', graceMs: 200 })
+  const sid = await pidOf(tasks, id)
+  assert.equal(await eventually(() => sessionGroups(sid).size === 3), true)
   assert.equal(tasks.kill(id, undefined, 'test'), 'requested')
   const snap = await tasks.wait(id, 10000)
   assert.equal(snap.status, 'killed')
   assert.equal(snap.detail, 'signal: SIGTERM')
   assert.equal(snap.killReason, 'test')
-  assert.deepEqual(await eventually(() => groupMembers(pgid).length === 0), true)
+  assert.equal(await eventually(() => sessionMembers(sid).length === 0), true)
+  await tasks.close()
+})
+
+// P-SPAWN-6: the spawn runs on a spawner thread; pid() says undefined until
+// its answer reached the loop (never in the JS turn of spawn()), then the
+// leader's pid, which leads its own session and stays after the leader was
+// reaped; a task that never had a process throws ESRCH (N-1).
+test('pid(): undefined while the spawn is out, then the session leader; ESRCH without a process (P-SPAWN-6, P-SPAWN-1, N-1)', async () => {
+  const { tasks } = fixture()
+  const a = tasks.registerAgent('a', 's')
+  const id = tasks.spawn({ command: 'sleep 30', owner: a, graceMs: 100 })
+  assert.equal(tasks.pid(id, a), undefined)
+  assert.equal(tasks.get(id, a).status, 'running') // a task like any other
+  assert.throws(() => tasks.pid(id), codeOf('UVT_EFOREIGN'))
+  const pid = await pidOf(tasks, id, a)
+  assert.ok(Number.isInteger(pid) && pid > 0, String(pid))
+  assert.ok(sessionMembers(pid).includes(pid), 'the leader leads its session')
+  assert.deepEqual([...sessionGroups(pid)], [pid]) // and its group
+  tasks.kill(id, a)
+  await tasks.wait(id, 10000, a)
+  assert.equal(tasks.pid(id, a), pid)
+
+  // A file exec refuses: the spawn fails on the spawner thread, so the task
+  // is registered, then settles failed with no process (P-SPAWN-4, amended).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'uvtasks-'))
+  const file = path.join(dir, 'not-a-program')
+  fs.writeFileSync(file, '\x01\x02 not a program\n', { mode: 0o755 })
+  const bad = tasks.spawn({ argv: [file] })
+  assert.equal(tasks.pid(bad), undefined)
+  const snap = await tasks.wait(bad, 10000)
+  assert.equal(snap.status, 'failed')
+  assert.equal(snap.detail, 'spawn failed: ENOEXEC')
+  assert.throws(() => tasks.pid(bad), (e) => e.code === 'ESRCH' && e.errno === -3)
+  fs.rmSync(dir, { recursive: true })
+
+  const js = tasks.start({ kind: 'js', label: 'l', run: () => ({ cancel() {}, done: Promise.resolve({ status: 'completed' }) }) })
+  assert.throws(() => tasks.pid(js), codeOf('EINVAL'))
   await tasks.close()
 })
 
@@ -77,6 +119,24 @@ test('maxRuntimeMs counts from the call after JS blocked the loop (P-LIMIT-1, R-
   assert.equal(snap.status, 'killed')
   assert.match(snap.detail, /^timed out after \d+ ms$/)
   assert.ok(elapsed >= 195, `stopped ${elapsed.toFixed(1)} ms after the call`)
+  await tasks.close()
+})
+
+// P-KILL-1 and R-TIME-1: a kill's grace counts from the kill, even when JS
+// blocked the loop just before it.
+test('the grace before SIGKILL counts from the kill after JS blocked the loop (P-KILL-1, R-TIME-1)', async () => {
+  const { tasks } = fixture()
+  const id = tasks.spawn({ command: "trap '' TERM; echo ready; sleep 30", graceMs: 200 })
+  let out = ''
+  assert.equal(await eventually(() => (out += tasks.read(id).text).includes('ready')), true)
+  await new Promise((r) => setImmediate(r))
+  busyWait(300)
+  const t0 = performance.now()
+  tasks.kill(id)
+  const snap = await tasks.wait(id, 10000)
+  const elapsed = performance.now() - t0
+  assert.equal(snap.detail, 'signal: SIGKILL')
+  assert.ok(elapsed >= 195, `SIGKILL ${elapsed.toFixed(1)} ms after the kill`)
   await tasks.close()
 })
 
@@ -127,22 +187,27 @@ test('interactive options throw ENOTSUP until the library has SPEC 3b', { skip: 
   await tasks.close()
 })
 
-// R-AGENT-1 with processes: disposal stops the agent's groups and waits.
-test('agent disposal and close stop their process groups (R-AGENT-1, R-CLOSE-1, P-KILL-4)', async () => {
+// R-AGENT-1 with processes: disposal stops the agent's sessions and waits;
+// close stops what an ended task left running (P-KILL-4), a job with a
+// group of its own included (P-KILL-5).
+test('agent disposal and close stop their sessions (R-AGENT-1, R-CLOSE-1, P-KILL-4, P-KILL-5)', async () => {
   const { tasks } = fixture()
   const a = tasks.registerAgent('a', 's')
-  const owned = tasks.spawn({ command: 'sleep 30', owner: a, graceMs: 100 })
-  const left = tasks.spawn({ command: 'sleep 30 & echo started', graceMs: 100 })
-  const pOwned = tasks.pid(owned, a)
-  const pLeft = tasks.pid(left)
+  const owned = tasks.spawn({ command: 'set -m; sleep 30 & sleep 30', owner: a, graceMs: 100 })
+  const left = tasks.spawn({ command: 'set -m; sleep 30 & echo started', graceMs: 100 })
+  const pOwned = await pidOf(tasks, owned, a)
+  assert.equal(await eventually(() => sessionGroups(pOwned).size === 3), true)
   await a.dispose()
-  assert.deepEqual(groupMembers(pOwned), [])
+  assert.deepEqual(sessionMembers(pOwned), [])
   assert.throws(() => tasks.get(owned, a), codeOf('UVT_ENOTASK'))
-  // The leader of `left` exits at once; its background sleep stays in the
-  // group until close stops it (P-KILL-4).
+  // The leader of `left` exits at once; its background sleep, in a group
+  // of its own, stays in the session until close stops it (P-KILL-4).
   assert.equal((await tasks.wait(left, 10000)).status, 'completed')
-  assert.equal(groupMembers(pLeft).length, 1)
+  const pLeft = tasks.pid(left)
+  const [job] = sessionMembers(pLeft)
+  assert.ok(job !== undefined && job !== pLeft, 'the job outlived its leader')
+  assert.deepEqual([...sessionGroups(pLeft)], [job])
   await tasks.close()
-  assert.deepEqual(groupMembers(pLeft), [])
+  assert.deepEqual(sessionMembers(pLeft), [])
   assert.deepEqual(zombieChildren(), [])
 })

@@ -5,6 +5,8 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const fs = require('node:fs')
+const path = require('node:path')
 const { TaskRegistry } = require('..')
 const { fixture, controlled, busyWait } = require('./helpers')
 
@@ -371,8 +373,9 @@ test('agent disposal drains only its own tasks (R-AGENT-1, R-AGENT-2)', async ()
 
 // R-AGENT-3: a cancel that throws during teardown force-fails the record,
 // and disposal goes on.  R-AGENT-4: one that never settles is force-failed
-// after teardownGraceMs.
-test('force-fail on a cancel that throws, and on one that never settles (R-AGENT-3, R-AGENT-4)', async () => {
+// after teardownGraceMs, counted from the cancel even though JS blocked
+// the loop just before (R-TIME-1).
+test('force-fail on a cancel that throws, and on one that never settles (R-AGENT-3, R-AGENT-4, R-TIME-1)', async () => {
   const { tasks } = fixture({ teardownGraceMs: 100 })
   const a = tasks.registerAgent('a', 's')
   const thrower = controlled({ cancelThrows: new Error('no way') })
@@ -381,7 +384,12 @@ test('force-fail on a cancel that throws, and on one that never settles (R-AGENT
   tasks.onTaskDone((s) => seen.push(s))
   tasks.start({ kind: 'js', label: 'thrower', owner: a, run: thrower.run })
   tasks.start({ kind: 'js', label: 'silent', owner: a, run: silent.run })
+  await new Promise((r) => setImmediate(r))
+  busyWait(150) // the loop's cached time is now 150 ms behind
+  const t0 = performance.now()
   await a.dispose() // must not reject or hang; the library logs a warning
+  const elapsed = performance.now() - t0
+  assert.ok(elapsed >= 95, `disposal waited ${elapsed.toFixed(1)} ms for a 100 ms grace`)
   const byLabel = Object.fromEntries(seen.map((s) => [s.label, s]))
   assert.equal(byLabel.thrower.status, 'failed')
   assert.match(byLabel.thrower.detail, /^cancel failed during teardown; work may be orphaned/)
@@ -410,6 +418,57 @@ test('close: every live task cancelled, starts and waits refused, later calls EC
   await closed
   assert.throws(() => tasks.get(id), codeOf('UVT_ECLOSING'))
   assert.throws(() => tasks.attachSurface('late'), codeOf('UVT_ECLOSING'))
+})
+
+// R-BUSY-1: every JS call makes a C handle of its own, zeroed (calloc), so
+// the reuse a C host can get wrong (a pending wait submitted again, a
+// listener started twice) cannot be expressed in JS: one AbortSignal or
+// one function given twice makes two handles.  What JS can repeat on one
+// handle gets the library's own answers (N-4).
+test("repeated calls on one JS handle get the library's answers (R-BUSY-1, R-AGENT-1, R-CLOSE-1, N-4)", async () => {
+  const { tasks } = fixture()
+  const c = controlled()
+  const id = tasks.start({ kind: 'js', label: 'l', run: c.run })
+  const ac = new AbortController()
+  const waits = [tasks.wait(id, 60000, undefined, ac.signal),
+    tasks.wait(id, 60000, undefined, ac.signal)]
+  ac.abort()
+  ac.abort()
+  for (const w of waits) await assert.rejects(w, codeOf('UVT_EABORTED'))
+  assert.equal(tasks.metrics().waitsAborted, 2)
+  const done = []
+  const fn = (snap) => done.push(snap.id)
+  const offs = [tasks.onTaskDone(fn), tasks.onTaskDone(fn)]
+  c.end({ status: 'completed' })
+  await tasks.wait(id, 5000)
+  assert.deepEqual(done, [id, id])
+  for (const off of [...offs, ...offs]) off()
+  const detach = tasks.attachSurface('x')
+  detach()
+  detach()
+  // An agent: a dispose while one is under way is UVT_ECLOSING, one after
+  // it EINVAL; the id may then be registered again.
+  const a = tasks.registerAgent('a', 's')
+  const disposed = a.dispose()
+  await assert.rejects(a.dispose(), codeOf('UVT_ECLOSING'))
+  await disposed
+  await assert.rejects(a.dispose(), codeOf('EINVAL'))
+  const again = tasks.registerAgent('a', 's')
+  await tasks.close()
+  // Close gave the agent back: disposing it now only calls back (nothing
+  // of it is left); once more is EINVAL.
+  await again.dispose()
+  await assert.rejects(again.dispose(), codeOf('EINVAL'))
+  assert.deepEqual(done, [id, id])
+})
+
+// The package is the library's version (include/uvtasks/version.h):
+// `version` is the one this addon was built from.
+test('version: the library this addon was built from, and the package version', () => {
+  const { version } = require('..')
+  const h = fs.readFileSync(path.join(__dirname, '..', '..', '..', 'include', 'uvtasks', 'version.h'), 'utf8')
+  assert.equal(version, /#define UVT_VERSION_STRING "([^"]+)"/.exec(h)[1])
+  assert.equal(require('../package.json').version, version)
 })
 
 // R-LIMIT-1
@@ -499,15 +558,49 @@ test('bad arguments throw TypeErrors with a code (N-1)', async () => {
 
 // R-FORGET-2: forget() from the wait callback that reports the end.  With
 // N-2, `await tasks.wait(id)` continues inside that callback, so this is
-// the common Node idiom.  The library refuses it (EBUSY) until R-FORGET-2
-// lands in the core; then this test passes and loses its todo.
-test('forget() right after await wait() (R-FORGET-2, N-2)', { todo: 'R-FORGET-2 is not in the library yet' }, async () => {
+// the common Node idiom: the record is hidden at once and dropped once the
+// dispatch is over; a wait resolved later in that dispatch still gets its
+// terminal snapshot.  The same from an onTaskDone listener.
+test('forget() right after await wait(), and from onTaskDone (R-FORGET-2, N-2)', async () => {
   const { tasks } = fixture()
+  const feed = []
+  let bothDropped
+  const dropped = new Promise((r) => { bothDropped = r })
+  tasks.watch((s, d) => {
+    feed.push(`${s.id}:${s.status}${d ? ':dropped' : ''}`)
+    if (d && feed.filter((f) => f.endsWith(':dropped')).length === 2) bothDropped()
+  })
   const c = controlled()
   const id = tasks.start({ kind: 'js', label: 'l', run: c.run })
+  const first = (async () => {
+    const snap = await tasks.wait(id, 5000)
+    tasks.forget(id)
+    assert.throws(() => tasks.get(id), codeOf('UVT_ENOTASK'))
+    return snap
+  })()
+  const second = tasks.wait(id, 5000)
   c.end({ status: 'completed' })
-  await tasks.wait(id, 5000)
-  tasks.forget(id)
+  assert.equal((await first).status, 'completed')
+  assert.equal((await second).status, 'completed')
   assert.throws(() => tasks.get(id), codeOf('UVT_ENOTASK'))
+
+  const d = controlled()
+  const id2 = tasks.start({ kind: 'js', label: 'l2', run: d.run })
+  let forgot = null
+  tasks.onTaskDone((s) => {
+    tasks.forget(s.id)
+    forgot = s.id
+  })
+  const waited = tasks.wait(id2, 5000)
+  d.end({ status: 'failed', detail: 'x' })
+  assert.equal((await waited).status, 'failed') // after the listener
+  assert.equal(forgot, id2)
+  assert.throws(() => tasks.get(id2), codeOf('UVT_ENOTASK'))
+  await dropped
+  assert.equal(tasks.metrics().records, 0)
   await tasks.close()
+  // The feed comes a turn late; per task, in order.
+  const of = (t) => feed.filter((f) => f.startsWith(`${t}:`))
+  assert.deepEqual(of(id), [`${id}:running`, `${id}:completed`, `${id}:completed:dropped`])
+  assert.deepEqual(of(id2), [`${id2}:running`, `${id2}:failed`, `${id2}:failed:dropped`])
 })

@@ -1,20 +1,24 @@
 // Worker threads (SPEC §8, N-3): each environment has its own registry and
 // ids on its own loop; a worker's end closes its registries, stopping every
-// process group, whether it ends by itself, by process.exit() inside it, or
+// task's session, whether it ends by itself, by process.exit() inside it, or
 // by worker.terminate().
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const path = require('node:path')
 const { Worker } = require('node:worker_threads')
-const { fixture, groupMembers, zombieChildren, eventually } = require('./helpers')
+const {
+  fixture, sessionMembers, sessionGroups, zombieChildren, eventually,
+} = require('./helpers')
 
 const pkg = path.resolve(__dirname, '..')
+const helpers = path.join(__dirname, 'helpers')
 
 function worker(body) {
   const w = new Worker(`
     const { parentPort } = require('node:worker_threads')
     const { TaskRegistry } = require(${JSON.stringify(pkg)})
+    const { pidOf } = require(${JSON.stringify(helpers)})
     ;(async () => { ${body} })().catch((e) => parentPort.postMessage({ error: String(e) }))
   `, { eval: true })
   const messages = []
@@ -82,26 +86,29 @@ test('an idle registry lets a worker end; a live task keeps it alive (N-3)', asy
 })
 
 // N-3: terminate() tears the environment down; the async cleanup hook
-// closes the registry, so every group is stopped before the worker is gone,
-// including one that ignores SIGTERM (grace, then SIGKILL).
-test('worker.terminate() closes the registry and stops every group (N-3, R-CLOSE-1)', async () => {
+// closes the registry, so every session is stopped before the worker is
+// gone, including one that ignores SIGTERM (grace, then SIGKILL), `set -m`
+// jobs with groups of their own (P-KILL-5), and what an ended task left.
+test('worker.terminate() closes the registry and stops every session (N-3, R-CLOSE-1, P-KILL-5)', async () => {
   const w = worker(`
     const tasks = new TaskRegistry({ teardownGraceMs: 5000 })
     tasks.attachSurface('w')
     const a = tasks.registerAgent('a', 's')
     const ids = [
       tasks.spawn({ command: 'sleep 30' }),
-      tasks.spawn({ command: "trap '' TERM; sleep 30 & sleep 30; wait", graceMs: 200, owner: a }),
-      tasks.spawn({ command: 'sleep 30 & exit 0' }),
+      tasks.spawn({ command: "set -m; trap '' TERM; sleep 30 & sleep 30; wait", graceMs: 200, owner: a }),
+      tasks.spawn({ command: 'set -m; sleep 30 & exit 0' }),
     ]
     tasks.start({ kind: 'js', label: 'never ends', run: () => ({ cancel() {}, done: new Promise(() => {}) }) })
-    await new Promise((r) => setTimeout(r, 100))
-    parentPort.postMessage({ pids: [tasks.pid(ids[0]), tasks.pid(ids[1], a), tasks.pid(ids[2])] })
+    const pids = [await pidOf(tasks, ids[0]), await pidOf(tasks, ids[1], a), await pidOf(tasks, ids[2])]
+    await tasks.wait(ids[2], 10000)
+    parentPort.postMessage({ pids })
   `)
   const { pids } = await w.next()
-  for (const pgid of pids) assert.ok(groupMembers(pgid).length >= 1)
+  assert.equal(await eventually(() => sessionGroups(pids[1]).size === 3 &&
+    sessionMembers(pids[0]).length > 0 && sessionMembers(pids[2]).length > 0), true)
   await w.terminate()
-  for (const pgid of pids) assert.deepEqual(groupMembers(pgid), [], `group ${pgid}`)
+  for (const sid of pids) assert.deepEqual(sessionMembers(sid), [], `session ${sid}`)
   assert.deepEqual(zombieChildren(), [])
 })
 
@@ -109,11 +116,13 @@ test('process.exit() inside a worker closes its registry (N-3)', async () => {
   const w = worker(`
     const tasks = new TaskRegistry()
     tasks.attachSurface('w')
-    const id = tasks.spawn({ command: 'sleep 30' })
-    parentPort.postMessage({ pid: tasks.pid(id) })
-    setTimeout(() => process.exit(7), 50)
+    const id = tasks.spawn({ command: 'set -m; sleep 30 & sleep 30' })
+    parentPort.once('message', () => process.exit(7))
+    parentPort.postMessage({ pid: await pidOf(tasks, id) })
   `)
   const { pid } = await w.next()
+  assert.equal(await eventually(() => sessionGroups(pid).size === 3), true)
+  w.postMessage('exit')
   assert.equal(await w.exited, 7)
-  assert.deepEqual(await eventually(() => groupMembers(pid).length === 0), true)
+  assert.equal(await eventually(() => sessionMembers(pid).length === 0), true)
 })
