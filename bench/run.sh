@@ -65,11 +65,11 @@ done
 if [ "$quick" = 1 ]; then
   : "${rounds:=3}"
   COUNT=500 MIB=64 LC_TASKS=200000 FLAT_TASKS=50000 XS_TASKS=100000
-  CG_TASKS=5000 IDLE_MS=1000
+  CG_TASKS=5000 IDLE_MS=1000 BURST_ROUNDS=5 BURST_TASKS=100
 else
   : "${rounds:=5}"
   COUNT=2000 MIB=256 LC_TASKS=1000000 FLAT_TASKS=200000 XS_TASKS=400000
-  CG_TASKS=20000 IDLE_MS=2000
+  CG_TASKS=20000 IDLE_MS=2000 BURST_ROUNDS=25 BURST_TASKS=200
 fi
 LIVE=64
 IDLE=500
@@ -195,6 +195,7 @@ for r in $(seq 1 "$rounds"); do
   for cmd in head dd; do
     wl="3 output $cmd"
     run "$wl" uvtasks "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4
+    run "$wl" "uvtasks+backpressure" "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4 --backpressure
     run "$wl" rawpipe "$B/bench-output" --impl rawpipe --cmd $cmd --mib $MIB
     run "$wl" "$cmd|cat" "$B/bench-output" --impl shellpipe --cmd $cmd --mib $MIB
     [ $has_node = 1 ] && run "$wl" node node bench/peers/output.js $cmd $MIB
@@ -215,8 +216,12 @@ done
 # 6. Memory: deterministic enough for one run each.
 run "6 memory" records "$B/bench-core" memory --records $RECORDS
 mcp=$build/src/mcp/uvtasks-mcp
+# Issue #12: rounds of `seq 1 100000` tasks read and forgotten; the RSS
+# after the burst against the idle RSS (memory given back).
+run "6 memory" "burst" "$B/bench-output" --impl burst --rounds $BURST_ROUNDS --tasks $BURST_TASKS
 if [ -x "$mcp" ]; then
   run "6 memory" uvtasks-mcp "$B/bench-core" mcp-rss "$mcp"
+  run "6 memory" "uvtasks-mcp burst" "$B/bench-output" --impl mcp-burst --mcp "$mcp" --rounds $BURST_ROUNDS --tasks $BURST_TASKS
 else
   note "uvtasks-mcp idle RSS skipped: $mcp not built (it lives on branch mcp)"
 fi
@@ -241,7 +246,7 @@ fi
 [ -n "$raw_out" ] && cp "$results" "$raw_out"
 
 # ---- Summary: medians, min-max, ratios, goals.
-awk -F'\t' -v notes="$notes" -v load_end="$(cut -d' ' -f1-3 /proc/loadavg)" '
+awk -F'\t' -v notes="$notes" -v BURST="$BURST_ROUNDS x $BURST_TASKS" -v load_end="$(cut -d' ' -f1-3 /proc/loadavg)" '
 function sortv(v, n,   i, j, t) {
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
     if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
@@ -311,6 +316,8 @@ END {
   unit["rss_per_record"] = "B/record (RSS)"; unit["string_bytes"] = "B strings/record"
   unit["record_struct"] = "B sizeof record"; unit["rss_kb"] = "KiB peak RSS"
   unit["ns_per_list"] = "ns/list"
+  unit["rss_idle_kb"] = "KiB RSS idle"; unit["rss_after_kb"] = "KiB RSS after burst"
+  unit["rss_peak_kb"] = "KiB peak RSS (burst)"; unit["after_ratio"] = "x idle RSS after burst"
   unit["ns_low"] = "ns/task at 10 live"; unit["ns_high"] = "ns/task at 100000 live"
   unit["flat_ratio"] = "x (100000 / 10 live)"
   ref["1 process argv"] = "posix_spawn"; ref["1 process shell"] = "posix_spawn"
@@ -371,6 +378,8 @@ END {
     c = ci == 1 ? "head" : "dd"; wl = "3 output " c
     rgoal(sprintf("3 %s: uvtasks MiB/s vs the raw pipe reader", c),
       wl, "uvtasks", "mib_per_s", wl, "rawpipe", "mib_per_s", 0.9, 0)
+    rgoal(sprintf("3 %s: uvtasks with output_backpressure MiB/s vs the raw pipe reader", c),
+      wl, "uvtasks+backpressure", "mib_per_s", wl, "rawpipe", "mib_per_s", 0.9, 0)
   }
   v = m("4 lifecycle", "uvtasks", "ns_per_task")
   goal(sprintf("4 lifecycle: %s ns/task <= 1000 ns", fmt(v)), v <= 1000, v != "")
@@ -386,10 +395,17 @@ END {
   v = m("6 memory", "uvtasks-mcp", "rss_kb")
   if (v != "")
     goal(sprintf("6 uvtasks-mcp idle peak RSS: %s KiB <= 5 MB (4883 KiB)", fmt(v)), v <= 5e6 / 1024, 1)
+  v = m("6 memory", "burst", "after_ratio")
+  goal(sprintf("6 RSS after a burst of seq tasks read and forgotten: %s x idle <= 2x", fmt(v)),
+    v <= 2, v != "")
+  v = m("6 memory", "uvtasks-mcp burst", "after_ratio")
+  if (v != "")
+    goal(sprintf("6 uvtasks-mcp RSS after that burst through the tools: %s x idle <= 2x", fmt(v)), v <= 2, 1)
   rgoal("7 list of 10 among 100000 foreign vs alone", "7 list", "100000 foreign", "ns_per_list",
     "7 list", "no foreign", "ns_per_list", 2.0, 1)
 
   while ((getline line < notes) > 0) print "note: " line
+  print "note: 6 burst: " BURST " rounds of `seq 1 100000` tasks started together, each read when it ended and forgotten (uvtasks-mcp: --keep-finished 0), then 300 ms idle; idle RSS taken after one small task"
   print "note: uvtasks output reads use output_cap_bytes 4 MiB; with the default 1 MiB a host reading once per loop turn loses bytes (libuv reads up to 32 x 64 KiB per turn)"
   print "note: uv_spawn+256MiB runs a quarter of the tasks (libuv 1.44 forks, which copies the page tables)"
   print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"

@@ -3,7 +3,8 @@
 #
 #   bash scripts/lanes.sh asan      # ASan + UBSan, every suite
 #   bash scripts/lanes.sh tsan      # TSan, the cross-thread tests
-#   bash scripts/lanes.sh valgrind  # memcheck over the unit suite
+#   bash scripts/lanes.sh valgrind  # memcheck over the unit suite and the
+#                                   # interactive process suites
 #   bash scripts/lanes.sh all       # the three in turn
 #
 # Each lane builds in its own directory (build-asan, build-tsan,
@@ -62,7 +63,8 @@ lane_tsan() {
   if [ ${#names[@]} -gt 0 ]; then
     tests=$(existing_tests build-tsan "${names[@]}")
   else
-    tests=$(existing_tests build-tsan thread listener fuzz-registry process-spawner)
+    tests=$(existing_tests build-tsan thread listener fuzz-registry process-spawner \
+      process-stdin process-pty process-events)
   fi
   if [ -z "$tests" ]; then
     echo "lanes.sh tsan: none of the cross-thread tests is built" >&2
@@ -77,11 +79,19 @@ lane_tsan() {
 }
 
 lane_valgrind() {
+  local wrap='valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 --quiet --max-threads=2048'
   setup build-valgrind -Db_sanitize=none -Dwerror=true -Dbuildtype=debug
   meson test -C build-valgrind --suite unit --print-errorlogs \
-    --timeout-multiplier 10 \
-    --wrap='valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 --quiet --max-threads=2048' \
-    "$@"
+    --timeout-multiplier 10 --wrap="$wrap" "$@"
+  # The process producer's interactive suites (stdin, terminal, output
+  # events, structured reads): their buffers and handles, under memcheck.
+  local tests
+  tests=$(existing_tests build-valgrind process-stdin process-pty process-events)
+  if [ -n "$tests" ]; then
+    # shellcheck disable=SC2086
+    meson test -C build-valgrind --print-errorlogs --timeout-multiplier 10 \
+      --wrap="$wrap" $tests "$@"
+  fi
 }
 
 lane=${1:-}

@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -203,6 +205,78 @@ int helper(int argc, char **argv) {
               "\xa0"
               "b\n",
               3);
+    return 0;
+  }
+  if (strcmp(mode, "close-stdin") == 0) {
+    /* Read one byte, close stdin, say so, then wait to be stopped. */
+    char c;
+    if (read(0, &c, 1) != 1)
+      return 91;
+    close(0);
+    say("closed\n");
+    for (i = 0; i < 300; i++)
+      usleep(100000);
+    return 0;
+  }
+  if (strcmp(mode, "tty-info") == 0) {
+    /* What a program sees of its terminal (P-PTY-1). */
+    struct winsize ws;
+    const char *term = getenv("TERM");
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    int tty_errno = fd < 0 ? errno : 0;
+    memset(&ws, 0, sizeof(ws));
+    ioctl(1, TIOCGWINSZ, &ws);
+    snprintf(line, sizeof(line),
+             "isatty=%d%d%d devtty=%s ctty=%d fg=%d term=%s size=%dx%d\n",
+             isatty(0), isatty(1), isatty(2),
+             fd >= 0              ? "ok"
+             : tty_errno == ENXIO ? "ENXIO"
+                                  : strerror(tty_errno),
+             tcgetsid(0) == getsid(0), tcgetpgrp(0) == getpgrp(),
+             term != NULL ? term : "(unset)", ws.ws_col, ws.ws_row);
+    say(line);
+    if (fd >= 0)
+      close(fd);
+    return 0;
+  }
+  if (strcmp(mode, "open-tty") == 0) {
+    /* Talk to the controlling terminal as a password prompt does. */
+    int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+      snprintf(line, sizeof(line), "open /dev/tty: %s\n",
+               errno == ENXIO ? "ENXIO" : strerror(errno));
+      write_all(2, line, strlen(line));
+      return 3;
+    }
+    write_all(fd, "via-tty\n", 8);
+    close(fd);
+    return 0;
+  }
+  if (strcmp(mode, "hold-stdout-ignore-hup") == 0) {
+    /* As hold-stdout, with the holder immune to the hang-up its
+     * terminal's session leader sends when it exits. */
+    int p[2];
+    char c;
+    pid_t pid;
+    if (pipe(p) != 0)
+      return 97;
+    pid = fork();
+    if (pid < 0)
+      return 96;
+    if (pid == 0) {
+      close(p[0]);
+      signal(SIGHUP, SIG_IGN);
+      write_all(p[1], "x", 1);
+      close(p[1]);
+      for (i = 0; i < 300; i++)
+        usleep(100000);
+      _exit(0);
+    }
+    close(p[1]);
+    if (read(p[0], &c, 1) != 1)
+      return 95;
+    snprintf(line, sizeof(line), "leader done, holder %d\n", (int)pid);
+    say(line);
     return 0;
   }
   fprintf(stderr, "unknown helper %s\n", mode);

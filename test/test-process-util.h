@@ -62,8 +62,9 @@ typedef struct {
 
 /* The helper modes: argv[1] is "--helper=MODE" (exit N, sleep MS, raise
  * SIG, out-err, write-bytes N [FD], ignore-term, hold-stdout,
- * hold-stdout-ignore-term, check-fds, ids, env NAME..., pwd, cat,
- * utf8-split [N], wait-usr1). */
+ * hold-stdout-ignore-term, hold-stdout-ignore-hup, check-fds, ids, env
+ * NAME..., pwd, cat, utf8-split [N], wait-usr1, close-stdin, tty-info,
+ * open-tty). */
 int helper(int argc, char **argv);
 
 /* /proc/<pid>/stat: 0, or -1 when the process is gone. */

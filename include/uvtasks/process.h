@@ -7,7 +7,11 @@
  *   uvt_process_start()  checks; the record exists ("bash-1"), running;
  *                        the spawn runs on a spawner thread (P-SPAWN-6)
  *   child writes         stdout/stderr are buffered, capped per stream
- *   uvt_read()           returns and consumes what is new (P-OUT-1..3)
+ *                        (or, with output_backpressure, not read while at
+ *                        the cap, P-OUT-4); on_output hears of it (P-EVT-1)
+ *   uvt_process_write()  input for a stdin_pipe or pty task (P-IN-1)
+ *   uvt_read()           returns and consumes what is new (P-OUT-1..3);
+ *   uvt_process_read()   the same, stdout and stderr apart (P-RES-1)
  *   uvt_kill()           SIGTERM to the session, SIGKILL after grace_ms
  *   leader exits         reaped at once; pipes get drain_ms to reach EOF
  *   quiescence           leader reaped, pipes closed, every handle closed:
@@ -53,7 +57,32 @@
  * the registry's spawner threads (P-SPAWN-6), which touch no task state.
  * Per registry the producer keeps (until registry close): its spawner
  * threads and an async handle, an idle handle for batched passes, an
- * eventfd, and where needed an unreferenced SIGCHLD watch and timer.
+ * eventfd, and where needed an unreferenced SIGCHLD watch and timer, a
+ * check handle for on_output calls and a timer for giving memory back.
+ *
+ * Interactive tasks (SPEC.md §3b).  A stdin_pipe task's stdin is one end
+ * of a Unix socket pair (see uvt_process_write()); a pty task runs on a
+ * pseudo-terminal that is its session's controlling terminal, with the
+ * master side close-on-exec in the host, so it reaches no child of this
+ * or another task (P-SPAWN-5).  The terminal starts with the kernel's
+ * settings (canonical mode, echo, ISIG, CR-LF on output) plus IUTF8:
+ * what the task prints arrives with "\r\n" line ends, and what is
+ * written is echoed until the program turns echoing off (a shell or REPL
+ * with readline, a password prompt).  Its end of stream is EIO from the
+ * master once every descriptor of the slave side is closed, after every
+ * buffered byte (P-PTY-2); when the leader (the session leader) exits,
+ * the kernel sends SIGHUP to the terminal's foreground group, and a job
+ * that survives it and keeps the terminal open gets drain_ms like one
+ * holding a pipe.
+ *
+ * Memory given back (issue #12).  Output lives in rings that grow up to
+ * output_cap_bytes, then in read texts and outcomes, all from the
+ * library's allocator.  With glibc, freed large blocks stay in the heap,
+ * so after a burst of large outputs the producer calls malloc_trim(0)
+ * once the burst is over (at least 4 MiB of blocks of 64 KiB or more
+ * freed or handed over, then 100 ms without another, or 1 s after the
+ * first); it only returns free pages to the system, the host's as well
+ * as ours.  bench-output's burst rows measure it.
  *
  * Beyond SPEC.md §3, and why:
  *  - uvt_process_pid() answers 0 while the spawn is out and
@@ -69,6 +98,16 @@
  *    and outlives its leader is stopped by a kill of the ended task
  *    (P-KILL-6) or by disposal, not by the first kill's grace.
  *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
+ *  - SPEC.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
+ *    write to a child that closed its end is UV_EPIPE and never SIGPIPE
+ *    in the host; on a pty, uvt_process_close_stdin() sends the
+ *    terminal's end-of-file character instead of closing (the terminal
+ *    is also the output); uvt_process_resize() of an ended task is
+ *    UV_EPIPE; with output_backpressure the drain keeps what the pipe
+ *    holds beyond the cap (see uvt_process_start()); on_output may stay
+ *    silent for the last bytes before the end (never after it);
+ *    uvt_process_read_t's exit_code is -1 when the leader died of a
+ *    signal or has no status.  The memory trim above is an addition.
  */
 #ifndef UVTASKS_PROCESS_H
 #define UVTASKS_PROCESS_H
@@ -83,6 +122,14 @@ extern "C" {
 #define UVT_PROCESS_GRACE_MS 3000
 #define UVT_PROCESS_DRAIN_MS 500
 #define UVT_PROCESS_OUTPUT_CAP_BYTES (1024 * 1024)
+#define UVT_PROCESS_STDIN_CAP_BYTES (1024 * 1024)
+#define UVT_PROCESS_PTY_COLS 80
+#define UVT_PROCESS_PTY_ROWS 24
+
+/* "There is new output to read" (P-EVT-1): the task's id and the options'
+ * on_output_data.  No bytes: read them with uvt_read() or
+ * uvt_process_read().  See `on_output`. */
+typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
 
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
@@ -149,24 +196,67 @@ typedef struct {
   /* Stop the task like a kill this long after uvt_process_start() was
    * called; 0 = never (P-LIMIT-1, R-TIME-1). */
   uint64_t max_runtime_ms;
+
+  /* ---- Interactive tasks and host-facing results (SPEC.md §3b) ---- */
+
+  /* 1: stdin is a pipe kept open for uvt_process_write() (P-IN-1); not
+   * together with stdin_data.  0 (the default): stdin is /dev/null or
+   * stdin_data, so a command that waits for input gets end of file at once
+   * (C-05).  A pty task (below) is always writable; this is then ignored. */
+  int stdin_pipe;
+  /* Input bytes accepted by uvt_process_write() and not yet taken by the
+   * pipe (or terminal) that a task may have pending; default 1 MiB, at
+   * least 1.  A write that would go beyond it is refused whole
+   * (UV_ENOBUFS). */
+  size_t stdin_cap_bytes;
+  /* 1: run on a pseudo-terminal (P-PTY-1, P-PTY-2): the terminal is the
+   * session's controlling terminal and its stdin, stdout and stderr; reads
+   * return its one stream (no "[stderr]" section), writes go through its
+   * line discipline ("\x03" interrupts the foreground job), TERM is
+   * xterm-256color unless `env` gives one.  Not together with stdin_data. */
+  int pty;
+  /* The terminal's size in character cells, default 80 x 24 (pty only;
+   * both at least 1).  uvt_process_resize() changes it later. */
+  uint16_t pty_cols, pty_rows;
+  /* 1: never drop output (P-OUT-4): a stream whose unread bytes reach
+   * output_cap_bytes is not read until a read consumes some, so the child
+   * blocks in write.  0 (the default): the oldest unread bytes are dropped
+   * beyond the cap (P-OUT-2).  See uvt_process_start() for the drain. */
+  int output_backpressure;
+  /* Optional (P-EVT-1): called on the loop thread when new output of this
+   * task became readable, at most once per loop iteration (coalesced), and
+   * never once the task ended (its last bytes may come with no call: the
+   * end itself is what listeners and waits report).  A call says "there is
+   * something": by the time the host reads, it may already have been read.
+   * Any function of the library may be called from it (the task's own
+   * kill, read or forget included). */
+  uvt_output_cb on_output;
+  void *on_output_data;
+
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
  * cwd, no extra environment, stdin /dev/null, grace 3000 ms, drain 500 ms,
- * output cap 1 MiB per stream, no runtime limit.  Accepts NULL.
+ * output cap 1 MiB per stream, no runtime limit; no stdin pipe (1 MiB of
+ * pending input when one is asked for), no terminal (80 x 24 when one is),
+ * no backpressure, no on_output.  Accepts NULL.
  * Ownership: nothing is allocated.  Thread: any. */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
 
 /* Start a process task: check and prepare everything here, register the
  * task, and spawn the command (or argv) off the loop thread (P-SPAWN-6) in
- * a session of its own (P-SPAWN-1) with stdin /dev/null or the given
- * bytes, stdout and stderr captured separately, the filtered environment
- * (P-SPAWN-3) and no descriptor of the host other than stdio (P-SPAWN-5).
+ * a session of its own (P-SPAWN-1) with stdin /dev/null, the given bytes
+ * or a pipe kept open (P-IN-1), stdout and stderr captured separately (or
+ * all three on a terminal, P-PTY-1), the filtered environment (P-SPAWN-3)
+ * and no descriptor of the host other than stdio (P-SPAWN-5).
  *
  * The spawn (P-SPAWN-6).  This call never waits for a child to exec: it
  * checks the options, that cwd exists and is a directory, that argv[0]
  * resolves in PATH (or that a shell exists), makes the pipes and stdin's
- * memfd, builds an immutable request and returns the id; one of the
+ * memfd (or socket pair, or the terminal), builds an immutable request
+ * and returns the id; one of the
  * registry's spawner threads (one per core, at most 4, started with the
  * first spawn) runs posix_spawn and the loop hears the answer through an
  * async handle.  Until then the task is running like any other: get, read
@@ -200,23 +290,41 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * did not end with one) and those bytes (P-OUT-1).  A stream that dropped
  * bytes at its cap starts with "[... N bytes dropped ...]\n" (P-OUT-2).
  * An incomplete trailing UTF-8 sequence waits for the rest or the end of
- * the stream; bytes that are not UTF-8 pass through (P-OUT-3).
+ * the stream; bytes that are not UTF-8 pass through (P-OUT-3).  A pty
+ * task has one stream, so its reads have no "[stderr]" part (P-PTY-1).
+ *
+ * Output backpressure (P-OUT-4).  With output_backpressure a stream whose
+ * unread bytes reach output_cap_bytes is not read (the child blocks in
+ * write once the pipe, or the terminal's buffer, is full) until a read of
+ * either kind consumes some; nothing is dropped (except bytes that could
+ * not be stored because memory ran out, which are counted as dropped).
+ * The drain still bounds the task: drain_ms after the leader's exit the
+ * streams are read of what they hold, at most 1 MiB each beyond the cap
+ * (a pipe holds 64 KiB unless its writer enlarged it, at most 1 MiB by
+ * default), kept beyond the cap so that no byte that reached the pipe is
+ * lost, and closed; a job still writing then gets EPIPE (or SIGPIPE).  So
+ * a task whose host does not read ends drain_ms after its leader, with
+ * everything its leader wrote.
  *
  * Returns 0, or an error found before the spawn (P-SPAWN-4): UV_EINVAL
  * (NULL reg or o; none or both of command and argv; an empty or blank
  * command, whatever the label; an empty argv or an empty argv[0]; an env
- * entry without '='; output_cap_bytes < 4), the errors of uvt_start()
+ * entry without '='; output_cap_bytes < 4; stdin_data with stdin_pipe
+ * or pty; stdin_cap_bytes 0 with stdin_pipe or pty; pty_cols or pty_rows
+ * 0 with pty), the errors of uvt_start()
  * (UVT_ENOSURFACE, UVT_ESTALE, UVT_ECLOSING, UVT_ELIMIT, UV_ENOMEM, ...),
  * UV_ENOENT (no such cwd, argv[0] not found, no shell), UV_ENOTDIR (cwd is
  * not a directory), UV_EACCES (cwd or argv[0] not accessible),
  * UV_ENAMETOOLONG, UV_E2BIG (the command or one argument beyond the
  * kernel's 128 KiB for one string), UV_EMFILE or UV_ENFILE (no descriptor
- * for the pipes).  On error nothing is registered, no id number is used
- * and no child exists; handles opened for the attempt are closed through
- * the loop (run it to let their close callbacks finish).  An error only
- * the spawn itself reports (exec refusing the file, ENOEXEC; an
- * environment and arguments too big together, E2BIG; no process left,
- * EAGAIN; a cwd removed in between) settles the registered task `failed`,
+ * for the pipes, the socket or the terminal), or the error of opening a
+ * pseudo-terminal (posix_openpt, grantpt, unlockpt: UV_ENOENT without
+ * /dev/ptmx, UV_EAGAIN when the system has no more).  On error nothing is
+ * registered, no id number is used and no child exists; handles opened for the
+ * attempt are closed through the loop (run it to let their close callbacks
+ * finish).  An error only the spawn itself reports (exec refusing the file,
+ * ENOEXEC; an environment and arguments too big together, E2BIG; no process
+ * left, EAGAIN; a cwd removed in between) settles the registered task `failed`,
  * "spawn failed: NAME" (the libuv error name), with no child and every
  * handle closed.
  * Ownership: every option is copied or consumed before this returns.
@@ -280,6 +388,125 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
+
+/* Write `len` bytes to the task's stdin (P-IN-1): its pipe (stdin_pipe)
+ * or its terminal (pty).  The bytes are copied; they go out in the order of
+ * the calls, without ever blocking the loop: what the pipe or terminal
+ * cannot take now waits in the task's queue and goes out when it can.  A
+ * write to a task whose spawn is still out (P-SPAWN-6) is accepted the same
+ * way and read by the child once it exists.  On a terminal the bytes go
+ * through its line discipline: "\x03" (Ctrl-C) sends SIGINT to the
+ * foreground job, "\x04" (Ctrl-D) at the start of a line is end of file,
+ * and the terminal echoes what it receives unless the program turned
+ * echoing off.  A write of 0 bytes checks the task and queues nothing.
+ *
+ * The pipe is a Unix socket pair (the child's end blocking, ours shut for
+ * reading): a write to a child that closed its end reports EPIPE, where a
+ * pipe would raise SIGPIPE in the host.  A pty task writes to the master
+ * side of its terminal.
+ *
+ * Returns 0 (accepted: written or queued), UV_ENOBUFS (the pending bytes
+ * plus `len` would exceed stdin_cap_bytes; nothing of this write was
+ * written or queued, so it may be retried as it is), UV_EPIPE (the child
+ * closed its end, as `head -c 1` does when it exits, or nobody holds it
+ * any more; or uvt_process_close_stdin() was called; or the task reached
+ * quiescence: its leader was reaped and its output closed, or it
+ * settled), UV_EINVAL (NULL reg or id, NULL bytes with len > 0, a task
+ * started without stdin_pipe or pty, or not a process task),
+ * UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UV_ENOMEM (nothing written or
+ * queued).  A child that closes its end while bytes are queued is seen at
+ * the next write attempt: those bytes, and any queued at quiescence, are
+ * discarded (nobody would read them); the write that finds it out returns
+ * UV_EPIPE.
+ * Ownership: `bytes` is only read during the call.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_write(uvt_registry_t *reg, const char *id,
+                                 const uvt_agent_t *caller, const char *bytes,
+                                 size_t len);
+
+/* End the task's input (P-IN-1): once the bytes queued by
+ * uvt_process_write() have gone out, a pipe is closed (the child reads end
+ * of file) and a terminal receives its end-of-file character (VEOF,
+ * Ctrl-D unless the program changed it), which a program reading lines
+ * takes as end of file when it comes at the start of a line.  Later writes
+ * give UV_EPIPE.  Calling it again, or after the child closed its end or
+ * the task ended, does nothing and returns 0.
+ *
+ * Returns 0, UV_EINVAL (NULL reg or id, a task without stdin_pipe or pty,
+ * not a process task), UVT_ENOTASK, UVT_EFOREIGN.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
+                                       const uvt_agent_t *caller);
+
+/* Change a pty task's window size (P-PTY-1): TIOCSWINSZ on its terminal,
+ * so the kernel sends SIGWINCH to the terminal's foreground job
+ * (`tput cols`, `stty size` and full-screen programs see the new size).
+ * Before the spawn, it sets the size the child starts with.
+ *
+ * Returns 0, UV_EINVAL (NULL reg or id, cols or rows 0, a task without
+ * pty, not a process task), UV_EPIPE (the task ended or is ending: its
+ * terminal is closed), UVT_ENOTASK, UVT_EFOREIGN, or the error of the
+ * ioctl.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_resize(uvt_registry_t *reg, const char *id,
+                                  const uvt_agent_t *caller, uint16_t cols,
+                                  uint16_t rows);
+
+/* A structured read (P-RES-1): see uvt_process_read(). */
+typedef struct {
+  /* The new stdout bytes (a pty task: the terminal's one stream) and the
+   * new stderr bytes (always empty for a pty task).  Each is
+   * NUL-terminated after its length and may hold any bytes (a NUL too);
+   * never NULL after a successful read.  No notice or marker is ever added
+   * to them. */
+  char *out;
+  size_t out_len;
+  char *err;
+  size_t err_len;
+  /* Bytes of each stream lost since the previous read (P-OUT-2: the cap
+   * dropped them; also the bytes of a character cut by a drop, and any
+   * bytes lost because memory ran out).  Always 0 with
+   * output_backpressure, unless memory ran out. */
+  uint64_t out_dropped, err_dropped;
+  /* 1 once the task ended (the snapshot is terminal), else 0 and the two
+   * below are 0.  When it ended: exit_code is the leader's exit status
+   * (0..255) and term_signal 0; or exit_code -1 and term_signal the signal
+   * that killed the leader (SIGTERM = 15); or both -1 and 0 when there is
+   * no status: the spawn failed, a kill came before the child existed, or
+   * the leader was reaped elsewhere.  The snapshot's status and detail say
+   * the same in words (P-END-2, P-KILL-2). */
+  int exited;
+  int exit_code;
+  int term_signal;
+  uvt_snapshot_t snapshot;
+  /* private */
+  void *reserved_[4]; /* for fields to come without an ABI break */
+} uvt_process_read_t;
+
+/* Read and consume what the task produced since the previous read, stdout
+ * and stderr apart (P-RES-1).  It shares the task's cursor with uvt_read()
+ * (R-READ-1): bytes one of them returned, the other never returns; hosts
+ * may mix them.  uvt_read() keeps its text format (P-OUT-1..3), for
+ * models; this one is for programs.  The UTF-8 rule of P-OUT-3 holds for
+ * each stream: an incomplete trailing sequence waits for the rest.  Once
+ * the task ended, the first read returns what was left unread and later
+ * ones empty streams; a read that finds the task ended marks it reported
+ * (R-READ-3), as uvt_read() does.  With output_backpressure a read also
+ * lets a stream stopped at its cap be read again (P-OUT-4).
+ *
+ * Returns 0 and fills *out (free it with uvt_process_read_cleanup()),
+ * UV_EINVAL (NULL reg, id or out, not a process task), UVT_ENOTASK,
+ * UVT_EFOREIGN (R-OWN-2), UV_ENOMEM.  On error *out is zeroed and nothing
+ * was consumed.
+ * Ownership: *out's buffers and snapshot are the caller's.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_read(uvt_registry_t *reg, const char *id,
+                                const uvt_agent_t *caller,
+                                uvt_process_read_t *out);
+
+/* Free what uvt_process_read() put in `r` and zero its fields; accepts
+ * NULL and a zeroed struct.  Thread: any. */
+UVT_EXTERN void uvt_process_read_cleanup(uvt_process_read_t *r);
 
 /* Send SIGKILL at once to every live process task of every registry in
  * this process (their sessions, and their cgroups where enabled), without

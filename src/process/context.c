@@ -49,6 +49,8 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   if (n < 0)
     return; /* a leader's reap still needs the SIGCHLD watch */
   n += (int)uvt__session_close(ps, procs_handle_closed);
+  n += (int)uvt__notify_close(ps, procs_handle_closed);
+  n += (int)uvt__trim_close(ps, procs_handle_closed);
   n += (int)uvt__spawner_close(ps, procs_handle_closed);
   uvt__env_cache_free(&ps->envc);
   /* Held while the handles are asked to close, so that a context with no
@@ -103,6 +105,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   ps->owner_fd = -1;
   ps->cg_dirfd = -1;
   uvt__list_init(&ps->unreaped);
+  uvt__list_init(&ps->notifying);
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;
   err = uvt__session_init(ps);

@@ -285,34 +285,111 @@ int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
   return 1;
 }
 
+/* A sink that counts what passes through it, so the layout of a read can
+ * be told without knowing the notices' lengths in advance. */
+typedef struct {
+  uvt__sink_fn sink;
+  void *ctx;
+  size_t pos;
+} counting_t;
+
+static int count_sink(void *ctx, const void *bytes, size_t len) {
+  counting_t *c = ctx;
+  int rc = c->sink(c->ctx, bytes, len);
+  if (rc == 0)
+    c->pos += len;
+  return rc;
+}
+
 int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
-                        int err_final, uvt__sink_fn sink, void *ctx) {
+                        int err_final, uvt__sink_fn sink, void *ctx,
+                        uvt__layout_t *layout) {
   plan_t po;
   plan_t pe;
+  counting_t c;
+  uvt__layout_t l;
   int rc;
   int out_nl = 1; /* the stdout part is empty or ends with a newline */
 
   plan_stream(out, out_final, &po);
   plan_stream(err, err_final, &pe);
+  c.sink = sink;
+  c.ctx = ctx;
+  c.pos = 0;
+  memset(&l, 0, sizeof(l));
+  l.dropped[0] = po.dropped;
+  l.dropped[1] = pe.dropped;
 
-  rc = emit_notice(po.dropped, sink, ctx);
+  rc = emit_notice(po.dropped, count_sink, &c);
+  l.off[0] = c.pos;
+  l.len[0] = po.emit;
   if (rc == 0)
-    rc = emit_bytes(out, &po, sink, ctx);
+    rc = emit_bytes(out, &po, count_sink, &c);
   if (po.emit > 0)
     out_nl = byte_at(out, po.skip + po.emit - 1) == '\n';
+  l.off[1] = c.pos;
   if (rc == 0 && (pe.emit > 0 || pe.dropped > 0)) {
     /* "[stderr]" is a line of its own even after a partial stdout line. */
     if (!out_nl)
-      rc = sink(ctx, "\n", 1);
+      rc = count_sink(&c, "\n", 1);
     if (rc == 0)
-      rc = sink(ctx, "[stderr]\n", 9);
+      rc = count_sink(&c, "[stderr]\n", 9);
     if (rc == 0)
-      rc = emit_notice(pe.dropped, sink, ctx);
+      rc = emit_notice(pe.dropped, count_sink, &c);
+    l.off[1] = c.pos;
+    l.len[1] = pe.emit;
     if (rc == 0)
-      rc = emit_bytes(err, &pe, sink, ctx);
+      rc = emit_bytes(err, &pe, count_sink, &c);
   }
   if (rc != 0)
     return rc;
+  l.total = c.pos;
+  if (layout != NULL)
+    *layout = l;
+  consume(out, &po);
+  consume(err, &pe);
+  return 0;
+}
+
+/* One stream's bytes of a plan, copied to a new NUL-terminated block. */
+static char *copy_plan(const uvt__outbuf_t *b, const plan_t *pl) {
+  size_t start;
+  size_t first;
+  char *text = uvt__malloc(pl->emit + 1);
+
+  if (text == NULL)
+    return NULL;
+  if (pl->emit > 0) {
+    start = (b->head + pl->skip) % b->alloc;
+    first = b->alloc - start;
+    if (first > pl->emit)
+      first = pl->emit;
+    memcpy(text, b->ring + start, first);
+    memcpy(text + first, b->ring, pl->emit - first);
+  }
+  text[pl->emit] = '\0';
+  return text;
+}
+
+int uvt__output_split(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
+                      int err_final, uvt__split_t *res) {
+  plan_t po;
+  plan_t pe;
+
+  plan_stream(out, out_final, &po);
+  plan_stream(err, err_final, &pe);
+  res->bytes[0] = copy_plan(out, &po);
+  res->bytes[1] = copy_plan(err, &pe);
+  if (res->bytes[0] == NULL || res->bytes[1] == NULL) {
+    uvt__free(res->bytes[0]);
+    uvt__free(res->bytes[1]);
+    res->bytes[0] = res->bytes[1] = NULL;
+    return UV_ENOMEM;
+  }
+  res->len[0] = po.emit;
+  res->len[1] = pe.emit;
+  res->dropped[0] = po.dropped;
+  res->dropped[1] = pe.dropped;
   consume(out, &po);
   consume(err, &pe);
   return 0;

@@ -48,12 +48,36 @@ size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at);
  * counting the unread bytes they replaced as dropped. */
 void uvt__outbuf_commit(uvt__outbuf_t *b, size_t n);
 
+/* Where the parts of a collected read landed in the text (offsets and
+ * lengths of each stream's bytes, without notices or markers), and how
+ * many bytes each stream dropped: what uvt_process_read() needs to serve
+ * a task's last read from the outcome's text (P-RES-1). */
+typedef struct {
+  size_t off[2];
+  size_t len[2];
+  uint64_t dropped[2];
+  size_t total;
+} uvt__layout_t;
+
 /* Hand what is unread to `sink` in the read format of P-OUT-1..3 and
  * consume it; a stream not `*_final` keeps an incomplete trailing UTF-8
  * sequence for later.  Nothing is consumed if `sink` fails (its error is
- * returned). */
+ * returned).  `layout` (NULL = not wanted) says where each part went. */
 int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
-                        int err_final, uvt__sink_fn sink, void *ctx);
+                        int err_final, uvt__sink_fn sink, void *ctx,
+                        uvt__layout_t *layout);
+
+/* The new bytes of both streams for a structured read (P-RES-1), each
+ * in a block of its own (from uvt__malloc, NUL-terminated after its
+ * length), with the dropped counts, consumed; the UTF-8 rule of P-OUT-3
+ * as for uvt__output_collect.  0, or UV_ENOMEM with nothing consumed. */
+typedef struct {
+  char *bytes[2];
+  size_t len[2];
+  uint64_t dropped[2];
+} uvt__split_t;
+int uvt__output_split(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
+                      int err_final, uvt__split_t *res);
 
 /* The read of uvt__output_collect without a copy, when it would be exactly
  * a prefix of the stdout ring starting at its block (no notice, no stderr)
@@ -94,19 +118,51 @@ typedef struct {
 #define UVT__PASS_GROUPS 32
 
 typedef struct {
-  uv_pipe_t pipe;
+  uv_pipe_t pipe;     /* a pipe, read by libuv */
+  uv_poll_t tty_poll; /* or a terminal's master side, read by us */
+  int fd;             /* that terminal's descriptor; -1 for a pipe */
+  int tty;
   uvt__outbuf_t buf;
   uvt__proc_t *proc;
-  int open;   /* handle initialised and uv_close not yet called */
-  int closed; /* uv_close called: no more bytes will arrive */
+  int open;    /* handle initialised and uv_close not yet called */
+  int closed;  /* uv_close called: no more bytes will arrive */
+  int paused;  /* P-OUT-4: not read while its unread bytes are at the cap */
+  int drained; /* the drain read it: its cap no longer applies */
 } uvt__stream_t;
+
+/* Input bytes waiting for the pipe or terminal (stdin.c). */
+typedef struct uvt__inchunk_s uvt__inchunk_t;
+struct uvt__inchunk_s {
+  uvt__inchunk_t *next;
+  size_t len;
+  size_t off; /* bytes already written */
+  char bytes[];
+};
+
+/* The task's input (stdin.c, P-IN-1): our end of its stdin socket, or a
+ * copy of its terminal's master side, written from a poll handle. */
+typedef struct {
+  uv_poll_t poll;
+  int fd;         /* -1 when there is none (any more) */
+  int enabled;    /* the task takes writes: stdin_pipe or pty */
+  int tty;        /* fd is a pty master: write(2), VEOF for end of file */
+  int open;       /* the poll handle is initialised, uv_close not called */
+  int polling;    /* waiting for the descriptor to take more */
+  int host_ended; /* uvt_process_close_stdin() was called */
+  int broken;     /* the child closed its end, or the task is ending */
+  size_t cap;     /* stdin_cap_bytes */
+  size_t pending; /* accepted bytes not yet written */
+  uvt__inchunk_t *head;
+  uvt__inchunk_t *tail;
+} uvt__stdin_t;
 
 /* The handles of a task, as bits of uvt__proc_t.live. */
 enum {
   UVT__H_POLL = 1 << 0,
   UVT__H_KILL = 1 << 1,
   UVT__H_DRAIN = 1 << 2,
-  UVT__H_RUNTIME = 1 << 3
+  UVT__H_RUNTIME = 1 << 3,
+  UVT__H_STDIN = 1 << 4
 };
 
 struct uvt__proc_s {
@@ -131,8 +187,20 @@ struct uvt__proc_s {
   uv_timer_t drain_timer;
   uv_timer_t runtime_timer;
   uvt__stream_t out;
-  uvt__stream_t err;
+  uvt__stream_t err; /* never opened for a pty task */
   char *scratch;
+
+  /* SPEC.md §3b. */
+  uvt__stdin_t in;
+  int pty;          /* out is the terminal's master side */
+  int backpressure; /* output_backpressure (P-OUT-4) */
+  uvt_output_cb on_output;
+  void *on_output_data;
+  struct uvt__link notify_link; /* on the context's list for on_output */
+  /* Where the outcome's text holds each stream (settle), for the last
+   * structured read; fin_ok once it was recorded. */
+  uvt__layout_t fin;
+  int fin_ok;
 
   /* Links of the context's lists (reap.c, session.c). */
   struct uvt__link unreaped_link; /* leader watched through SIGCHLD */
@@ -184,6 +252,74 @@ int uvt__proc_check_leader(uvt__proc_t *p);
 void uvt__proc_swept(uvt__proc_t *p);
 /* The spawner answered the task's request (sp->cookie). */
 void uvt__proc_spawned(uvt__spawn_t *sp);
+/* The process task behind `id`, through the registry's fence: 0 and *out
+ * (and *t), or UVT_ENOTASK, UVT_EFOREIGN, UV_EINVAL (not a process task). */
+int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
+                     const uvt_agent_t *caller, uvt_task_t **t,
+                     uvt__proc_t **out);
+/* A read consumed output: streams stopped at their cap are read again
+ * (P-OUT-4). */
+void uvt__proc_resume(uvt__proc_t *p);
+/* Has the task reached quiescence (it is closing its last handles, or
+ * settled)?  Then it takes no more input. */
+int uvt__proc_ending(const uvt__proc_t *p);
+/* The close callback of every handle of a task. */
+void uvt__proc_on_close(uv_handle_t *h);
+
+/* ---- stdin.c: input for a running task (P-IN-1) ----------------------- */
+
+/* A socket pair for a stdin_pipe task: *ours (non-blocking, shut for
+ * reading) and *theirs (the child's stdin, blocking), both close-on-exec.
+ * 0 or a libuv error. */
+int uvt__stdin_socket(int *ours, int *theirs);
+/* Make `fd` (our end of the socket, or a copy of the pty master when
+ * `tty`) the task's input, holding up to `cap` pending bytes.  The
+ * descriptor is taken over (closed on failure).  0 or a libuv error. */
+int uvt__stdin_open(uvt__proc_t *p, size_t cap, int fd, int tty);
+/* Close the handle and drop what is queued (the task is ending, or its
+ * start is undone); its close callback is uvt__proc_on_close. */
+void uvt__stdin_close(uvt__proc_t *p);
+/* Called from the task's on_close for the stdin handle: close the fd. */
+void uvt__stdin_closed(uvt__proc_t *p);
+
+/* Tests only: the pending input bytes of unowned task `id` (0 if none). */
+size_t uvt__process_stdin_pending(uvt_registry_t *reg, const char *id);
+
+/* ---- pty.c: a pseudo-terminal per task (P-PTY-1) ---------------------- */
+
+/* Open a terminal of cols x rows: its master side (close-on-exec,
+ * non-blocking), its slave side opened without becoming anybody's
+ * controlling terminal (close-on-exec, held for the child until its spawn),
+ * and the slave's path for the child to open.  0 or a libuv error. */
+int uvt__pty_open(uint16_t cols, uint16_t rows, int *master, int *slave,
+                  char *path, size_t size);
+/* TIOCSWINSZ: 0 or a libuv error. */
+int uvt__pty_resize(int fd, uint16_t cols, uint16_t rows);
+/* The terminal's end-of-file character (Ctrl-D unless changed). */
+char uvt__pty_veof(int fd);
+
+/* ---- trim.c: memory given back after bursts (issue #12) --------------- */
+
+/* A block of `bytes` was freed, or handed to the host or the registry to be
+ * freed soon: count it; the allocator is asked to give free pages back
+ * once the burst is over.  `ps` may be NULL. */
+void uvt__trim_note(uvt__procs_t *ps, size_t bytes);
+/* At context close: a last trim if one is due; close the timer; returns
+ * how many handles were closed (on_closed runs for each). */
+unsigned uvt__trim_close(uvt__procs_t *ps, uv_close_cb on_closed);
+/* Tests: how many trims ran. */
+extern unsigned uvt__process_trims;
+
+/* ---- notify.c: on_output (P-EVT-1) ------------------------------------ */
+
+/* New output of p became readable: p's on_output runs from the context's
+ * check handle in this loop iteration (once, however many reads). */
+void uvt__notify_output(uvt__proc_t *p);
+/* p ends or goes away: no call for it from now on. */
+void uvt__notify_cancel(uvt__proc_t *p);
+/* At context close: close the check handle; returns how many handles
+ * were closed (on_closed runs for each). */
+unsigned uvt__notify_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
 /* ---- env.c: the child's environment, cached per registry -------------- */
 
@@ -252,6 +388,17 @@ struct uvt__procs_s {
 
   /* env.c */
   uvt__envcache_t envc;
+
+  /* notify.c */
+  uv_check_t notify_check;
+  int notify_init;
+  struct uvt__link notifying; /* procs with new output to announce */
+
+  /* trim.c */
+  uv_timer_t trim_timer;
+  int trim_init;
+  size_t trim_bytes;      /* large blocks freed since the last trim */
+  uint64_t trim_first_ns; /* uv_hrtime() of the first of them */
 
   /* spawner.c */
   uv_mutex_t spawn_mutex; /* guards the queues, spawners_left, leaders,
@@ -408,8 +555,12 @@ struct uvt__spawn_s {
   char *const *argv;
   char *const *envp;
   const char *cwd; /* NULL = inherit */
+  const char *tty; /* a pty's slave path: the child opens it as its
+                      controlling terminal and stdio; NULL = none */
   int fd[3];       /* the child's stdin (-1 = /dev/null), stdout, stderr,
-                      all above 2; the spawn closes them */
+                      all above 2, or -1 each; with a tty, fd[0] is the
+                      slave held open until the spawn; the spawn closes
+                      them */
   int want_pidfd;
   int force_fork;
   int cg_dirfd;     /* the registry's cgroup directory, or -1 */
@@ -434,11 +585,13 @@ struct uvt__spawn_s {
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
  * in PATH, the size of the command) and build the request, taking over
- * the three descriptors only on success.  0 and *out, or a libuv error
+ * the three descriptors only on success.  `tty`: the pty slave's path for
+ * a pty task (then TERM=xterm-256color unless o->env gives a TERM), or
+ * NULL.  0 and *out, or a libuv error
  * (UV_ENOENT, UV_ENOTDIR, UV_EACCES, UV_E2BIG, UV_ENAMETOOLONG,
  * UV_ENOMEM).  Loop thread. */
 int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
-                       const int fd[3], uvt__spawn_t **out);
+                       const int fd[3], const char *tty, uvt__spawn_t **out);
 /* Spawn the child in its own session with stdio from the request and no
  * other descriptor (P-SPAWN-1..5), unless the request was cancelled; then
  * close the request's descriptors.  Any thread; allocates nothing of ours. */

@@ -99,6 +99,7 @@ static uint64_t ms_since(uint64_t t0_ns) {
 
 static void proc_free(uvt__proc_t *p) {
   uvt__reap_unwatch(p);
+  uvt__notify_cancel(p);
   if (p->cg)
     uvt__cgroup_remove(p);
   uvt__session_untrack(p);
@@ -118,19 +119,13 @@ static void maybe_free(uvt__proc_t *p) {
 
 static void settle(uvt__proc_t *p);
 
-static void on_close(uv_handle_t *h) {
-  uvt__proc_t *p;
-
-  /* Pipes carry their uvt__stream_t, everything else the task state. */
-  if (h->type == UV_NAMED_PIPE)
-    p = ((uvt__stream_t *)h->data)->proc;
-  else
-    p = h->data;
-
+static void closed(uvt__proc_t *p, uv_handle_t *h) {
   if (h == (uv_handle_t *)&p->exit_poll && p->pidfd >= 0) {
     close(p->pidfd);
     p->pidfd = -1;
   }
+  if (h == (uv_handle_t *)&p->in.poll)
+    uvt__stdin_closed(p);
   if (h == (uv_handle_t *)&p->kill_timer)
     p->kill_timer_closing = 0;
   p->closing--;
@@ -139,13 +134,31 @@ static void on_close(uv_handle_t *h) {
   maybe_free(p);
 }
 
+void uvt__proc_on_close(uv_handle_t *h) {
+  /* Pipes carry their uvt__stream_t, everything else the task state. */
+  if (h->type == UV_NAMED_PIPE)
+    closed(((uvt__stream_t *)h->data)->proc, h);
+  else
+    closed(h->data, h);
+}
+
+/* A terminal's read handle: its descriptor is ours to close. */
+static void on_tty_close(uv_handle_t *h) {
+  uvt__stream_t *s = h->data;
+
+  if (s->fd >= 0)
+    close(s->fd);
+  s->fd = -1;
+  closed(s->proc, h);
+}
+
 static void close_handle(uvt__proc_t *p, unsigned bit, uv_handle_t *h) {
   if (!(p->live & bit))
     return;
   p->live &= ~bit;
   if (bit == UVT__H_KILL)
     p->kill_timer_closing = 1;
-  uv_close(h, on_close);
+  uv_close(h, uvt__proc_on_close);
 }
 
 static void close_stream(uvt__stream_t *s) {
@@ -153,7 +166,10 @@ static void close_stream(uvt__stream_t *s) {
     return;
   s->open = 0;
   s->closed = 1;
-  uv_close((uv_handle_t *)&s->pipe, on_close);
+  if (s->tty)
+    uv_close((uv_handle_t *)&s->tty_poll, on_tty_close);
+  else
+    uv_close((uv_handle_t *)&s->pipe, uvt__proc_on_close);
 }
 
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
@@ -162,6 +178,9 @@ static void maybe_finish(uvt__proc_t *p) {
   if (p->finishing || !p->reaped || p->out.open || p->err.open)
     return;
   p->finishing = 1;
+  /* Input nobody will read any more is dropped (P-IN-1: later writes get
+   * UV_EPIPE). */
+  uvt__stdin_close(p);
   close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
   close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
@@ -172,26 +191,59 @@ static void maybe_finish(uvt__proc_t *p) {
 
 /* ---- output ----------------------------------------------------------- */
 
-/* libuv reads straight into the stream's ring (uvt__outbuf_space); the
- * scratch buffer is only the fallback when no ring could be allocated, and
- * what lands there goes through uvt__outbuf_push (which drops it). */
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  uvt__stream_t *s = h->data;
+/* Where the next bytes of `s` go, so a read system call writes them in
+ * place: the stream's ring (uvt__outbuf_space), else the scratch buffer,
+ * whose bytes go through uvt__outbuf_push (which drops them).  With
+ * output_backpressure no more than the room below the cap is asked for, so
+ * nothing unread is ever overwritten (P-OUT-4); 0 when there is no room. */
+static size_t read_room(uvt__stream_t *s, char **at) {
   uvt__proc_t *p = s->proc;
-  char *at;
+  size_t want = READ_CHUNK;
   size_t n;
 
-  (void)suggested;
-  n = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
-  if (n > 0) {
-    buf->base = at;
-    buf->len = n;
-    return;
-  }
+  if (p->backpressure && !s->drained)
+    want = s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len : want;
+  if (want == 0)
+    return 0;
+  n = uvt__outbuf_space(&s->buf, want, at);
+  if (n > 0)
+    return n;
   if (p->scratch == NULL)
     p->scratch = uvt__malloc(READ_CHUNK);
-  buf->base = p->scratch;
-  buf->len = p->scratch != NULL ? READ_CHUNK : 0;
+  *at = p->scratch;
+  return p->scratch != NULL ? READ_CHUNK : 0;
+}
+
+/* P-OUT-4: a stream at its cap is not read until a read makes room. */
+static void maybe_pause(uvt__stream_t *s) {
+  if (!s->proc->backpressure || s->drained || !s->open || s->paused ||
+      s->buf.len < s->buf.cap)
+    return;
+  if (s->tty)
+    uv_poll_stop(&s->tty_poll);
+  else
+    uv_read_stop((uv_stream_t *)&s->pipe);
+  s->paused = 1;
+}
+
+/* `n` bytes were read to `at` (from read_room). */
+static void got_bytes(uvt__stream_t *s, const char *at, size_t n) {
+  uvt__proc_t *p = s->proc;
+
+  if (at == p->scratch)
+    uvt__outbuf_push(&s->buf, at, n);
+  else
+    uvt__outbuf_commit(&s->buf, n);
+  maybe_pause(s);
+  uvt__notify_output(p);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  char *at = NULL;
+
+  (void)suggested;
+  buf->len = read_room(h->data, &at);
+  buf->base = at;
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -199,23 +251,87 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   uvt__proc_t *p = s->proc;
 
   if (nread > 0) {
-    if (buf->base != NULL && buf->base == p->scratch)
-      uvt__outbuf_push(&s->buf, buf->base, (size_t)nread);
-    else
-      uvt__outbuf_commit(&s->buf, (size_t)nread);
+    got_bytes(s, buf->base, (size_t)nread);
     return;
   }
   if (nread == 0)
     return;
+  if (nread == UV_ENOBUFS && p->backpressure && s->buf.len >= s->buf.cap) {
+    maybe_pause(s); /* at the cap: not an end */
+    return;
+  }
   /* End of stream (or an error, or no memory to read into): this pipe is
    * done. */
   close_stream(s);
   maybe_finish(p);
 }
 
-/* Read what the pipe holds now, without waiting, then close it. */
+/* A terminal's master side is read here, not by libuv's stream reader:
+ * that one takes POLLHUP after a short read for the end of the stream,
+ * which is right for a pipe but not for a terminal whose slave side
+ * closed, where the kernel hands over what is still buffered a few KiB
+ * per read.  So: read until EAGAIN (at most a few chunks per turn, as
+ * libuv does), and only EIO (every slave descriptor closed and nothing
+ * left) or end of file ends the stream (P-PTY-2). */
+static void on_tty_io(uv_poll_t *h, int status, int events) {
+  uvt__stream_t *s = h->data;
+  uvt__proc_t *p = s->proc;
+  char *at;
+  size_t room;
+  ssize_t n;
+  int turns = 32;
+
+  (void)status;
+  (void)events;
+  while (s->open && !s->paused && turns-- > 0) {
+    room = read_room(s, &at);
+    if (room == 0) {
+      maybe_pause(s);
+      return;
+    }
+    do
+      n = read(s->fd, at, room);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      got_bytes(s, at, (size_t)n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return;
+    close_stream(s);
+    maybe_finish(p);
+    return;
+  }
+}
+
+static int start_reading(uvt__stream_t *s) {
+  if (s->tty)
+    return uv_poll_start(&s->tty_poll, UV_READABLE, on_tty_io);
+  return uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read);
+}
+
+static void resume_stream(uvt__stream_t *s) {
+  if (!s->paused || !s->open || s->buf.len >= s->buf.cap)
+    return;
+  s->paused = 0;
+  if (start_reading(s) != 0) {
+    close_stream(s);
+    maybe_finish(s->proc);
+  }
+}
+
+void uvt__proc_resume(uvt__proc_t *p) {
+  resume_stream(&p->out);
+  resume_stream(&p->err);
+}
+
+/* Read what the pipe holds now, without waiting, then close it.  With
+ * output_backpressure the cap no longer holds here: what the pipe still
+ * holds (at most DRAIN_LIMIT) is kept beyond it, so no byte that reached
+ * the pipe is lost (P-OUT-4); a writer still writing after that gets EPIPE
+ * when the pipe closes. */
 static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
-  uv_os_fd_t fd;
+  uv_os_fd_t fd = s->fd;
   size_t total = 0;
   ssize_t n;
   char *at;
@@ -223,18 +339,15 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
 
   if (!s->open)
     return;
-  if (uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
+  if (p->backpressure) {
+    s->drained = 1;
+    s->buf.cap = s->buf.len + DRAIN_LIMIT;
+  }
+  if (s->tty || uv_fileno((uv_handle_t *)&s->pipe, &fd) == 0) {
     while (total < DRAIN_LIMIT) {
-      room = uvt__outbuf_space(&s->buf, READ_CHUNK, &at);
-      if (room == 0) {
-        /* No ring: read into the scratch buffer and count it dropped. */
-        if (p->scratch == NULL)
-          p->scratch = uvt__malloc(READ_CHUNK);
-        if (p->scratch == NULL)
-          break;
-        at = p->scratch;
-        room = READ_CHUNK;
-      }
+      room = read_room(s, &at);
+      if (room == 0)
+        break;
       n = read(fd, at, room);
       if (n < 0 && errno == EINTR)
         continue;
@@ -247,6 +360,8 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
       total += (size_t)n;
     }
   }
+  if (total > 0)
+    uvt__notify_output(p);
   close_stream(s);
 }
 
@@ -425,11 +540,19 @@ static void settle(uvt__proc_t *p) {
   }
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
-   * it to later reads. */
-  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g) == 0) {
+   * it to later reads, uvt_process_read() through the layout (P-RES-1). */
+  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g,
+                          &p->fin) == 0) {
     o.output = g.base;
     o.output_len = g.len;
+    p->fin_ok = 1;
   }
+  /* P-EVT-1: nothing is announced from the terminal transition on. */
+  uvt__notify_cancel(p);
+  /* Issue #12: what the task buffered goes back once the burst is over. */
+  uvt__trim_note(p->procs, p->out.buf.alloc);
+  uvt__trim_note(p->procs, p->err.buf.alloc);
+  uvt__trim_note(p->procs, g.cap);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -471,14 +594,23 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
   size_t len;
   size_t size;
 
+  int err;
+
   if (out->base == NULL &&
       uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
                        &text, &len, &size)) {
     uvt__buf_adopt(out, text, len, size);
+    uvt__trim_note(p->procs, size); /* the host frees it after its read */
+    uvt__proc_resume(p);
     return 0;
   }
-  return uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
-                             p->err.closed, buf_sink, out);
+  err = uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
+                            p->err.closed, buf_sink, out, NULL);
+  if (err == 0) {
+    uvt__trim_note(p->procs, out->len);
+    uvt__proc_resume(p);
+  }
+  return err;
 }
 
 /* ---- what an ended task left running (P-KILL-4, P-KILL-6) -------------- */
@@ -551,6 +683,8 @@ static void hook_release(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   p->released = 1;
+  /* The registry frees the outcome's text with the record. */
+  uvt__trim_note(p->procs, t->output_len);
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;
@@ -574,6 +708,24 @@ static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   s->open = 1;
   p->closing++;
   return uv_pipe_open(&s->pipe, fd);
+}
+
+/* A terminal's master side as the task's output (read by on_tty_io); the
+ * descriptor is taken over once this returns 0. */
+static int open_tty(uvt__proc_t *p, uvt__stream_t *s, int fd) {
+  int err;
+
+  s->proc = p;
+  uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  err = uv_poll_init(p->loop, &s->tty_poll, fd);
+  if (err != 0)
+    return err;
+  s->tty_poll.data = s;
+  s->tty = 1;
+  s->fd = fd;
+  s->open = 1;
+  p->closing++;
+  return 0;
 }
 
 static int init_timer(uvt__proc_t *p, uv_timer_t *timer, unsigned bit) {
@@ -602,22 +754,26 @@ static void undo_start(uvt__proc_t *p) {
   p->spawning = 0;
   close_stream(&p->out);
   close_stream(&p->err);
+  uvt__stdin_close(p);
   close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   close_handle(p, UVT__H_DRAIN, (uv_handle_t *)&p->drain_timer);
   close_handle(p, UVT__H_RUNTIME, (uv_handle_t *)&p->runtime_timer);
 }
 
 /* Everything that can fail cheaply happens here, on the loop thread and
- * before the record exists (P-SPAWN-4): the descriptors, the checks and
- * the request of spawn.c, the pipe handles and timers.  The spawn itself
- * is handed to the spawner once uvt_start has committed the record
- * (P-SPAWN-6, uvt_process_start). */
+ * before the record exists (P-SPAWN-4): the descriptors (pipes, or the
+ * terminal; the stdin socket), the checks and the request of spawn.c, the
+ * handles and timers.  The spawn itself is handed to the spawner once
+ * uvt_start has committed the record (P-SPAWN-6, uvt_process_start). */
 static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   uvt__proc_t *p = arg;
   const uvt_process_options_t *o = p->opts;
   int outp[2] = {-1, -1};
   int errp[2] = {-1, -1};
-  int in_fd = -1;
+  int in_fd = -1;   /* the child's stdin, when it is not /dev/null */
+  int in_ours = -1; /* our end of its input (P-IN-1) */
+  int master = -1;  /* a pty task's terminal (P-PTY-1) */
+  char tty[64];
   int child[3];
   int err;
 
@@ -625,30 +781,50 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   err = uvt__procs_get(p->reg, &p->procs);
   if (err != 0)
     return err;
-  if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
-    err = UVT__PERR(errno);
-    goto fail_fds;
-  }
-  if (o->stdin_data != NULL) {
-    in_fd = uvt__stdin_file(o->stdin_data, o->stdin_len);
-    if (in_fd < 0) {
-      err = in_fd;
+  if (o->pty) {
+    /* One terminal for the child's stdin, stdout and stderr: the slave
+     * travels in the request (child[0]), the master is read here and a
+     * copy of it written. */
+    err = uvt__pty_open(o->pty_cols, o->pty_rows, &master, &in_fd, tty,
+                        sizeof(tty));
+    if (err != 0)
+      goto fail_fds;
+    in_ours = fcntl(master, F_DUPFD_CLOEXEC, 3);
+    if (in_ours < 0) {
+      err = UVT__PERR(errno);
       goto fail_fds;
     }
-  }
-  /* The child's ends above stdio, so its dup2s cannot clash. */
-  if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
-      (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
-      (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
-    err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
-    goto fail_fds;
+  } else {
+    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+      err = UVT__PERR(errno);
+      goto fail_fds;
+    }
+    if (o->stdin_data != NULL) {
+      in_fd = uvt__stdin_file(o->stdin_data, o->stdin_len);
+      if (in_fd < 0) {
+        err = in_fd;
+        goto fail_fds;
+      }
+    } else if (o->stdin_pipe) {
+      err = uvt__stdin_socket(&in_ours, &in_fd);
+      if (err != 0)
+        goto fail_fds;
+    }
+    /* The child's ends above stdio, so its dup2s cannot clash. */
+    if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
+        (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
+        (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
+      err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
+      goto fail_fds;
+    }
   }
   child[0] = in_fd;
   child[1] = outp[1];
   child[2] = errp[1];
   err = uvt__spawner_reserve(p->procs);
   if (err == 0)
-    err = uvt__spawn_prepare(&p->procs->envc, o, child, &p->spawn);
+    err = uvt__spawn_prepare(&p->procs->envc, o, child, o->pty ? tty : NULL,
+                             &p->spawn);
   if (err != 0)
     goto fail_fds;
   /* The request owns the child's ends now. */
@@ -662,13 +838,26 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     memcpy(p->spawn->cg_name, p->cg_name, sizeof(p->cg_name));
   }
 
-  err = open_pipe(p, &p->out, outp[0]);
-  if (err == 0)
-    outp[0] = -1; /* the pipe handle owns it now */
-  if (err == 0)
-    err = open_pipe(p, &p->err, errp[0]);
-  if (err == 0)
-    errp[0] = -1;
+  if (o->pty) {
+    err = open_tty(p, &p->out, master);
+    if (err == 0)
+      master = -1; /* the poll handle owns it now */
+    /* The terminal is one stream: stderr is never opened (P-PTY-1). */
+    uvt__outbuf_init(&p->err.buf, o->output_cap_bytes);
+    p->err.closed = 1;
+  } else {
+    err = open_pipe(p, &p->out, outp[0]);
+    if (err == 0)
+      outp[0] = -1;
+    if (err == 0)
+      err = open_pipe(p, &p->err, errp[0]);
+    if (err == 0)
+      errp[0] = -1;
+  }
+  if (err == 0 && in_ours >= 0) {
+    err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty);
+    in_ours = -1; /* taken, or closed on failure */
+  }
   if (err == 0)
     err = init_timer(p, &p->kill_timer, UVT__H_KILL);
   if (err == 0)
@@ -676,9 +865,9 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   if (err == 0)
     err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME);
   if (err == 0)
-    err = uv_read_start((uv_stream_t *)&p->out.pipe, on_alloc, on_read);
-  if (err == 0)
-    err = uv_read_start((uv_stream_t *)&p->err.pipe, on_alloc, on_read);
+    err = start_reading(&p->out);
+  if (err == 0 && p->err.open)
+    err = start_reading(&p->err);
   if (err != 0) {
     undo_start(p);
     goto fail_fds;
@@ -700,6 +889,8 @@ fail_fds:
   close_fd(&errp[0]);
   close_fd(&errp[1]);
   close_fd(&in_fd);
+  close_fd(&in_ours);
+  close_fd(&master);
   return err;
 }
 
@@ -802,6 +993,9 @@ void uvt_process_options_init(uvt_process_options_t *o) {
   o->grace_ms = UVT_PROCESS_GRACE_MS;
   o->drain_ms = UVT_PROCESS_DRAIN_MS;
   o->output_cap_bytes = UVT_PROCESS_OUTPUT_CAP_BYTES;
+  o->stdin_cap_bytes = UVT_PROCESS_STDIN_CAP_BYTES;
+  o->pty_cols = UVT_PROCESS_PTY_COLS;
+  o->pty_rows = UVT_PROCESS_PTY_ROWS;
 }
 
 /* The default label of an argv task: its words joined by spaces. */
@@ -852,6 +1046,13 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
     return UV_EINVAL;
   if (o->output_cap_bytes < 4)
     return UV_EINVAL;
+  /* SPEC.md §3b: input is either fixed bytes or written later. */
+  if (o->stdin_data != NULL && (o->stdin_pipe || o->pty))
+    return UV_EINVAL;
+  if ((o->stdin_pipe || o->pty) && o->stdin_cap_bytes == 0)
+    return UV_EINVAL;
+  if (o->pty && (o->pty_cols == 0 || o->pty_rows == 0))
+    return UV_EINVAL;
   for (e = o->env; e != NULL && *e != NULL; e++)
     if (strchr(*e, '=') == NULL || **e == '=')
       return UV_EINVAL;
@@ -869,6 +1070,14 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->max_runtime_ms = o->max_runtime_ms;
   p->out.proc = p;
   p->err.proc = p;
+  p->out.fd = -1;
+  p->err.fd = -1;
+  p->in.fd = -1;
+  p->pty = o->pty != 0;
+  p->backpressure = o->output_backpressure != 0;
+  p->on_output = o->on_output;
+  p->on_output_data = o->on_output_data;
+  uvt__list_init(&p->notify_link);
   uvt__list_init(&p->unreaped_link);
   uvt__list_init(&p->sweep_link);
   uvt__list_init(&p->pass_link);
@@ -911,22 +1120,48 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   return 0;
 }
 
-/* The process task behind `id`, through the registry's fence. */
+int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
+                     const uvt_agent_t *caller, uvt_task_t **t,
+                     uvt__proc_t **out) {
+  int err;
+
+  if (reg == NULL || id == NULL)
+    return UV_EINVAL;
+  /* The registry's lookup applies the fence (R-OWN-2). */
+  err = uvt__lookup(reg, id, caller, t);
+  if (err != 0)
+    return err;
+  if ((*t)->dropped || (*t)->release_called)
+    return UVT_ENOTASK;
+  if ((*t)->hooks.cancel != hook_cancel)
+    return UV_EINVAL; /* another producer's task */
+  *out = (*t)->arg;
+  return 0;
+}
+
 static int lookup_proc(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uvt__proc_t **out) {
   uvt_task_t *t;
-  int err;
+  return uvt__proc_lookup(reg, id, caller, &t, out);
+}
 
-  /* The registry's lookup applies the fence (R-OWN-2). */
-  err = uvt__lookup(reg, id, caller, &t);
+int uvt__proc_ending(const uvt__proc_t *p) {
+  return p->finishing || p->settled;
+}
+
+int uvt_process_resize(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller, uint16_t cols,
+                       uint16_t rows) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
     return err;
-  if (t->dropped || t->release_called)
-    return UVT_ENOTASK;
-  if (t->hooks.cancel != hook_cancel)
-    return UV_EINVAL; /* another producer's task */
-  *out = t->arg;
-  return 0;
+  if (!p->pty || cols == 0 || rows == 0)
+    return UV_EINVAL;
+  /* The copy of the master side lives until quiescence. */
+  if (!p->in.open || p->in.fd < 0)
+    return UV_EPIPE;
+  return uvt__pty_resize(p->in.fd, cols, rows);
 }
 
 int uvt_process_pid(uvt_registry_t *reg, const char *id,

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -232,8 +233,31 @@ static int resolve(uvt__envcache_t *c, const char *name, const char *const *env,
   return 0;
 }
 
+/* A pty task's environment entries: the options' own, behind
+ * TERM=xterm-256color unless they give a TERM (P-PTY-1).  *out is NULL
+ * when they need nothing added (use o->env), else an array to free. */
+static int tty_env(const char *const *env, const char ***out) {
+  static const char term[] = "TERM=xterm-256color";
+  const char **v;
+  size_t n = 0;
+
+  *out = NULL;
+  for (; env != NULL && env[n] != NULL; n++)
+    if (strncmp(env[n], "TERM=", 5) == 0)
+      return 0;
+  v = uvt__malloc((n + 2) * sizeof(*v));
+  if (v == NULL)
+    return UV_ENOMEM;
+  v[0] = term;
+  if (n > 0)
+    memcpy(v + 1, env, n * sizeof(*v));
+  v[n + 1] = NULL;
+  *out = v;
+  return 0;
+}
+
 int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
-                       const int fd[3], uvt__spawn_t **out) {
+                       const int fd[3], const char *tty, uvt__spawn_t **out) {
   char path[PATH_MAX];
   const char *file;
   uvt__env_t *env;
@@ -267,7 +291,16 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
       if (strlen(o->argv[argc++]) >= ONE_STRING_MAX)
         return UV_E2BIG;
   }
-  err = uvt__env_get(envc, o->env, &env);
+  if (tty != NULL) {
+    const char **extra;
+    err = tty_env(o->env, &extra);
+    if (err != 0)
+      return err;
+    err = uvt__env_get(envc, extra != NULL ? extra : o->env, &env);
+    uvt__free((void *)extra);
+  } else {
+    err = uvt__env_get(envc, o->env, &env);
+  }
   if (err != 0)
     return err;
 
@@ -281,6 +314,8 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
       bytes += strlen(o->argv[i]) + 1;
   if (o->cwd != NULL)
     bytes += strlen(o->cwd) + 1;
+  if (tty != NULL)
+    bytes += strlen(tty) + 1;
   sp = uvt__malloc(bytes);
   if (sp == NULL) {
     uvt__env_unref(env);
@@ -320,6 +355,8 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   envp[i] = NULL;
   if (o->cwd != NULL)
     COPY(sp->cwd, o->cwd);
+  if (tty != NULL)
+    COPY(sp->tty, tty);
 #undef COPY
   sp->argv = argv;
   sp->envp = envp;
@@ -377,16 +414,25 @@ static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
     rc = posix_spawnattr_setsigdefault(&attr, &all);
   if (rc == 0)
     rc = posix_spawnattr_setsigmask(&attr, &none);
-  if (rc == 0) {
+  if (rc == 0 && sp->tty != NULL) {
+    /* P-PTY-1: the file actions run after POSIX_SPAWN_SETSID, so this
+     * open (without O_NOCTTY) makes the terminal the new session's
+     * controlling terminal. */
+    rc = posix_spawn_file_actions_addopen(&fa, 0, sp->tty, O_RDWR, 0);
+    if (rc == 0)
+      rc = posix_spawn_file_actions_adddup2(&fa, 0, 1);
+    if (rc == 0)
+      rc = posix_spawn_file_actions_adddup2(&fa, 0, 2);
+  } else if (rc == 0) {
     if (sp->fd[0] >= 0)
       rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[0], 0);
     else
       rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (rc == 0)
+      rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[1], 1);
+    if (rc == 0)
+      rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[2], 2);
   }
-  if (rc == 0)
-    rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[1], 1);
-  if (rc == 0)
-    rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[2], 2);
   if (rc == 0 && sp->cwd != NULL)
     rc = posix_spawn_file_actions_addchdir_np(&fa, sp->cwd);
   /* P-SPAWN-5: whatever the host left without O_CLOEXEC stops here. */
@@ -418,12 +464,23 @@ static void fork_child(const uvt__spawn_t *sp, int errfd) {
   sigprocmask(SIG_SETMASK, &none, NULL);
   if (setsid() < 0)
     goto fail;
-  if (sp->fd[0] >= 0)
-    fd = dup2(sp->fd[0], 0);
-  else if ((fd = open("/dev/null", O_RDONLY)) >= 0 && fd != 0)
-    fd = dup2(fd, 0);
-  if (fd < 0 || dup2(sp->fd[1], 1) < 0 || dup2(sp->fd[2], 2) < 0)
-    goto fail;
+  if (sp->tty != NULL) {
+    /* P-PTY-1: a session leader without a controlling terminal that opens
+     * one without O_NOCTTY gets it; TIOCSCTTY says so explicitly. */
+    if ((fd = open(sp->tty, O_RDWR)) < 0)
+      goto fail;
+    if (fd != 0 && (dup2(fd, 0) < 0 || close(fd) != 0))
+      goto fail;
+    if (ioctl(0, TIOCSCTTY, 0) != 0 || dup2(0, 1) < 0 || dup2(0, 2) < 0)
+      goto fail;
+  } else {
+    if (sp->fd[0] >= 0)
+      fd = dup2(sp->fd[0], 0);
+    else if ((fd = open("/dev/null", O_RDONLY)) >= 0 && fd != 0)
+      fd = dup2(fd, 0);
+    if (fd < 0 || dup2(sp->fd[1], 1) < 0 || dup2(sp->fd[2], 2) < 0)
+      goto fail;
+  }
   if (sp->cwd != NULL && chdir(sp->cwd) != 0)
     goto fail;
   if (sp->cg_dirfd >= 0) {

@@ -1,0 +1,157 @@
+/* Structured reads for hosts (P-RES-1): uvt_process_read().
+ *
+ * uvt_read() gives a model one text: stdout, a "[stderr]" line, stderr,
+ * and notices of dropped bytes; a command can print those markers itself,
+ * so a program cannot take the text apart again.  This read hands over the
+ * two streams as separate byte blocks, the dropped counts as numbers and,
+ * once the task ended, its exit status as integers.
+ *
+ * One cursor.  While the task runs, both reads consume the same rings.
+ * When it settles, what nobody read becomes the outcome's text (the
+ * registry serves uvt_read() from it), and settle() records where each
+ * stream's bytes lie in that text (uvt__layout_t); the first read after
+ * the end, of either kind, consumes all of it (the registry's output_pos
+ * moves to the end), so this one slices the text by the layout instead of
+ * keeping a second copy of the bytes. */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "process-internal.h"
+
+static char *copy_bytes(const char *from, size_t len) {
+  char *b = uvt__malloc(len + 1);
+  if (b == NULL)
+    return NULL;
+  if (len > 0)
+    memcpy(b, from, len);
+  b[len] = '\0';
+  return b;
+}
+
+/* The exit status as integers (see uvt_process_read_t). */
+static void status_of(const uvt__proc_t *p, uvt_process_read_t *out) {
+  out->exited = 1;
+  out->exit_code = -1;
+  out->term_signal = 0;
+  if (p->not_started || p->status_lost || !p->reaped)
+    return;
+  if (WIFSIGNALED(p->status))
+    out->term_signal = WTERMSIG(p->status);
+  else
+    out->exit_code = WEXITSTATUS(p->status);
+}
+
+/* The task ended: the unread rest from the outcome's text, once. */
+static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
+  const uvt__layout_t *l = &p->fin;
+  /* Unread: no read consumed the text yet (or the registry could not keep
+   * it, and nothing said so yet). */
+  int unread = p->fin_ok && (t->output_pos < t->output_len ||
+                             (t->output_len == 0 && l->total > 0));
+  unsigned was;
+  int err;
+
+  if (unread && t->output_len == l->total) {
+    out->out = copy_bytes(t->output + l->off[0], l->len[0]);
+    out->err = copy_bytes(t->output + l->off[1], l->len[1]);
+    out->out_len = l->len[0];
+    out->err_len = l->len[1];
+    out->out_dropped = l->dropped[0];
+    out->err_dropped = l->dropped[1];
+  } else {
+    out->out = copy_bytes("", 0);
+    out->err = copy_bytes("", 0);
+    if (unread) {
+      /* The registry could not keep the text (no memory at settle): what
+       * it held is lost, and said so. */
+      out->out_dropped = l->dropped[0] + l->len[0];
+      out->err_dropped = l->dropped[1] + l->len[1];
+    }
+  }
+  if (out->out == NULL || out->err == NULL)
+    return UV_ENOMEM;
+  /* R-READ-3: a read that finds the task ended marks it reported, and its
+   * snapshot shows that. */
+  was = t->reported;
+  t->reported = 1;
+  err = uvt__snapshot_take(t, &out->snapshot);
+  if (err != 0) {
+    t->reported = was;
+    return err;
+  }
+  if (unread) {
+    t->output_pos = t->output_len;
+    p->fin_ok = 0; /* consumed: later reads are empty */
+  }
+  status_of(p, out);
+  return 0;
+}
+
+int uvt_process_read(uvt_registry_t *reg, const char *id,
+                     const uvt_agent_t *caller, uvt_process_read_t *out) {
+  uvt__split_t sp;
+  uvt__proc_t *p;
+  uvt_task_t *t;
+  int err;
+
+  if (out == NULL)
+    return UV_EINVAL;
+  memset(out, 0, sizeof(*out));
+  err = uvt__proc_lookup(reg, id, caller, &t, &p);
+  if (err != 0)
+    return err;
+  if (uvt_status_is_terminal(t->status)) {
+    err = read_ended(t, p, out);
+    if (err != 0)
+      uvt_process_read_cleanup(out);
+    return err;
+  }
+  /* Live: the snapshot first, so nothing fails once output was consumed;
+   * a read of a live task never marks it reported. */
+  err = uvt__snapshot_take(t, &out->snapshot);
+  if (err != 0)
+    return err;
+  memset(&sp, 0, sizeof(sp));
+  if (p->settled) {
+    /* Settled but not yet recorded by the registry: as uvt_read(), nothing
+     * until the terminal snapshot (the bytes are in the outcome). */
+    out->out = copy_bytes("", 0);
+    out->err = copy_bytes("", 0);
+    err = out->out != NULL && out->err != NULL ? 0 : UV_ENOMEM;
+  } else {
+    err = uvt__output_split(&p->out.buf, p->out.closed, &p->err.buf,
+                            p->err.closed, &sp);
+    if (err == 0) {
+      out->out = sp.bytes[0];
+      out->out_len = sp.len[0];
+      out->err = sp.bytes[1];
+      out->err_len = sp.len[1];
+      out->out_dropped = sp.dropped[0];
+      out->err_dropped = sp.dropped[1];
+      uvt__trim_note(p->procs, sp.len[0]);
+      uvt__trim_note(p->procs, sp.len[1]);
+      uvt__proc_resume(p);
+    }
+  }
+  if (err != 0)
+    uvt_process_read_cleanup(out);
+  return err;
+}
+
+void uvt_process_read_cleanup(uvt_process_read_t *r) {
+  if (r == NULL)
+    return;
+  uvt__free(r->out);
+  uvt__free(r->err);
+  uvt_snapshot_cleanup(&r->snapshot);
+  r->out = NULL;
+  r->err = NULL;
+  r->out_len = 0;
+  r->err_len = 0;
+  r->out_dropped = 0;
+  r->err_dropped = 0;
+  r->exited = 0;
+  r->exit_code = 0;
+  r->term_signal = 0;
+}
