@@ -2183,11 +2183,13 @@ static void test_write_stdin_errors(void **state) {
   call(&t, &r, &t.a, "write_stdin", &a);
   free(big);
   assert_int_equal(r.is_error, 1);
-  assert_string_equal(r.text, "Nothing was sent: bash-2 has not yet read "
-                              "enough of its earlier input to take 1048577 "
-                              "bytes more. Poll with empty chars until it has "
-                              "read more, then send again, or send less at a "
-                              "time.\n[status: running]");
+  assert_string_equal(r.text,
+                      "Nothing was sent: bash-2 cannot take 1048577 bytes "
+                      "more now (the input it has not read yet and these may "
+                      "not go beyond its limit, 1 MiB for the tasks "
+                      "run_in_background starts). Send less at a time, or "
+                      "poll with empty chars until it has read more, then "
+                      "send again.\n[status: running]");
   write_stdin(&t, &r, id, "small\n", UVT_TOOLS_WRITE_YIELD_MAX_MS, 1);
   assert_int_equal(r.is_error, 0);
   assert_string_equal(r.text, "small\n[status: completed, exit code: 0]");

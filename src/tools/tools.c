@@ -1,7 +1,7 @@
 /* The model-facing tool surface (SPEC §5, M-TOOLS-1..6): the tools over
  * the registry's operations and the process producer, completion notices
- * from a listener, and results delivered through the loop.  What a result shows
- * of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8). */
+ * from a listener, and results delivered through the loop.  What a result
+ * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8). */
 #include "uvtasks/tools.h"
 
 #include <string.h>
@@ -703,10 +703,12 @@ static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
                      "true).");
   } else if (err == UV_ENOBUFS) {
     uvt__text_printf(t,
-                     "Nothing was sent: %s has not yet read enough of its "
-                     "earlier input to take %zu bytes more. Poll with empty "
-                     "chars until it has read more, then send again, or "
-                     "send less at a time.",
+                     "Nothing was sent: %s cannot take %zu bytes more now "
+                     "(the input it has not read yet and these may not go "
+                     "beyond its limit, 1 MiB for the tasks "
+                     "run_in_background starts). Send less at a time, or "
+                     "poll with empty chars until it has read more, then "
+                     "send again.",
                      id, len);
   } else if (err == UV_EPIPE) {
     /* Ended, or only its input closed. */
@@ -877,10 +879,10 @@ static void tool_write_stdin(uvt_tools_call_t *req,
     /* Only out of memory can stop it now (a terminal's Ctrl-D is queued). */
     err = uvt_process_close_stdin(reg, req->task_id_, req->caller_);
     if (err != 0) {
-      uvt__text_printf(&t, "The %zu bytes were sent, but the input of ", len);
+      uvt__text_str(&t, "Could not end the input of ");
       uvt__text_oneline(&t, req->task_id_, UVT_ID_MAX);
-      uvt__text_printf(&t, " could not be ended: %s (%s).", uvt_strerror(err),
-                       uvt_err_name(err));
+      uvt__text_printf(&t, ": %s (%s); the %zu bytes of chars were sent.",
+                       uvt_strerror(err), uvt_err_name(err), len);
       text_status_of(req, req->task_id_, &t);
       tools_result(req, &t, 1);
       return;
