@@ -3,8 +3,8 @@
 #
 #   bash scripts/lanes.sh asan      # ASan + UBSan, every suite
 #   bash scripts/lanes.sh tsan      # TSan, the cross-thread tests
-#   bash scripts/lanes.sh valgrind  # memcheck over the unit suite and the
-#                                   # interactive process suites
+#   bash scripts/lanes.sh valgrind  # memcheck over the unit suite and every
+#                                   # process suite
 #   bash scripts/lanes.sh all       # the three in turn
 #
 # Each lane builds in its own directory (build-asan, build-tsan,
@@ -83,10 +83,14 @@ lane_valgrind() {
   setup build-valgrind -Db_sanitize=none -Dwerror=true -Dbuildtype=debug
   meson test -C build-valgrind --suite unit --print-errorlogs \
     --timeout-multiplier 10 --wrap="$wrap" "$@"
-  # The process producer's interactive suites (stdin, terminal, output
-  # events, structured reads): their buffers and handles, under memcheck.
+  # The process producer's suites (spawning, output, ends, kills, reaping,
+  # stdin, terminals, output events, structured reads): their buffers,
+  # handles and spawner threads, under memcheck.  The two tests of errors
+  # only an exec reports skip themselves there (valgrind runs the exec).
   local tests
-  tests=$(existing_tests build-valgrind process-stdin process-pty process-events)
+  tests=$(existing_tests build-valgrind process process-spawner process-end \
+    process-kill process-reap process-output process-stdin process-pty \
+    process-events)
   if [ -n "$tests" ]; then
     # shellcheck disable=SC2086
     meson test -C build-valgrind --print-errorlogs --timeout-multiplier 10 \

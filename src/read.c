@@ -123,7 +123,7 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
       }
     }
     if (t->hooks.read_output != NULL)
-      t->output_pos = t->output_len;
+      uvt__task_output_consumed(t);
     out->text = text;
     out->len = len;
     return 0;

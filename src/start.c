@@ -259,6 +259,18 @@ void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
   uvt__feed(t, UVT__CHANGE_TERMINAL);
 }
 
+/* A stream kind's unread remainder was read: the bytes are not needed any
+ * more (R-READ-1 serves them once), so they go back now instead of when the
+ * record is dropped; a host that keeps many ended tasks (uvtasks-mcp's
+ * --keep-finished) then holds their records, not their output.  The length
+ * stays, so "everything was read" is still told apart from "nothing was
+ * kept". */
+void uvt__task_output_consumed(uvt_task_t *t) {
+  t->output_pos = t->output_len;
+  uvt__free(t->output);
+  t->output = NULL;
+}
+
 void uvt__task_pin(uvt_task_t *t) {
   t->pins++;
 }

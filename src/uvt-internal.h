@@ -384,6 +384,8 @@ int uvt__snapshot_take(const uvt_task_t *t, uvt_snapshot_t *s);
 int uvt__lookup(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
                 uvt_task_t **out);
 int uvt__task_live(const uvt_task_t *t);
+/* A stream kind's remainder was read whole: free its bytes (read.c). */
+void uvt__task_output_consumed(uvt_task_t *t);
 void uvt__task_pin(uvt_task_t *t);
 void uvt__task_unpin(uvt_task_t *t);
 void uvt__task_maybe_free(uvt_task_t *t);

@@ -589,11 +589,6 @@ static void test_res_dropped(void **state) {
   fixture_close(&f);
 }
 
-static int under_valgrind(void) {
-  const char *p = getenv("LD_PRELOAD");
-  return p != NULL && strstr(p, "vgpreload") != NULL;
-}
-
 /* P-RES-1: the end as integers: exit codes (P-END-3: 130 is a code, not a
  * signal), the signal of a leader that died of one, and no status for a
  * spawn that failed; while live, zeros and a live snapshot that is not

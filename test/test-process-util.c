@@ -867,3 +867,8 @@ int process_test_main(int argc, char **argv, const char *name,
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));
   return _cmocka_run_group_tests(name, tests, count, NULL, NULL);
 }
+
+int under_valgrind(void) {
+  const char *p = getenv("LD_PRELOAD");
+  return p != NULL && strstr(p, "vgpreload") != NULL;
+}

@@ -125,6 +125,10 @@ void read_until_has(fixture_t *f, const char *id, const uvt_agent_t *caller,
                     sbuf_t *sb, const char *needle);
 
 /* Defaults with test-sized grace (200 ms) and drain (100 ms). */
+/* Nonzero under valgrind, which runs exec itself and cannot report a failed
+ * exec to posix_spawn (the child exits 127 instead): tests of errors only
+ * the exec reports skip themselves there. */
+int under_valgrind(void);
 void test_opts(uvt_process_options_t *o);
 int start_sh(fixture_t *f, uvt_agent_t *owner, const char *cmd,
              char id[UVT_ID_MAX]);

@@ -81,7 +81,7 @@ static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
     return err;
   }
   if (unread) {
-    t->output_pos = t->output_len;
+    uvt__task_output_consumed(t);
     p->fin_ok = 0; /* consumed: later reads are empty */
   }
   status_of(p, out);
