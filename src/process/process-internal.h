@@ -104,6 +104,25 @@ extern int uvt__process_no_pidfd;
 int uvt__process_last_line(uvt_registry_t *reg, const char *id,
                            const uvt_agent_t *caller, char *buf, size_t size);
 
+/* M-TOOLS-5: what task `id` holds unread, without consuming it, for the
+ * tool surface's write_stdin to tell that output arrived and whether it
+ * stopped inside a line (a prompt).  Per stream (0 stdout, or a pty task's
+ * terminal; 1 stderr): the unread bytes, the bytes dropped since the last
+ * read (P-OUT-2), and the unread bytes after the last newline (the line
+ * being written; its last UVT__PEEK_TAIL bytes if longer; empty when the
+ * unread bytes end with a newline).  Returns 0, UV_EINVAL (NULL out, not a
+ * live process task), or the lookup's UVT_ENOTASK / UVT_EFOREIGN.  Loop
+ * thread. */
+#define UVT__PEEK_TAIL 256
+typedef struct {
+  size_t unread[2];
+  uint64_t dropped[2];
+  size_t tail_len[2];
+  char tail[2][UVT__PEEK_TAIL];
+} uvt__peek_t;
+int uvt__process_peek(uvt_registry_t *reg, const char *id,
+                      const uvt_agent_t *caller, uvt__peek_t *out);
+
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
 typedef struct uvt__spawn_s uvt__spawn_t;

@@ -1252,3 +1252,47 @@ int uvt__process_last_line(uvt_registry_t *reg, const char *id,
   buf[n] = '\0';
   return 0;
 }
+
+/* ---- M-TOOLS-5: a peek at what is unread (for write_stdin) ------------ */
+
+static void peek_stream(const uvt__outbuf_t *b, size_t *unread,
+                        uint64_t *dropped, char *tail, size_t *tail_len) {
+  size_t start;
+  size_t i;
+
+  *unread = b->len;
+  *dropped = b->dropped;
+  *tail_len = 0;
+  if (b->len == 0 || b->alloc == 0)
+    return;
+  /* Back from the end to the last newline, at most UVT__PEEK_TAIL. */
+  start = b->len;
+  while (start > 0 && b->len - start < UVT__PEEK_TAIL &&
+         b->ring[(b->head + start - 1) % b->alloc] != '\n')
+    start--;
+  for (i = start; i < b->len; i++)
+    tail[i - start] = b->ring[(b->head + i) % b->alloc];
+  *tail_len = b->len - start;
+}
+
+int uvt__process_peek(uvt_registry_t *reg, const char *id,
+                      const uvt_agent_t *caller, uvt__peek_t *out) {
+  uvt_task_t *t;
+  uvt__proc_t *p;
+  int err;
+
+  if (out == NULL)
+    return UV_EINVAL;
+  memset(out, 0, sizeof(*out));
+  err = uvt__lookup(reg, id, caller, &t);
+  if (err != 0)
+    return err;
+  if (t->dropped || t->release_called || t->hooks.cancel != hook_cancel)
+    return UV_EINVAL;
+  p = t->arg;
+  peek_stream(&p->out.buf, &out->unread[0], &out->dropped[0], out->tail[0],
+              &out->tail_len[0]);
+  peek_stream(&p->err.buf, &out->unread[1], &out->dropped[1], out->tail[1],
+              &out->tail_len[1]);
+  return 0;
+}
