@@ -29,7 +29,10 @@
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
  * uvt_process_start or uv_spawn); loop_cpu_us (CPU time of the loop's
  * thread per task, user + system: what the host's loop pays, whatever the
- * neighbours do); with --probe lat_p50_us, lat_p99_us, lat_max_us. */
+ * neighbours do); with --probe lat_p50_us, lat_p99_us, lat_max_us, and
+ * where the kernel keeps schedstat lat_wait_p99_us (the loop's thread
+ * waiting for a CPU between two ticks) and lat_own_p99_us (a tick's
+ * lateness beyond that wait: the loop's own work). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -83,33 +86,72 @@ static uint64_t thread_cpu_us(void) {
 }
 static const char *const argv_shell[] = {"bash", "-c", "true", NULL};
 
-/* ---- The lateness probe: a 1 ms repeating timer on the same loop. */
+/* ---- The lateness probe: a 1 ms repeating timer on the same loop.
+ * Beside each tick's lateness it keeps how long the loop's thread waited
+ * for a CPU since the previous tick (the second field of
+ * /proc/thread-self/schedstat: time runnable but not running), so a late
+ * tick can be told apart: the machine's CPUs were busy (waiting), or the
+ * loop was (the rest).  On a kernel without schedstat both stay 0. */
 
 static uv_timer_t probe;
 static uint64_t probe_last;
 static uint64_t *lateness;
+static uint64_t *waited; /* per tick: runqueue wait since the last one */
+static uint64_t *own;    /* per tick: lateness beyond that wait */
 static size_t lateness_n;
 static size_t lateness_cap;
+static int schedstat_fd = -1;
+static uint64_t wait_last;
+
+static uint64_t runqueue_wait_ns(void) {
+  char buf[96];
+  unsigned long long run, wait;
+  ssize_t n;
+
+  if (schedstat_fd < 0)
+    return 0;
+  n = pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+    return 0;
+  return (uint64_t)wait;
+}
+
+static uint64_t *grow(uint64_t *a) {
+  a = realloc(a, lateness_cap * sizeof(*a));
+  if (a == NULL)
+    abort();
+  return a;
+}
 
 static void probe_cb(uv_timer_t *timer) {
   uint64_t now = bench_now_ns();
+  uint64_t w = runqueue_wait_ns();
   (void)timer;
   if (probe_last != 0) {
     uint64_t due = probe_last + 1000000;
+    uint64_t late = now > due ? now - due : 0;
+    uint64_t dw = w - wait_last;
     if (lateness_n == lateness_cap) {
       lateness_cap = lateness_cap ? lateness_cap * 2 : 4096;
-      lateness = realloc(lateness, lateness_cap * sizeof(*lateness));
-      if (lateness == NULL)
-        abort();
+      lateness = grow(lateness);
+      waited = grow(waited);
+      own = grow(own);
     }
-    lateness[lateness_n++] = now > due ? now - due : 0;
+    waited[lateness_n] = dw;
+    own[lateness_n] = late > dw ? late - dw : 0;
+    lateness[lateness_n++] = late;
   }
   probe_last = now;
+  wait_last = w;
 }
 
 static void probe_start(void) {
   if (!cfg.probe)
     return;
+  schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
   uv_timer_init(&loop, &probe);
   uv_timer_start(&probe, probe_cb, 1, 1);
 }
@@ -492,6 +534,12 @@ int main(int argc, char **argv) {
     bench_result("lat_max_us",
                  (double)bench_percentile(lateness, lateness_n, 100) / 1e3);
     bench_result("probe_samples", (double)lateness_n);
+    if (schedstat_fd >= 0) {
+      bench_result("lat_wait_p99_us",
+                   (double)bench_percentile(waited, lateness_n, 99) / 1e3);
+      bench_result("lat_own_p99_us",
+                   (double)bench_percentile(own, lateness_n, 99) / 1e3);
+    }
   }
   if (start_n > 0) {
     bench_result("start_p50_us",
@@ -501,6 +549,10 @@ int main(int argc, char **argv) {
   }
   free(start_ns);
   free(lateness);
+  free(waited);
+  free(own);
+  if (schedstat_fd >= 0)
+    close(schedstat_fd);
   free(heap);
   return 0;
 }

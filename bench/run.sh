@@ -320,6 +320,7 @@ END {
   unit["rss_peak_kb"] = "KiB peak RSS (burst)"; unit["after_ratio"] = "x idle RSS after burst"
   unit["ns_low"] = "ns/task at 10 live"; unit["ns_high"] = "ns/task at 100000 live"
   unit["flat_ratio"] = "x (100000 / 10 live)"
+  unit["lat_wait_p99_us"] = "us p99 waiting for CPU"; unit["lat_own_p99_us"] = "us p99 beyond the wait"
   ref["1 process argv"] = "posix_spawn"; ref["1 process shell"] = "posix_spawn"
   ref["3 output head"] = "rawpipe"; ref["3 output dd"] = "rawpipe"
   ref["2 lateness"] = "uv_spawn"
@@ -333,7 +334,7 @@ END {
     if (f[3] ~ /^start_|^loop_cpu/ && (f[1] !~ /^1 process/ || (f[2] != "uvtasks" && f[2] != "uv_spawn" && f[2] != "posix_spawn"))) continue
     if (f[3] ~ /^start_/ && f[2] == "posix_spawn") continue
     r = ""
-    if ((f[1] in ref) && f[2] != ref[f[1]] && f[3] !~ /^start_|^loop_cpu/) {
+    if ((f[1] in ref) && f[2] != ref[f[1]] && f[3] !~ /^start_|^loop_cpu|^lat_wait|^lat_own/) {
       q = rmed(f[1], f[2], f[3], f[1], ref[f[1]], f[3])
       if (q != "") r = sprintf("%.2fx %s (%.2f-%.2f)", q, ref[f[1]], rlo, rhi)
     }
@@ -411,6 +412,7 @@ END {
   print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"
   print "note: uvtasks spawns on spawner threads (one per core); uvtasks/1spawner is the same with one"
   print "note: uvtasks+cgroup: a cgroup per task (uvt_process_cgroups, off by default): the child enters its group before exec, so it forks"
+  print "note: 2 lateness: \"waiting for CPU\" is how long the loop'"'"'s thread was runnable but not running between two ticks (/proc/thread-self/schedstat); \"beyond the wait\" is a tick'"'"'s lateness minus that: the loop'"'"'s own work"
   print "note: load average at the end: " load_end
   printf "bench: %d goals met, %d missed\n", met, missed
 }' "$results"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A short, real session with uvtasks-mcp, printed as a readable transcript.
-# Needs only bash and the built server; builds it first if it is missing,
-# installing the build tools on a fresh Debian 12 machine (as root).
+# A short, real session with uvtasks-mcp, printed as a readable transcript,
+# ending with a model's side of driving a Python REPL through write_stdin
+# shown as the exact JSON-RPC lines.  Needs bash, python3 and the built
+# server; builds it first if it is missing, installing the build tools and
+# python3 on a fresh Debian 12 machine (as root).
 #
 #   scripts/demo.sh            # uses ./build, or creates ./build-demo
 #   UVTASKS_MCP=/path/to/uvtasks-mcp scripts/demo.sh
@@ -26,6 +28,9 @@ if [ -z "$MCP" ]; then
   fi
   ninja -C "$root/build-demo" >/dev/null
   MCP=$root/build-demo/src/mcp/uvtasks-mcp
+fi
+if ! command -v python3 >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  bash "$root/scripts/setup.sh" --demo
 fi
 
 bold=$(printf '\033[1m') dim=$(printf '\033[2m') off=$(printf '\033[0m')
@@ -66,8 +71,9 @@ show_notification() {
 rpc() {
   local method=$1 params=$2 line
   next_id=$((next_id + 1))
-  printf '{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}\n' \
-    "$next_id" "$method" "$params" >&"$SRV_IN"
+  SENT_LINE=$(printf '{"jsonrpc":"2.0","id":%d,"method":"%s","params":%s}' \
+    "$next_id" "$method" "$params")
+  printf '%s\n' "$SENT_LINE" >&"$SRV_IN"
   while IFS= read -r -t 30 line <&"$SRV_OUT"; do
     case $line in
       *"\"id\":$next_id,"*) REPLY_LINE=$line; return 0 ;;
@@ -87,7 +93,12 @@ tool() {
   echo
 }
 
-say() { printf '\n%s# %s%s\n' "$dim" "$*" "$off"; }
+# say LINE...: a comment of the transcript, one line per argument.
+say() {
+  local l
+  printf '\n'
+  for l in "$@"; do printf '%s# %s%s\n' "$dim" "$l" "$off"; done
+}
 
 echo "uvtasks-mcp demo: $MCP"
 say "The client says hello; the server answers with its version and capabilities."
@@ -130,6 +141,39 @@ tool task_output '{"task_id":"bash-2","wait":true}'
 
 say "Mistakes are tool errors the model can read, not crashes."
 tool task_output '{"task_id":"bash-42"}'
+
+# wire NAME ARGS-JSON: call a tool and print the exact request line and the
+# exact answer line, then the result's text as the model reads it.
+wire() {
+  rpc tools/call "{\"name\":\"$1\",\"arguments\":$2}"
+  printf '\n%s-> %s%s\n' "$bold" "$SENT_LINE" "$off"
+  printf '<- %s\n' "$REPLY_LINE"
+  case $REPLY_LINE in *'"isError":true'*) printf '   (tool error)\n' ;; esac
+  field text "$REPLY_LINE" | indent '   '
+  echo
+}
+
+if command -v python3 >/dev/null 2>&1; then
+  say "A model drives an interactive program: a Python REPL on a terminal," \
+    "through write_stdin. Each call: the exact JSON-RPC request (->) and" \
+    "answer (<-), then the answer's text as the model reads it (the echo," \
+    "\\r\\n and colours turned into plain lines). A call answers as soon as" \
+    "the REPL shows its prompt again or the task ends, not after yield_ms."
+  wire run_in_background '{"command":"python3 -q -i","tty":true,"label":"python"}'
+  say "Wait for the first prompt: empty chars only reads."
+  wire write_stdin '{"task_id":"bash-4","chars":"","yield_ms":5000}'
+  wire write_stdin '{"task_id":"bash-4","chars":"1+1\n","yield_ms":5000}'
+  say "A slow line: its echo is no answer; the call waits for \"done\" and the prompt."
+  wire write_stdin '{"task_id":"bash-4","chars":"import time; time.sleep(0.5); print(\"done\")\n","yield_ms":5000}'
+  wire write_stdin '{"task_id":"bash-4","chars":"1/0\n","yield_ms":5000}'
+  say "close_stdin sends Ctrl-D: Python exits, and the call returns at its end."
+  wire write_stdin '{"task_id":"bash-4","chars":"","close_stdin":true,"yield_ms":5000}'
+  say "A write to the ended task is a tool error that says why."
+  wire write_stdin '{"task_id":"bash-4","chars":"1+1\n"}'
+else
+  say "(python3 is not installed: the REPL part is left out; as root this" \
+    "script installs it)"
+fi
 
 say "Closing stdin ends the session: every task's process group is stopped and the server exits 0."
 exec {SRV_IN}>&-

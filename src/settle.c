@@ -144,7 +144,7 @@ static void apply(uvt_task_t *t) {
   if (t->dups_seen > 0) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s: %u later outcome(s) ignored; the first outcome wins",
-             t->id, t->dups_seen);
+             uvt__task_id(t), t->dups_seen);
     t->dups_seen = 0;
   }
   if (t->producer_done || !atomic_load(&t->settle_called))
@@ -155,7 +155,7 @@ static void apply(uvt_task_t *t) {
     if (!t->dropped)
       uvt__log(reg, UVT_LOG_WARN,
                "task %s settled %s after it was force-failed; outcome ignored",
-               t->id, uvt_status_name(t->o_status));
+               uvt__task_id(t), uvt_status_name(t->o_status));
     uvt__free(t->o_detail);
     uvt__free(t->o_output);
     t->o_detail = NULL;

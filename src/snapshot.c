@@ -5,9 +5,9 @@
 #include "uvt-internal.h"
 
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s) {
-  s->id = t->id;
+  s->id = uvt__task_id(t);
   s->kind = uvt__task_kind(t);
-  s->label = t->label;
+  s->label = uvt__task_label(t);
   s->owner_session = t->owner_session;
   s->status = t->status;
   s->detail = t->detail;

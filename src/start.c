@@ -58,13 +58,13 @@ static uvt_task_t *task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec) {
   p = (char *)(t + 1);
   memcpy(p, spec->kind, kind_len + 1);
   p += kind_len + 1;
-  t->id = p;
+  t->id_prefix_len = (unsigned char)(kind_len + 1);
+  /* uvt__task_id() and uvt__task_label() find these two from the kind's
+   * length. */
   memcpy(p, spec->kind, kind_len);
   p[kind_len] = '-';
   p[kind_len + 1] = '\0';
-  t->id_prefix_len = (unsigned char)(kind_len + 1);
   p += kind_len + 22;
-  t->label = p;
   memcpy(p, spec->label, label_len + 1);
   p += label_len + 1;
   if (session_len > 0) {
@@ -93,7 +93,7 @@ static uvt_task_t *task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec) {
 static void write_id_number(uvt_task_t *t, uint64_t n) {
   char digits[21];
   int len = 0;
-  char *p = t->id + t->id_prefix_len;
+  char *p = uvt__task_id(t) + t->id_prefix_len;
   do {
     digits[len++] = (char)('0' + n % 10);
     n /= 10;
@@ -165,7 +165,7 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
 
   /* The commit: nothing below allocates or fails (R-START-3, R-START-4). */
   write_id_number(t, ++kind->counter);
-  uvt__index_insert(&reg->tasks_by_id, &t->hentry, t->id);
+  uvt__index_insert(&reg->tasks_by_id, &t->hentry, uvt__task_id(t));
   t->seq = ++reg->next_seq;
   t->started_at_ms = uvt__now_ms();
   t->committed = 1;
@@ -188,7 +188,7 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   uvt__feed(t, UVT__CHANGE_REGISTERED);
   uvt__update_ref(reg);
   if (id_out != NULL)
-    memcpy(id_out, t->id, strlen(t->id) + 1);
+    memcpy(id_out, uvt__task_id(t), strlen(uvt__task_id(t)) + 1);
   /* A disposal or a registry close that began inside `run` collected its
    * tasks before this one existed: hand it over now, as if it had been
    * there (R-REENTER-1).  The start still succeeds: the producer's work
@@ -205,7 +205,7 @@ void *uvt_task_arg(const uvt_task_t *t) {
 }
 
 const char *uvt_task_id(const uvt_task_t *t) {
-  return t != NULL && t->committed ? t->id : NULL;
+  return t != NULL && t->committed ? uvt__task_id(t) : NULL;
 }
 
 uvt_registry_t *uvt_task_registry(const uvt_task_t *t) {

@@ -47,7 +47,8 @@ void uvt__teardown_cancel_failed(uvt_task_t *t, int err) {
   uvt__log(t->reg, UVT_LOG_WARN,
            "task %s (kind %s, label \"%s\"): cancel failed during "
            "teardown (%s); its work may be orphaned",
-           t->id, uvt__task_kind(t), t->label, uvt_err_name(err));
+           uvt__task_id(t), uvt__task_kind(t), uvt__task_label(t),
+           uvt_err_name(err));
   if (!uvt__task_live(t))
     return; /* the log callback ended it some other way */
   uvt__force_fail(t, cancel_failed_detail(err),
@@ -176,7 +177,7 @@ void uvt__teardown_expired(uvt_task_t *t) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\") did not stop within %llu ms of "
              "cancel; its work may be orphaned",
-             t->id, uvt__task_kind(t), t->label, waited);
+             uvt__task_id(t), uvt__task_kind(t), uvt__task_label(t), waited);
     if (uvt__task_live(t))
       uvt__force_fail(t, grace_detail(waited),
                       "did not stop in time after cancel; work may be "
@@ -185,7 +186,7 @@ void uvt__teardown_expired(uvt_task_t *t) {
     uvt__log(reg, UVT_LOG_WARN,
              "task %s (kind %s, label \"%s\"): what its work left behind did "
              "not stop within %llu ms; it may be orphaned",
-             t->id, uvt__task_kind(t), t->label, waited);
+             uvt__task_id(t), uvt__task_kind(t), uvt__task_label(t), waited);
     t->quiesce_pending = 0;
     if (!t->dropped)
       uvt__drop(t);

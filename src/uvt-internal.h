@@ -218,8 +218,6 @@ struct uvt_task_s {
   char *output;
   size_t output_len;
   size_t output_pos;   /* stream kinds: what reads consumed of `output` */
-  char *id;            /* "<kind>-" preformatted; digits written at commit */
-  char *label;         /* the kind is the first string after the record */
   char *owner_session; /* copy, so views never depend on the session */
   const char *kill_reason;
   int64_t started_at_ms;
@@ -238,9 +236,18 @@ struct uvt_task_s {
   struct uvt__change changes[UVT__CHANGE_COUNT];
 };
 
-/* The kind is stored right after the record (one block, see start.c). */
+/* The record's strings follow it in one block (see start.c): "kind\0",
+ * then the id ("kind-" written at the start, its digits at commit; 21
+ * bytes left for them), then "label\0".  So their places follow from the
+ * kind's length (id_prefix_len - 1) and need no pointers in the record. */
 static inline const char *uvt__task_kind(const uvt_task_t *t) {
   return (const char *)(t + 1);
+}
+static inline char *uvt__task_id(const uvt_task_t *t) {
+  return (char *)(t + 1) + t->id_prefix_len;
+}
+static inline const char *uvt__task_label(const uvt_task_t *t) {
+  return (const char *)(t + 1) + 2 * (size_t)t->id_prefix_len + 21;
 }
 
 /* ---- State tags of the caller-allocated handles (R-BUSY-1).  A handle

@@ -72,6 +72,7 @@ static void test_task_support(void **state) {
   assert_string_equal(mcp_tool_task_support("task_output"), "forbidden");
   assert_string_equal(mcp_tool_task_support("task_list"), "forbidden");
   assert_string_equal(mcp_tool_task_support("task_kill"), "forbidden");
+  assert_string_equal(mcp_tool_task_support("write_stdin"), "forbidden");
   assert_null(mcp_tool_task_support("bash"));
   assert_null(mcp_tool_task_support(NULL));
 

@@ -1,15 +1,18 @@
 /* uvtasks/tools.h: the model-facing control surface (SPEC §5, §5b, §5c).
  *
- * A uvt_tools_t attaches a control surface to a registry and offers five
+ * A uvt_tools_t attaches a control surface to a registry and offers six
  * tools to a host that talks to a model:
  *
- *   run_in_background  command, cwd?, label?    -> the new task id
+ *   run_in_background  command, cwd?, label?, stdin?, tty?
+ *                                               -> the new task id
  *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?
  *                                               -> its output, status line
  *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
  *   task_list          (none)                   -> one line per visible task
  *   task_kill          task_id, reason?         -> what happened, status line
+ *   write_stdin        task_id, chars?, close_stdin?, yield_ms?, max_bytes?
+ *                                               -> new output, status line
  *
  * Every result is one text of valid UTF-8 (invalid sequences of command
  * output become U+FFFD).  The NUL bytes of command output are kept: a
@@ -48,9 +51,10 @@
  * exactly once, never inside uvt_tools_call() itself.  Most tools do their
  * work inside uvt_tools_call() and only defer the callback; task_output with
  * `wait` waits first (uvt_wait()), which uvt_tools_call_abort() can cut
- * short, and run_command starts its task inside uvt_tools_call() and waits
- * for its end or its yield (uvt_tools_call_task() names the task
- * meanwhile).
+ * short, write_stdin writes inside uvt_tools_call() and then waits for
+ * output (the same way), and run_command starts its task inside
+ * uvt_tools_call() and waits for its end or its yield
+ * (uvt_tools_call_task() names the task meanwhile).
  *
  * Completion notices (M-TOOLS-2): when a task that is owned and was not
  * reported settles, the host's notice callback gets the owner and one line
@@ -83,6 +87,17 @@ extern "C" {
  * between them fit). */
 #define UVT_TOOLS_MAX_BYTES_DEFAULT 30000
 #define UVT_TOOLS_MAX_BYTES_MIN 256
+
+/* M-TOOLS-5: write_stdin waits this long for output when the call gives
+ * no yield_ms, and at most this long (longer ones are cut to it). */
+#define UVT_TOOLS_WRITE_YIELD_DEFAULT_MS 250
+#define UVT_TOOLS_WRITE_YIELD_MAX_MS 30000
+/* M-TOOLS-5: write_stdin answers before its yield once the task printed
+ * a prompt (output that stops inside a line) and then nothing for this
+ * long: the output is looked at every this many milliseconds, and two
+ * looks in a row that find the same unread output are a quiet spell.  See
+ * uvt_tools_call(). */
+#define UVT_TOOLS_WRITE_QUIET_MS 50
 
 /* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
 #define UVT_TOOLS_SURFACE_NAME "tools"
@@ -146,7 +161,9 @@ struct uvt_tools_s {
   /* private */
   uvt_surface_t surface_;
   uvt_listener_t listener_;
-  uv_idle_t idle_; /* delivers finished calls on the next turn */
+  uv_idle_t idle_;   /* delivers finished calls on the next turn */
+  uv_timer_t quiet_; /* M-TOOLS-5: looks at the output of write_stdin
+                        calls while they wait */
   uvt_tools_notice_cb notice_cb_;
   uvt_tools_detach_cb detach_cb_;
   char *cwd_;
@@ -159,6 +176,8 @@ struct uvt_tools_s {
   struct uvt__link carries_; /* per-task filter states kept between reads */
   uvt_watch_t watch_;        /* drops the state of a dropped record */
   size_t pending_;           /* calls whose callback has not run */
+  size_t writers_;           /* write_stdin calls inside their wait */
+  unsigned closing_;         /* handles whose close callback is due */
   int state_;
 };
 
@@ -170,7 +189,15 @@ typedef struct {
   const char *cwd;     /* run_in_background, run_command: NULL = the tools'
                           default */
   const char *label;   /* run_in_background: NULL = the command */
-  const char *task_id; /* task_output, task_kill: required */
+  int stdin_pipe;      /* run_in_background (M-TOOLS-5, the `stdin`
+                          argument; `stdin` itself is a macro of
+                          <stdio.h>): 1 = keep the command's stdin open as
+                          a pipe for write_stdin (P-IN-1); -1 = not given,
+                          0 = no: stdin is /dev/null */
+  int tty;             /* run_in_background (M-TOOLS-5): 1 = run on a
+                          terminal (P-PTY-1), which is also its stdin, so
+                          write_stdin works; -1 = not given, 0 = no */
+  const char *task_id; /* task_output, task_kill, write_stdin: required */
   const char *reason;  /* task_kill: NULL = "killed" */
   int wait;            /* task_output: -1 = not given, 0 = no, 1 = yes */
   int64_t timeout_ms;  /* task_output: -1 = not given; implies wait.
@@ -184,7 +211,20 @@ typedef struct {
                           given (the options' yield_ms), 0 = run to the end,
                           > 0 = answer once this much time passed with the
                           command still running; other negative values are
-                          a tool error */
+                          a tool error.
+                          write_stdin (M-TOOLS-5): how long to wait for
+                          output; -1 = UVT_TOOLS_WRITE_YIELD_DEFAULT_MS,
+                          0 = answer at once, longer than
+                          UVT_TOOLS_WRITE_YIELD_MAX_MS cut to it; other
+                          negative values are a tool error */
+  const char *chars;   /* write_stdin: the bytes to write; NULL = none (a
+                          poll).  Any bytes: they are not checked */
+  size_t chars_len;    /* write_stdin: bytes of chars; (size_t)-1 (what
+                          uvt_tools_args_init() sets) = strlen(chars), so
+                          chars may hold NUL bytes only with a length */
+  int close_stdin;     /* write_stdin: 1 = end the task's input after chars
+                          (uvt_process_close_stdin()); -1 = not given,
+                          0 = no */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -206,7 +246,10 @@ struct uvt_tools_call_s {
   uint64_t timeout_ms_;
   uint64_t started_ns_; /* run_command: uv_hrtime() at the start */
   size_t max_bytes_;
-  int yields_; /* run_command: the wait is the yield, not the end */
+  int yields_;        /* run_command: the wait is the yield, not the end */
+  uint64_t seen_[4];  /* write_stdin: the unread output at the last look
+                         (stdout bytes and drops, stderr bytes and drops) */
+  uint64_t first_[4]; /* write_stdin: the same right after the write */
   int state_;
   int status_;
   int aborted_;
@@ -220,7 +263,8 @@ struct uvt_tools_call_s {
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
 
 /* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1,
- * max_bytes -1, yield_ms -1.  Accepts NULL.  Thread: any. */
+ * max_bytes -1, yield_ms -1, stdin_pipe -1, tty -1, chars_len (size_t)-1,
+ * close_stdin -1.  Accepts NULL.  Thread: any. */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
 
 /* Attach the tool surface to `reg`: a control surface (so tasks may start),
@@ -252,7 +296,7 @@ UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
  * Thread: the loop thread; allowed inside any of our callbacks. */
 UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
 
-/* Nonzero if `name` is one of the five tools. Thread: any. */
+/* Nonzero if `name` is one of the six tools. Thread: any. */
 UVT_EXTERN int uvt_tools_has(const char *name);
 
 /* The tool schemas as JSON (M-TOOLS-3): an array of objects with "name",
@@ -266,7 +310,17 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  * its session's tasks and unowned ones).
  *
  *  - run_in_background starts `command` with the process producer
- *    (uvtasks/process.h) owned by `caller`.
+ *    (uvtasks/process.h) owned by `caller`.  With `stdin_pipe` its stdin
+ *    stays open as a pipe for write_stdin (process.h's stdin_pipe); with
+ *    `tty` it runs on a terminal of 80 x 24 (process.h's pty, TERM
+ *    xterm-256color), which is its stdin (write_stdin types into it) and
+ *    its stdout and stderr in one stream, with the terminal's "\r\n" line
+ *    ends and the echo of what was typed; the results show that stream
+ *    as text for a model (M-TOOLS-7), so it reads as a terminal
+ *    transcript: "\r\n" is a line end, colours and cursor moves are gone,
+ *    a line redrawn by a line editor shows its last state.  With both,
+ *    `tty` wins (the terminal is the stdin).  The answer names the id
+ *    and, for those two, how to write to it.
  *  - run_command starts `command` the same way, with `timeout_ms` as its
  *    runtime limit (default UVT_TOOLS_RUN_DEFAULT_MS, at most
  *    UVT_TOOLS_RUN_MAX_MS), waits for its end and returns its output and
@@ -295,20 +349,66 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    UVT_TOOLS_WAIT_MAX_MS).  A wait that times out is a success showing
  *    the task's live status line (M-TOOLS-1).
  *  - task_list lists what uvt_list() shows the caller.
+ *  - write_stdin (M-TOOLS-5) writes `chars` to the task's stdin pipe or
+ *    terminal with uvt_process_write() (the bytes as given: no newline is
+ *    added; on a terminal Enter is "\r", which programs reading lines take
+ *    as "\n" too, and "\x03" is Ctrl-C), then with `close_stdin` ends its
+ *    input (uvt_process_close_stdin(): end of file; on a terminal Ctrl-D,
+ *    which a program reading lines takes as end of file at the start of a
+ *    line), then waits up to `yield_ms` and answers with what the task
+ *    printed since the last read and its status line, shaped as
+ *    task_output's are.  Empty or NULL chars writes nothing: a poll.  A
+ *    task whose input is closed, or that ended, may still be polled; one
+ *    started without stdin or tty may not.
+ *    The wait ends early when the task ends (as SPEC.md says) and, beyond
+ *    SPEC.md, when the program printed a prompt and waits for input: its
+ *    unread output grew since the write, did not change for
+ *    UVT_TOOLS_WRITE_QUIET_MS, and a stream's unread bytes end inside a
+ *    line that shows something once escape sequences, carriage returns
+ *    and blanks are taken out (as M-TOOLS-7 shows it).  The tools look at
+ *    the output for this (one pass over the task's buffers, nothing
+ *    consumed) every UVT_TOOLS_WRITE_QUIET_MS, with one timer for all the
+ *    write_stdin calls that wait, and only while one does.
+ *    Why this rule.  The wait is for an answer, and an interactive program
+ *    that has answered and wants more input stops inside a line (">>> ",
+ *    "(Pdb) ", "Password: ", "? Project name: "), while one that is working
+ *    stops after a line or keeps printing; so a pause after a line is no
+ *    answer ("working on it", then a slow computation).  On a terminal the
+ *    echo of the written line ends with a newline, so a REPL computing a
+ *    slow result is not taken for one that answered; a line editor's
+ *    invisible bytes after that newline (bash's "\x1b[?2004l\r", leaving
+ *    bracketed-paste mode) show nothing and are no prompt either.  The
+ *    cost of a wrong guess is small: a pause after a partial line that is
+ *    no prompt ("Compiling... ") makes the answer come before the yield,
+ *    with [status: running], and the next write_stdin (empty chars) reads
+ *    on; a prompt that ends with a newline is waited for until the yield.
+ *    Other signals were left out: "output went quiet" alone answers at the
+ *    echo or the first pause; the read system call the program blocks in
+ *    (/proc/PID/syscall, wchan) needs ptrace rights on many hosts and says
+ *    nothing of a program whose reader is another process or thread.
+ *    Its errors (is_error 1, with the task's status line where there is a
+ *    task; nothing of `chars` written, nothing consumed): no such task, a
+ *    foreign one, a task started without stdin or tty or not a process
+ *    task (UV_EINVAL from uvt_process_write()), more input than the task
+ *    has room for (UV_ENOBUFS: what it has not read yet and `chars` would
+ *    exceed its stdin_cap_bytes, 1 MiB for the tasks the tools start), and
+ *    input that is closed (UV_EPIPE: the task ended or is ending, its
+ *    program closed its stdin, or an earlier close_stdin ended it); a bad
+ *    yield_ms or max_bytes is found before anything is written.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
  *    uvt_get(), so no output is consumed.  Killing a process task that had
  *    ended also stops what it left running in its session (P-KILL-6); the
  *    text then says "bash-3 had already ended; stopping the 2 processes it
  *    left running." (counted with uvt_process_leftovers() before the kill)
  *    and the status line stays the task's own outcome.
- * The output task_output and run_command show is text for a model
- * (M-TOOLS-7) and at most `max_bytes` bytes (M-TOOLS-8; default the
+ * The output task_output, write_stdin and run_command show is text for a
+ * model (M-TOOLS-7) and at most `max_bytes` bytes (M-TOOLS-8; default the
  * options' max_bytes), as the top of this header says.
  * Whatever goes wrong with the task or the arguments (no such task, a
  * foreign one, a missing argument, a bad timeout_ms, max_bytes or
- * yield_ms, a command that cannot start) is a result with is_error 1 and a
- * text saying so, not an error return; bad arguments are found before
- * anything is started or read.
+ * yield_ms, a command that cannot start, input a task cannot take) is a
+ * result with is_error 1 and a text saying so, not an error return; bad
+ * arguments are found before anything is started or read.
  *
  * Returns 0, UV_EINVAL (NULL tools, req, name or cb; NULL args is "nothing
  * given"), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
@@ -326,8 +426,9 @@ UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                               uvt_tools_call_cb cb);
 
 /* Abort a pending call.  A call inside its wait stops waiting and its
- * callback gets UVT_EABORTED; no output is consumed.  run_command's task
- * is killed (reason "call cancelled"), so its end is reported; a
+ * callback gets UVT_EABORTED; no output is consumed (what a write_stdin
+ * call wrote stays written).  run_command's task is killed (reason "call
+ * cancelled"), so its end is reported; a
  * run_command that already yielded (M-TOOLS-6) is a call whose work is
  * done, and its command goes on.  If the task settled in the same moment
  * and the wait had already been counted (so the task is marked reported on
@@ -351,9 +452,10 @@ UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 
 /* M-MCP-5: how a pending call is doing, for progress reports: the last
  * line of output of the task it is about (run_command's command, or the
- * task a task_output waits for) written to `line` as one line of valid
- * UTF-8 (control characters become spaces, a NUL byte ends it; cut at a
- * character boundary and marked "..." beyond `size` - 1 bytes), "" when
+ * task a task_output or write_stdin waits for) written to `line` as one
+ * line of valid UTF-8 (control characters become spaces, a NUL byte ends
+ * it; cut at a character boundary and marked "..." beyond `size` - 1
+ * bytes), "" when
  * there is none yet.
  * Nothing is consumed: the call's result and later reads still show it.
  * (SPEC names no function for this; uvtasks-mcp needs it for

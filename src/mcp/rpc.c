@@ -33,6 +33,9 @@ static const char server_instructions[] =
     "run_in_background (it returns an id such as bash-1), read what it "
     "printed since your last read with task_output (wait: true waits for "
     "the end), see every task with task_list, stop one with task_kill. "
+    "For an interactive program (a REPL, a prompt), start it with "
+    "run_in_background and stdin: true (or tty: true for a terminal), then "
+    "send it input and read its answer with write_stdin. "
     "Each result about a task ends with its status line, e.g. [status: "
     "completed, exit code: 0]. When a task you have not waited for ends, "
     "the next tool result begins with a [notice] line naming it.";
@@ -493,6 +496,45 @@ static int arg_whole(mcp_server_t *server, json_t *id, json_t *args,
   return -1;
 }
 
+/* Read an optional boolean argument into *out (left alone when not
+ * given).  Returns 0, or -1 after answering. */
+static int arg_bool(mcp_server_t *server, json_t *id, json_t *args,
+                    const char *tool, const char *key, int *out) {
+  json_t *v = json_object_get(args, key);
+  char buf[200];
+
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (json_is_boolean(v)) {
+    *out = json_is_true(v);
+    return 0;
+  }
+  snprintf(buf, sizeof(buf), "%s: %s must be true or false.", tool, key);
+  tool_error_result(server, id, buf);
+  return -1;
+}
+
+/* write_stdin's chars (M-TOOLS-5): a string of any characters, U+0000
+ * included (it is written as a byte), so it is taken with its length.
+ * Returns 0, or -1 after answering. */
+static int arg_chars(mcp_server_t *server, json_t *id, json_t *args,
+                     const char *tool, uvt_tools_args_t *a) {
+  json_t *v = json_object_get(args, "chars");
+  char buf[200];
+
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (!json_is_string(v)) {
+    snprintf(buf, sizeof(buf),
+             "%s: chars must be a string (\"\" to only read output).", tool);
+    tool_error_result(server, id, buf);
+    return -1;
+  }
+  a->chars = json_string_value(v);
+  a->chars_len = json_string_length(v);
+  return 0;
+}
+
 /* timeout_ms: at least 1; more than any cap is capped by the tool. */
 static int arg_timeout(mcp_server_t *server, json_t *id, json_t *args,
                        const char *tool, int64_t *out) {
@@ -596,7 +638,9 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   if (strcmp(name, "run_in_background") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
         arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
-        arg_string(server, id, args, name, "label", &a.label) != 0)
+        arg_string(server, id, args, name, "label", &a.label) != 0 ||
+        arg_bool(server, id, args, name, "stdin", &a.stdin_pipe) != 0 ||
+        arg_bool(server, id, args, name, "tty", &a.tty) != 0)
       goto out;
   } else if (strcmp(name, "run_command") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
@@ -613,7 +657,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     if (as_task)
       a.yield_ms = 0;
   } else if (strcmp(name, "task_output") == 0 ||
-             strcmp(name, "task_kill") == 0) {
+             strcmp(name, "task_kill") == 0 ||
+             strcmp(name, "write_stdin") == 0) {
     if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
       goto out;
     /* An MCP task's output belongs to its tasks/result: the model's tools
@@ -629,17 +674,18 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     if (strcmp(name, "task_kill") == 0) {
       if (arg_string(server, id, args, name, "reason", &a.reason) != 0)
         goto out;
+    } else if (strcmp(name, "write_stdin") == 0) {
+      /* M-TOOLS-5 */
+      if (arg_chars(server, id, args, name, &a) != 0 ||
+          arg_bool(server, id, args, name, "close_stdin", &a.close_stdin) !=
+              0 ||
+          arg_whole(server, id, args, name, "yield_ms", 0, "milliseconds",
+                    &a.yield_ms) != 0 ||
+          arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
+        goto out;
     } else {
-      v = json_object_get(args, "wait");
-      if (v != NULL && !json_is_null(v)) {
-        if (!json_is_boolean(v)) {
-          tool_error_result(server, id,
-                            "task_output: wait must be true or false.");
-          goto out;
-        }
-        a.wait = json_is_true(v);
-      }
-      if (arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
+      if (arg_bool(server, id, args, name, "wait", &a.wait) != 0 ||
+          arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
           arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
         goto out;
     }

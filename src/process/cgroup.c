@@ -182,15 +182,10 @@ static int cg_dirfd(const uvt__proc_t *p) {
 
 /* Call fn for every pid in the task's cgroup.procs; returns how many, or
  * -1 if the group cannot be read. */
-int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(uvt__proc_t *, pid_t)) {
+int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(void *p, pid_t pid)) {
   char path[64];
-  char buf[4096];
-  char num[16];
-  size_t k = 0;
-  ssize_t n;
-  ssize_t i;
-  int count = 0;
   int dirfd = cg_dirfd(p);
+  int count;
   int fd;
 
   if (dirfd < 0)
@@ -199,31 +194,7 @@ int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(uvt__proc_t *, pid_t)) {
   fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  for (;;) {
-    do
-      n = read(fd, buf, sizeof(buf));
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-      break;
-    for (i = 0; i < n; i++) {
-      if (buf[i] >= '0' && buf[i] <= '9') {
-        if (k < sizeof(num) - 1)
-          num[k++] = buf[i];
-        continue;
-      }
-      if (k > 0) {
-        num[k] = '\0';
-        fn(p, (pid_t)strtol(num, NULL, 10));
-        count++;
-      }
-      k = 0;
-    }
-  }
-  if (k > 0) {
-    num[k] = '\0';
-    fn(p, (pid_t)strtol(num, NULL, 10));
-    count++;
-  }
+  count = uvt__read_pids(fd, fn, p);
   close(fd);
   return count;
 }

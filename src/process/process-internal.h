@@ -99,10 +99,29 @@ extern int uvt__process_no_pidfd;
  * stderr; after its last carriage return), cut to `size` - 1 bytes and
  * NUL-terminated in `buf` ("" when there is none), without consuming
  * anything.  The bytes are as the command wrote them (not UTF-8-checked).
- * Returns 0, UV_EINVAL (NULL or zero-sized buf, not a live process task),
- * or the lookup's UVT_ENOTASK / UVT_EFOREIGN.  Loop thread. */
+ * Returns 0, UV_EINVAL (NULL or zero-sized buf, another producer's task),
+ * or UVT_ENOTASK (none, or dropped) / UVT_EFOREIGN.  Loop thread. */
 int uvt__process_last_line(uvt_registry_t *reg, const char *id,
                            const uvt_agent_t *caller, char *buf, size_t size);
+
+/* M-TOOLS-5: what task `id` holds unread, without consuming it, for the
+ * tool surface's write_stdin to tell that output arrived and whether it
+ * stopped inside a line (a prompt).  Per stream (0 stdout, or a pty task's
+ * terminal; 1 stderr): the unread bytes, the bytes dropped since the last
+ * read (P-OUT-2), and the unread bytes after the last newline (the line
+ * being written; its last UVT__PEEK_TAIL bytes if longer; empty when the
+ * unread bytes end with a newline).  Returns 0, UV_EINVAL (NULL out, another
+ * producer's task), or UVT_ENOTASK (none, or dropped) / UVT_EFOREIGN.  Loop
+ * thread. */
+#define UVT__PEEK_TAIL 256
+typedef struct {
+  size_t unread[2];
+  uint64_t dropped[2];
+  size_t tail_len[2];
+  char tail[2][UVT__PEEK_TAIL];
+} uvt__peek_t;
+int uvt__process_peek(uvt_registry_t *reg, const char *id,
+                      const uvt_agent_t *caller, uvt__peek_t *out);
 
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
@@ -449,6 +468,10 @@ typedef struct {
 
 /* /proc/<pid>/stat: 0, or -1 (gone, or no /proc). */
 int uvt__pstat_read(pid_t pid, uvt__pstat_t *st);
+/* Call fn(arg, pid) for each decimal number in what is left of `fd` (a
+ * /proc children list, a cgroup.procs file: numbers apart by any other
+ * byte); returns how many.  Reads to the end; leaves fd open. */
+int uvt__read_pids(int fd, void (*fn)(void *arg, pid_t pid), void *arg);
 /* The context's table of sessions: UV_ENOMEM or 0. */
 int uvt__session_init(uvt__procs_t *ps);
 /* Track p's session (after the spawn, with p->start_ticks set); untrack
@@ -509,7 +532,7 @@ int uvt__cgroup_enter(int dirfd, const char *name, pid_t pid);
 /* The loop's side, for a proc with p->cg: call fn for each pid of its
  * group (returns how many, -1 if unreadable); is it empty (nothing alive);
  * SIGKILL all of it (cgroup.kill); remove it (killing what is left). */
-int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(uvt__proc_t *, pid_t));
+int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(void *p, pid_t pid));
 int uvt__cgroup_empty(uvt__proc_t *p);
 void uvt__cgroup_kill(uvt__proc_t *p);
 void uvt__cgroup_remove(uvt__proc_t *p);

@@ -375,6 +375,18 @@ static void on_drain_timer(uv_timer_t *timer) {
 
 /* ---- the leader ------------------------------------------------------- */
 
+/* There is no leader any more (reaped, or never made): no kill or runtime
+ * limit is due, and the pipes get the drain's time to end (P-OUT-3). */
+static void no_leader(uvt__proc_t *p) {
+  if (p->live & UVT__H_KILL)
+    uv_timer_stop(&p->kill_timer);
+  if (p->live & UVT__H_RUNTIME)
+    uv_timer_stop(&p->runtime_timer);
+  if (p->out.open || p->err.open)
+    arm(&p->drain_timer, on_drain_timer, p->drain_ms);
+  maybe_finish(p);
+}
+
 static void leader_exited(uvt__proc_t *p, int status, int lost) {
   uvt__reap_unwatch(p);
   uvt__spawner_reaped(p->procs, p->pid);
@@ -383,13 +395,7 @@ static void leader_exited(uvt__proc_t *p, int status, int lost) {
   p->status_lost = lost;
   /* P-KILL-3: nothing is signalled after this point (disposal aside). */
   close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
-  if (p->live & UVT__H_KILL)
-    uv_timer_stop(&p->kill_timer);
-  if (p->live & UVT__H_RUNTIME)
-    uv_timer_stop(&p->runtime_timer);
-  if (p->out.open || p->err.open)
-    arm(&p->drain_timer, on_drain_timer, p->drain_ms);
-  maybe_finish(p);
+  no_leader(p);
 }
 
 int uvt__proc_check_leader(uvt__proc_t *p) {
@@ -925,13 +931,7 @@ static void not_started(uvt__proc_t *p, int err) {
   p->not_started = 1;
   p->spawn_err = err;
   p->reaped = 1;
-  if (p->live & UVT__H_KILL)
-    uv_timer_stop(&p->kill_timer);
-  if (p->live & UVT__H_RUNTIME)
-    uv_timer_stop(&p->runtime_timer);
-  if (p->out.open || p->err.open)
-    arm(&p->drain_timer, on_drain_timer, p->drain_ms);
-  maybe_finish(p);
+  no_leader(p);
 }
 
 void uvt__proc_spawned(uvt__spawn_t *sp) {
@@ -1231,7 +1231,6 @@ static size_t last_line(const uvt__outbuf_t *b, char *buf, size_t size) {
 
 int uvt__process_last_line(uvt_registry_t *reg, const char *id,
                            const uvt_agent_t *caller, char *buf, size_t size) {
-  uvt_task_t *t;
   uvt__proc_t *p;
   size_t n;
   int err;
@@ -1239,16 +1238,53 @@ int uvt__process_last_line(uvt_registry_t *reg, const char *id,
   if (buf == NULL || size == 0)
     return UV_EINVAL;
   buf[0] = '\0';
-  err = uvt__lookup(reg, id, caller, &t);
+  err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
     return err;
-  if (t->dropped || t->release_called || t->hooks.cancel != hook_cancel)
-    return UV_EINVAL;
-  p = t->arg;
   /* stdout first; a command that only writes to stderr shows that. */
   n = last_line(&p->out.buf, buf, size);
   if (n == 0)
     n = last_line(&p->err.buf, buf, size);
   buf[n] = '\0';
+  return 0;
+}
+
+/* ---- M-TOOLS-5: a peek at what is unread (for write_stdin) ------------ */
+
+static void peek_stream(const uvt__outbuf_t *b, size_t *unread,
+                        uint64_t *dropped, char *tail, size_t *tail_len) {
+  size_t start;
+  size_t i;
+
+  *unread = b->len;
+  *dropped = b->dropped;
+  *tail_len = 0;
+  if (b->len == 0 || b->alloc == 0)
+    return;
+  /* Back from the end to the last newline, at most UVT__PEEK_TAIL. */
+  start = b->len;
+  while (start > 0 && b->len - start < UVT__PEEK_TAIL &&
+         b->ring[(b->head + start - 1) % b->alloc] != '\n')
+    start--;
+  for (i = start; i < b->len; i++)
+    tail[i - start] = b->ring[(b->head + i) % b->alloc];
+  *tail_len = b->len - start;
+}
+
+int uvt__process_peek(uvt_registry_t *reg, const char *id,
+                      const uvt_agent_t *caller, uvt__peek_t *out) {
+  uvt__proc_t *p;
+  int err;
+
+  if (out == NULL)
+    return UV_EINVAL;
+  memset(out, 0, sizeof(*out));
+  err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
+  peek_stream(&p->out.buf, &out->unread[0], &out->dropped[0], out->tail[0],
+              &out->tail_len[0]);
+  peek_stream(&p->err.buf, &out->unread[1], &out->dropped[1], out->tail[1],
+              &out->tail_len[1]);
   return 0;
 }

@@ -227,7 +227,8 @@ static void pass_begin(uvt__proc_t *p) {
 /* A process of the task's cgroup (P-KILL-5): those the session scan did
  * not count (they left the session) are counted and signalled here; the
  * group's membership is exact. */
-static void cg_member(uvt__proc_t *p, pid_t pid) {
+static void cg_member(void *arg, pid_t pid) {
+  uvt__proc_t *p = arg;
   uvt__pstat_t st;
 
   if (uvt__pstat_read(pid, &st) != 0 || st.state == 'Z' || st.state == 'X')
@@ -430,43 +431,52 @@ static void orphan_check(uvt__procs_t *ps, pid_t child) {
     ;
 }
 
-/* Read the pids in /proc/self/task/<tid>/children. */
-static int children_of(uvt__procs_t *ps, const char *tid) {
-  char path[96];
+int uvt__read_pids(int fd, void (*fn)(void *arg, pid_t pid), void *arg) {
   char buf[4096];
   char num[16];
   size_t k = 0;
   ssize_t n;
   ssize_t i;
+  int count = 0;
+
+  do {
+    do
+      n = read(fd, buf, sizeof(buf));
+    while (n < 0 && errno == EINTR);
+    /* The end of the file ends the last number too. */
+    for (i = 0; i <= n; i++) {
+      if (i < n && buf[i] >= '0' && buf[i] <= '9') {
+        if (k < sizeof(num) - 1)
+          num[k++] = buf[i];
+        continue;
+      }
+      if (i == n && n > 0)
+        break; /* a number may go on in the next read */
+      if (k > 0) {
+        num[k] = '\0';
+        fn(arg, (pid_t)strtol(num, NULL, 10));
+        count++;
+      }
+      k = 0;
+    }
+  } while (n > 0);
+  return count;
+}
+
+static void orphan_pid(void *arg, pid_t pid) {
+  orphan_check(arg, pid);
+}
+
+/* Read the pids in /proc/self/task/<tid>/children. */
+static int children_of(uvt__procs_t *ps, const char *tid) {
+  char path[sizeof("/proc/self/task//children") + 256]; /* a d_name */
   int fd;
 
   snprintf(path, sizeof(path), "/proc/self/task/%s/children", tid);
   fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  for (;;) {
-    do
-      n = read(fd, buf, sizeof(buf));
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
-      break;
-    for (i = 0; i < n; i++) {
-      if (buf[i] >= '0' && buf[i] <= '9') {
-        if (k < sizeof(num) - 1)
-          num[k++] = buf[i];
-        continue;
-      }
-      if (k > 0) {
-        num[k] = '\0';
-        orphan_check(ps, (pid_t)strtol(num, NULL, 10));
-      }
-      k = 0;
-    }
-  }
-  if (k > 0) {
-    num[k] = '\0';
-    orphan_check(ps, (pid_t)strtol(num, NULL, 10));
-  }
+  uvt__read_pids(fd, orphan_pid, ps);
   close(fd);
   return 0;
 }

@@ -56,6 +56,21 @@ static void spawned(uvt__procs_t *ps, const uvt__spawn_t *sp) {
     uv_cond_broadcast(&ps->spawn_idle);
 }
 
+/* Make one spawn and queue its answer.  Called with spawn_mutex held;
+ * returns with it released (the spawn runs outside it). */
+static void spawn_one(uvt__procs_t *ps, uvt__spawn_t *sp) {
+  if (ps->spawn_frozen)
+    atomic_store(&sp->cancelled, 1); /* uvt_process_stop_all_now() */
+  ps->spawning_now++;
+  uv_mutex_unlock(&ps->spawn_mutex);
+  uvt__spawn_run(sp);
+  uv_mutex_lock(&ps->spawn_mutex);
+  spawned(ps, sp);
+  uvt__list_insert_tail(&ps->spawn_done, &sp->link);
+  uv_mutex_unlock(&ps->spawn_mutex);
+  uv_async_send(&ps->spawn_async);
+}
+
 static void spawner_main(void *arg) {
   uvt__procs_t *ps = arg;
   struct uvt__link *n;
@@ -73,16 +88,7 @@ static void spawner_main(void *arg) {
       break;
     n = uvt__list_pop(&ps->spawn_queue);
     sp = uvt__container_of(n, uvt__spawn_t, link);
-    if (ps->spawn_frozen)
-      atomic_store(&sp->cancelled, 1); /* uvt_process_stop_all_now() */
-    ps->spawning_now++;
-    uv_mutex_unlock(&ps->spawn_mutex);
-    uvt__spawn_run(sp);
-    uv_mutex_lock(&ps->spawn_mutex);
-    spawned(ps, sp);
-    uvt__list_insert_tail(&ps->spawn_done, &sp->link);
-    uv_mutex_unlock(&ps->spawn_mutex);
-    uv_async_send(&ps->spawn_async);
+    spawn_one(ps, sp);
     uv_mutex_lock(&ps->spawn_mutex);
   }
   ps->spawners_left++;
@@ -180,16 +186,7 @@ void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp) {
   if (ps->spawners == 0) {
     /* No thread could be started: spawn here, answer as usual. */
     uv_mutex_lock(&ps->spawn_mutex);
-    if (ps->spawn_frozen)
-      atomic_store(&sp->cancelled, 1);
-    ps->spawning_now++;
-    uv_mutex_unlock(&ps->spawn_mutex);
-    uvt__spawn_run(sp);
-    uv_mutex_lock(&ps->spawn_mutex);
-    spawned(ps, sp);
-    uvt__list_insert_tail(&ps->spawn_done, &sp->link);
-    uv_mutex_unlock(&ps->spawn_mutex);
-    uv_async_send(&ps->spawn_async);
+    spawn_one(ps, sp);
     return;
   }
   uv_mutex_lock(&ps->spawn_mutex);

@@ -11,9 +11,11 @@ static const char *const schema_parts[] = {
     "{\"name\":\"run_in_background\","
     "\"description\":\"Start a shell command (bash) in the background and "
     "return its task id at once. The command runs in its own process group "
-    "with no input; its stdout and stderr are kept for task_output. If it "
-    "ends before you have seen its end, you get a notice naming it. Use it "
-    "for long-running work (builds, test suites, servers, downloads).\","
+    "with no input (unless stdin or tty is set); its stdout and stderr are "
+    "kept for task_output. If it ends before you have seen its end, you get "
+    "a notice naming it. Use it for long-running work (builds, test suites, "
+    "servers, downloads), and with stdin or tty for interactive programs "
+    "(REPLs, debuggers, prompts) that you then drive with write_stdin.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"command\":{\"type\":\"string\",\"description\":"
     "\"The shell command to run.\"},"
@@ -21,7 +23,16 @@ static const char *const schema_parts[] = {
     "\"Directory to run it in. Default: the server's working directory.\"},"
     "\"label\":{\"type\":\"string\",\"description\":"
     "\"Short description shown by task_list and in notices. Default: the "
-    "command.\"}},"
+    "command.\"},"
+    "\"stdin\":{\"type\":\"boolean\",\"description\":"
+    "\"Keep the command's stdin open so that write_stdin can send it input. "
+    "Default false: a command that reads stdin gets end of file at once.\"},"
+    "\"tty\":{\"type\":\"boolean\",\"description\":"
+    "\"Run the command on a terminal (80x24), for programs that behave "
+    "differently or only work on one (REPLs with line editing, password "
+    "prompts, ssh). Its stdin is the terminal (write_stdin types into it), "
+    "stdout and stderr come as one stream, and what you type is echoed. "
+    "Default false.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"run_command\","
@@ -96,10 +107,44 @@ static const char *const schema_parts[] = {
     "\"reason\":{\"type\":\"string\",\"description\":"
     "\"Why it is stopped; kept with the task.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"write_stdin\","
+    "\"description\":\"Send input to a background task started with stdin "
+    "or tty (run_in_background), then wait up to yield_ms and return what it "
+    "printed since your last read, then its status line, as task_output "
+    "does. The wait ends early when the task ends, or when it printed a "
+    "prompt (output that stops inside a line, such as '>>> ' or 'Password: "
+    "') and went quiet: it waits for input. chars is sent exactly as given: "
+    "end a line with \\\\n (on a terminal \\\\r is Enter; both work for "
+    "most programs), and on a terminal \\\\u0003 is Ctrl-C. With empty "
+    "chars nothing is sent: the call only waits for and returns new output "
+    "(a poll). close_stdin ends the input after chars (end of file; on a "
+    "terminal Ctrl-D). Output is plain text and at most max_bytes long, as "
+    "for task_output.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_id\":{\"type\":\"string\",\"description\":"
+    "\"The id run_in_background returned, for example bash-1.\"},"
+    "\"chars\":{\"type\":\"string\",\"description\":"
+    "\"What to send, for example \\\"1+1\\\\n\\\". Default: empty (only "
+    "read).\"},"
+    "\"close_stdin\":{\"type\":\"boolean\",\"description\":"
+    "\"After chars, end the task's input (end of file; on a terminal "
+    "Ctrl-D, taken as end of input at the start of a line). Default "
+    "false.\"},"
+    "\"yield_ms\":{\"type\":\"integer\",\"minimum\":0,"
+    "\"description\":\"How long to wait for output, in milliseconds. "
+    "Default 250, at most 30000 (a longer one is cut to 30000); 0 returns "
+    "what is there at once. Use more for slow answers: the call still "
+    "returns as soon as a prompt appears or the task ends.\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"The most bytes of output to return. Default "
+    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 };
 
 static const char *const tool_names[] = {
-    "run_in_background", "run_command", "task_output", "task_list", "task_kill",
+    "run_in_background", "run_command", "task_output",
+    "task_list",         "task_kill",   "write_stdin",
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;
