@@ -1,4 +1,5 @@
 // Type declarations for uvtasks (SPEC §8).  Clause names refer to SPEC.md.
+/// <reference types="node" />
 
 /** A task's status: running -> (stopping) -> one of the three terminal ones. */
 export type TaskStatus = 'running' | 'stopping' | 'completed' | 'killed' | 'failed'
@@ -82,19 +83,66 @@ export interface SpawnOptions {
   /** Stopped like a kill after this long; 0 = never (P-LIMIT-1). */
   maxRuntimeMs?: number
   /**
-   * 'null' (default): /dev/null; a string or bytes: that input, then end of
-   * file; 'pipe': kept open for write() (P-IN-1; ENOTSUP until the library
-   * has it, see `features`).
+   * 'null' (default): /dev/null, so a command that reads gets end of file
+   * at once; a string or bytes: that input, then end of file; 'pipe': kept
+   * open for write() and closeStdin() (P-IN-1).  Not a string or bytes
+   * together with `tty` (EINVAL).  The text 'pipe' or 'null' as input:
+   * pass it as a Buffer.
    */
   stdin?: 'null' | 'pipe' | string | Uint8Array
-  /** Run on a pseudo-terminal (P-PTY-1; ENOTSUP until the library has it). */
+  /**
+   * Input bytes written and not yet taken by the child that a task may
+   * have pending, default 1 MiB; a write() beyond it throws ENOBUFS and
+   * queues nothing of it (P-IN-1).  0 with stdin 'pipe' or tty: EINVAL.
+   */
+  stdinCapBytes?: number
+  /**
+   * Run on a pseudo-terminal (P-PTY-1): the session's controlling terminal
+   * and its stdin, stdout and stderr; one merged output stream; write()
+   * goes through the line discipline (Enter is "\r", "\x03" interrupts the
+   * foreground job), output has "\r\n" line ends and echoes input; TERM is
+   * xterm-256color unless `env` gives one.  Always writable (`stdin` 'pipe'
+   * is implied).
+   */
   tty?: boolean
+  /** The terminal's size in cells, default 80 x 24; 1..65535 (0: EINVAL). */
   cols?: number
   rows?: number
-  /** Never drop output; stop reading at the cap (P-OUT-4; ENOTSUP until then). */
+  /**
+   * Never drop output (P-OUT-4): a stream at outputCapBytes is not read
+   * until a read consumes some, so the child waits in write.
+   */
   outputBackpressure?: boolean
-  /** New output is readable (P-EVT-1; ENOTSUP until the library has it). */
+  /**
+   * "There is new output to read" (P-EVT-1): called with the task's id on
+   * this thread inside a callback scope (N-2), at most once per loop
+   * iteration, never after the task ended (its last bytes may come with no
+   * call: read once more after wait()).  It carries no bytes; a call may
+   * find them already read.  A throw is an uncaught exception, as for any
+   * callback.  The binding holds the function until the task ends (or the
+   * registry closes), not longer.
+   */
   onOutput?: (id: string) => void
+}
+
+/** What readProcess() returns (P-RES-1). */
+export interface ProcessRead {
+  /** New stdout bytes (a tty task: its one stream); no marker ever added. */
+  stdout: Buffer
+  /** New stderr bytes (always empty for a tty task). */
+  stderr: Buffer
+  /** Bytes of each stream lost to the cap since the previous read (P-OUT-2). */
+  stdoutDropped: number
+  stderrDropped: number
+  /** true once the task ended (the snapshot is terminal). */
+  exited: boolean
+  /** The leader's exit status once it exited normally; else null. */
+  exitCode: number | null
+  /** The signal that ended the leader ('SIGTERM'); else null.  Both are
+   * null for an ended task that never had a status (spawn failed, or a
+   * kill came before the child existed). */
+  signal: string | null
+  snapshot: TaskSnapshot
 }
 
 export interface RegistryOptions {
@@ -121,7 +169,10 @@ export interface RegistryMetrics {
  * Errors thrown (or rejected) by the registry: `code` is the registry's
  * name ('UVT_ENOTASK', 'UVT_EFOREIGN', 'UVT_ESTALE', 'UVT_ENOSURFACE',
  * 'UVT_ECLOSING', 'UVT_ELIMIT', 'UVT_EABORTED') or libuv's ('EINVAL',
- * 'ENOENT', 'EBUSY', 'ENOTSUP', ...); `errno` the library's negative code (N-1).
+ * 'ENOENT', 'EPIPE', 'ENOBUFS', ...); `errno` the library's negative code
+ * (N-1).  A wrong argument type is a TypeError, code 'ERR_INVALID_ARG_TYPE';
+ * a number out of its range a RangeError, 'ERR_OUT_OF_RANGE' (Node's own
+ * codes).
  */
 export interface TaskError extends Error {
   code: string
@@ -159,9 +210,36 @@ export class TaskRegistry {
    * EAGAIN, ...) settles the task `failed`, "spawn failed: NAME".
    */
   spawn(options: SpawnOptions): string
+  /**
+   * Input for a task started with stdin 'pipe' or tty (P-IN-1): queued in
+   * order, never blocking.  Throws ENOBUFS (beyond stdinCapBytes; nothing
+   * queued), EPIPE (after closeStdin(), after the child closed its end,
+   * after the task ended), EINVAL (no pipe or terminal, not a process
+   * task), UVT_ENOTASK, UVT_EFOREIGN.  An empty write only checks.
+   */
   write(id: string, data: string | Uint8Array, caller?: Agent): void
+  /**
+   * End of input once what was written has gone: the pipe is closed, or on
+   * a terminal its end-of-file character (Ctrl-D) is sent, which a program
+   * reading lines takes as the end at the start of a line (wait for its
+   * prompt first).  Again, or after the end: nothing.  Throws EINVAL (no
+   * pipe or terminal), UVT_ENOTASK, UVT_EFOREIGN.
+   */
   closeStdin(id: string, caller?: Agent): void
+  /**
+   * A tty task's new window size (P-PTY-1); the job gets SIGWINCH.  Throws
+   * EINVAL (0, or a task without tty), EPIPE (the task ended or is
+   * ending), a RangeError ERR_OUT_OF_RANGE beyond 65535, UVT_ENOTASK,
+   * UVT_EFOREIGN.
+   */
   resize(id: string, cols: number, rows: number, caller?: Agent): void
+  /**
+   * The structured read of a process task (P-RES-1): consumes what is new
+   * on both streams (the cursor read() uses too); with outputBackpressure
+   * it lets a stream stopped at its cap go on.  Throws EINVAL (not a
+   * process task), UVT_ENOTASK, UVT_EFOREIGN.
+   */
+  readProcess(id: string, caller?: Agent): ProcessRead
   /**
    * The leader's pid, which is also its session and process group id; it
    * stays after the leader was reaped (the number may then be another
@@ -180,12 +258,17 @@ export class TaskRegistry {
   close(): Promise<void>
 }
 
-/** Which optional parts of the library this build has (SPEC §3b). */
+/**
+ * What this package has of SPEC §3b: all of it, always (the binding and
+ * the library ship together); for code that must also run against builds
+ * from before it.
+ */
 export const features: Readonly<{
-  stdinPipe: boolean
-  tty: boolean
-  outputBackpressure: boolean
-  onOutput: boolean
+  stdinPipe: true
+  tty: true
+  outputBackpressure: true
+  onOutput: true
+  readProcess: true
 }>
 
 /**

@@ -5,6 +5,7 @@
 'use strict'
 
 const path = require('node:path')
+const { constants: { signals } } = require('node:os')
 const { isMainThread } = require('node:worker_threads')
 
 const native = require(path.join(__dirname, 'build', 'uvtasks.node'))
@@ -37,6 +38,14 @@ function abortedError(signal) {
   e.code = 'UVT_EABORTED'
   e.errno = UVT_EABORTED
   return e
+}
+
+// 'SIGTERM' for 15, as child_process reports a signal.
+function signalName(n) {
+  for (const [name, num] of Object.entries(signals)) {
+    if (num === n) return name
+  }
+  return `SIG${n}`
 }
 
 function checkFunction(fn, what) {
@@ -255,14 +264,36 @@ class TaskRegistry {
     return native.spawn(this.#r, o)
   }
 
+  // P-RES-1: what is new on stdout and stderr apart (Buffers), the bytes
+  // each dropped since the previous read, and once the task ended its exit
+  // code or the signal that ended it (both null when there is none: the
+  // spawn failed or a kill came first).  Shares read()'s cursor.
+  readProcess(id, caller) {
+    const r = native.readProcess(this.#r, id, handleOf(caller))
+    return {
+      stdout: r.stdout,
+      stderr: r.stderr,
+      stdoutDropped: r.stdoutDropped,
+      stderrDropped: r.stderrDropped,
+      exited: r.exited,
+      exitCode: r.exitCode,
+      signal: r.termSignal === null ? null : signalName(r.termSignal),
+      snapshot: r.snapshot,
+    }
+  }
+
+  // P-IN-1: input for a task started with stdin 'pipe' or tty.
   write(id, data, caller) {
     native.write(this.#r, id, handleOf(caller), data)
   }
 
+  // P-IN-1: end of file once what was written has gone (on a terminal the
+  // end-of-file character, Ctrl-D).
   closeStdin(id, caller) {
     native.closeStdin(this.#r, id, handleOf(caller))
   }
 
+  // P-PTY-1: the terminal's new size; the job gets SIGWINCH.
   resize(id, cols, rows, caller) {
     native.resize(this.#r, id, handleOf(caller), cols, rows)
   }
@@ -289,8 +320,12 @@ class TaskRegistry {
   }
 }
 
-// Which optional parts of the library this build has (SPEC §3b).
-const features = Object.freeze(native.features())
+// What this package has of SPEC §3b, for code that must also run against
+// a build of uvtasks from before it (0.1 had none of these): every part,
+// always, since the library and the binding ship together.
+const features = Object.freeze({
+  stdinPipe: true, tty: true, outputBackpressure: true, onOutput: true, readProcess: true,
+})
 
 // The version of the library compiled into the addon, which is also the
 // package's ("0.2.0").

@@ -139,15 +139,6 @@ void uvtn_throw_type(napi_env env, const char *msg) {
   napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
 }
 
-void uvtn_throw_notsup(napi_env env, const char *what) {
-  char msg[256];
-  snprintf(msg, sizeof(msg),
-           "%s is not available yet: this build of the library has no "
-           "interactive process tasks (SPEC 3b)",
-           what);
-  napi_throw_error(env, "ENOTSUP", msg);
-}
-
 /* ---- the registry object --------------------------------------------- */
 
 static void reg_finalize(napi_env env, void *data, void *hint) {
@@ -185,6 +176,7 @@ static void on_closed(void *data) {
   /* The library detached, stopped or released everything of ours. */
   r->reg = NULL;
   uvtn_handles_closed(r);
+  uvtn_outputs_closed(r);
   uvtn_list_remove(&r->link);
   if (!st->tearing_down) {
     if (r->close_cb != NULL) {
@@ -215,6 +207,13 @@ static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
     uvt_registry_close(r->reg, on_closed, r);
   }
   /* else: close is under way, and on_closed removes the hook. */
+}
+
+/* A task reached its terminal transition: the library calls its
+ * on_output no more (P-EVT-1), so its JS function can go.  Calls no JS. */
+static void on_task_ended(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                          uvt_agent_t *owner) {
+  uvtn_outputs_done(l->data, snap->id);
 }
 
 /* create(options, resource) -> registry handle */
@@ -251,12 +250,17 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
   uvtn_list_init(&r->agents);
   uvtn_list_init(&r->surfaces);
   uvtn_list_init(&r->subs);
+  uvtn_list_init(&r->outputs);
   err = uvt_registry_new(st->loop, &o, &r->reg);
   if (err != 0) {
     free(r);
     uvtn_throw(env, err, "new TaskRegistry", NULL);
     goto out;
   }
+  /* Cannot fail on a new registry (its arguments are valid and it is not
+   * closing); registry close stops it. */
+  r->ended.data = r;
+  uvt_listener_start(r->reg, &r->ended, on_task_ended);
   napi_create_reference(env, argv[1], 1, &r->resource);
   napi_create_string_utf8(env, "uvtasks", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, argv[1], name, &r->async_ctx);
@@ -373,7 +377,8 @@ NAPI_MODULE_INIT() {
       {"closeStdin", uvtn_close_stdin},
       {"resize", uvtn_resize},
       {"stopAllNow", uvtn_stop_all_now},
-      {"features", uvtn_features},
+      {"readProcess", uvtn_read_process},
+      {"outputRefs", uvtn_output_refs},
   };
   uvtn_env_t *st;
   napi_value version;

@@ -1,9 +1,6 @@
-/* tasks.spawn() and the process task calls (SPEC §3, §3b through §8).
- *
- * The interactive half of the process producer (stdin pipe, terminal,
- * output backpressure, on_output: SPEC §3b) is compiled in when the
- * library's uvt_process_options_t has those members (meson checks); until
- * then the calls that need it throw ENOTSUP, and features() says so. */
+/* tasks.spawn() and the process task calls (SPEC §3, §3b through §8):
+ * pid, write, closeStdin, resize, readProcess, and onOutput's lifetime. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,39 +53,112 @@ static void free_array(char **v) {
   free(v);
 }
 
-static int bool_prop(napi_env env, napi_value obj, const char *name) {
+/* A boolean option: undefined/null -> 0; anything but a boolean throws
+ * (N-1: `tty: 'yes'` is a mistake, not a yes).  Returns 1, or 0 after
+ * throwing. */
+static int bool_opt(napi_env env, napi_value obj, const char *name, int *out) {
   napi_value v;
+  napi_valuetype t;
   bool b = false;
+  char msg[128];
+
+  *out = 0;
   if (!prop(env, obj, name, &v))
+    return 1;
+  napi_typeof(env, v, &t);
+  if (t != napi_boolean) {
+    snprintf(msg, sizeof(msg), "%s must be a boolean", name);
+    uvtn_throw_type(env, msg);
     return 0;
-  napi_coerce_to_bool(env, v, &v);
+  }
   napi_get_value_bool(env, v, &b);
-  return b;
+  *out = b;
+  return 1;
 }
 
-#ifdef UVTN_HAVE_ON_OUTPUT
-/* onOutput(id): one per task, freed when the record is dropped or the
- * registry closes (the library calls it at most until the terminal
- * transition, P-EVT-1). */
+/* A terminal dimension: an integer 0..65535 (0 is the library's EINVAL,
+ * beyond 65535 a RangeError: it does not fit the C type).  Returns 1, or 0
+ * after throwing; undefined/null leave *out unchanged. */
+static int cells_arg(napi_env env, napi_value v, const char *name,
+                     uint16_t *out) {
+  uint64_t n = *out;
+  char msg[128];
+  if (!uvtn_u64(env, v, name, &n))
+    return 0;
+  if (n > 65535) {
+    snprintf(msg, sizeof(msg), "%s must be at most 65535", name);
+    napi_throw_range_error(env, "ERR_OUT_OF_RANGE", msg);
+    return 0;
+  }
+  *out = (uint16_t)n;
+  return 1;
+}
+
+/* onOutput(id) of one task (P-EVT-1).  The library calls it until the
+ * task's terminal transition and never after, but says nothing when it
+ * lets go of on_output_data; so the registry's own listener (see
+ * uvtn_outputs_done()) releases the JS function at that transition, and
+ * registry close releases what is left.  `refs`: one while the task may
+ * still call it, one across each call (the callback may end the task). */
 typedef struct {
+  uvtn_link_t link; /* r->outputs while held */
   uvtn_reg_t *r;
   napi_ref fn;
+  char id[UVT_ID_MAX];
+  int held;
+  int refs;
 } output_sub_t;
+
+static void output_unref(output_sub_t *o) {
+  if (--o->refs > 0)
+    return;
+  uvtn_reg_unref(o->r);
+  free(o);
+}
+
+static void output_release(output_sub_t *o) {
+  if (!o->held)
+    return;
+  o->held = 0;
+  uvtn_list_remove(&o->link);
+  if (!o->r->st->tearing_down && o->fn != NULL)
+    napi_delete_reference(o->r->st->env, o->fn);
+  o->fn = NULL;
+  o->r->st->output_refs--;
+  output_unref(o);
+}
 
 static void on_output(const char *id, void *data) {
   output_sub_t *o = data;
   uvtn_scope_t s;
   napi_value arg;
-  if (o->r->reg == NULL)
+  if (!o->held || o->r->reg == NULL)
     return;
+  o->refs++;
   uvtn_scope_open(o->r, &s);
   if (s.ok) {
     napi_create_string_utf8(s.st->env, id, NAPI_AUTO_LENGTH, &arg);
     uvtn_call(&s, o->fn, 1, &arg);
   }
   uvtn_scope_close(&s);
+  output_unref(o);
 }
-#endif
+
+void uvtn_outputs_done(uvtn_reg_t *r, const char *id) {
+  uvtn_link_t *n;
+  for (n = r->outputs.next; n != &r->outputs; n = n->next) {
+    output_sub_t *o = uvtn_container_of(n, output_sub_t, link);
+    if (strcmp(o->id, id) == 0) {
+      output_release(o);
+      return;
+    }
+  }
+}
+
+void uvtn_outputs_closed(uvtn_reg_t *r) {
+  while (r->outputs.next != &r->outputs)
+    output_release(uvtn_container_of(r->outputs.next, output_sub_t, link));
+}
 
 /* spawn(reg, options) -> id.  The JS wrapper has turned `env` into an array
  * of "NAME=value" strings and `stdin: 'null'` into undefined. */
@@ -104,6 +174,9 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   size_t stdin_len = 0;
   char **args = NULL, **envv = NULL;
   char id[UVT_ID_MAX];
+  output_sub_t *sub = NULL;
+  napi_value v_output = NULL;
+  uint64_t stdin_cap = UINT64_MAX;
   int err, stdin_pipe = 0;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -131,10 +204,10 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
        !uvtn_u64(env, v, "maxRuntimeMs", &o.max_runtime_ms)))
     goto out;
   if (prop(env, argv[1], "outputCapBytes", &v)) {
-    uint64_t cap = 0;
-    if (!uvtn_u64(env, v, "outputCapBytes", &cap))
+    uint64_t n = 0;
+    if (!uvtn_u64(env, v, "outputCapBytes", &n))
       goto out;
-    o.output_cap_bytes = (size_t)cap;
+    o.output_cap_bytes = n > SIZE_MAX ? SIZE_MAX : (size_t)n;
   }
   if (prop(env, argv[1], "stdin", &v)) {
     napi_valuetype t;
@@ -149,59 +222,33 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     if (!stdin_pipe && !uvtn_bytes(env, v, "stdin", &stdin_data, &stdin_len))
       goto out;
   }
-  if (stdin_pipe) {
-#ifdef UVTN_HAVE_STDIN_PIPE
-    o.stdin_pipe = 1;
-#else
-    uvtn_throw_notsup(env, "spawn({ stdin: 'pipe' })");
+  o.stdin_pipe = stdin_pipe;
+  if ((prop(env, argv[1], "stdinCapBytes", &v) &&
+       !uvtn_u64(env, v, "stdinCapBytes", &stdin_cap)) ||
+      !bool_opt(env, argv[1], "tty", &o.pty) ||
+      (prop(env, argv[1], "cols", &v) &&
+       !cells_arg(env, v, "cols", &o.pty_cols)) ||
+      (prop(env, argv[1], "rows", &v) &&
+       !cells_arg(env, v, "rows", &o.pty_rows)) ||
+      !bool_opt(env, argv[1], "outputBackpressure", &o.output_backpressure))
     goto out;
-#endif
-  }
-  if (bool_prop(env, argv[1], "tty") || prop(env, argv[1], "cols", &v) ||
-      prop(env, argv[1], "rows", &v)) {
-#ifdef UVTN_HAVE_PTY
-    uint64_t n = 0;
-    o.pty = bool_prop(env, argv[1], "tty");
-    if (prop(env, argv[1], "cols", &v)) {
-      if (!uvtn_u64(env, v, "cols", &n))
-        goto out;
-      o.pty_cols = (uint16_t)(n > 65535 ? 65535 : n);
-    }
-    if (prop(env, argv[1], "rows", &v)) {
-      if (!uvtn_u64(env, v, "rows", &n))
-        goto out;
-      o.pty_rows = (uint16_t)(n > 65535 ? 65535 : n);
-    }
-#else
-    uvtn_throw_notsup(env, "spawn({ tty, cols, rows })");
-    goto out;
-#endif
-  }
-  if (bool_prop(env, argv[1], "outputBackpressure")) {
-#ifdef UVTN_HAVE_OUTPUT_BACKPRESSURE
-    o.output_backpressure = 1;
-#else
-    uvtn_throw_notsup(env, "spawn({ outputBackpressure })");
-    goto out;
-#endif
-  }
+  if (stdin_cap != UINT64_MAX)
+    o.stdin_cap_bytes = stdin_cap > SIZE_MAX ? SIZE_MAX : (size_t)stdin_cap;
   if (prop(env, argv[1], "onOutput", &v)) {
-#ifdef UVTN_HAVE_ON_OUTPUT
-    output_sub_t *sub = calloc(1, sizeof(*sub));
+    napi_valuetype t;
+    napi_typeof(env, v, &t);
+    if (t != napi_function) {
+      uvtn_throw_type(env, "onOutput must be a function");
+      goto out;
+    }
+    sub = calloc(1, sizeof(*sub));
     if (sub == NULL) {
       uvtn_throw(env, UV_ENOMEM, NULL, NULL);
       goto out;
     }
-    sub->r = r;
-    napi_create_reference(env, v, 1, &sub->fn);
+    v_output = v;
     o.on_output = on_output;
     o.on_output_data = sub;
-    /* Kept for the registry's life: the library says when it stops calling
-     * (never after the terminal transition), not when it lets go. */
-#else
-    uvtn_throw_notsup(env, "spawn({ onOutput })");
-    goto out;
-#endif
   }
 
   o.command = command;
@@ -223,6 +270,19 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
                                                  : NULL);
     goto out;
   }
+  if (sub != NULL) {
+    /* The task cannot have ended inside the call (its spawn runs on a
+     * spawner thread and the library calls back from the loop only). */
+    sub->r = r;
+    r->refs++;
+    memcpy(sub->id, id, sizeof(sub->id));
+    napi_create_reference(env, v_output, 1, &sub->fn);
+    sub->held = 1;
+    sub->refs = 1;
+    uvtn_list_insert(&r->outputs, &sub->link);
+    st->output_refs++;
+    sub = NULL;
+  }
   napi_create_string_utf8(env, id, NAPI_AUTO_LENGTH, &result);
 out:
   free(command);
@@ -232,6 +292,7 @@ out:
   free(stdin_data);
   free_array(args);
   free_array(envv);
+  free(sub); /* unused: the spawn threw */
   uvtn_leave(st);
   return result;
 }
@@ -298,20 +359,15 @@ napi_value uvtn_write(napi_env env, napi_callback_info info) {
   uvt_agent_t *caller;
   char *id = NULL, *data = NULL;
   size_t len = 0;
+  int err;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   if (!uvtn_task_args(env, argv, &r, &id, &caller) ||
       !uvtn_bytes(env, argv[3], "data", &data, &len))
     goto out;
-#ifdef UVTN_HAVE_STDIN_PIPE
-  {
-    int err = uvt_process_write(r->reg, id, caller, data, len);
-    if (err != 0)
-      uvtn_throw(env, err, "write", id);
-  }
-#else
-  uvtn_throw_notsup(env, "write()");
-#endif
+  err = uvt_process_write(r->reg, id, caller, data, len);
+  if (err != 0)
+    uvtn_throw(env, err, "write", id);
 out:
   free(id);
   free(data);
@@ -327,26 +383,22 @@ napi_value uvtn_close_stdin(napi_env env, napi_callback_info info) {
   uvtn_reg_t *r;
   uvt_agent_t *caller;
   char *id = NULL;
+  int err;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   if (!uvtn_task_args(env, argv, &r, &id, &caller))
     goto out;
-#ifdef UVTN_HAVE_STDIN_PIPE
-  {
-    int err = uvt_process_close_stdin(r->reg, id, caller);
-    if (err != 0)
-      uvtn_throw(env, err, "closeStdin", id);
-  }
-#else
-  uvtn_throw_notsup(env, "closeStdin()");
-#endif
+  err = uvt_process_close_stdin(r->reg, id, caller);
+  if (err != 0)
+    uvtn_throw(env, err, "closeStdin", id);
 out:
   free(id);
   uvtn_leave(st);
   return NULL;
 }
 
-/* resize(reg, id, caller, cols, rows) (P-PTY-1) */
+/* resize(reg, id, caller, cols, rows) (P-PTY-1).  0 goes to the library,
+ * which answers EINVAL; beyond 65535 does not fit its type. */
 napi_value uvtn_resize(napi_env env, napi_callback_info info) {
   size_t argc = 5;
   napi_value argv[5] = {NULL, NULL, NULL, NULL, NULL};
@@ -354,61 +406,90 @@ napi_value uvtn_resize(napi_env env, napi_callback_info info) {
   uvtn_reg_t *r;
   uvt_agent_t *caller;
   char *id = NULL;
-  uint64_t cols = 0, rows = 0;
+  uint16_t cols = 0, rows = 0;
+  int err;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   if (!uvtn_task_args(env, argv, &r, &id, &caller) ||
-      !uvtn_u64(env, argv[3], "cols", &cols) ||
-      !uvtn_u64(env, argv[4], "rows", &rows))
+      !cells_arg(env, argv[3], "cols", &cols) ||
+      !cells_arg(env, argv[4], "rows", &rows))
     goto out;
-#ifdef UVTN_HAVE_PTY
-  {
-    int err;
-    if (cols == 0 || rows == 0 || cols > 65535 || rows > 65535) {
-      uvtn_throw(env, UV_EINVAL, "resize", id);
-      goto out;
-    }
-    err =
-        uvt_process_resize(r->reg, id, caller, (uint16_t)cols, (uint16_t)rows);
-    if (err != 0)
-      uvtn_throw(env, err, "resize", id);
-  }
-#else
-  uvtn_throw_notsup(env, "resize()");
-#endif
+  err = uvt_process_resize(r->reg, id, caller, cols, rows);
+  if (err != 0)
+    uvtn_throw(env, err, "resize", id);
 out:
   free(id);
   uvtn_leave(st);
   return NULL;
 }
 
-/* features() -> which optional parts of the library this build has. */
-napi_value uvtn_features(napi_env env, napi_callback_info info) {
-  napi_value obj, b;
-  napi_create_object(env, &obj);
-#define FEATURE(name, on)                                                      \
-  napi_get_boolean(env, (on), &b);                                             \
-  napi_set_named_property(env, obj, name, b)
-#ifdef UVTN_HAVE_STDIN_PIPE
-  FEATURE("stdinPipe", 1);
-#else
-  FEATURE("stdinPipe", 0);
-#endif
-#ifdef UVTN_HAVE_PTY
-  FEATURE("tty", 1);
-#else
-  FEATURE("tty", 0);
-#endif
-#ifdef UVTN_HAVE_OUTPUT_BACKPRESSURE
-  FEATURE("outputBackpressure", 1);
-#else
-  FEATURE("outputBackpressure", 0);
-#endif
-#ifdef UVTN_HAVE_ON_OUTPUT
-  FEATURE("onOutput", 1);
-#else
-  FEATURE("onOutput", 0);
-#endif
-#undef FEATURE
-  return obj;
+static void set_number(napi_env env, napi_value obj, const char *name,
+                       double d) {
+  napi_value n;
+  napi_create_double(env, d, &n);
+  napi_set_named_property(env, obj, name, n);
+}
+
+/* readProcess(reg, id, caller) -> { stdout, stderr, stdoutDropped,
+ * stderrDropped, exited, exitCode, termSignal, snapshot } (P-RES-1): the
+ * streams as Buffers (any bytes), the counts as numbers; exitCode and
+ * termSignal are null where the library says -1 / 0 (no exit status, no
+ * signal).  index.js turns termSignal into the signal's name. */
+napi_value uvtn_read_process(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {NULL, NULL, NULL}, result = NULL, v;
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  uvt_process_read_t rd;
+  char *id = NULL;
+  int err;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  memset(&rd, 0, sizeof(rd));
+  err = uvt_process_read(r->reg, id, caller, &rd);
+  if (err != 0) {
+    uvtn_throw(env, err, "readProcess", id);
+    goto out;
+  }
+  napi_create_object(env, &result);
+  napi_create_buffer_copy(env, rd.out_len, rd.out, NULL, &v);
+  napi_set_named_property(env, result, "stdout", v);
+  napi_create_buffer_copy(env, rd.err_len, rd.err, NULL, &v);
+  napi_set_named_property(env, result, "stderr", v);
+  set_number(env, result, "stdoutDropped", (double)rd.out_dropped);
+  set_number(env, result, "stderrDropped", (double)rd.err_dropped);
+  napi_get_boolean(env, rd.exited != 0, &v);
+  napi_set_named_property(env, result, "exited", v);
+  if (rd.exited && rd.exit_code >= 0)
+    set_number(env, result, "exitCode", rd.exit_code);
+  else {
+    napi_get_null(env, &v);
+    napi_set_named_property(env, result, "exitCode", v);
+  }
+  if (rd.exited && rd.term_signal > 0)
+    set_number(env, result, "termSignal", rd.term_signal);
+  else {
+    napi_get_null(env, &v);
+    napi_set_named_property(env, result, "termSignal", v);
+  }
+  napi_set_named_property(env, result, "snapshot",
+                          uvtn_snapshot(env, &rd.snapshot));
+  uvt_process_read_cleanup(&rd);
+out:
+  free(id);
+  uvtn_leave(st);
+  return result;
+}
+
+/* outputRefs() -> how many onOutput functions this environment's
+ * registries hold now: a test's view of their release (P-EVT-1). */
+napi_value uvtn_output_refs(napi_env env, napi_callback_info info) {
+  uvtn_env_t *st = NULL;
+  napi_value n;
+  napi_get_instance_data(env, (void **)&st);
+  napi_create_double(env, (double)st->output_refs, &n);
+  return n;
 }

@@ -57,6 +57,7 @@ struct uvtn_env_s {
   int in_kill;      /* inside uvt_kill() called by kill(): a JS cancel's
                        exception propagates to the caller (R-KILL-1) */
   uvtn_link_t regs; /* registries not yet closed */
+  long output_refs; /* onOutput functions held (outputRefs(), tests) */
 };
 
 /* One TaskRegistry. */
@@ -71,6 +72,8 @@ struct uvtn_reg_s {
   uvtn_link_t agents;   /* agents registered, for close */
   uvtn_link_t surfaces; /* surfaces attached, for close */
   uvtn_link_t subs;     /* listeners and watchers started */
+  uvtn_link_t outputs;  /* onOutput functions of tasks not yet ended */
+  uvt_listener_t ended; /* releases a task's onOutput at its end */
   int closing;
   int refs; /* JS External + open registry */
 };
@@ -114,8 +117,6 @@ int uvtn_call(uvtn_scope_t *s, napi_ref fn, size_t argc, napi_value *argv);
 void uvtn_throw(napi_env env, int err, const char *what, const char *id);
 /* Throw a TypeError with code ERR_INVALID_ARG_TYPE style `code`. */
 void uvtn_throw_type(napi_env env, const char *msg);
-/* Throw for an ENOTSUP feature that the library does not have yet. */
-void uvtn_throw_notsup(napi_env env, const char *what);
 
 /* The registry behind a JS handle, or NULL after throwing (closed: ECLOSING).
  */
@@ -163,6 +164,12 @@ void uvtn_handles_closed(uvtn_reg_t *r);
 int uvtn_task_args(napi_env env, napi_value *argv, uvtn_reg_t **r, char **id,
                    uvt_agent_t **caller);
 
+/* ---- process.c: onOutput functions (P-EVT-1).  A task's function is
+ * released at its terminal transition (after which the library never calls
+ * it), found by id; registry close releases the rest. */
+void uvtn_outputs_done(uvtn_reg_t *r, const char *id);
+void uvtn_outputs_closed(uvtn_reg_t *r);
+
 /* ---- native functions, one file per concept. */
 napi_value uvtn_create(napi_env env, napi_callback_info info);
 napi_value uvtn_close(napi_env env, napi_callback_info info);
@@ -190,6 +197,7 @@ napi_value uvtn_write(napi_env env, napi_callback_info info);
 napi_value uvtn_close_stdin(napi_env env, napi_callback_info info);
 napi_value uvtn_resize(napi_env env, napi_callback_info info);
 napi_value uvtn_stop_all_now(napi_env env, napi_callback_info info);
-napi_value uvtn_features(napi_env env, napi_callback_info info);
+napi_value uvtn_read_process(napi_env env, napi_callback_info info);
+napi_value uvtn_output_refs(napi_env env, napi_callback_info info);
 
 #endif /* UVTN_H */

@@ -96,6 +96,17 @@ test('process.exit() stops every session, even one that ignores SIGTERM (N-3, P-
   assert.deepEqual(markedProcesses(h.mark), [])
 })
 
+test('process.exit() stops interactive tasks: a shell on a terminal, a stdin pipe (N-3, P-PTY-2, P-KILL-5)', async () => {
+  const h = runHost('exit-interactive')
+  const pids = await h.started
+  assertRunning(pids)
+  h.go()
+  const e = await h.ended
+  assert.equal(e.code, 8, e.err)
+  assert.equal(await gone(pids), true)
+  assert.deepEqual(markedProcesses(h.mark), [])
+})
+
 test('process.exit() in the turn of spawn(), with the spawns still out, leaves nothing running (N-3, P-SPAWN-6)', async () => {
   const h = runHost('exit-at-once')
   await h.started
@@ -113,6 +124,30 @@ test('an uncaught exception stops every session (N-3, P-KILL-5)', async () => {
   const e = await h.ended
   assert.equal(e.code, 1)
   assert.match(e.err, /boom/)
+  assert.equal(await gone(pids), true)
+  assert.deepEqual(markedProcesses(h.mark), [])
+})
+
+test('an exception thrown by onOutput is uncaught, as from any callback: a handler sees it and the host goes on (N-2, P-EVT-1)', async () => {
+  const h = runHost('output-throws-handled')
+  await h.started
+  const e = await h.ended
+  assert.equal(e.code, 0, e.err)
+  const r = JSON.parse(h.lines.find((l) => l.startsWith('{"caught"')))
+  assert.deepEqual(r.caught, ['boom in bash-1'])
+  assert.ok(r.calls >= 2, `${r.calls} calls`)
+  assert.equal(r.detail, 'exit code: 0')
+})
+
+test('an exception thrown by onOutput with no handler ends the host (code 1) and stops every session (N-2, N-3, P-KILL-5)', async () => {
+  const h = runHost('output-throws')
+  const pids = await h.started
+  assertRunning(pids)
+  h.go()
+  const e = await h.ended
+  assert.equal(e.code, 1)
+  assert.match(e.err, /boom from onOutput/)
+  assert.doesNotMatch(e.err, /FATAL|Abort|core dumped/i)
   assert.equal(await gone(pids), true)
   assert.deepEqual(markedProcesses(h.mark), [])
 })

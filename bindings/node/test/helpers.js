@@ -1,12 +1,18 @@
 // Shared helpers of the node --test suites.
 'use strict'
 const fs = require('node:fs')
+const { threadId } = require('node:worker_threads')
 const { TaskRegistry } = require('..')
 
-// A registry with one surface attached, as most scenarios want.
+// A registry with one surface attached, as most scenarios want.  A test
+// that fails before its close() leaves live tasks, which would keep the
+// file's process alive (N-3): an after() hook (of the test that called
+// this, or of the file) closes the registry in any case.  Only tests call
+// it: node:test is not loaded in the hosts and workers that use helpers.
 function fixture(options = { teardownGraceMs: 2000 }) {
   const tasks = new TaskRegistry(options)
   const detach = tasks.attachSurface('test')
+  require('node:test').after(() => tasks.close().catch(() => {}))
   return { tasks, detach }
 }
 
@@ -141,6 +147,98 @@ async function eventually(pred, ms = 5000) {
   }
 }
 
+// An interactive task driven the way a host drives one (P-EVT-1): spawn()
+// with an onOutput that reads what is new, plus a final read once the task
+// ended (onOutput may stay silent for the last bytes before the end).
+// `d.until(text)` resolves once the output so far (after what earlier
+// until() calls matched) includes `text`; it rejects, naming what came,
+// if the task ends or `ms` pass first.
+function driver(tasks, options, caller) {
+  const d = { text: '', from: 0, calls: 0, threads: new Set(), waiters: [], ended: false }
+  const collect = () => {
+    d.text += tasks.read(d.id, caller).text
+    for (const w of [...d.waiters]) w.check()
+  }
+  d.id = tasks.spawn({
+    ...options,
+    owner: caller,
+    onOutput(id) {
+      d.calls++
+      d.threads.add(threadId)
+      if (id !== d.id) throw new Error(`onOutput(${id}) for ${d.id}`)
+      collect()
+    },
+  })
+  d.done = tasks.wait(d.id, 60000, caller).then((snap) => {
+    d.ended = true
+    collect()
+    for (const w of [...d.waiters]) w.fail(`${d.id} ended (${snap.detail})`)
+    return snap
+  })
+  d.until = (text, ms = 20000) => new Promise((resolve, reject) => {
+    let timer = null
+    const w = {
+      check() {
+        const at = d.text.indexOf(text, d.from)
+        if (at < 0) return
+        d.from = at + text.length
+        clearTimeout(timer)
+        d.waiters.splice(d.waiters.indexOf(w), 1)
+        resolve(d.text)
+      },
+      fail(why) {
+        clearTimeout(timer)
+        d.waiters.splice(d.waiters.indexOf(w), 1)
+        reject(new Error(`waiting for ${JSON.stringify(text)}: ${why}; output: ` +
+          JSON.stringify(d.text.slice(-400))))
+      },
+    }
+    d.waiters.push(w)
+    w.check()
+    if (!d.waiters.includes(w)) return
+    if (d.ended) return w.fail('ended')
+    timer = setTimeout(() => w.fail(`nothing after ${ms} ms`), ms)
+  })
+  return d
+}
+
+// Live members of session `sid` running `comm` (the kernel's 15-character
+// command name).
+function sessionRuns(sid, comm) {
+  return processes().filter((p) => p.sid === sid && p.state !== 'Z' &&
+    readComm(p.pid) === comm).length > 0
+}
+
+function readComm(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
+  } catch {
+    return null
+  }
+}
+
+// Collect garbage now (the suites run without --expose-gc): for checks
+// that the binding let go of a JS function (FinalizationRegistry).
+let gcFn = null
+function collectGarbage() {
+  if (gcFn === null) {
+    require('node:v8').setFlagsFromString('--expose-gc')
+    gcFn = require('node:vm').runInNewContext('gc')
+  }
+  gcFn()
+}
+
+// Resolves once `registry` (a FinalizationRegistry whose callback counts
+// into `counter.n`) has seen `n` objects collected, or after `ms`.
+async function collected(counter, n, ms = 10000) {
+  const end = Date.now() + ms
+  while (counter.n < n && Date.now() < end) {
+    collectGarbage()
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  return counter.n
+}
+
 function busyWait(ms) {
   const end = Date.now() + ms
   while (Date.now() < end);
@@ -148,5 +246,6 @@ function busyWait(ms) {
 
 module.exports = {
   fixture, controlled, sessionMembers, sessionGroups, markedProcesses, zombieChildren,
-  pidOf, openFds, eventually, busyWait,
+  pidOf, openFds, eventually, busyWait, driver, sessionRuns,
+  collectGarbage, collected,
 }

@@ -5,9 +5,15 @@
 'use strict'
 const test = require('node:test')
 const assert = require('node:assert/strict')
+const path = require('node:path')
 const {
   fixture, controlled, sessionMembers, markedProcesses, zombieChildren, pidOf, openFds,
+  collected, collectGarbage,
 } = require('./helpers')
+
+// The addon itself (the same module instance index.js loaded): its
+// outputRefs() counts the onOutput functions this thread's registries hold.
+const native = require(path.join(__dirname, '..', 'build', 'uvtasks.node'))
 
 // A promise that resolves once `n` records were dropped (R-FEED-1), so
 // that a test waits for the drops themselves, not for a while.
@@ -99,4 +105,141 @@ test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1,
   assert.equal(m.waitsTimedOut, 1000)
   live.end({ status: 'completed' })
   await tasks.close()
+})
+
+// Interactive tasks (SPEC 3b) leave nothing either: no descriptor (pipes,
+// socket pairs, terminals), no zombie, no session; and the binding lets go
+// of each onOutput function once its task ended (P-EVT-1: the library calls
+// it no more), without waiting for the record's drop or registry close; a
+// spawn that failed lets go of it at once.
+test('300 interactive tasks: no fd, zombie or session left; onOutput released at the end (L-2, P-IN-1, P-PTY-2, P-EVT-1)', async () => {
+  const fdsBefore = openFds()
+  const { tasks } = fixture()
+  const released = { n: 0 }
+  const fin = new FinalizationRegistry(() => { released.n++ })
+  const sids = []
+  const N = 300
+  const CONCURRENT = 8
+  const dropped = drops(tasks, N)
+  let next = 0
+  let calls = 0
+
+  // One task: a terminal or a stdin pipe, fed a line and closed, or killed.
+  async function one(i) {
+    let text = ''
+    let wake = null
+    const tty = i % 2 === 0
+    const onOutput = (id) => {
+      calls++
+      text += tasks.read(id).text
+      if (wake !== null && text.includes(`line ${i}`)) wake()
+    }
+    const id = tasks.spawn({
+      argv: ['cat'], stdin: 'pipe', tty, onOutput, graceMs: 100,
+      outputBackpressure: i % 3 === 0,
+    })
+    fin.register(onOutput, id)
+    tasks.write(id, tty ? `line ${i}\r` : `line ${i}\n`)
+    if (i % 5 === 4) {
+      tasks.kill(id)
+    } else {
+      // Input on a terminal is taken once the program reads it: wait for
+      // the echo before the end of file (a Ctrl-D).
+      if (!text.includes(`line ${i}`)) await new Promise((r) => { wake = r })
+      tasks.closeStdin(id)
+    }
+    const snap = await tasks.wait(id, 30000)
+    assert.equal(snap.status, i % 5 === 4 ? 'killed' : 'completed', snap.detail)
+    try {
+      sids.push(tasks.pid(id))
+    } catch (e) {
+      assert.equal(e.code, 'ESRCH')
+    }
+    tasks.forget(id)
+  }
+  await Promise.all(Array.from({ length: CONCURRENT }, async () => {
+    while (next < N) await one(next++)
+  }))
+  await dropped
+  assert.equal(tasks.metrics().records, 0)
+  assert.ok(calls > 0)
+  // Every function is collectable while the registry is still open.
+  assert.equal(await collected(released, N), N)
+
+  // The functions below are made in a plain function: a local of this
+  // async function would stay in its saved frame across the awaits.
+  const withFn = (i, what) => {
+    const f = () => {}
+    fin.register(f, `${what}-${i}`)
+    return f
+  }
+  // A spawn that throws keeps nothing.
+  for (let i = 0; i < 20; i++) {
+    assert.throws(() => tasks.spawn({ argv: ['cat'], cwd: '/no/such/dir', onOutput: withFn(i, 'bad') }),
+      (e) => e.code === 'ENOENT')
+  }
+  assert.equal(await collected(released, N + 20), N + 20)
+
+  // Tasks still live at close: released by the close.
+  const live = []
+  for (let i = 0; i < 10; i++) {
+    live.push(tasks.spawn({ argv: ['cat'], tty: i % 2 === 0, stdin: 'pipe', onOutput: withFn(i, 'live') }))
+  }
+  for (const id of live) sids.push(await pidOf(tasks, id))
+  await tasks.close()
+  assert.equal(await collected(released, N + 30), N + 30)
+  assert.deepEqual(zombieChildren(), [])
+  assert.deepEqual(sids.filter((sid) => sessionMembers(sid).length > 0), [])
+  assert.deepEqual(markedProcesses(), [])
+  assert.equal(openFds(), fdsBefore)
+})
+
+// P-EVT-1 through the binding: the library calls a task's onOutput no more
+// once the task ended, so the binding lets go of the function then: not at
+// forget() (the records are still held here) and not at registry close.
+// 1000 tasks whose onOutput closures each hold 256 KiB: kept, they would
+// be 250 MiB; released, the heap stays where it was.
+test("1000 tasks' onOutput closures are released when each task ends, records still held (P-EVT-1, L-2)", async () => {
+  const { tasks } = fixture()
+  const N = 1000
+  const CONCURRENT = 16
+  const released = { n: 0 }
+  const fin = new FinalizationRegistry(() => { released.n++ })
+  const refsBefore = native.outputRefs()
+  collectGarbage()
+  const heapBefore = process.memoryUsage().heapUsed
+  let calls = 0
+  let maxRefs = 0
+  // Made in a plain function, so that no frame of ours keeps one.
+  const spawnOne = (i) => {
+    const ballast = `${i}:`.padEnd(256 * 1024, 'x')
+    const onOutput = (id) => {
+      calls++
+      if (ballast.length > 0) tasks.read(id)
+    }
+    fin.register(onOutput, i)
+    return tasks.spawn({ command: `echo ${i}`, onOutput })
+  }
+  const ids = []
+  let next = 0
+  await Promise.all(Array.from({ length: CONCURRENT }, async () => {
+    while (next < N) {
+      const id = spawnOne(next++)
+      ids.push(id)
+      maxRefs = Math.max(maxRefs, native.outputRefs() - refsBefore)
+      await tasks.wait(id, 30000)
+    }
+  }))
+  assert.ok(calls > 0)
+  assert.ok(maxRefs >= 1 && maxRefs <= CONCURRENT, `${maxRefs} held at most`)
+  // Every task ended; none was forgotten, the registry is open.
+  assert.equal(tasks.metrics().records, N)
+  assert.equal(native.outputRefs(), refsBefore)
+  assert.equal(await collected(released, N), N)
+  collectGarbage()
+  const grown = process.memoryUsage().heapUsed - heapBefore
+  assert.ok(grown < 64 * 1024 * 1024, `heap grew by ${grown} bytes`)
+  for (const id of ids) tasks.forget(id)
+  await tasks.close()
+  assert.equal(native.outputRefs(), refsBefore)
 })

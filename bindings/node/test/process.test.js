@@ -6,7 +6,6 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
-const { features } = require('..')
 const {
   fixture, sessionMembers, sessionGroups, zombieChildren, pidOf, eventually, busyWait,
 } = require('./helpers')
@@ -156,35 +155,6 @@ test('spawn failures throw libuv codes with nothing registered (P-SPAWN-4, N-1)'
   assert.equal(tasks.metrics().started, 1)
   await tasks.close()
   assert.deepEqual(zombieChildren(), [])
-})
-
-// The interactive half (SPEC §3b) is not in the library yet: every call
-// that needs it says so with ENOTSUP and leaves nothing behind.
-test('interactive options throw ENOTSUP until the library has SPEC 3b', { skip: features.stdinPipe && features.tty && features.onOutput && features.outputBackpressure }, async () => {
-  const { tasks } = fixture()
-  const notsup = codeOf('ENOTSUP')
-  if (!features.stdinPipe) {
-    assert.throws(() => tasks.spawn({ command: 'cat', stdin: 'pipe' }), notsup)
-  }
-  if (!features.tty) {
-    assert.throws(() => tasks.spawn({ command: 'true', tty: true }), notsup)
-    assert.throws(() => tasks.spawn({ command: 'true', cols: 100, rows: 40 }), notsup)
-  }
-  if (!features.outputBackpressure) {
-    assert.throws(() => tasks.spawn({ command: 'true', outputBackpressure: true }), notsup)
-  }
-  if (!features.onOutput) {
-    assert.throws(() => tasks.spawn({ command: 'true', onOutput() {} }), notsup)
-  }
-  const id = tasks.spawn({ command: 'true' })
-  if (!features.stdinPipe) {
-    assert.throws(() => tasks.write(id, 'x'), notsup)
-    assert.throws(() => tasks.closeStdin(id), notsup)
-  }
-  if (!features.tty) assert.throws(() => tasks.resize(id, 100, 40), notsup)
-  assert.equal(tasks.metrics().started, 1)
-  await tasks.wait(id, 10000)
-  await tasks.close()
 })
 
 // R-AGENT-1 with processes: disposal stops the agent's sessions and waits;

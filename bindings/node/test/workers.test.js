@@ -126,3 +126,73 @@ test('process.exit() inside a worker closes its registry (N-3)', async () => {
   assert.equal(await w.exited, 7)
   assert.equal(await eventually(() => sessionMembers(pid).length === 0), true)
 })
+
+// SPEC 3b in a worker: a terminal, a stdin pipe, backpressure and the
+// structured read work on the worker's loop, and onOutput runs on the
+// worker's thread inside its callback scope (N-2, P-EVT-1).
+test('interactive tasks in a worker: tty, stdin pipe, backpressure, onOutput on its thread (N-2, P-PTY-1, P-IN-1, P-OUT-4, P-EVT-1)', async () => {
+  const w = worker(`
+    const { threadId } = require('node:worker_threads')
+    const { driver } = require(${JSON.stringify(helpers)})
+    const tasks = new TaskRegistry()
+    tasks.attachSurface('w')
+    const sh = driver(tasks, { argv: ['bash', '--norc', '--noprofile', '-i'], tty: true })
+    tasks.write(sh.id, 'echo $((6 * 7))\\r')
+    await sh.until('42\\r\\n')
+    tasks.write(sh.id, 'exit 3\\r')
+    const shDone = await sh.done
+    const sort = tasks.spawn({ argv: ['sort'], stdin: 'pipe' })
+    tasks.write(sort, 'b\\na\\n')
+    tasks.write(sort, Buffer.from('c\\n'))
+    tasks.closeStdin(sort)
+    await tasks.wait(sort, 10000)
+    let bytes = 0
+    let dropped = 0
+    const seq = tasks.spawn({
+      argv: ['seq', '1', '200000'], outputBackpressure: true, outputCapBytes: 4096,
+      onOutput(id) {
+        const r = tasks.readProcess(id)
+        bytes += r.stdout.length
+        dropped += r.stdoutDropped
+      },
+    })
+    await tasks.wait(seq, 30000)
+    bytes += tasks.readProcess(seq).stdout.length
+    parentPort.postMessage({
+      threadId, threads: [...sh.threads], shDetail: shDone.detail,
+      sorted: tasks.read(sort).text, bytes, dropped,
+    })
+    await tasks.close()
+  `)
+  const m = await w.next()
+  assert.notEqual(m.threadId, 0)
+  assert.deepEqual(m.threads, [m.threadId])
+  assert.equal(m.shDetail, 'exit code: 3')
+  assert.equal(m.sorted, 'a\nb\nc\n')
+  assert.equal(m.dropped, 0)
+  assert.equal(m.bytes, 1288895) // seq 1 200000 | wc -c
+  assert.equal(await w.exited, 0)
+})
+
+// N-3 with interactive tasks: terminate() while a shell waits on its
+// terminal, a pipe task has input queued and onOutput calls are due: the
+// teardown closes the registry (no JS runs any more) and every session is
+// stopped.
+test('worker.terminate() with live interactive tasks stops them (N-3, P-PTY-2)', async () => {
+  const w = worker(`
+    const tasks = new TaskRegistry()
+    tasks.attachSurface('w')
+    const noop = () => {}
+    const sh = tasks.spawn({ argv: ['bash', '--norc', '--noprofile', '-i'], tty: true, onOutput: noop })
+    const cat = tasks.spawn({ command: 'sleep 30; cat', stdin: 'pipe', onOutput: noop })
+    const loud = tasks.spawn({ argv: ['yes'], tty: true, outputBackpressure: true, onOutput: noop })
+    tasks.write(sh, 'sleep 30\\r')
+    tasks.write(cat, 'x'.repeat(500000))
+    parentPort.postMessage({ pids: [await pidOf(tasks, sh), await pidOf(tasks, cat), await pidOf(tasks, loud)] })
+  `)
+  const { pids } = await w.next()
+  assert.equal(await eventually(() => pids.every((p) => sessionMembers(p).length > 0)), true)
+  await w.terminate()
+  for (const sid of pids) assert.deepEqual(sessionMembers(sid), [], `session ${sid}`)
+  assert.deepEqual(zombieChildren(), [])
+})
