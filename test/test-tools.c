@@ -1134,6 +1134,58 @@ static void test_run_command_abort(void **state) {
   tfix_close(&t);
 }
 
+/* M-MCP-5 with M-TOOLS-7: a progress report's line is text for a person
+ * or a model like a result's: no escape sequences (colours, erase-in-line,
+ * a window title), carriage-return redraws applied.  Before the fix the
+ * line was the raw bytes with ESC turned into a space (" [32mgreen..."). */
+typedef struct {
+  uvt_tools_call_t *req;
+  char line[256];
+} progress_look_t;
+
+static int progress_seen(void *arg) {
+  progress_look_t *p = arg;
+  return uvt_tools_call_progress(p->req, p->line, sizeof(p->line)) == 0 &&
+         strstr(p->line, "done") != NULL;
+}
+
+static void test_progress_line_plain(void **state) {
+  static const struct {
+    const char *command;
+    const char *line;
+  } cases[] = {
+      /* colours around a redrawn progress line */
+      {"printf '\\033[32m 5%%\\033[0m\\r\\033[32m 9%%\\033[0m done\\n'; "
+       "exec sleep 30",
+       " 9% done"},
+      /* erase-in-line and a window title, on stderr only */
+      {"printf 'x\\033[2K\\r\\033]0;title\\007all done' >&2; exec sleep 30",
+       "all done"},
+      /* a backspace redraw */
+      {"printf 'dome\\bx\\b\\bne\\n'; exec sleep 30", "done"},
+  };
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  progress_look_t look;
+  size_t i;
+
+  tfix_init(&t);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uvt_tools_args_init(&a);
+    a.command = cases[i].command;
+    call_start(&t, &r, &t.a, "run_command", &a);
+    memset(&look, 0, sizeof(look));
+    look.req = &r.req;
+    fixture_run_until(&t.f, progress_seen, &look);
+    assert_string_equal(look.line, cases[i].line);
+    assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+    fixture_run_until(&t.f, rec_done, &r);
+    assert_int_equal(r.status, UVT_EABORTED);
+  }
+  tfix_close(&t);
+}
+
 /* M-TOOLS-4: bad arguments and a command that cannot start are tool
  * errors; no task is named. */
 static void test_run_command_errors(void **state) {
@@ -2462,6 +2514,7 @@ int main(void) {
       cmocka_unit_test(test_run_command_timeout),
       cmocka_unit_test(test_run_command_abort),
       cmocka_unit_test(test_run_command_errors),
+      cmocka_unit_test(test_progress_line_plain),
       cmocka_unit_test(test_c36_progress_bar),
       cmocka_unit_test(test_c36_siblings),
       cmocka_unit_test(test_c36_across_reads),
