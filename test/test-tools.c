@@ -2320,7 +2320,9 @@ static void test_write_stdin_tty(void **state) {
   assert_string_equal(r.text,
                       "Started bash-1. It runs on a terminal: write_stdin "
                       "types into it (end a line with \"\\n\" or \"\\r\"; "
-                      "\"\\u0003\" is Ctrl-C; close_stdin sends Ctrl-D).\n"
+                      "\"\\u0003\" is Ctrl-C, \"\\u0004\" is Ctrl-D; "
+                      "close_stdin sends a last Ctrl-D and ends the input "
+                      "for good).\n"
                       "[status: running]");
   write_stdin(&t, &r, id, NULL, UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
   assert_string_equal(r.text, "name? \n[status: running]");
@@ -2369,6 +2371,38 @@ static void write_until(tfix_t *t, rec_t *r, const char *id, const char *chars,
   }
   assert_true(n + strlen(st) < size);
   strcpy(out + n, st);
+}
+
+/* M-TOOLS-5 on a terminal: "\x04" in chars is a Ctrl-D that ends one
+ * program's input (cat inside a script) and leaves the terminal open for
+ * what comes next, as run_in_background's text tells the model; a
+ * close_stdin ends the input for good. */
+static void test_write_stdin_tty_ctrl_d(void **state) {
+  tfix_t t;
+  rec_t r;
+  char id[UVT_ID_MAX];
+
+  tfix_init(&t);
+  start_interactive(&t, &r,
+                    "printf 'in> '; cat >/dev/null; printf 'next> '; read x; "
+                    "echo \"got $x\"; printf 'last> '; exec sleep 30",
+                    START_TTY, id);
+  write_stdin(&t, &r, id, NULL, UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
+  assert_string_equal(r.text, "in> \n[status: running]");
+  write_stdin(&t, &r, id, "abc\r\x04", UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "next> \n[status: running]"));
+  write_stdin(&t, &r, id, "more\r", UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
+  assert_string_equal(r.text,
+                      "next> more\ngot more\nlast> \n[status: running]");
+  write_stdin(&t, &r, id, NULL, 0, 1);
+  assert_int_equal(r.is_error, 0);
+  write_stdin(&t, &r, id, "again\r", 0, -1);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "is closed"));
+  uvt_kill(t.f.reg, id, &t.a, NULL, NULL);
+  run_until_settled(&t, &t.a, id);
+  tfix_close(&t);
 }
 
 /* M-TOOLS-5: a Python REPL on a terminal, as a model drives it: wait for
@@ -2530,6 +2564,7 @@ int main(void) {
       cmocka_unit_test(test_write_stdin_yield_close),
       cmocka_unit_test(test_write_stdin_errors),
       cmocka_unit_test(test_write_stdin_tty),
+      cmocka_unit_test(test_write_stdin_tty_ctrl_d),
       cmocka_unit_test(test_write_stdin_python),
       cmocka_unit_test(test_write_stdin_abort_detach),
       cmocka_unit_test(test_write_stdin_allocation_failures),
