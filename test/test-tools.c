@@ -1134,6 +1134,58 @@ static void test_run_command_abort(void **state) {
   tfix_close(&t);
 }
 
+/* M-MCP-5 with M-TOOLS-7: a progress report's line is text for a person
+ * or a model like a result's: no escape sequences (colours, erase-in-line,
+ * a window title), carriage-return redraws applied.  Before the fix the
+ * line was the raw bytes with ESC turned into a space (" [32mgreen..."). */
+typedef struct {
+  uvt_tools_call_t *req;
+  char line[256];
+} progress_look_t;
+
+static int progress_seen(void *arg) {
+  progress_look_t *p = arg;
+  return uvt_tools_call_progress(p->req, p->line, sizeof(p->line)) == 0 &&
+         strstr(p->line, "done") != NULL;
+}
+
+static void test_progress_line_plain(void **state) {
+  static const struct {
+    const char *command;
+    const char *line;
+  } cases[] = {
+      /* colours around a redrawn progress line */
+      {"printf '\\033[32m 5%%\\033[0m\\r\\033[32m 9%%\\033[0m done\\n'; "
+       "exec sleep 30",
+       " 9% done"},
+      /* erase-in-line and a window title, on stderr only */
+      {"printf 'x\\033[2K\\r\\033]0;title\\007all done' >&2; exec sleep 30",
+       "all done"},
+      /* a backspace redraw */
+      {"printf 'dome\\bx\\b\\bne\\n'; exec sleep 30", "done"},
+  };
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  progress_look_t look;
+  size_t i;
+
+  tfix_init(&t);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uvt_tools_args_init(&a);
+    a.command = cases[i].command;
+    call_start(&t, &r, &t.a, "run_command", &a);
+    memset(&look, 0, sizeof(look));
+    look.req = &r.req;
+    fixture_run_until(&t.f, progress_seen, &look);
+    assert_string_equal(look.line, cases[i].line);
+    assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+    fixture_run_until(&t.f, rec_done, &r);
+    assert_int_equal(r.status, UVT_EABORTED);
+  }
+  tfix_close(&t);
+}
+
 /* M-TOOLS-4: bad arguments and a command that cannot start are tool
  * errors; no task is named. */
 static void test_run_command_errors(void **state) {
@@ -2268,7 +2320,9 @@ static void test_write_stdin_tty(void **state) {
   assert_string_equal(r.text,
                       "Started bash-1. It runs on a terminal: write_stdin "
                       "types into it (end a line with \"\\n\" or \"\\r\"; "
-                      "\"\\u0003\" is Ctrl-C; close_stdin sends Ctrl-D).\n"
+                      "\"\\u0003\" is Ctrl-C, \"\\u0004\" is Ctrl-D; "
+                      "close_stdin sends a last Ctrl-D and ends the input "
+                      "for good).\n"
                       "[status: running]");
   write_stdin(&t, &r, id, NULL, UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
   assert_string_equal(r.text, "name? \n[status: running]");
@@ -2317,6 +2371,38 @@ static void write_until(tfix_t *t, rec_t *r, const char *id, const char *chars,
   }
   assert_true(n + strlen(st) < size);
   strcpy(out + n, st);
+}
+
+/* M-TOOLS-5 on a terminal: "\x04" in chars is a Ctrl-D that ends one
+ * program's input (cat inside a script) and leaves the terminal open for
+ * what comes next, as run_in_background's text tells the model; a
+ * close_stdin ends the input for good. */
+static void test_write_stdin_tty_ctrl_d(void **state) {
+  tfix_t t;
+  rec_t r;
+  char id[UVT_ID_MAX];
+
+  tfix_init(&t);
+  start_interactive(&t, &r,
+                    "printf 'in> '; cat >/dev/null; printf 'next> '; read x; "
+                    "echo \"got $x\"; printf 'last> '; exec sleep 30",
+                    START_TTY, id);
+  write_stdin(&t, &r, id, NULL, UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
+  assert_string_equal(r.text, "in> \n[status: running]");
+  write_stdin(&t, &r, id, "abc\r\x04", UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "next> \n[status: running]"));
+  write_stdin(&t, &r, id, "more\r", UVT_TOOLS_WRITE_YIELD_MAX_MS, -1);
+  assert_string_equal(r.text,
+                      "next> more\ngot more\nlast> \n[status: running]");
+  write_stdin(&t, &r, id, NULL, 0, 1);
+  assert_int_equal(r.is_error, 0);
+  write_stdin(&t, &r, id, "again\r", 0, -1);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "is closed"));
+  uvt_kill(t.f.reg, id, &t.a, NULL, NULL);
+  run_until_settled(&t, &t.a, id);
+  tfix_close(&t);
 }
 
 /* M-TOOLS-5: a Python REPL on a terminal, as a model drives it: wait for
@@ -2462,6 +2548,7 @@ int main(void) {
       cmocka_unit_test(test_run_command_timeout),
       cmocka_unit_test(test_run_command_abort),
       cmocka_unit_test(test_run_command_errors),
+      cmocka_unit_test(test_progress_line_plain),
       cmocka_unit_test(test_c36_progress_bar),
       cmocka_unit_test(test_c36_siblings),
       cmocka_unit_test(test_c36_across_reads),
@@ -2477,6 +2564,7 @@ int main(void) {
       cmocka_unit_test(test_write_stdin_yield_close),
       cmocka_unit_test(test_write_stdin_errors),
       cmocka_unit_test(test_write_stdin_tty),
+      cmocka_unit_test(test_write_stdin_tty_ctrl_d),
       cmocka_unit_test(test_write_stdin_python),
       cmocka_unit_test(test_write_stdin_abort_detach),
       cmocka_unit_test(test_write_stdin_allocation_failures),

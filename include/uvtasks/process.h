@@ -228,6 +228,9 @@ typedef struct {
    * never once the task ended (its last bytes may come with no call: the
    * end itself is what listeners and waits report).  A call says "there is
    * something": by the time the host reads, it may already have been read.
+   * It names no caller: a task with an `owner` is read (and written) with
+   * that agent as the caller, since a NULL caller never matches an owned
+   * task (R-OWN-2, UVT_EFOREIGN), so keep the agent in on_output_data.
    * Any function of the library may be called from it (the task's own
    * kill, read or forget included). */
   uvt_output_cb on_output;

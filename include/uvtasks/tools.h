@@ -453,10 +453,11 @@ UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 /* M-MCP-5: how a pending call is doing, for progress reports: the last
  * line of output of the task it is about (run_command's command, or the
  * task a task_output or write_stdin waits for) written to `line` as one
- * line of valid UTF-8 (control characters become spaces, a NUL byte ends
- * it; cut at a character boundary and marked "..." beyond `size` - 1
- * bytes), "" when
- * there is none yet.
+ * line of valid UTF-8, shown as text the way results show it (M-TOOLS-7:
+ * no escape sequences; carriage returns, backspaces and erase-in-line
+ * applied; other control characters become spaces), a NUL byte ends it;
+ * cut at a character boundary and marked "..." beyond `size` - 1 bytes;
+ * "" when there is none yet.
  * Nothing is consumed: the call's result and later reads still show it.
  * (SPEC names no function for this; uvtasks-mcp needs it for
  * notifications/progress.)

@@ -1144,6 +1144,42 @@ static void rpc_batch(mcp_server_t *server, json_t *msg) {
   rpc_batch_release(server, b);
 }
 
+/* Turn the reals of `v` that are whole numbers within int64 back into
+ * integers (for a message read with JSON_DECODE_INT_AS_REAL, below).
+ * Returns 0, or -1 out of memory. */
+static int rpc_whole_reals(json_t *v) {
+  const char *key;
+  json_t *elem;
+  void *tmp;
+  size_t i;
+  double d;
+
+  if (json_is_object(v)) {
+    json_object_foreach_safe(v, tmp, key, elem) {
+      if (json_is_real(elem)) {
+        d = json_real_value(elem);
+        if (d >= -9.2e18 && d <= 9.2e18 && d == (double)(json_int_t)d &&
+            json_object_set_new(v, key, json_integer((json_int_t)d)) != 0)
+          return -1;
+      } else if (rpc_whole_reals(elem) != 0) {
+        return -1;
+      }
+    }
+  } else if (json_is_array(v)) {
+    json_array_foreach(v, i, elem) {
+      if (json_is_real(elem)) {
+        d = json_real_value(elem);
+        if (d >= -9.2e18 && d <= 9.2e18 && d == (double)(json_int_t)d &&
+            json_array_set_new(v, i, json_integer((json_int_t)d)) != 0)
+          return -1;
+      } else if (rpc_whole_reals(elem) != 0) {
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   json_error_t jerr;
   json_t *msg;
@@ -1160,6 +1196,23 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
     return;
 
   msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+  if (msg == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
+    /* An integer beyond int64 is still JSON, and JavaScript writes its
+     * numbers from 2^63 up to 1e21 that way (JSON.stringify(1e20)): read
+     * the message with every integer as a real, then make the whole ones
+     * that fit integers again, so ids and arguments look as usual and the
+     * big ones are reals, which the tools cap (arg_whole).  Integers above
+     * 2^53 in such a message lose their low bits. */
+    msg = json_loadb(line, len,
+                     JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+                     &jerr);
+    if (msg != NULL && rpc_whole_reals(msg) != 0) {
+      json_decref(msg);
+      mcp_rpc_error(server, NULL, RPC_INTERNAL_ERROR,
+                    "Internal error: out of memory");
+      return;
+    }
+  }
   if (msg == NULL) {
     snprintf(buf, sizeof(buf), "Parse error: %s (at byte %d)", jerr.text,
              jerr.position);

@@ -13,6 +13,8 @@
 int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
                             size_t size) {
   char raw[1024];
+  uvt__term_t term;
+  uvt__text_t plain;
   uvt__text_t t;
   int err;
 
@@ -25,11 +27,21 @@ int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
                                req->caller_, raw, sizeof(raw));
   if (err != 0)
     return UV_EINVAL;
+  /* The line as a terminal shows it (M-TOOLS-7, as results do): no
+   * escape sequences, redraws by backspace or erase-in-line applied.  Out
+   * of memory it shows nothing. */
+  uvt__term_init(&term);
+  uvt__text_init(&plain);
+  uvt__term_feed(&term, raw, strlen(raw), &plain);
+  uvt__term_end(&term, UVT__TERM_FINAL, &plain);
+  uvt__term_free(&term);
   /* One line of valid UTF-8, cut to fit with its NUL. */
   uvt__text_init(&t);
-  uvt__text_oneline(&t, raw, size > 4 ? size - 4 : 1);
+  if (plain.err == 0 && plain.base != NULL)
+    uvt__text_oneline(&t, plain.base, size > 4 ? size - 4 : 1);
   if (t.err == 0 && t.base != NULL && t.len < size)
     memcpy(line, t.base, t.len + 1);
   uvt__text_free(&t);
+  uvt__text_free(&plain);
   return 0;
 }

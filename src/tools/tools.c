@@ -237,7 +237,8 @@ static void tool_run_in_background(uvt_tools_call_t *req,
     if (po.pty)
       uvt__text_str(&t, " It runs on a terminal: write_stdin types into it "
                         "(end a line with \"\\n\" or \"\\r\"; \"\\u0003\" is "
-                        "Ctrl-C; close_stdin sends Ctrl-D).");
+                        "Ctrl-C, \"\\u0004\" is Ctrl-D; close_stdin sends a "
+                        "last Ctrl-D and ends the input for good).");
     else if (po.stdin_pipe)
       uvt__text_str(&t, " Its stdin is open: write_stdin sends it input "
                         "(close_stdin ends it).");

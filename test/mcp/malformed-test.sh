@@ -404,6 +404,13 @@ check "yield_ms 1e30 is a yield longer than any run" '{"jsonrpc":"2.0","id":5,"m
 check "yield_ms -0.5 is a tool error" '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","yield_ms":-0.5},'"$META"'}}' 6 '"isError":true' 'yield_ms must be a whole number of milliseconds, at least 0.'
 check "max_bytes 3e2 is 300" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":3e2},'"$META"'}}' 7 '"text":"1\n2\n' 'lines) left out ...]\n' '\n2000\n[status: completed, exit code: 0]"'
 check "max_bytes 1e30 shows everything" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":1e30},'"$META"'}}' 8 '\n1000\n1001\n'
+# M-MCP-3: JavaScript writes numbers from 2^63 up to 1e21 as integer
+# literals (JSON.stringify(1e20) is "100000000000000000000"), beyond what
+# a JSON parser takes as an integer: such a request is answered like 1e30,
+# with its own id, not dropped as a parse error with id null.
+check "yield_ms 100000000000000000000 (JavaScript's 1e20) is answered" '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 0.5; echo big","yield_ms":100000000000000000000},'"$META"'}}' 13 '"text":"big\n[status: completed, exit code: 0]"'
+check "max_bytes 18446744073709551616 is answered" '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":18446744073709551616},'"$META"'}}' 14 '\n1000\n1001\n'
+check "timeout_ms -100000000000000000000 is a tool error" '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","timeout_ms":-100000000000000000000},'"$META"'}}' 15 '"isError":true' 'timeout_ms must be a whole number'
 check "max_bytes 0.5 is a tool error" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","max_bytes":0.5},'"$META"'}}' 9 '"isError":true' 'task_output: max_bytes must be a whole number of bytes, at least 1.'
 srv=$SRV_PID
 exec {SRV_IN}>&-

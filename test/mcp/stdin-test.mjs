@@ -85,7 +85,7 @@ async function replOnTerminal(c, era) {
   const id = idOf(res);
   check(`${era} tty: run_in_background starts it on a terminal and says how to type`,
     !res.isError && !!id && bodyOf(res) ===
-      `Started ${id}. It runs on a terminal: write_stdin types into it (end a line with "\\n" or "\\r"; "\\u0003" is Ctrl-C; close_stdin sends Ctrl-D).\n[status: running]`,
+      `Started ${id}. It runs on a terminal: write_stdin types into it (end a line with "\\n" or "\\r"; "\\u0003" is Ctrl-C, "\\u0004" is Ctrl-D; close_stdin sends a last Ctrl-D and ends the input for good).\n[status: running]`,
     res);
   // Wait for the prompt first (a poll), so typing does not race Python's
   // start-up (the terminal would echo early typing twice).
