@@ -2051,6 +2051,44 @@ static void waits_ended(tfix_t *t, uint64_t *aborted, uint64_t *timed_out) {
   *timed_out = m.waits_timed_out;
 }
 
+/* M-TOOLS-6 with M-TOOLS-5: write_stdin controls a promoted run_command
+ * task: a poll reads it (it has no input, and that is no error), input
+ * to it is refused, and a poll with a yield waits for its end. */
+static void test_write_stdin_polls_promoted(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  gate_t g;
+
+  gate_init(&g);
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = g.command;
+  a.yield_ms = 50;
+  a.timeout_ms = 600000;
+  call_start(&t, &r, &t.a, "run_command", &a);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "[status: running]"));
+
+  write_stdin(&t, &r, "bash-1", NULL, 0, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "[status: running]"));
+  write_stdin(&t, &r, "bash-1", "x\n", -1, -1);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "does not take input"));
+  write_stdin(&t, &r, "bash-1", NULL, 0, 1);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "does not take input"));
+
+  gate_open(&g);
+  write_stdin(&t, &r, "bash-1", "", 30000, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_true(ends_with(r.text, "after go\n[status: completed, exit code: 0]"));
+  tfix_close(&t);
+  gate_free(&g);
+}
+
 /* M-TOOLS-5: run_in_background with stdin keeps the command's stdin open
  * and says how to write to it; write_stdin writes, waits, and answers as
  * soon as the program printed a prompt and went quiet: well before the
@@ -2169,7 +2207,8 @@ static void test_write_stdin_errors(void **state) {
   assert_string_equal(r.text,
                       "No task bash-9. task_list shows the tasks you can see.");
 
-  /* A task started without stdin: writes and polls are refused. */
+  /* A task started without stdin: writes and closing its input are
+   * refused; a poll reads it (M-TOOLS-5). */
   uvt_tools_args_init(&a);
   a.command = "echo plain; exec sleep 30";
   call(&t, &r, &t.a, "run_in_background", &a);
@@ -2190,6 +2229,9 @@ static void test_write_stdin_errors(void **state) {
   a.timeout_ms = 10000;
   call(&t, &r, &t.a, "task_output", &a);
   assert_true(strncmp(r.text, "plain\n", 6) == 0);
+  write_stdin(&t, &r, plain, NULL, 0, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "(no new output)\n[status: running]");
 
   /* Not a process task. */
   memset(&fk, 0, sizeof(fk));
@@ -2198,6 +2240,9 @@ static void test_write_stdin_errors(void **state) {
   write_stdin(&t, &r, fid, "x", -1, -1);
   assert_int_equal(r.is_error, 1);
   assert_non_null(strstr(r.text, "does not take input"));
+  write_stdin(&t, &r, fid, "", 0, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_non_null(strstr(r.text, "[status: running]"));
 
   /* Another session's task. */
   start_interactive(&t, &r, "cat", START_STDIN, id);
@@ -2559,6 +2604,7 @@ int main(void) {
       cmocka_unit_test(test_c35_siblings),
       cmocka_unit_test(test_clip_fits),
       cmocka_unit_test(test_c32_yield_promotes),
+      cmocka_unit_test(test_write_stdin_polls_promoted),
       cmocka_unit_test(test_yield_siblings),
       cmocka_unit_test(test_write_stdin_prompt),
       cmocka_unit_test(test_write_stdin_yield_close),

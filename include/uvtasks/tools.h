@@ -358,8 +358,10 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    line), then waits up to `yield_ms` and answers with what the task
  *    printed since the last read and its status line, shaped as
  *    task_output's are.  Empty or NULL chars writes nothing: a poll.  A
- *    task whose input is closed, or that ended, may still be polled; one
- *    started without stdin or tty may not.
+ *    task may be polled whatever its input: closed, ended, or never
+ *    opened (a command started without stdin or tty, a run_command
+ *    promoted at its yield, a task of another producer); only chars or
+ *    close_stdin for a task without input are refused.
  *    The wait ends early when the task ends (as SPEC.md says) and, beyond
  *    SPEC.md, when the program printed a prompt and waits for input: its
  *    unread output grew since the write, did not change for

@@ -865,11 +865,14 @@ static void tool_write_stdin(uvt_tools_call_t *req,
   len = args->chars == NULL             ? 0
         : args->chars_len == (size_t)-1 ? strlen(chars)
                                         : args->chars_len;
-  /* A write of nothing checks the task: a poll is refused only by a task
-   * that never takes input (UV_EINVAL); one whose input is closed or that
-   * ended may still be read. */
+  /* A write of nothing checks the task (it exists, the caller may see
+   * it).  A poll reads any task: one whose input is closed or that ended
+   * (UV_EPIPE), and one that never took input (UV_EINVAL), such as a
+   * run_command promoted at its yield, which M-TOOLS-6 says write_stdin
+   * controls.  Only closing an input the task never had is refused. */
   err = uvt_process_write(reg, req->task_id_, req->caller_, chars, len);
-  if (err == UV_EPIPE && len == 0)
+  if (len == 0 &&
+      (err == UV_EPIPE || (err == UV_EINVAL && args->close_stdin != 1)))
     err = 0;
   if (err != 0) {
     text_write_error(req, req->task_id_, err, len, &t);

@@ -184,6 +184,9 @@ async function badArguments(c, era) {
     res.isError === true && bodyOf(res) ===
       `${plain} does not take input: it was started without stdin or tty. To write to a command, start it with run_in_background and "stdin": true (or "tty": true).\n[status: running]`,
     res);
+  res = await c.call('write_stdin', { task_id: plain, chars: '', yield_ms: 0 });
+  check(`${era}: a task started without stdin can still be polled (M-TOOLS-5, M-TOOLS-6)`,
+    res.isError !== true && bodyOf(res).endsWith('[status: running]'), res);
   res = await c.call('write_stdin', { task_id: 'bash-999', chars: 'x\n' });
   check(`${era}: an unknown task is a tool error`,
     res.isError === true && bodyOf(res) === 'No task bash-999. task_list shows the tasks you can see.', res);
