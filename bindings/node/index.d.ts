@@ -68,8 +68,11 @@ export interface SpawnOptions {
   argv?: string[]
   owner?: Agent
   cwd?: string
-  /** Extra variables; they win over the inherited ones (P-SPAWN-3). */
-  env?: Record<string, string>
+  /**
+   * Extra variables; they win over the inherited ones (P-SPAWN-3).  As in
+   * node:child_process, an undefined value sets no variable.
+   */
+  env?: Record<string, string | undefined>
   /** Default 'bash'. */
   kind?: string
   /** Default: the command. */

@@ -24,3 +24,18 @@ test('stdin as a string may hold NUL characters (P-IN-1, N-4)', async () => {
   assert.deepEqual(tasks.readProcess(c).stdout, Buffer.from('pipe'))
   await tasks.close()
 })
+
+// P-SPAWN-3 (N-4): `env` gives extra variables.  A host builds it from
+// its own options ({ DEBUG: opts.debug }); as node:child_process does, an
+// entry whose value is undefined is no variable at all, not the text
+// "undefined"; other values are their String().
+test('env: an undefined value sets no variable; others are strings (P-SPAWN-3)', async () => {
+  const { tasks } = fixture()
+  const id = tasks.spawn({
+    command: 'echo "${UVTN_A-unset}|${UVTN_B-unset}|${UVTN_C-unset}"',
+    env: { UVTN_A: undefined, UVTN_B: 'b', UVTN_C: 42 },
+  })
+  await tasks.wait(id, 10000)
+  assert.equal(tasks.readProcess(id).stdout.toString(), 'unset|b|42\n')
+  await tasks.close()
+})
