@@ -39,3 +39,41 @@ test('env: an undefined value sets no variable; others are strings (P-SPAWN-3)',
   assert.equal(tasks.readProcess(id).stdout.toString(), 'unset|b|42\n')
   await tasks.close()
 })
+
+// N-1: a string the library takes as a C string (a command, an argv or
+// env entry, a cwd, an id, a name, a reason) cannot hold a NUL: it would
+// be cut there, so the call would act on another string than JS passed.
+// A TypeError with code ERR_INVALID_ARG_VALUE, as node:child_process
+// answers; nothing is registered.  Input bytes (stdin, write()) may.
+test('a NUL in a C string argument is ERR_INVALID_ARG_VALUE, nothing started (N-1)', async () => {
+  const { tasks } = fixture()
+  const invalid = (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_VALUE'
+  assert.throws(() => tasks.spawn({ command: 'echo a\0b' }), invalid)
+  assert.throws(() => tasks.spawn({ argv: ['echo', 'a\0b'] }), invalid)
+  assert.throws(() => tasks.spawn({ command: 'true', env: { A: 'a\0b' } }), invalid)
+  assert.throws(() => tasks.spawn({ command: 'true', cwd: '/tmp\0/x' }), invalid)
+  assert.throws(() => tasks.get('bash-1\0'), invalid)
+  assert.throws(() => tasks.registerAgent('a\0', 's'), invalid)
+  assert.equal(tasks.metrics().started, 0)
+  const id = tasks.spawn({ argv: ['cat'], stdin: 'pipe' })
+  assert.throws(() => tasks.kill(id, undefined, 'why\0'), invalid)
+  tasks.write(id, 'a\0b')
+  tasks.closeStdin(id)
+  await tasks.wait(id, 10000)
+  assert.deepEqual(tasks.readProcess(id).stdout, Buffer.from('a\0b'))
+  await tasks.close()
+})
+
+// R-CLOSE-1 through N-4: close() is the library's uvt_registry_close, and
+// a second one is refused as it is there (UVT_ECLOSING, as a rejection),
+// while the first still settles; every later call throws UVT_ECLOSING.
+test('close() twice: the second rejects UVT_ECLOSING, the first resolves (R-CLOSE-1, N-1)', async () => {
+  const { tasks } = fixture()
+  const id = tasks.spawn({ command: 'sleep 30' })
+  const first = tasks.close()
+  await assert.rejects(tasks.close(), (e) => e.code === 'UVT_ECLOSING')
+  await first
+  await assert.rejects(tasks.close(), (e) => e.code === 'UVT_ECLOSING')
+  assert.throws(() => tasks.get(id), (e) => e.code === 'UVT_ECLOSING')
+  assert.throws(() => tasks.metrics(), (e) => e.code === 'UVT_ECLOSING')
+})
