@@ -77,3 +77,34 @@ test('close() twice: the second rejects UVT_ECLOSING, the first resolves (R-CLOS
   assert.throws(() => tasks.get(id), (e) => e.code === 'UVT_ECLOSING')
   assert.throws(() => tasks.metrics(), (e) => e.code === 'UVT_ECLOSING')
 })
+
+// R-AGENT-4, R-DONE-1 through the binding: a JS producer whose `done`
+// never settles is force-failed by disposal, and the library keeps its
+// task handle until the producer settles (uvt_task_settle: "stays valid
+// until the producer settles").  Once JS can no longer settle it (the
+// promise and everything that could resolve it were collected), the
+// binding settles it itself, so the handle is freed: 5000 such tasks
+// must not stay held (about 1 KiB of native memory each, for ever).
+// jsUnsettled() (test hook) counts the JS tasks the library still holds
+// waiting for their settle.
+test('force-failed JS tasks whose done can never settle are let go once collected (R-AGENT-4, L-2)', async () => {
+  const path = require('node:path')
+  const native = require(path.join(__dirname, '..', 'build', 'uvtasks.node'))
+  const { collectGarbage } = require('./helpers')
+  const before = native.jsUnsettled()
+  const { tasks } = fixture({ teardownGraceMs: 1 })
+  const N = 50
+  const startOne = () => tasks.start({
+    kind: 'js', label: 'never settles',
+    run: () => ({ cancel() {}, done: new Promise(() => {}) }),
+  })
+  for (let i = 0; i < N; i++) startOne()
+  assert.equal(native.jsUnsettled() - before, N)
+  await tasks.close() // each one force-failed after teardownGraceMs
+  // Nothing can settle them now; collecting their promises lets them go.
+  for (let i = 0; i < 200 && native.jsUnsettled() > before; i++) {
+    collectGarbage()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  assert.equal(native.jsUnsettled() - before, 0)
+})
