@@ -68,8 +68,11 @@ export interface SpawnOptions {
   argv?: string[]
   owner?: Agent
   cwd?: string
-  /** Extra variables; they win over the inherited ones (P-SPAWN-3). */
-  env?: Record<string, string>
+  /**
+   * Extra variables; they win over the inherited ones (P-SPAWN-3).  As in
+   * node:child_process, an undefined value sets no variable.
+   */
+  env?: Record<string, string | undefined>
   /** Default 'bash'. */
   kind?: string
   /** Default: the command. */
@@ -171,8 +174,10 @@ export interface RegistryMetrics {
  * 'UVT_ECLOSING', 'UVT_ELIMIT', 'UVT_EABORTED') or libuv's ('EINVAL',
  * 'ENOENT', 'EPIPE', 'ENOBUFS', ...); `errno` the library's negative code
  * (N-1).  A wrong argument type is a TypeError, code 'ERR_INVALID_ARG_TYPE';
- * a number out of its range a RangeError, 'ERR_OUT_OF_RANGE' (Node's own
- * codes).
+ * a number out of its range a RangeError, 'ERR_OUT_OF_RANGE'; a NUL in a
+ * string the library takes as a C string (command, argv, env, cwd, an id,
+ * a name, a reason; not stdin or write() bytes) a TypeError,
+ * 'ERR_INVALID_ARG_VALUE' (Node's own codes).
  */
 export interface TaskError extends Error {
   code: string
@@ -254,7 +259,11 @@ export class TaskRegistry {
    */
   pid(id: string, caller?: Agent): number | undefined
   metrics(): RegistryMetrics
-  /** R-CLOSE-1: stop every task, then resolve. */
+  /**
+   * R-CLOSE-1: stop every task, then resolve.  Once closing, a second
+   * close() rejects with UVT_ECLOSING (the first still resolves), and every
+   * other call throws UVT_ECLOSING.
+   */
   close(): Promise<void>
 }
 

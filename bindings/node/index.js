@@ -252,12 +252,14 @@ class TaskRegistry {
       if (typeof options.env !== 'object') {
         throw codedTypeError('options.env must be an object of strings')
       }
-      o.env = Object.entries(options.env).map(([k, v]) => {
-        if (k === '' || k.includes('=')) {
-          throw codedTypeError(`options.env: invalid name ${JSON.stringify(k)}`)
-        }
-        return `${k}=${String(v)}`
-      })
+      // As node:child_process does: an undefined value is no variable.
+      o.env = Object.entries(options.env).filter(([, v]) => v !== undefined)
+        .map(([k, v]) => {
+          if (k === '' || k.includes('=')) {
+            throw codedTypeError(`options.env: invalid name ${JSON.stringify(k)}`)
+          }
+          return `${k}=${String(v)}`
+        })
     }
     if (options.stdin === 'null') o.stdin = undefined
     if (options.onOutput !== undefined) checkFunction(options.onOutput, 'options.onOutput')

@@ -379,6 +379,7 @@ NAPI_MODULE_INIT() {
       {"stopAllNow", uvtn_stop_all_now},
       {"readProcess", uvtn_read_process},
       {"outputRefs", uvtn_output_refs},
+      {"jsUnsettled", uvtn_js_unsettled},
   };
   uvtn_env_t *st;
   napi_value version;

@@ -210,17 +210,21 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     o.output_cap_bytes = n > SIZE_MAX ? SIZE_MAX : (size_t)n;
   }
   if (prop(env, argv[1], "stdin", &v)) {
-    napi_valuetype t;
-    char *s = NULL;
-    napi_typeof(env, v, &t);
-    if (t == napi_string) {
-      if (!uvtn_string(env, v, "stdin", 0, &s))
-        goto out;
-      stdin_pipe = strcmp(s, "pipe") == 0;
-      free(s);
-    }
-    if (!stdin_pipe && !uvtn_bytes(env, v, "stdin", &stdin_data, &stdin_len))
+    /* 'pipe', or input bytes: a string is input like a Buffer, so a NUL
+     * in it is a byte to send, not a reason to refuse it. */
+    if (!uvtn_bytes(env, v, "stdin", &stdin_data, &stdin_len))
       goto out;
+    stdin_pipe = stdin_len == 4 && memcmp(stdin_data, "pipe", 4) == 0;
+    if (stdin_pipe) {
+      napi_valuetype t;
+      napi_typeof(env, v, &t);
+      stdin_pipe = t == napi_string; /* Buffer.from('pipe') is input */
+    }
+    if (stdin_pipe) {
+      free(stdin_data);
+      stdin_data = NULL;
+      stdin_len = 0;
+    }
   }
   o.stdin_pipe = stdin_pipe;
   if ((prop(env, argv[1], "stdinCapBytes", &v) &&

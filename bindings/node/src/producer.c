@@ -20,7 +20,8 @@ typedef struct {
   napi_ref cancel;
   napi_ref read;
   int settled;
-  int refs; /* the External held by JS, the record, and start() itself */
+  int committed; /* start() succeeded: counted in js_unsettled until settled */
+  int refs;      /* the External held by JS, the record, and start() itself */
 } jstask_t;
 
 static void jstask_unref(jstask_t *jt) {
@@ -30,8 +31,19 @@ static void jstask_unref(jstask_t *jt) {
   free(jt);
 }
 
+static int settle(jstask_t *jt, uvt_status_t status, const char *detail,
+                  const char *output, size_t output_len);
+
+/* JS let go of the task handle: its `done` reactions, which hold it, were
+ * collected, so nothing can settle the task any more.  The library keeps
+ * the task until its producer settles, even after a force-fail dropped
+ * the record (R-AGENT-4), so settle it here: the record takes it (if it
+ * was still waiting) or the library frees the handle. */
 static void jstask_finalize(napi_env env, void *data, void *hint) {
-  jstask_unref(data);
+  jstask_t *jt = data;
+  if (jt->committed && !jt->settled)
+    settle(jt, UVT_FAILED, "its done promise was collected unsettled", NULL, 0);
+  jstask_unref(jt);
 }
 
 static void drop_hooks(jstask_t *jt) {
@@ -52,6 +64,8 @@ static int settle(jstask_t *jt, uvt_status_t status, const char *detail,
   if (jt->settled)
     return 0;
   jt->settled = 1;
+  if (jt->committed)
+    jt->r->st->js_unsettled--;
   memset(&o, 0, sizeof(o)); /* its reserved_ too */
   o.status = status;
   o.detail = detail;
@@ -227,6 +241,8 @@ napi_value uvtn_start(napi_env env, napi_callback_info info) {
     drop_hooks(jt);
     goto out;
   }
+  jt->committed = 1;
+  st->js_unsettled++;
   napi_create_string_utf8(env, id, NAPI_AUTO_LENGTH, &result);
 out:
   if (jt != NULL)
@@ -279,4 +295,14 @@ out:
   free(output);
   uvtn_leave(st);
   return result;
+}
+
+/* jsUnsettled() -> how many JS tasks of this environment were started and
+ * not yet settled: a test's view of the library's hold on their handles. */
+napi_value uvtn_js_unsettled(napi_env env, napi_callback_info info) {
+  uvtn_env_t *st = NULL;
+  napi_value n;
+  napi_get_instance_data(env, (void **)&st);
+  napi_create_double(env, (double)st->js_unsettled, &n);
+  return n;
 }

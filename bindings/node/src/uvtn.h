@@ -52,12 +52,14 @@ void uvtn_list_remove(uvtn_link_t *n);
 struct uvtn_env_s {
   napi_env env;
   uv_loop_t *loop;
-  int depth;        /* native calls from JS in progress, plus open scopes */
-  int tearing_down; /* an environment cleanup hook ran: no JS from now on */
-  int in_kill;      /* inside uvt_kill() called by kill(): a JS cancel's
-                       exception propagates to the caller (R-KILL-1) */
-  uvtn_link_t regs; /* registries not yet closed */
-  long output_refs; /* onOutput functions held (outputRefs(), tests) */
+  int depth;         /* native calls from JS in progress, plus open scopes */
+  int tearing_down;  /* an environment cleanup hook ran: no JS from now on */
+  int in_kill;       /* inside uvt_kill() called by kill(): a JS cancel's
+                        exception propagates to the caller (R-KILL-1) */
+  uvtn_link_t regs;  /* registries not yet closed */
+  long output_refs;  /* onOutput functions held (outputRefs(), tests) */
+  long js_unsettled; /* JS tasks started and not yet settled (jsUnsettled(),
+                        tests) */
 };
 
 /* One TaskRegistry. */
@@ -199,5 +201,6 @@ napi_value uvtn_resize(napi_env env, napi_callback_info info);
 napi_value uvtn_stop_all_now(napi_env env, napi_callback_info info);
 napi_value uvtn_read_process(napi_env env, napi_callback_info info);
 napi_value uvtn_output_refs(napi_env env, napi_callback_info info);
+napi_value uvtn_js_unsettled(napi_env env, napi_callback_info info);
 
 #endif /* UVTN_H */
