@@ -108,3 +108,13 @@ test('force-failed JS tasks whose done can never settle are let go once collecte
   }
   assert.equal(native.jsUnsettled() - before, 0)
 })
+
+// The ESM entry point gives the same module by name and as its default
+// export (import uvtasks from 'uvtasks'), one implementation either way.
+test('the ESM entry point has named and default exports (N-1)', async () => {
+  const esm = await import('../index.mjs')
+  const cjs = require('..')
+  assert.equal(esm.TaskRegistry, cjs.TaskRegistry)
+  assert.equal(esm.default, cjs)
+  assert.equal(esm.default.version, esm.version)
+})
