@@ -114,6 +114,40 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
 /* Forget every kept state (detach). */
 void uvt__tools_output_free(uvt_tools_t *tools);
 
+/* ---- tools.c: what the tools share with write.c. */
+
+enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
+
+/* ABORT_EARLY: write_stdin stops its own wait to answer at a prompt. */
+enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
+
+enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN };
+
+/* Put the built text into `req` and queue it for its callback. */
+void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
+/* The error text for an operation (`verb`) on `id` that returned `err`. */
+void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
+                           int err);
+/* Read `id` and answer with its output and status line; `fallback` (a
+ * snapshot a wait delivered, or NULL) is shown if the read finds the task
+ * gone; timed_out_ms > 0 notes a wait that timed out. */
+void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
+                            uint64_t timed_out_ms,
+                            const uvt_snapshot_t *fallback);
+/* Take the call's max_bytes (M-TOOLS-8): 0, or -1 after answering. */
+int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+/* The call waits (req->wait_ is armed): on the tools' waiting list. */
+void uvt__tools_link_waiting(uvt_tools_call_t *req);
+/* The callback of every wait a call makes. */
+void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap);
+
+/* ---- write.c: write_stdin (M-TOOLS-5). */
+
+void uvt__tool_write_stdin(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+/* The tools' quiet_ timer: answers the waiting write_stdin calls whose
+ * program printed a prompt and went quiet. */
+void uvt__tools_quiet_cb(uv_timer_t *timer);
+
 /* Allocation for the tool surface, through the library's allocator; result
  * texts are freed by uvt_tools_call_cleanup(). */
 void *uvt__tools_malloc(size_t size);

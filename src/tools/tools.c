@@ -1,12 +1,12 @@
 /* The model-facing tool surface (SPEC §5, M-TOOLS-1..6): the tools over
  * the registry's operations and the process producer, completion notices
  * from a listener, and results delivered through the loop.  What a result
- * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8). */
+ * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8);
+ * write_stdin lives in write.c (M-TOOLS-5). */
 #include "uvtasks/tools.h"
 
 #include <string.h>
 
-#include "process/process-internal.h"
 #include "tools-int.h"
 #include "uvt-internal.h"
 #include "uvtasks/process.h"
@@ -15,13 +15,6 @@
 #define TOOLS_LABEL_MAX 120
 
 enum { TOOLS_DETACHED = 0, TOOLS_ATTACHED, TOOLS_DETACHING };
-
-enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
-
-/* ABORT_EARLY: write_stdin stops its own wait to answer at a prompt. */
-enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
-
-enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN };
 
 /* run_command waits this much longer than the command's runtime limit: the
  * limit's SIGTERM, the grace, SIGKILL and the pipes' drain all come first,
@@ -114,7 +107,7 @@ static void tools_ready(uvt_tools_call_t *req, int status) {
 }
 
 /* Put the built text into `req` and queue it. */
-static void tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error) {
+void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error) {
   req->len = t->len;
   req->text = uvt__text_take(t);
   if (req->text == NULL) {
@@ -130,8 +123,8 @@ static void tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error) {
 /* Texts                                                                   */
 
 /* The error text for an operation on `id` that returned `err`. */
-static void text_task_error(uvt__text_t *t, const char *verb, const char *id,
-                            int err) {
+void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
+                           int err) {
   if (err == UVT_ENOTASK) {
     uvt__text_str(t, "No task ");
     uvt__text_oneline(t, id, UVT_ID_MAX);
@@ -222,7 +215,7 @@ static void tool_run_in_background(uvt_tools_call_t *req,
   if (args->command == NULL || args->command[0] == '\0') {
     uvt__text_str(&t, "run_in_background needs a command (a non-empty "
                       "string).");
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   tools_process_options(req, args, &po);
@@ -243,18 +236,18 @@ static void tool_run_in_background(uvt_tools_call_t *req,
       uvt__text_str(&t, " Its stdin is open: write_stdin sends it input "
                         "(close_stdin ends it).");
     uvt__text_str(&t, "\n[status: running]");
-    tools_result(req, &t, 0);
+    uvt__tools_result(req, &t, 0);
     return;
   }
   text_start_error(&t, err, po.cwd);
-  tools_result(req, &t, 1);
+  uvt__tools_result(req, &t, 1);
 }
 
 /* Read `id` for `req` and queue the result.  `fallback` (may be NULL) is
  * the terminal snapshot a wait delivered, shown if the record is gone. */
-static void tools_read_result(uvt_tools_call_t *req, const char *id,
-                              uint64_t timed_out_ms,
-                              const uvt_snapshot_t *fallback) {
+void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
+                            uint64_t timed_out_ms,
+                            const uvt_snapshot_t *fallback) {
   uvt_read_t r;
   uvt__text_t t;
   int err;
@@ -265,17 +258,17 @@ static void tools_read_result(uvt_tools_call_t *req, const char *id,
   if (err == 0) {
     text_read(req, id, &t, &r, timed_out_ms);
     uvt_read_cleanup(&r);
-    tools_result(req, &t, 0);
+    uvt__tools_result(req, &t, 0);
     return;
   }
   if (fallback != NULL && (err == UVT_ENOTASK || err == UVT_ECLOSING)) {
     uvt__text_str(&t, "(its output is no longer available)\n");
     uvt__text_status(&t, fallback);
-    tools_result(req, &t, 0);
+    uvt__tools_result(req, &t, 0);
     return;
   }
-  text_task_error(&t, "read", id, err);
-  tools_result(req, &t, 1);
+  uvt__tools_task_error(&t, "read", id, err);
+  uvt__tools_result(req, &t, 1);
 }
 
 /* run_command's result once its wait ended with `status`: the output,
@@ -297,21 +290,21 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
     uvt_kill(reg, req->task_id_, req->caller_, "run_command wait ran out",
              NULL);
   } else if (status != 0 && status != UVT_EWAITTIMEOUT) {
-    text_task_error(&t, "wait for", req->task_id_, status);
-    tools_result(req, &t, 1);
+    uvt__tools_task_error(&t, "wait for", req->task_id_, status);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   memset(&r, 0, sizeof(r));
   err = uvt_read(reg, req->task_id_, req->caller_, &r);
   if (err != 0) {
     if (snap == NULL || (err != UVT_ENOTASK && err != UVT_ECLOSING)) {
-      text_task_error(&t, "read", req->task_id_, err);
-      tools_result(req, &t, 1);
+      uvt__tools_task_error(&t, "read", req->task_id_, err);
+      uvt__tools_result(req, &t, 1);
       return;
     }
     uvt__text_str(&t, "(its output is no longer available)\n");
     uvt__text_status(&t, snap);
-    tools_result(req, &t, snap->status != UVT_COMPLETED);
+    uvt__tools_result(req, &t, snap->status != UVT_COMPLETED);
     return;
   }
   /* A command that ended just as its yield passed answers as ended (the
@@ -334,14 +327,13 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
   uvt__text_status(&t, &r.snapshot);
   err = !promoted && r.snapshot.status != UVT_COMPLETED;
   uvt_read_cleanup(&r);
-  tools_result(req, &t, err);
+  uvt__tools_result(req, &t, err);
 }
 
 /* The call's max_bytes (M-TOOLS-8) into req->max_bytes_: the options' when
  * not given, at least UVT_TOOLS_MAX_BYTES_MIN.  Zero or negative is a tool
  * error, already delivered when this returns -1. */
-static int tools_max_bytes(uvt_tools_call_t *req,
-                           const uvt_tools_args_t *args) {
+int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   uvt__text_t t;
 
   if (args->max_bytes == 0 || args->max_bytes < -1) {
@@ -350,7 +342,7 @@ static int tools_max_bytes(uvt_tools_call_t *req,
                      "max_bytes must be a positive number of bytes "
                      "(default %zu; at least %d is used).",
                      req->tools->max_bytes_, UVT_TOOLS_MAX_BYTES_MIN);
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return -1;
   }
   if (args->max_bytes < 0)
@@ -376,7 +368,7 @@ static int tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
                      "timeout_ms must be a positive number of milliseconds "
                      "(at most %llu).",
                      (unsigned long long)max_ms);
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return -1;
   }
   if (args->timeout_ms < 0)
@@ -388,9 +380,7 @@ static int tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
   return 0;
 }
 
-static void tools_quiet_cb(uv_timer_t *timer);
-
-static void tools_link_waiting(uvt_tools_call_t *req) {
+void uvt__tools_link_waiting(uvt_tools_call_t *req) {
   uvt_tools_t *tools = req->tools;
 
   req->state_ = CALL_WAITING;
@@ -399,8 +389,8 @@ static void tools_link_waiting(uvt_tools_call_t *req) {
    * call; it runs only while there is one. */
   if (req->tool_ == TOOL_WRITE_STDIN && tools->writers_++ == 0) {
     uv_update_time(uvt_registry_loop(tools->registry)); /* R-TIME-1 */
-    uv_timer_start(&tools->quiet_, tools_quiet_cb, UVT_TOOLS_WRITE_QUIET_MS,
-                   UVT_TOOLS_WRITE_QUIET_MS);
+    uv_timer_start(&tools->quiet_, uvt__tools_quiet_cb,
+                   UVT_TOOLS_WRITE_QUIET_MS, UVT_TOOLS_WRITE_QUIET_MS);
   }
 }
 
@@ -415,8 +405,7 @@ static void tools_unlink_waiting(uvt_tools_call_t *req) {
 static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
                          uvt_agent_t *owner);
 
-static void tools_wait_cb(uvt_wait_t *w, int status,
-                          const uvt_snapshot_t *snap) {
+void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap) {
   uvt_tools_call_t *req = w->data;
   uvt_tools_t *tools = req->tools;
   uvt__text_t t;
@@ -426,7 +415,7 @@ static void tools_wait_cb(uvt_wait_t *w, int status,
 
   if (req->aborted_ == ABORT_EARLY) {
     /* write_stdin saw a prompt (or the task ended meanwhile: status 0). */
-    tools_read_result(req, req->task_id_, 0, status == 0 ? snap : NULL);
+    uvt__tools_read_result(req, req->task_id_, 0, status == 0 ? snap : NULL);
     return;
   }
   if (req->aborted_ != ABORT_NONE || status == UVT_EABORTED) {
@@ -444,21 +433,21 @@ static void tools_wait_cb(uvt_wait_t *w, int status,
     return;
   }
   if (status == 0) {
-    tools_read_result(req, req->task_id_, 0, snap);
+    uvt__tools_read_result(req, req->task_id_, 0, snap);
     return;
   }
   if (status == UVT_EWAITTIMEOUT) {
     /* M-TOOLS-1: a wait that times out is a success showing the live
      * status line.  write_stdin's yield passing is its normal end: no note
      * about it. */
-    tools_read_result(req, req->task_id_,
-                      req->tool_ == TOOL_WRITE_STDIN ? 0 : req->timeout_ms_,
-                      NULL);
+    uvt__tools_read_result(
+        req, req->task_id_,
+        req->tool_ == TOOL_WRITE_STDIN ? 0 : req->timeout_ms_, NULL);
     return;
   }
   uvt__text_init(&t);
-  text_task_error(&t, "wait for", req->task_id_, status);
-  tools_result(req, &t, 1);
+  uvt__tools_task_error(&t, "wait for", req->task_id_, status);
+  uvt__tools_result(req, &t, 1);
 }
 
 static void tool_task_output(uvt_tools_call_t *req,
@@ -473,15 +462,15 @@ static void tool_task_output(uvt_tools_call_t *req,
   if (args->task_id == NULL || args->task_id[0] == '\0') {
     uvt__text_str(&t, "task_output needs task_id (a string such as "
                       "bash-1).");
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
-  if (tools_max_bytes(req, args) != 0)
+  if (uvt__tools_max_bytes(req, args) != 0)
     return;
   /* An explicit wait wins; otherwise a timeout_ms asks for a wait. */
   wait = args->wait >= 0 ? args->wait != 0 : args->timeout_ms >= 0;
   if (!wait) {
-    tools_read_result(req, args->task_id, 0, NULL);
+    uvt__tools_read_result(req, args->task_id, 0, NULL);
     return;
   }
   /* M-TOOLS-1: default 30 s, capped at 600 s. */
@@ -490,21 +479,21 @@ static void tool_task_output(uvt_tools_call_t *req,
     return;
 
   if (strlen(args->task_id) >= UVT_ID_MAX) {
-    text_task_error(&t, "wait for", args->task_id, UVT_ENOTASK);
-    tools_result(req, &t, 1);
+    uvt__tools_task_error(&t, "wait for", args->task_id, UVT_ENOTASK);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   strcpy(req->task_id_, args->task_id);
   req->timeout_ms_ = timeout_ms;
   req->wait_.data = req;
   err = uvt_wait(tools->registry, &req->wait_, req->task_id_, timeout_ms,
-                 req->caller_, tools_wait_cb);
+                 req->caller_, uvt__tools_wait_cb);
   if (err != 0) {
-    text_task_error(&t, "wait for", req->task_id_, err);
-    tools_result(req, &t, 1);
+    uvt__tools_task_error(&t, "wait for", req->task_id_, err);
+    uvt__tools_result(req, &t, 1);
     return;
   }
-  tools_link_waiting(req);
+  uvt__tools_link_waiting(req);
 }
 
 static void tool_run_command(uvt_tools_call_t *req,
@@ -521,18 +510,18 @@ static void tool_run_command(uvt_tools_call_t *req,
   uvt__text_init(&t);
   if (args->command == NULL || args->command[0] == '\0') {
     uvt__text_str(&t, "run_command needs a command (a non-empty string).");
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   if (tools_timeout(req, args, UVT_TOOLS_RUN_DEFAULT_MS, UVT_TOOLS_RUN_MAX_MS,
                     &runtime_ms) != 0)
     return;
-  if (tools_max_bytes(req, args) != 0)
+  if (uvt__tools_max_bytes(req, args) != 0)
     return;
   if (args->yield_ms < -1) {
     uvt__text_str(&t, "yield_ms must be 0 (wait for the end) or a positive "
                       "number of milliseconds.");
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   yield_ms = args->yield_ms < 0 ? tools->yield_ms_ : (uint64_t)args->yield_ms;
@@ -544,7 +533,7 @@ static void tool_run_command(uvt_tools_call_t *req,
   if (err != 0) {
     req->task_id_[0] = '\0';
     text_start_error(&t, err, po.cwd);
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   grace_ms = po.grace_ms > 0 ? po.grace_ms : UVT_PROCESS_GRACE_MS;
@@ -555,16 +544,16 @@ static void tool_run_command(uvt_tools_call_t *req,
   req->timeout_ms_ = req->yields_ ? yield_ms : wait_ms;
   req->wait_.data = req;
   err = uvt_wait(tools->registry, &req->wait_, req->task_id_, req->timeout_ms_,
-                 req->caller_, tools_wait_cb);
+                 req->caller_, uvt__tools_wait_cb);
   if (err != 0) {
     /* Nobody would wait for it: it must not run unattended. */
     uvt_kill(tools->registry, req->task_id_, req->caller_,
              "run_command could not wait", NULL);
-    text_task_error(&t, "wait for", req->task_id_, err);
-    tools_result(req, &t, 1);
+    uvt__tools_task_error(&t, "wait for", req->task_id_, err);
+    uvt__tools_result(req, &t, 1);
     return;
   }
-  tools_link_waiting(req);
+  uvt__tools_link_waiting(req);
 }
 
 static void tool_task_list(uvt_tools_call_t *req) {
@@ -579,12 +568,12 @@ static void tool_task_list(uvt_tools_call_t *req) {
   if (err != 0) {
     uvt__text_printf(&t, "Could not list tasks: %s (%s).", uvt_strerror(err),
                      uvt_err_name(err));
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   if (n == 0) {
     uvt__text_str(&t, "No background tasks.");
-    tools_result(req, &t, 0);
+    uvt__tools_result(req, &t, 0);
     return;
   }
   uvt__text_printf(&t, "%zu task%s (id, kind, status, label):", n,
@@ -605,7 +594,7 @@ static void tool_task_list(uvt_tools_call_t *req) {
     uvt__text_oneline(&t, snaps[i].label, TOOLS_LABEL_MAX);
   }
   uvt_snapshots_free(snaps, n);
-  tools_result(req, &t, 0);
+  uvt__tools_result(req, &t, 0);
 }
 
 static void tool_task_kill(uvt_tools_call_t *req,
@@ -620,7 +609,7 @@ static void tool_task_kill(uvt_tools_call_t *req,
   uvt__text_init(&t);
   if (args->task_id == NULL || args->task_id[0] == '\0') {
     uvt__text_str(&t, "task_kill needs task_id (a string such as bash-1).");
-    tools_result(req, &t, 1);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   /* P-KILL-6: a kill of an ended task stops what it left running; count
@@ -638,8 +627,8 @@ static void tool_task_kill(uvt_tools_call_t *req,
                                                                  : NULL,
                  &res);
   if (err != 0) {
-    text_task_error(&t, "stop", args->task_id, err);
-    tools_result(req, &t, 1);
+    uvt__tools_task_error(&t, "stop", args->task_id, err);
+    uvt__tools_result(req, &t, 1);
     return;
   }
   if (res == UVT_KILL_REQUESTED)
@@ -665,252 +654,7 @@ static void tool_task_kill(uvt_tools_call_t *req,
     uvt__text_str(&t, res == UVT_KILL_REQUESTED ? "[status: stopping]"
                                                 : "[status: unknown]");
   }
-  tools_result(req, &t, 0);
-}
-
-/* ---------------------------------------------------------------------- */
-/* write_stdin (M-TOOLS-5)                                                 */
-
-/* The task's status line, taken with a get (nothing consumed), after a
- * newline; nothing if the task cannot be seen. */
-static void text_status_of(uvt_tools_call_t *req, const char *id,
-                           uvt__text_t *t) {
-  uvt_snapshot_t snap;
-
-  memset(&snap, 0, sizeof(snap));
-  if (uvt_get(req->tools->registry, id, req->caller_, &snap) != 0)
-    return;
-  uvt__text_str(t, "\n");
-  uvt__text_status(t, &snap);
-  uvt_snapshot_cleanup(&snap);
-}
-
-/* Why write_stdin could not write to `id` (uvt_process_write() said
- * `err`): a text a model can act on, then the status line. */
-static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
-                             size_t len, uvt__text_t *t) {
-  uvt_snapshot_t snap;
-  int ended;
-
-  if (err == UVT_ENOTASK || err == UVT_EFOREIGN || err == UVT_ECLOSING) {
-    text_task_error(t, "write to", id, err);
-    return;
-  }
-  if (err == UV_EINVAL) {
-    uvt__text_oneline(t, id, UVT_ID_MAX);
-    uvt__text_str(t, " does not take input: it was started without stdin or "
-                     "tty. To write to a command, start it with "
-                     "run_in_background and \"stdin\": true (or \"tty\": "
-                     "true).");
-  } else if (err == UV_ENOBUFS) {
-    uvt__text_printf(t,
-                     "Nothing was sent: %s cannot take %zu bytes more now "
-                     "(the input it has not read yet and these may not go "
-                     "beyond its limit, 1 MiB for the tasks "
-                     "run_in_background starts). Send less at a time, or "
-                     "poll with empty chars until it has read more, then "
-                     "send again.",
-                     id, len);
-  } else if (err == UV_EPIPE) {
-    /* Ended, or only its input closed. */
-    memset(&snap, 0, sizeof(snap));
-    ended = uvt_get(req->tools->registry, id, req->caller_, &snap) == 0 &&
-            uvt_status_is_terminal(snap.status);
-    uvt_snapshot_cleanup(&snap);
-    if (ended) {
-      uvt__text_printf(t,
-                       "Nothing was sent: %s has ended, so it takes no more "
-                       "input. task_output shows what it printed last.",
-                       id);
-    } else {
-      uvt__text_printf(t,
-                       "Nothing was sent: the input of %s is closed "
-                       "(close_stdin ended it, or the program closed its "
-                       "stdin or exited). task_output reads its output, "
-                       "task_kill stops it.",
-                       id);
-    }
-  } else {
-    uvt__text_str(t, "Nothing was sent to ");
-    uvt__text_oneline(t, id, UVT_ID_MAX);
-    uvt__text_printf(t, ": %s (%s).", uvt_strerror(err), uvt_err_name(err));
-  }
-  text_status_of(req, id, t);
-}
-
-/* The task's unread output, as write_stdin compares it between looks:
- * stdout bytes and drops, stderr bytes and drops.  0, or the peek's
- * error. */
-static int tools_peek(uvt_tools_call_t *req, uint64_t seen[4],
-                      uvt__peek_t *pk) {
-  int err;
-
-  err =
-      uvt__process_peek(req->tools->registry, req->task_id_, req->caller_, pk);
-  if (err != 0)
-    return err;
-  seen[0] = pk->unread[0];
-  seen[1] = pk->dropped[0];
-  seen[2] = pk->unread[1];
-  seen[3] = pk->dropped[1];
-  return 0;
-}
-
-/* Does the line being written, `tail`, show something?  As a model would
- * see it (M-TOOLS-7): escape sequences, carriage returns and blanks show
- * nothing, so bash's "\x1b[?2004l\r" after the echo of a command line is
- * no prompt, and ">>> " is one. */
-static int tools_visible(const char *tail, size_t len) {
-  uvt__term_t term;
-  uvt__text_t t;
-  size_t i;
-  int seen = 0;
-
-  if (len == 0)
-    return 0;
-  uvt__term_init(&term);
-  uvt__text_init(&t);
-  uvt__term_feed(&term, tail, len, &t);
-  uvt__term_end(&term, UVT__TERM_FINAL, &t);
-  /* Out of memory shows nothing: no early answer, the yield still ends
-   * the wait. */
-  for (i = 0; i < t.len && !seen; i++)
-    seen = t.base[i] != ' ' && t.base[i] != '\t' && t.base[i] != '\n';
-  uvt__text_free(&t);
-  uvt__term_free(&term);
-  return seen;
-}
-
-/* M-TOOLS-5: has the program printed a prompt and gone quiet?  Its unread
- * output grew since the write, did not change since the previous look
- * (UVT_TOOLS_WRITE_QUIET_MS ago), and a stream's unread bytes end inside
- * a line that shows something.  See uvt_tools_call() for why this rule. */
-static int tools_prompted(uvt_tools_call_t *req) {
-  uvt__peek_t pk;
-  uint64_t now[4];
-  int same;
-
-  if (tools_peek(req, now, &pk) != 0)
-    return 0; /* the wait reports what happened to the task */
-  same = memcmp(now, req->seen_, sizeof(now)) == 0;
-  memcpy(req->seen_, now, sizeof(now));
-  if (!same || memcmp(now, req->first_, sizeof(now)) == 0)
-    return 0;
-  return tools_visible(pk.tail[0], pk.tail_len[0]) ||
-         tools_visible(pk.tail[1], pk.tail_len[1]);
-}
-
-static void tools_quiet_cb(uv_timer_t *timer) {
-  uvt_tools_t *tools = timer->data;
-  struct uvt__link *n;
-  uvt_tools_call_t *req;
-
-  /* The aborts are deferred (their callbacks come from the registry), so
-   * the list does not change under this walk. */
-  for (n = tools->waiting_.next; n != &tools->waiting_; n = n->next) {
-    req = uvt__container_of(n, uvt_tools_call_t, link_);
-    if (req->tool_ != TOOL_WRITE_STDIN || req->aborted_ != ABORT_NONE)
-      continue;
-    if (tools_prompted(req)) {
-      req->aborted_ = ABORT_EARLY;
-      /* UV_EINVAL: the wait's callback is already due; it reads then. */
-      uvt_wait_abort(&req->wait_);
-    }
-  }
-}
-
-static void tool_write_stdin(uvt_tools_call_t *req,
-                             const uvt_tools_args_t *args) {
-  uvt_tools_t *tools = req->tools;
-  uvt_registry_t *reg = tools->registry;
-  uvt__text_t t;
-  const char *chars;
-  uint64_t yield_ms;
-  uvt__peek_t pk;
-  size_t len;
-  int err;
-
-  uvt__text_init(&t);
-  if (args->task_id == NULL || args->task_id[0] == '\0') {
-    uvt__text_str(&t, "write_stdin needs task_id (a string such as "
-                      "bash-1).");
-    tools_result(req, &t, 1);
-    return;
-  }
-  if (tools_max_bytes(req, args) != 0)
-    return;
-  if (args->yield_ms < -1) {
-    uvt__text_printf(&t,
-                     "yield_ms must be 0 (answer at once) or a positive "
-                     "number of milliseconds (default %d, at most %d).",
-                     UVT_TOOLS_WRITE_YIELD_DEFAULT_MS,
-                     UVT_TOOLS_WRITE_YIELD_MAX_MS);
-    tools_result(req, &t, 1);
-    return;
-  }
-  if (args->yield_ms < 0)
-    yield_ms = UVT_TOOLS_WRITE_YIELD_DEFAULT_MS;
-  else if (args->yield_ms > UVT_TOOLS_WRITE_YIELD_MAX_MS)
-    yield_ms = UVT_TOOLS_WRITE_YIELD_MAX_MS;
-  else
-    yield_ms = (uint64_t)args->yield_ms;
-  if (strlen(args->task_id) >= UVT_ID_MAX) {
-    text_task_error(&t, "write to", args->task_id, UVT_ENOTASK);
-    tools_result(req, &t, 1);
-    return;
-  }
-  strcpy(req->task_id_, args->task_id);
-
-  chars = args->chars != NULL ? args->chars : "";
-  len = args->chars == NULL             ? 0
-        : args->chars_len == (size_t)-1 ? strlen(chars)
-                                        : args->chars_len;
-  /* A write of nothing checks the task (it exists, the caller may see
-   * it).  A poll reads any task: one whose input is closed or that ended
-   * (UV_EPIPE), and one that never took input (UV_EINVAL), such as a
-   * run_command promoted at its yield, which M-TOOLS-6 says write_stdin
-   * controls.  Only closing an input the task never had is refused. */
-  err = uvt_process_write(reg, req->task_id_, req->caller_, chars, len);
-  if (len == 0 &&
-      (err == UV_EPIPE || (err == UV_EINVAL && args->close_stdin != 1)))
-    err = 0;
-  if (err != 0) {
-    text_write_error(req, req->task_id_, err, len, &t);
-    tools_result(req, &t, 1);
-    return;
-  }
-  if (args->close_stdin == 1) {
-    /* Only out of memory can stop it now (a terminal's Ctrl-D is queued). */
-    err = uvt_process_close_stdin(reg, req->task_id_, req->caller_);
-    if (err != 0) {
-      uvt__text_str(&t, "Could not end the input of ");
-      uvt__text_oneline(&t, req->task_id_, UVT_ID_MAX);
-      uvt__text_printf(&t, ": %s (%s); the %zu bytes of chars were sent.",
-                       uvt_strerror(err), uvt_err_name(err), len);
-      text_status_of(req, req->task_id_, &t);
-      tools_result(req, &t, 1);
-      return;
-    }
-  }
-  if (yield_ms == 0) {
-    tools_read_result(req, req->task_id_, 0, NULL);
-    return;
-  }
-  /* What is unread now does not count as an answer: the early answer
-   * needs output that came after the write. */
-  memset(req->first_, 0, sizeof(req->first_));
-  tools_peek(req, req->first_, &pk);
-  memcpy(req->seen_, req->first_, sizeof(req->seen_));
-  req->timeout_ms_ = yield_ms;
-  req->wait_.data = req;
-  err = uvt_wait(reg, &req->wait_, req->task_id_, yield_ms, req->caller_,
-                 tools_wait_cb);
-  if (err != 0) {
-    text_task_error(&t, "wait for", req->task_id_, err);
-    tools_result(req, &t, 1);
-    return;
-  }
-  tools_link_waiting(req);
+  uvt__tools_result(req, &t, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1057,7 +801,7 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
   uvt_surface_detach(&tools->surface_);
   /* No read comes after this: the kept filter states go. */
   uvt__tools_output_free(tools);
-  /* Stop the waits; their callbacks come back through tools_wait_cb. */
+  /* Stop the waits; their callbacks come back through uvt__tools_wait_cb. */
   for (n = tools->waiting_.next; n != &tools->waiting_; n = next) {
     next = n->next;
     req = uvt__container_of(n, uvt_tools_call_t, link_);
@@ -1114,7 +858,7 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
     tool_task_list(req);
   } else if (strcmp(name, "write_stdin") == 0) {
     req->tool_ = TOOL_WRITE_STDIN;
-    tool_write_stdin(req, args);
+    uvt__tool_write_stdin(req, args);
   } else {
     tool_task_kill(req, args);
   }

@@ -4,8 +4,11 @@
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node client-test.mjs
 //
 // Exits 77 (skip) when the SDK is not installed, 1 on any failed check.
-import { readFileSync } from 'node:fs';
-import { check, fail, finish, server } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { check, fail, finish, readUntil, server } from './harness.mjs';
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = await import(
@@ -104,8 +107,11 @@ try {
   // A wait that times out is a success showing running (M-TOOLS-1).
   res = await call('run_in_background', { command: 'echo $$; exec sleep 100' });
   const t3 = idOf(textOf(res));
-  res = await call('task_output', { task_id: t3, timeout_ms: 200 });
-  const pidMatch = /^(\d+)\n/.exec(bodyOf(textOf(res)));
+  // Waits of 200 ms until the shell has printed its pid (however soon a
+  // loaded machine runs it); each is a wait that times out.
+  const r3 = await readUntil(call, t3, (out) => /^\d+\n/.test(out));
+  res = r3.last;
+  const pidMatch = /^(\d+)\n/.exec(r3.out);
   const sleepPid = pidMatch ? Number(pidMatch[1]) : 0;
   check('a timed-out wait is a success showing [status: running]',
     !res.isError && textOf(res).endsWith('[status: running]') && sleepPid > 0, res);
@@ -113,7 +119,12 @@ try {
   // A cancelled call: the server aborts the wait (M-MCP-1).  The task ends
   // soon after; since the aborted wait no longer counts, nothing reads its
   // output and its end comes as a notice.
-  res = await call('run_in_background', { command: 'echo marker; sleep 1', label: 'cancel me' });
+  // The task waits at a gate (a FIFO) until the cancel was seen, so it
+  // cannot end before the call is cancelled, however slow the machine.
+  const gateDir = mkdtempSync(join(tmpdir(), 'uvt-gate-'));
+  const gate = join(gateDir, 'gate');
+  execFileSync('mkfifo', [gate]);
+  res = await call('run_in_background', { command: `echo marker; read x < '${gate}'`, label: 'cancel me' });
   const t4 = idOf(textOf(res));
   const ac = new AbortController();
   const pending = call('task_output', { task_id: t4, wait: true, timeout_ms: 60000 },
@@ -129,6 +140,8 @@ try {
   check('a cancelled call rejects on the client', cancelled);
   res = await call('task_list', {});
   check('calls after a cancel still work', !res.isError && textOf(res).includes(t4), res);
+  writeFileSync(gate, 'go\n'); // opens when the task has opened its end
+  rmSync(gateDir, { recursive: true });
   const deadline = Date.now() + 5000;
   while (Date.now() < deadline && !logs.some((l) => String(l.data).includes(`Task ${t4} `)))
     await sleep(50);

@@ -45,3 +45,26 @@ export function finish() {
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);
 }
+
+// Read task `id` with short waits (task_output, timeout_ms 200) until
+// `pred(output so far)` holds or `ms` pass, so that a check of what a
+// command printed does not depend on how soon a loaded machine runs it.
+// `call(name, args)` calls a tool.  Returns { out: the output of every
+// read, without notices, notes and status lines; last: the last result }.
+// The output is consumed, as any read consumes it.
+export async function readUntil(call, id, pred, ms = 20000) {
+  const deadline = Date.now() + ms;
+  let out = '';
+  let last;
+  for (;;) {
+    last = await call('task_output', { task_id: id, timeout_ms: 200 });
+    const text = (last.content || []).filter((c) => c.type === 'text')
+      .map((c) => c.text).join('');
+    out += text.replace(/^(\[notice\][^\n]*\n)+\n/, '')
+      .replace(/\[status: [^\n]*\]$/, '')
+      .replace(/\(waited \d+ ms; the task has not ended\)\n$/, '')
+      .replace(/^\(no new output\)\n$/, '');
+    if (pred(out) || Date.now() > deadline)
+      return { out, last };
+  }
+}
