@@ -1144,22 +1144,34 @@ static void rpc_batch(mcp_server_t *server, json_t *msg) {
   rpc_batch_release(server, b);
 }
 
+/* `v` as an integer if it is a real with a whole value that fits int64,
+ * else NULL. */
+static json_t *rpc_whole(const json_t *v) {
+  double d;
+
+  if (!json_is_real(v))
+    return NULL;
+  d = json_real_value(v);
+  if (d < -9.2e18 || d > 9.2e18 || d != (double)(json_int_t)d)
+    return NULL;
+  return json_integer((json_int_t)d);
+}
+
 /* Turn the reals of `v` that are whole numbers within int64 back into
  * integers (for a message read with JSON_DECODE_INT_AS_REAL, below).
  * Returns 0, or -1 out of memory. */
 static int rpc_whole_reals(json_t *v) {
   const char *key;
   json_t *elem;
+  json_t *w;
   void *tmp;
   size_t i;
-  double d;
 
   if (json_is_object(v)) {
     json_object_foreach_safe(v, tmp, key, elem) {
       if (json_is_real(elem)) {
-        d = json_real_value(elem);
-        if (d >= -9.2e18 && d <= 9.2e18 && d == (double)(json_int_t)d &&
-            json_object_set_new(v, key, json_integer((json_int_t)d)) != 0)
+        if ((w = rpc_whole(elem)) != NULL &&
+            json_object_set_new(v, key, w) != 0)
           return -1;
       } else if (rpc_whole_reals(elem) != 0) {
         return -1;
@@ -1168,9 +1180,7 @@ static int rpc_whole_reals(json_t *v) {
   } else if (json_is_array(v)) {
     json_array_foreach(v, i, elem) {
       if (json_is_real(elem)) {
-        d = json_real_value(elem);
-        if (d >= -9.2e18 && d <= 9.2e18 && d == (double)(json_int_t)d &&
-            json_array_set_new(v, i, json_integer((json_int_t)d)) != 0)
+        if ((w = rpc_whole(elem)) != NULL && json_array_set_new(v, i, w) != 0)
           return -1;
       } else if (rpc_whole_reals(elem) != 0) {
         return -1;
