@@ -1885,7 +1885,7 @@ static void test_c32_yield_promotes(void **state) {
   uvt_tools_args_init(&a);
   a.command = g.command;
   a.yield_ms = 100;
-  a.timeout_ms = 600000;
+  a.timeout_ms = 300000;
   call_start(&t, &r, &t.a, "run_command", &a);
   snprintf(id, sizeof(id), "%s", uvt_tools_call_task(&r.req));
   assert_string_equal(id, "bash-1");
@@ -1893,9 +1893,11 @@ static void test_c32_yield_promotes(void **state) {
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, 0);
   assert_int_equal(r.is_error, 0);
+  /* The line names the runtime limit the call gave: it still applies. */
   assert_true(ends_with(r.text, " ms; it goes on in the background as "
                                 "bash-1: task_output reads more of its "
-                                "output, task_kill stops it)\n"
+                                "output, task_kill stops it; its limit "
+                                "of 300000 ms still applies)\n"
                                 "[status: running]"));
   line = strstr(r.text, "(still running after ");
   assert_non_null(line);
@@ -1986,7 +1988,8 @@ static void test_yield_siblings(void **state) {
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.is_error, 0);
   assert_true(ends_with(r.text, "as bash-4: task_output reads more of its "
-                                "output, task_kill stops it)\n"
+                                "output, task_kill stops it; its limit "
+                                "of 600000 ms still applies)\n"
                                 "[status: running]"));
   a = args_id("bash-4");
   call(&t, &r, &t.a, "task_kill", &a);

@@ -245,6 +245,7 @@ struct uvt_tools_call_s {
   char task_id_[UVT_ID_MAX];
   uint64_t timeout_ms_;
   uint64_t started_ns_; /* run_command: uv_hrtime() at the start */
+  uint64_t runtime_ms_; /* run_command: the command's runtime limit */
   size_t max_bytes_;
   int yields_;        /* run_command: the wait is the yield, not the end */
   uint64_t seen_[4];  /* write_stdin: the unread output at the last look
@@ -334,7 +335,8 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    its end, a command still running when the yield passes is not
  *    stopped: the call answers with the output so far, a line
  *    "(still running after N ms; it goes on in the background as bash-4:
- *    ...)" (N measured, not the yield asked for) and `[status: running]`,
+ *    ...; its limit of L ms still applies)" (N measured, not the yield
+ *    asked for; L its runtime limit, timeout_ms) and `[status: running]`,
  *    is_error 0.  From then on the command is a background task like one
  *    of run_in_background: task_output, task_kill (and uvt_* calls) control
  *    it, aborting the answered call does nothing to it, its runtime limit

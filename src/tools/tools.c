@@ -318,8 +318,10 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
     uvt__text_printf(&t,
                      "(still running after %llu ms; it goes on in the "
                      "background as %s: task_output reads more of its "
-                     "output, task_kill stops it)\n",
-                     (unsigned long long)elapsed_ms, req->task_id_);
+                     "output, task_kill stops it; its limit of %llu ms "
+                     "still applies)\n",
+                     (unsigned long long)elapsed_ms, req->task_id_,
+                     (unsigned long long)req->runtime_ms_);
   } else if (status == UVT_EWAITTIMEOUT) {
     uvt__text_str(&t, "(the command did not end in time; it is being "
                       "stopped)\n");
@@ -528,6 +530,7 @@ static void tool_run_command(uvt_tools_call_t *req,
 
   tools_process_options(req, args, &po);
   po.max_runtime_ms = runtime_ms;
+  req->runtime_ms_ = runtime_ms;
   req->started_ns_ = uv_hrtime();
   err = uvt_process_start(tools->registry, &po, req->task_id_);
   if (err != 0) {

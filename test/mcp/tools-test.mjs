@@ -20,7 +20,7 @@ const textOf = (res) =>
 // Everything after the notices a result may begin with (M-MCP-2).
 const bodyOf = (text) => text.replace(/^(\[notice\][^\n]*\n)+\n/, '');
 const idOf = (text) => (/Started (bash-\d+)\./.exec(text) || [])[1];
-const goesOnRe = /\(still running after \d+ ms; it goes on in the background as (bash-\d+): task_output reads more of its output, task_kill stops it\)\n\[status: running\]$/;
+const goesOnRe = /\(still running after \d+ ms; it goes on in the background as (bash-\d+): task_output reads more of its output, task_kill stops it; its limit of \d+ ms still applies\)\n\[status: running\]$/;
 const cutRe = /^\[\.\.\. (\d+) bytes \((\d+) lines?\) left out \.\.\.\]$/;
 const bytes = (s) => Buffer.byteLength(s, 'utf8');
 
