@@ -32,8 +32,9 @@
  * reads (a read may end inside an escape sequence or in a line being
  * redrawn): a line still being written when a read ends is shown as it is
  * then, and shown again, whole, by the next read if it changed.
- * Sequences that move to another row are dropped (a multi-line redraw
- * shows each frame).  Within one read of a process task, a stdout line
+ * A sequence that moves to another row ends the line being written (rows
+ * are not kept: what is written on another row becomes a line of its
+ * own), and a multi-line redraw shows each frame.  Within one read of a process task, a stdout line
  * cut off by stderr output counts as ended.  The raw bytes are what
  * uvt_read() returns; a host that reads a task itself bypasses the filter
  * (and the tools' state for that task no longer matches: mix the two only

@@ -25,11 +25,17 @@
  * managers, REPLs), and the only rewriting they do is within the current
  * line.  So this file keeps one line (at most UVT__TERM_LINE_MAX cells) and
  * the escape parser's state, nothing more, and is checked by a table in
- * test/test-tools.c.  Documented limits: sequences that move the cursor to
- * another row (cursor up, absolute positions, scrolling, clearing the
- * screen) are dropped, so a multi-line redraw (several progress bars at
- * once, a full-screen program) shows each of its frames; a character is one
- * cell whatever its display width; a tab is kept as a tab.
+ * test/test-tools.c.  A sequence that moves the cursor to another row
+ * (cursor up or down, to a row, to a row and column) ends the line being
+ * written, if it holds anything, and the next characters start a new one
+ * at the cursor's column: rows are not known, so what a program writes on
+ * another row comes out on a line of its own instead of being run into
+ * (or erased from) the current one, as a full-screen program's rows or a
+ * prompt that redraws its choices with cursor-down would be.  Documented
+ * limits: scrolling and clearing the screen are dropped, and a multi-line
+ * redraw (several progress bars at once, a full-screen program) shows
+ * each of its frames; a character is one cell whatever its display width;
+ * a tab is kept as a tab.
  *
  * Streaming: the state survives between reads, so a read that ends inside
  * an escape sequence, inside a UTF-8 character or in the middle of a line
@@ -203,8 +209,16 @@ static void cursor_set(uvt__term_t *s, size_t col) {
   s->cursor = col > UVT__TERM_LINE_MAX ? UVT__TERM_LINE_MAX : col;
 }
 
-/* The control sequences that act within one line; all others are dropped
- * (see the file comment). */
+/* The cursor goes to another row, at column `col`: the line written so far
+ * ends there (see the file comment). */
+static void row_move(uvt__term_t *s, size_t col, uvt__text_t *out) {
+  if (s->len > 0)
+    line_newline(s, out);
+  cursor_set(s, col);
+}
+
+/* The control sequences that act within one line, and those that move to
+ * another row; all others are dropped (see the file comment). */
 static void csi_dispatch(uvt__term_t *s, unsigned final, uvt__text_t *out) {
   size_t n;
   size_t i;
@@ -243,6 +257,19 @@ static void csi_dispatch(uvt__term_t *s, unsigned final, uvt__text_t *out) {
     break;
   case 'E': /* cursor next line */
     line_newline(s, out);
+    break;
+  case 'A': /* cursor up */
+  case 'B': /* cursor down */
+  case 'd': /* line position absolute */
+  case 'e': /* line position forward */
+    row_move(s, s->cursor, out);
+    break;
+  case 'F': /* cursor previous line */
+    row_move(s, 0, out);
+    break;
+  case 'H': /* cursor position: row;column */
+  case 'f':
+    row_move(s, param_or(s, 1, 1) - 1, out);
     break;
   case 'X': /* erase characters */
     n = param_or(s, 0, 1);
