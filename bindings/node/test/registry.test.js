@@ -8,7 +8,7 @@ const assert = require('node:assert/strict')
 const fs = require('node:fs')
 const path = require('node:path')
 const { TaskRegistry } = require('..')
-const { fixture, controlled, busyWait } = require('./helpers')
+const { fixture, controlled, busyWait, eventually } = require('./helpers')
 
 const codeOf = (code) => (e) => e instanceof Error && e.code === code
 
@@ -498,7 +498,8 @@ test('watch sees every transition; forget drops terminal records (R-FEED-1, R-FO
   await new Promise((r) => setImmediate(r))
   tasks.forget(id)
   assert.throws(() => tasks.get(id), codeOf('UVT_ENOTASK'))
-  await new Promise((r) => setTimeout(r, 20))
+  // The feed is delivered through the loop: wait for its third change.
+  await eventually(() => feed.length >= 3)
   assert.deepEqual(feed, [`${id}:running`, `${id}:completed`, `${id}:completed:dropped`])
   await tasks.close()
 })
