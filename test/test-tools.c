@@ -1553,6 +1553,16 @@ static const term_case_t term_cases[] = {
     {"ab\033[Fcd\n", 0, "ab\ncd\n", 0},
     {"ab\033[3dcd\033[2ee\n", 0, "ab\n  cd\n    e\n", 0},
     {"\n\033[2A\033[2Kbar 1\n\033[2Kbar 2\n", 0, "\nbar 1\nbar 2\n", 0},
+    /* Leaving a row a move went to, with nothing written on it, says
+     * nothing about that row: no blank line (tqdm's nested bars go down
+     * with "\n" and back up with CSI A; docker's progress adds a row with
+     * "\n" below the cursor-down it ended the last update with). */
+    {"\router 0/3\n\rinner 0/2\033[A\n\rinner 1/2\033[A\router 1/3\n", 0,
+     "outer 0/3\ninner 0/2\ninner 1/2\nouter 1/3\n", 0},
+    {"a: 1\r\033[1B\n\033[1A\033[2K\rb: 1\r\033[1B\033[2A\033[2K\ra: 2\r"
+     "\033[2B",
+     0, "a: 1\nb: 1\na: 2\n", 0},
+    {"x\033[1A\033[2K\n\ny\n", 0, "x\ny\n", 0},
     {"abc\r\n", 0, "abc\n", 0},
     {"\r\r\n\n", 0, "\n\n", 0},
     {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n", 0},

@@ -31,7 +31,10 @@
  * at the cursor's column: rows are not known, so what a program writes on
  * another row comes out on a line of its own instead of being run into
  * (or erased from) the current one, as a full-screen program's rows or a
- * prompt that redraws its choices with cursor-down would be.  Documented
+ * prompt that redraws its choices with cursor-down would be; a newline
+ * that leaves such a row with nothing written on it adds no blank line
+ * (what the row holds is not known: tqdm's nested bars go back down to a
+ * bar's row with "\n").  Documented
  * limits: scrolling and clearing the screen are dropped, and a multi-line
  * redraw (several progress bars at once, a full-screen program) shows
  * each of its frames; a character is one cell whatever its display width;
@@ -128,7 +131,8 @@ void uvt__term_free(uvt__term_t *s) {
 }
 
 int uvt__term_carries(const uvt__term_t *s) {
-  return s->len > 0 || s->cursor > 0 || s->state != T_GROUND || s->pend_len > 0;
+  return s->len > 0 || s->cursor > 0 || s->state != T_GROUND ||
+         s->pend_len > 0 || s->moved;
 }
 
 /* Hand the line out as finished text (no newline) and start an empty one
@@ -187,12 +191,20 @@ static void line_put(uvt__term_t *s, uint32_t cell, uvt__text_t *out) {
     s->len++;
   s->cursor++;
   s->shown = 0;
+  s->moved = 0;
 }
 
 /* End the line.  A line an earlier read showed, unchanged since, was
- * already ended there (the tools end every result with a newline). */
+ * already ended there (the tools end every result with a newline).  A row
+ * a move went to and nothing was written on is left without a blank line:
+ * what that row holds is not known (see the file comment). */
 static void line_newline(uvt__term_t *s, uvt__text_t *out) {
   int shown = s->shown;
+
+  if (s->moved && s->len == 0) {
+    s->cursor = 0;
+    return;
+  }
 
   line_flush(s, out);
   if (!shown)
@@ -215,6 +227,7 @@ static void row_move(uvt__term_t *s, size_t col, uvt__text_t *out) {
   if (s->len > 0)
     line_newline(s, out);
   cursor_set(s, col);
+  s->moved = 1;
 }
 
 /* The control sequences that act within one line, and those that move to
@@ -617,7 +630,7 @@ void uvt__term_feed(uvt__term_t *s, const char *bytes, size_t len,
   while (i < len) {
     /* Most output is whole lines of plain ASCII: a line that starts empty
      * and ends before any control or escape byte goes out as it is. */
-    if (s->state == T_GROUND && s->len == 0 && s->cursor == 0) {
+    if (s->state == T_GROUND && s->len == 0 && s->cursor == 0 && !s->moved) {
       size_t j = i;
       while (j < len && p[j] >= 0x20 && p[j] < 0x7F)
         j++;
@@ -646,6 +659,7 @@ void uvt__term_end(uvt__term_t *s, int how, uvt__text_t *out) {
     }
     line_flush(s, out);
     s->state = T_GROUND;
+    s->moved = 0;
     return;
   }
   if (how == UVT__TERM_SHOW && s->len > 0 && !s->shown) {

@@ -78,6 +78,7 @@ typedef struct {
   unsigned char flags;
   unsigned char state;
   unsigned char shown; /* the line, as it is now, ended an earlier read */
+  unsigned char moved; /* a move to another row, nothing written since */
   unsigned char pend_len;
   unsigned char pend[4]; /* a character cut by the end of a read */
 } uvt__term_t;
