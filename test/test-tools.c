@@ -1563,6 +1563,17 @@ static const term_case_t term_cases[] = {
      "\033[2B",
      0, "a: 1\nb: 1\na: 2\n", 0},
     {"x\033[1A\033[2K\n\ny\n", 0, "x\ny\n", 0},
+    /* Restoring a saved cursor (ESC 7 / ESC 8, CSI s / CSI u) returns to
+     * its column, and is a move to another row when one was made since
+     * the save: apt's "Progress: [ 20%]" on the bottom row does not run
+     * into the next line of its log. */
+    {"ab\0337cd\0338X\n", 0, "abXd\n", 0},
+    {"ab\033[scd\033[uX\n", 0, "abXd\n", 0},
+    {"Setting up a\n\0337\033[24;0f\033[42mProgress: [ 20%]\033[49m\0338"
+     "Setting up b\n",
+     0, "Setting up a\nProgress: [ 20%]\nSetting up b\n", 0},
+    {"a\033[s\033[5;1Hstatus\033[ub\n", 0, "a\nstatus\n b\n", 0},
+    {"\0338x\033[uy\n", 0, "xy\n", 0},
     {"abc\r\n", 0, "abc\n", 0},
     {"\r\r\n\n", 0, "\n\n", 0},
     {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n", 0},

@@ -34,7 +34,9 @@
  * prompt that redraws its choices with cursor-down would be; a newline
  * that leaves such a row with nothing written on it adds no blank line
  * (what the row holds is not known: tqdm's nested bars go back down to a
- * bar's row with "\n").  Documented
+ * bar's row with "\n").  Restoring a saved cursor (ESC 8, CSI u) goes back
+ * to its column, and is such a move when the cursor left the saved row
+ * since (apt's progress line on the bottom row).  Documented
  * limits: scrolling and clearing the screen are dropped, and a multi-line
  * redraw (several progress bars at once, a full-screen program) shows
  * each of its frames; a character is one cell whatever its display width;
@@ -132,7 +134,7 @@ void uvt__term_free(uvt__term_t *s) {
 
 int uvt__term_carries(const uvt__term_t *s) {
   return s->len > 0 || s->cursor > 0 || s->state != T_GROUND ||
-         s->pend_len > 0 || s->moved;
+         s->pend_len > 0 || s->moved || s->saved;
 }
 
 /* Hand the line out as finished text (no newline) and start an empty one
@@ -228,6 +230,27 @@ static void row_move(uvt__term_t *s, size_t col, uvt__text_t *out) {
     line_newline(s, out);
   cursor_set(s, col);
   s->moved = 1;
+  if (s->saved != 0)
+    s->saved = 2;
+}
+
+/* ESC 7, CSI s: save the cursor.  Only its column is known; what matters
+ * of its row is whether the cursor leaves it before the restore. */
+static void cursor_save(uvt__term_t *s) {
+  s->saved_col = s->cursor;
+  s->saved = 1;
+}
+
+/* ESC 8, CSI u: back to the saved column, on the saved row: a move to
+ * another row if one was made since the save.  Nothing was saved: the
+ * cursor stays (a terminal would go home, a row not known). */
+static void cursor_restore(uvt__term_t *s, uvt__text_t *out) {
+  if (s->saved == 2)
+    row_move(s, s->saved_col, out);
+  else if (s->saved == 1)
+    cursor_set(s, s->saved_col);
+  if (s->saved != 0)
+    s->saved = 1;
 }
 
 /* The control sequences that act within one line, and those that move to
@@ -283,6 +306,13 @@ static void csi_dispatch(uvt__term_t *s, unsigned final, uvt__text_t *out) {
   case 'H': /* cursor position: row;column */
   case 'f':
     row_move(s, param_or(s, 1, 1) - 1, out);
+    break;
+  case 's': /* save cursor (SCOSC; with parameters it sets margins) */
+    if (s->nparam == 0)
+      cursor_save(s);
+    break;
+  case 'u': /* restore cursor (SCORC) */
+    cursor_restore(s, out);
     break;
   case 'X': /* erase characters */
     n = param_or(s, 0, 1);
@@ -444,8 +474,16 @@ static void term_esc(uvt__term_t *s, uint32_t cp, uint32_t cell,
     s->state = T_GROUND;
     line_newline(s, out);
     return;
+  case '7': /* DECSC, DECRC: save and restore the cursor */
+    s->state = T_GROUND;
+    cursor_save(s);
+    return;
+  case '8':
+    s->state = T_GROUND;
+    cursor_restore(s, out);
+    return;
   default:
-    /* ST without a string, keypad modes, save/restore cursor, reset...:
+    /* ST without a string, keypad modes, reset...:
      * nothing a line of text shows. */
     s->state = T_GROUND;
     return;
@@ -660,6 +698,7 @@ void uvt__term_end(uvt__term_t *s, int how, uvt__text_t *out) {
     line_flush(s, out);
     s->state = T_GROUND;
     s->moved = 0;
+    s->saved = 0;
     return;
   }
   if (how == UVT__TERM_SHOW && s->len > 0 && !s->shown) {
