@@ -1574,6 +1574,8 @@ static const term_case_t term_cases[] = {
      0, "Setting up a\nProgress: [ 20%]\nSetting up b\n", 0},
     {"a\033[s\033[5;1Hstatus\033[ub\n", 0, "a\nstatus\n b\n", 0},
     {"\0338x\033[uy\n", 0, "xy\n", 0},
+    {"ab\0337\ncd\0338X\n", 0, "ab\ncd\n  X\n", 0},
+    {"ab\0337\nplain\n\0338X\n", 0, "ab\nplain\n  X\n", 0},
     {"abc\r\n", 0, "abc\n", 0},
     {"\r\r\n\n", 0, "\n\n", 0},
     {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n", 0},

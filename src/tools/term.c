@@ -36,10 +36,10 @@
  * (what the row holds is not known: tqdm's nested bars go back down to a
  * bar's row with "\n").  Restoring a saved cursor (ESC 8, CSI u) goes back
  * to its column, and is such a move when the cursor left the saved row
- * since (apt's progress line on the bottom row).  Documented
- * limits: scrolling and clearing the screen are dropped, and a multi-line
- * redraw (several progress bars at once, a full-screen program) shows
- * each of its frames; a character is one cell whatever its display width;
+ * since, by a move or a newline (apt's progress line on the bottom row).
+ * Documented limits: scrolling and clearing the screen are dropped, and a
+ * multi-line redraw (several progress bars at once, a full-screen program)
+ * shows each of its frames; a character is one cell whatever its display width;
  * a tab is kept as a tab.
  *
  * Streaming: the state survives between reads, so a read that ends inside
@@ -203,6 +203,8 @@ static void line_put(uvt__term_t *s, uint32_t cell, uvt__text_t *out) {
 static void line_newline(uvt__term_t *s, uvt__text_t *out) {
   int shown = s->shown;
 
+  if (s->saved != 0)
+    s->saved = 2; /* the saved cursor's row is left */
   if (s->moved && s->len == 0) {
     s->cursor = 0;
     return;
@@ -242,7 +244,8 @@ static void cursor_save(uvt__term_t *s) {
 }
 
 /* ESC 8, CSI u: back to the saved column, on the saved row: a move to
- * another row if one was made since the save.  Nothing was saved: the
+ * another row if the cursor left that row since the save (a move to
+ * another row or a newline).  Nothing was saved: the
  * cursor stays (a terminal would go home, a row not known). */
 static void cursor_restore(uvt__term_t *s, uvt__text_t *out) {
   if (s->saved == 2)
@@ -674,6 +677,8 @@ void uvt__term_feed(uvt__term_t *s, const char *bytes, size_t len,
         j++;
       if (j < len && p[j] == '\n') {
         uvt__text_raw(out, bytes + i, j + 1 - i);
+        if (s->saved != 0)
+          s->saved = 2;
         i = j + 1;
         continue;
       }

@@ -79,8 +79,8 @@ typedef struct {
   unsigned char state;
   unsigned char shown; /* the line, as it is now, ended an earlier read */
   unsigned char moved; /* a move to another row, nothing written since */
-  unsigned char saved; /* 1: a cursor was saved at saved_col; 2: and a
-                        * move to another row was made since */
+  unsigned char saved; /* 1: a cursor was saved at saved_col; 2: and
+                        * its row was left since */
   size_t saved_col;
   unsigned char pend_len;
   unsigned char pend[4]; /* a character cut by the end of a read */
