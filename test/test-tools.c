@@ -1855,6 +1855,15 @@ static void test_clip_fits(void **state) {
   uvt__text_clip(&out, buf, 0, 300);
   assert_int_equal(out.len, 0);
   uvt__text_free(&out);
+  /* A cut inside one line says so: the head's newline is the tools', and
+   * "(0 lines)" would read as if no line had lost anything. */
+  uvt__text_init(&out);
+  uvt__text_clip(&out, buf, 299, 256);
+  assert_true(out.len <= 256);
+  assert_non_null(strstr(out.base, "a\n[... "));
+  assert_non_null(strstr(out.base, " bytes left out within one line ...]\na"));
+  assert_null(strstr(out.base, "lines)"));
+  uvt__text_free(&out);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -51,7 +51,8 @@ int uvt__utf8_seq(const unsigned char *s, size_t n);
  * appended, ending with a newline (one is added if the text lacks it):
  * all of it if it fits, else the head and the tail, cut at line
  * boundaries where one is near (else at a character boundary), with a line
- * "[... N bytes (L lines) left out ...]" between them (M-TOOLS-8).
+ * "[... N bytes (L lines) left out ...]" between them, or "[... N bytes
+ * left out within one line ...]" when no newline is (M-TOOLS-8).
  * `bytes` is valid UTF-8; `max_bytes` is at least UVT_TOOLS_MAX_BYTES_MIN.
  * Nothing is appended for len 0. */
 void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
