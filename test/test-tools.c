@@ -1574,6 +1574,11 @@ static const term_case_t term_cases[] = {
      0, "Setting up a\nProgress: [ 20%]\nSetting up b\n", 0},
     {"a\033[s\033[5;1Hstatus\033[ub\n", 0, "a\nstatus\n b\n", 0},
     {"\0338x\033[uy\n", 0, "xy\n", 0},
+    /* A row a move leaves shows no trailing blanks, as on a terminal (vim
+     * pads each "~" row with spaces to the width, and blanks out its probe
+     * with spaces); a line a newline ends keeps them. */
+    {"\033[2;1H~     \033[3;1H~  \033[4;1H   \033[5;1Hx  \n", 0, "~\n~\nx  \n",
+     0},
     {"ab\0337\ncd\0338X\n", 0, "ab\ncd\n  X\n", 0},
     {"ab\0337\nplain\n\0338X\n", 0, "ab\nplain\n  X\n", 0},
     {"abc\r\n", 0, "abc\n", 0},

@@ -37,6 +37,9 @@
  * bar's row with "\n").  Restoring a saved cursor (ESC 8, CSI u) goes back
  * to its column, and is such a move when the cursor left the saved row
  * since, by a move or a newline (apt's progress line on the bottom row).
+ * A row a move leaves is shown without trailing blanks, as a terminal
+ * shows it; a line a newline ends keeps them (pipe output is left as it
+ * was written).
  * Documented limits: scrolling and clearing the screen are dropped, and a
  * multi-line redraw (several progress bars at once, a full-screen program)
  * shows each of its frames; a character is one cell whatever its display width;
@@ -228,6 +231,11 @@ static void cursor_set(uvt__term_t *s, size_t col) {
 /* The cursor goes to another row, at column `col`: the line written so far
  * ends there (see the file comment). */
 static void row_move(uvt__term_t *s, size_t col, uvt__text_t *out) {
+  /* The row as a terminal shows it: no trailing blanks (a full-screen
+   * program pads its rows with spaces to the width).  A line shown
+   * unfinished by an earlier read is left as it was shown. */
+  while (!s->shown && s->len > 0 && s->line[s->len - 1] == CELL_SPACE)
+    s->len--;
   if (s->len > 0)
     line_newline(s, out);
   cursor_set(s, col);
