@@ -1553,6 +1553,34 @@ static const term_case_t term_cases[] = {
     {"ab\033[Fcd\n", 0, "ab\ncd\n", 0},
     {"ab\033[3dcd\033[2ee\n", 0, "ab\n  cd\n    e\n", 0},
     {"\n\033[2A\033[2Kbar 1\n\033[2Kbar 2\n", 0, "\nbar 1\nbar 2\n", 0},
+    /* Leaving a row a move went to, with nothing written on it, says
+     * nothing about that row: no blank line (tqdm's nested bars go down
+     * with "\n" and back up with CSI A; docker's progress adds a row with
+     * "\n" below the cursor-down it ended the last update with). */
+    {"\router 0/3\n\rinner 0/2\033[A\n\rinner 1/2\033[A\router 1/3\n", 0,
+     "outer 0/3\ninner 0/2\ninner 1/2\nouter 1/3\n", 0},
+    {"a: 1\r\033[1B\n\033[1A\033[2K\rb: 1\r\033[1B\033[2A\033[2K\ra: 2\r"
+     "\033[2B",
+     0, "a: 1\nb: 1\na: 2\n", 0},
+    {"x\033[1A\033[2K\n\ny\n", 0, "x\ny\n", 0},
+    /* Restoring a saved cursor (ESC 7 / ESC 8, CSI s / CSI u) returns to
+     * its column, and is a move to another row when one was made since
+     * the save: apt's "Progress: [ 20%]" on the bottom row does not run
+     * into the next line of its log. */
+    {"ab\0337cd\0338X\n", 0, "abXd\n", 0},
+    {"ab\033[scd\033[uX\n", 0, "abXd\n", 0},
+    {"Setting up a\n\0337\033[24;0f\033[42mProgress: [ 20%]\033[49m\0338"
+     "Setting up b\n",
+     0, "Setting up a\nProgress: [ 20%]\nSetting up b\n", 0},
+    {"a\033[s\033[5;1Hstatus\033[ub\n", 0, "a\nstatus\n b\n", 0},
+    {"\0338x\033[uy\n", 0, "xy\n", 0},
+    /* A row a move leaves shows no trailing blanks, as on a terminal (vim
+     * pads each "~" row with spaces to the width, and blanks out its probe
+     * with spaces); a line a newline ends keeps them. */
+    {"\033[2;1H~     \033[3;1H~  \033[4;1H   \033[5;1Hx  \n", 0, "~\n~\nx  \n",
+     0},
+    {"ab\0337\ncd\0338X\n", 0, "ab\ncd\n  X\n", 0},
+    {"ab\0337\nplain\n\0338X\n", 0, "ab\nplain\n  X\n", 0},
     {"abc\r\n", 0, "abc\n", 0},
     {"\r\r\n\n", 0, "\n\n", 0},
     {"\033[>c\033[1 q\033[5n\033[!p\n", 0, "\n", 0},
@@ -1831,6 +1859,15 @@ static void test_clip_fits(void **state) {
   uvt__text_init(&out);
   uvt__text_clip(&out, buf, 0, 300);
   assert_int_equal(out.len, 0);
+  uvt__text_free(&out);
+  /* A cut inside one line says so: the head's newline is the tools', and
+   * "(0 lines)" would read as if no line had lost anything. */
+  uvt__text_init(&out);
+  uvt__text_clip(&out, buf, 299, 256);
+  assert_true(out.len <= 256);
+  assert_non_null(strstr(out.base, "a\n[... "));
+  assert_non_null(strstr(out.base, " bytes left out within one line ...]\na"));
+  assert_null(strstr(out.base, "lines)"));
   uvt__text_free(&out);
 }
 

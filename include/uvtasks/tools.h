@@ -34,16 +34,18 @@
  * then, and shown again, whole, by the next read if it changed.
  * A sequence that moves to another row ends the line being written (rows
  * are not kept: what is written on another row becomes a line of its
- * own), and a multi-line redraw shows each frame.  Within one read of a process task, a stdout line
- * cut off by stderr output counts as ended.  The raw bytes are what
- * uvt_read() returns; a host that reads a task itself bypasses the filter
- * (and the tools' state for that task no longer matches: mix the two only
- * with care).
+ * own), and a multi-line redraw shows each frame.  Within one read of a process
+ * task, a stdout line cut off by stderr output counts as ended.  The raw bytes
+ * are what uvt_read() returns; a host that reads a task itself bypasses the
+ * filter (and the tools' state for that task no longer matches: mix the two
+ * only with care).
  *
  * One result carries at most `max_bytes` bytes of output (M-TOOLS-8): a
  * larger read keeps its head (2/5) and its tail (3/5, where errors and
  * summaries are), cut at line boundaries where one is near, with one line
- * "[... N bytes (L lines) left out ...]" between them.  The read consumed
+ * "[... N bytes (L lines) left out ...]" between them ("[... N bytes left
+ * out within one line ...]" when no newline was left out: the head's last
+ * line and the tail's first are then one line).  The read consumed
  * those bytes: the line counts them, nothing goes silently.  The status
  * line and the tools' own notes come on top of `max_bytes`.
  *

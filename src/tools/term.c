@@ -31,10 +31,18 @@
  * at the cursor's column: rows are not known, so what a program writes on
  * another row comes out on a line of its own instead of being run into
  * (or erased from) the current one, as a full-screen program's rows or a
- * prompt that redraws its choices with cursor-down would be.  Documented
- * limits: scrolling and clearing the screen are dropped, and a multi-line
- * redraw (several progress bars at once, a full-screen program) shows
- * each of its frames; a character is one cell whatever its display width;
+ * prompt that redraws its choices with cursor-down would be; a newline
+ * that leaves such a row with nothing written on it adds no blank line
+ * (what the row holds is not known: tqdm's nested bars go back down to a
+ * bar's row with "\n").  Restoring a saved cursor (ESC 8, CSI u) goes back
+ * to its column, and is such a move when the cursor left the saved row
+ * since, by a move or a newline (apt's progress line on the bottom row).
+ * A row a move leaves is shown without trailing blanks, as a terminal
+ * shows it; a line a newline ends keeps them (pipe output is left as it
+ * was written).
+ * Documented limits: scrolling and clearing the screen are dropped, and a
+ * multi-line redraw (several progress bars at once, a full-screen program)
+ * shows each of its frames; a character is one cell whatever its display width;
  * a tab is kept as a tab.
  *
  * Streaming: the state survives between reads, so a read that ends inside
@@ -128,7 +136,8 @@ void uvt__term_free(uvt__term_t *s) {
 }
 
 int uvt__term_carries(const uvt__term_t *s) {
-  return s->len > 0 || s->cursor > 0 || s->state != T_GROUND || s->pend_len > 0;
+  return s->len > 0 || s->cursor > 0 || s->state != T_GROUND ||
+         s->pend_len > 0 || s->moved || s->saved;
 }
 
 /* Hand the line out as finished text (no newline) and start an empty one
@@ -187,12 +196,22 @@ static void line_put(uvt__term_t *s, uint32_t cell, uvt__text_t *out) {
     s->len++;
   s->cursor++;
   s->shown = 0;
+  s->moved = 0;
 }
 
 /* End the line.  A line an earlier read showed, unchanged since, was
- * already ended there (the tools end every result with a newline). */
+ * already ended there (the tools end every result with a newline).  A row
+ * a move went to and nothing was written on is left without a blank line:
+ * what that row holds is not known (see the file comment). */
 static void line_newline(uvt__term_t *s, uvt__text_t *out) {
   int shown = s->shown;
+
+  if (s->saved != 0)
+    s->saved = 2; /* the saved cursor's row is left */
+  if (s->moved && s->len == 0) {
+    s->cursor = 0;
+    return;
+  }
 
   line_flush(s, out);
   if (!shown)
@@ -212,9 +231,37 @@ static void cursor_set(uvt__term_t *s, size_t col) {
 /* The cursor goes to another row, at column `col`: the line written so far
  * ends there (see the file comment). */
 static void row_move(uvt__term_t *s, size_t col, uvt__text_t *out) {
+  /* The row as a terminal shows it: no trailing blanks (a full-screen
+   * program pads its rows with spaces to the width).  A line shown
+   * unfinished by an earlier read is left as it was shown. */
+  while (!s->shown && s->len > 0 && s->line[s->len - 1] == CELL_SPACE)
+    s->len--;
   if (s->len > 0)
     line_newline(s, out);
   cursor_set(s, col);
+  s->moved = 1;
+  if (s->saved != 0)
+    s->saved = 2;
+}
+
+/* ESC 7, CSI s: save the cursor.  Only its column is known; what matters
+ * of its row is whether the cursor leaves it before the restore. */
+static void cursor_save(uvt__term_t *s) {
+  s->saved_col = s->cursor;
+  s->saved = 1;
+}
+
+/* ESC 8, CSI u: back to the saved column, on the saved row: a move to
+ * another row if the cursor left that row since the save (a move to
+ * another row or a newline).  Nothing was saved: the
+ * cursor stays (a terminal would go home, a row not known). */
+static void cursor_restore(uvt__term_t *s, uvt__text_t *out) {
+  if (s->saved == 2)
+    row_move(s, s->saved_col, out);
+  else if (s->saved == 1)
+    cursor_set(s, s->saved_col);
+  if (s->saved != 0)
+    s->saved = 1;
 }
 
 /* The control sequences that act within one line, and those that move to
@@ -270,6 +317,13 @@ static void csi_dispatch(uvt__term_t *s, unsigned final, uvt__text_t *out) {
   case 'H': /* cursor position: row;column */
   case 'f':
     row_move(s, param_or(s, 1, 1) - 1, out);
+    break;
+  case 's': /* save cursor (SCOSC; with parameters it sets margins) */
+    if (s->nparam == 0)
+      cursor_save(s);
+    break;
+  case 'u': /* restore cursor (SCORC) */
+    cursor_restore(s, out);
     break;
   case 'X': /* erase characters */
     n = param_or(s, 0, 1);
@@ -431,8 +485,16 @@ static void term_esc(uvt__term_t *s, uint32_t cp, uint32_t cell,
     s->state = T_GROUND;
     line_newline(s, out);
     return;
+  case '7': /* DECSC, DECRC: save and restore the cursor */
+    s->state = T_GROUND;
+    cursor_save(s);
+    return;
+  case '8':
+    s->state = T_GROUND;
+    cursor_restore(s, out);
+    return;
   default:
-    /* ST without a string, keypad modes, save/restore cursor, reset...:
+    /* ST without a string, keypad modes, reset...:
      * nothing a line of text shows. */
     s->state = T_GROUND;
     return;
@@ -617,12 +679,14 @@ void uvt__term_feed(uvt__term_t *s, const char *bytes, size_t len,
   while (i < len) {
     /* Most output is whole lines of plain ASCII: a line that starts empty
      * and ends before any control or escape byte goes out as it is. */
-    if (s->state == T_GROUND && s->len == 0 && s->cursor == 0) {
+    if (s->state == T_GROUND && s->len == 0 && s->cursor == 0 && !s->moved) {
       size_t j = i;
       while (j < len && p[j] >= 0x20 && p[j] < 0x7F)
         j++;
       if (j < len && p[j] == '\n') {
         uvt__text_raw(out, bytes + i, j + 1 - i);
+        if (s->saved != 0)
+          s->saved = 2;
         i = j + 1;
         continue;
       }
@@ -646,6 +710,8 @@ void uvt__term_end(uvt__term_t *s, int how, uvt__text_t *out) {
     }
     line_flush(s, out);
     s->state = T_GROUND;
+    s->moved = 0;
+    s->saved = 0;
     return;
   }
   if (how == UVT__TERM_SHOW && s->len > 0 && !s->shown) {

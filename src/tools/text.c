@@ -268,8 +268,12 @@ void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
   uvt__text_raw(t, bytes, head);
   if (head > 0 && s[head - 1] != '\n')
     uvt__text_raw(t, "\n", 1);
-  uvt__text_printf(t, "[... %zu bytes (%zu line%s) left out ...]\n",
-                   tail - head, nl, nl == 1 ? "" : "s");
+  if (nl == 0) /* the head and the tail are one line: "(0 lines)" misleads */
+    uvt__text_printf(t, "[... %zu bytes left out within one line ...]\n",
+                     tail - head);
+  else
+    uvt__text_printf(t, "[... %zu bytes (%zu line%s) left out ...]\n",
+                     tail - head, nl, nl == 1 ? "" : "s");
   uvt__text_raw(t, bytes + tail, len - tail);
   if (add_nl)
     uvt__text_raw(t, "\n", 1);

@@ -51,7 +51,8 @@ int uvt__utf8_seq(const unsigned char *s, size_t n);
  * appended, ending with a newline (one is added if the text lacks it):
  * all of it if it fits, else the head and the tail, cut at line
  * boundaries where one is near (else at a character boundary), with a line
- * "[... N bytes (L lines) left out ...]" between them (M-TOOLS-8).
+ * "[... N bytes (L lines) left out ...]" between them, or "[... N bytes
+ * left out within one line ...]" when no newline is (M-TOOLS-8).
  * `bytes` is valid UTF-8; `max_bytes` is at least UVT_TOOLS_MAX_BYTES_MIN.
  * Nothing is appended for len 0. */
 void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
@@ -78,6 +79,10 @@ typedef struct {
   unsigned char flags;
   unsigned char state;
   unsigned char shown; /* the line, as it is now, ended an earlier read */
+  unsigned char moved; /* a move to another row, nothing written since */
+  unsigned char saved; /* 1: a cursor was saved at saved_col; 2: and
+                        * its row was left since */
+  size_t saved_col;
   unsigned char pend_len;
   unsigned char pend[4]; /* a character cut by the end of a read */
 } uvt__term_t;
