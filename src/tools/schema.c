@@ -32,7 +32,9 @@ static const char *const schema_parts[] = {
     "differently or only work on one (REPLs with line editing, password "
     "prompts, ssh). Its stdin is the terminal (write_stdin types into it), "
     "stdout and stderr come as one stream, and what you type is echoed. "
-    "Default false.\"}},"
+    "A program that reads whole lines from a terminal gets at most 4095 "
+    "bytes of a line (the rest is lost, though the echo shows it): send "
+    "long input with stdin instead. Default false.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"run_command\","
