@@ -90,8 +90,12 @@ try {
     res);
 
   // task_kill on a sleep.
-  res = await call('run_in_background', { command: 'sleep 100', label: 'long sleep' });
+  // Its pid line says the process runs: a kill any sooner may come while
+  // the spawn is still out (P-SPAWN-6) and end it "killed before it
+  // started", which is not the path this checks.
+  res = await call('run_in_background', { command: 'echo $$; exec sleep 100', label: 'long sleep' });
   const t2 = idOf(textOf(res));
+  await readUntil(call, t2, (out) => /^\d+\n/.test(out));
   res = await call('task_kill', { task_id: t2, reason: 'test' });
   check('task_kill: stop requested, status stopping',
     !res.isError && textOf(res).includes(`Stop of ${t2} requested`) &&

@@ -7,6 +7,9 @@
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node tasks-test.mjs
 //
 // Exits 77 (skip) when the SDK is not installed, 1 on any failed check.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { check, fail, finish, server } from './harness.mjs';
 
 const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
@@ -153,7 +156,11 @@ try {
     textOf(late) === 'late\n[status: completed, exit code: 0]' && Date.now() - start >= 500, late);
 
   // tasks/list with pages of two.
-  const cr3 = await callAsTask(client, 'run_command', { command: 'exec sleep 30' });
+  // The command marks that it runs, so the cancel below reaches a process
+  // (sooner it may come while the spawn is out, P-SPAWN-6, and the task
+  // ends "killed before it started", which is not what this checks).
+  const mark = join(mkdtempSync(join(tmpdir(), 'uvt-tasks-')), 'up');
+  const cr3 = await callAsTask(client, 'run_command', { command: `touch '${mark}'; exec sleep 30` });
   const t3 = cr3.task.taskId;
   const page1 = await tasks.listTasks();
   const page2 = await tasks.listTasks(page1.nextCursor);
@@ -167,7 +174,9 @@ try {
     await errorCode(tasks.listTasks('not-a-cursor')) === -32602);
 
   // tasks/cancel stops the command; the task stays cancelled.
+  check('the command runs before it is cancelled', await until(() => existsSync(mark)), mark);
   const cancelled = await tasks.cancelTask(t3);
+  rmSync(dirname(mark), { recursive: true, force: true });
   check('tasks/cancel answers cancelled', cancelled.taskId === t3 && cancelled.status === 'cancelled',
     cancelled);
   const r3 = await tasks.getTaskResult(t3, CallToolResultSchema);
