@@ -815,30 +815,6 @@ static void test_res_errors(void **state) {
 
 /* ---- allocation failures -------------------------------------------- */
 
-static int fm_armed;
-static int fm_count;
-static int fm_fail_at;
-static int fm_failed;
-
-static int fm_should_fail(void) {
-  if (!fm_armed)
-    return 0;
-  if (++fm_count == fm_fail_at) {
-    fm_failed = 1;
-    return 1;
-  }
-  return 0;
-}
-static void *fm_malloc(size_t n) {
-  return fm_should_fail() ? NULL : malloc(n);
-}
-static void *fm_realloc(void *p, size_t n) {
-  return fm_should_fail() ? NULL : realloc(p, n);
-}
-static void *fm_calloc(size_t c, size_t n) {
-  return fm_should_fail() ? NULL : calloc(c, n);
-}
-
 /* Read `id` failing the n-th allocation, for n = 1, 2, ... until a read
  * succeeds: each failure is UV_ENOMEM with *r zeroed and nothing consumed
  * (so the successful read has everything). */
@@ -846,10 +822,7 @@ static void read_failing(fixture_t *f, const char *id, uvt_process_read_t *r) {
   int n;
   int err;
   for (n = 1;; n++) {
-    fm_count = 0;
-    fm_fail_at = n;
-    fm_failed = 0;
-    fm_armed = 1;
+    fm_arm(n);
     err = uvt_process_read(f->reg, id, NULL, r);
     fm_armed = 0;
     if (err == 0)

@@ -440,37 +440,6 @@ static void test_in_no_leak(void **state) {
 
 /* ---- allocation failures -------------------------------------------- */
 
-static int fm_armed;
-static int fm_count;
-static int fm_fail_at;
-static int fm_failed;
-
-static int fm_should_fail(void) {
-  if (!fm_armed)
-    return 0;
-  if (++fm_count == fm_fail_at) {
-    fm_failed = 1;
-    return 1;
-  }
-  return 0;
-}
-static void *fm_malloc(size_t n) {
-  return fm_should_fail() ? NULL : malloc(n);
-}
-static void *fm_realloc(void *p, size_t n) {
-  return fm_should_fail() ? NULL : realloc(p, n);
-}
-static void *fm_calloc(size_t c, size_t n) {
-  return fm_should_fail() ? NULL : calloc(c, n);
-}
-
-static void fm_arm(int n) {
-  fm_count = 0;
-  fm_fail_at = n;
-  fm_failed = 0;
-  fm_armed = 1;
-}
-
 /* P-IN-1, P-PTY-1 with P-SPAWN-4: failing the n-th allocation of a start
  * with stdin_pipe, or on a terminal (with on_output and backpressure), for
  * every n, is a clean UV_ENOMEM with nothing left, or a success; a write

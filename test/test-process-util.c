@@ -42,6 +42,40 @@ static void say(const char *s) {
   write_all(1, s, strlen(s));
 }
 
+/* A grandchild in the group keeps stdout open after the leader exits,
+ * ignoring `ignore` (0: none; SIGTERM; SIGHUP, the hang-up its terminal's
+ * session leader sends when it exits); the leader waits until the
+ * grandchild is set up, says its pid and returns 0 (9x: setup failed). */
+static int hold_stdout(int ignore) {
+  char line[64];
+  int p[2];
+  char c;
+  pid_t pid;
+  int i;
+
+  if (pipe(p) != 0)
+    return 97;
+  pid = fork();
+  if (pid < 0)
+    return 96;
+  if (pid == 0) {
+    close(p[0]);
+    if (ignore != 0)
+      signal(ignore, SIG_IGN);
+    write_all(p[1], "x", 1);
+    close(p[1]);
+    for (i = 0; i < 300; i++)
+      usleep(100000);
+    _exit(0);
+  }
+  close(p[1]);
+  if (read(p[0], &c, 1) != 1)
+    return 95;
+  snprintf(line, sizeof(line), "leader done, holder %d\n", (int)pid);
+  say(line);
+  return 0;
+}
+
 int helper(int argc, char **argv) {
   const char *mode = argv[1] + strlen("--helper=");
   char line[512];
@@ -89,35 +123,10 @@ int helper(int argc, char **argv) {
       usleep(100000);
     return 0;
   }
-  if (strcmp(mode, "hold-stdout") == 0 ||
-      strcmp(mode, "hold-stdout-ignore-term") == 0) {
-    /* A grandchild in the group keeps stdout open after the leader exits;
-     * the leader waits until the grandchild is set up. */
-    int p[2];
-    char c;
-    pid_t pid;
-    if (pipe(p) != 0)
-      return 97;
-    pid = fork();
-    if (pid < 0)
-      return 96;
-    if (pid == 0) {
-      close(p[0]);
-      if (strcmp(mode, "hold-stdout-ignore-term") == 0)
-        signal(SIGTERM, SIG_IGN);
-      write_all(p[1], "x", 1);
-      close(p[1]);
-      for (i = 0; i < 300; i++)
-        usleep(100000);
-      _exit(0);
-    }
-    close(p[1]);
-    if (read(p[0], &c, 1) != 1)
-      return 95;
-    snprintf(line, sizeof(line), "leader done, holder %d\n", (int)pid);
-    say(line);
-    return 0;
-  }
+  if (strcmp(mode, "hold-stdout") == 0)
+    return hold_stdout(0);
+  if (strcmp(mode, "hold-stdout-ignore-term") == 0)
+    return hold_stdout(SIGTERM);
   if (strcmp(mode, "check-fds") == 0) {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *de;
@@ -252,33 +261,8 @@ int helper(int argc, char **argv) {
     close(fd);
     return 0;
   }
-  if (strcmp(mode, "hold-stdout-ignore-hup") == 0) {
-    /* As hold-stdout, with the holder immune to the hang-up its
-     * terminal's session leader sends when it exits. */
-    int p[2];
-    char c;
-    pid_t pid;
-    if (pipe(p) != 0)
-      return 97;
-    pid = fork();
-    if (pid < 0)
-      return 96;
-    if (pid == 0) {
-      close(p[0]);
-      signal(SIGHUP, SIG_IGN);
-      write_all(p[1], "x", 1);
-      close(p[1]);
-      for (i = 0; i < 300; i++)
-        usleep(100000);
-      _exit(0);
-    }
-    close(p[1]);
-    if (read(p[0], &c, 1) != 1)
-      return 95;
-    snprintf(line, sizeof(line), "leader done, holder %d\n", (int)pid);
-    say(line);
-    return 0;
-  }
+  if (strcmp(mode, "hold-stdout-ignore-hup") == 0)
+    return hold_stdout(SIGHUP);
   fprintf(stderr, "unknown helper %s\n", mode);
   return 127;
 }
@@ -871,4 +855,40 @@ int process_test_main(int argc, char **argv, const char *name,
 int under_valgrind(void) {
   const char *p = getenv("LD_PRELOAD");
   return p != NULL && strstr(p, "vgpreload") != NULL;
+}
+
+/* ---- allocation failures -------------------------------------------- */
+
+int fm_armed;
+int fm_failed;
+static int fm_count;
+static int fm_fail_at;
+
+static int fm_should_fail(void) {
+  if (!fm_armed)
+    return 0;
+  if (++fm_count == fm_fail_at) {
+    fm_failed = 1;
+    return 1;
+  }
+  return 0;
+}
+
+void *fm_malloc(size_t n) {
+  return fm_should_fail() ? NULL : malloc(n);
+}
+
+void *fm_realloc(void *p, size_t n) {
+  return fm_should_fail() ? NULL : realloc(p, n);
+}
+
+void *fm_calloc(size_t c, size_t n) {
+  return fm_should_fail() ? NULL : calloc(c, n);
+}
+
+void fm_arm(int n) {
+  fm_count = 0;
+  fm_fail_at = n;
+  fm_failed = 0;
+  fm_armed = 1;
 }

@@ -155,6 +155,16 @@ int leader_gone(void *arg);
 void on_disposed(uvt_agent_t *a);
 int disposed(void *arg);
 
+/* An allocator for uvt_replace_allocator() that fails the fm_fail_at-th
+ * allocation while fm_armed (the P-SPAWN-4 / R-START-3 tests); fm_failed
+ * says it did.  fm_arm(n) counts from zero, fails the n-th and arms. */
+extern int fm_armed;
+extern int fm_failed;
+void *fm_malloc(size_t n);
+void *fm_realloc(void *p, size_t n);
+void *fm_calloc(size_t c, size_t n);
+void fm_arm(int n);
+
 /* The main of every process suite: helper modes when argv[1] is
  * "--helper=...", else the tests, as a child subreaper. */
 int process_test_main(int argc, char **argv, const char *name,

@@ -973,30 +973,6 @@ static void test_spawn_fork_fallback(void **state) {
   uvt__process_force_fork = 0;
 }
 
-static int fm_armed;
-static int fm_count;
-static int fm_fail_at;
-static int fm_failed;
-
-static int fm_should_fail(void) {
-  if (!fm_armed)
-    return 0;
-  if (++fm_count == fm_fail_at) {
-    fm_failed = 1;
-    return 1;
-  }
-  return 0;
-}
-static void *fm_malloc(size_t n) {
-  return fm_should_fail() ? NULL : malloc(n);
-}
-static void *fm_realloc(void *p, size_t n) {
-  return fm_should_fail() ? NULL : realloc(p, n);
-}
-static void *fm_calloc(size_t c, size_t n) {
-  return fm_should_fail() ? NULL : calloc(c, n);
-}
-
 /* P-SPAWN-4 (and R-START-3 for this producer): failing the n-th allocation
  * of a start, for every n, is a clean UV_ENOMEM with no id used, no child
  * and no handle left, or a success. */
@@ -1023,10 +999,7 @@ static void test_start_failmalloc(void **state) {
   o.stdin_data = "x";
   o.stdin_len = 1;
   for (n = 1;; n++) {
-    fm_count = 0;
-    fm_fail_at = n;
-    fm_failed = 0;
-    fm_armed = 1;
+    fm_arm(n);
     err = uvt_process_start(f.reg, &o, id);
     fm_armed = 0;
     if (err != 0) {

@@ -139,6 +139,9 @@ void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
 void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
                             uint64_t timed_out_ms,
                             const uvt_snapshot_t *fallback);
+/* The call's task_id: 0, or -1 after answering that `tool` needs one. */
+int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                       const char *tool);
 /* Take the call's max_bytes (M-TOOLS-8): 0, or -1 after answering. */
 int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* The call waits (req->wait_ is armed): on the tools' waiting list. */

@@ -332,6 +332,20 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
   uvt__tools_result(req, &t, err);
 }
 
+/* The task_id every tool but the starting ones and task_list needs:
+ * 0, or -1 after answering that `tool` needs one. */
+int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                       const char *tool) {
+  uvt__text_t t;
+
+  if (args->task_id != NULL && args->task_id[0] != '\0')
+    return 0;
+  uvt__text_init(&t);
+  uvt__text_printf(&t, "%s needs task_id (a string such as bash-1).", tool);
+  uvt__tools_result(req, &t, 1);
+  return -1;
+}
+
 /* The call's max_bytes (M-TOOLS-8) into req->max_bytes_: the options' when
  * not given, at least UVT_TOOLS_MAX_BYTES_MIN.  Zero or negative is a tool
  * error, already delivered when this returns -1. */
@@ -461,12 +475,8 @@ static void tool_task_output(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (args->task_id == NULL || args->task_id[0] == '\0') {
-    uvt__text_str(&t, "task_output needs task_id (a string such as "
-                      "bash-1).");
-    uvt__tools_result(req, &t, 1);
+  if (uvt__tools_need_id(req, args, "task_output") != 0)
     return;
-  }
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
   /* An explicit wait wins; otherwise a timeout_ms asks for a wait. */
@@ -610,11 +620,8 @@ static void tool_task_kill(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (args->task_id == NULL || args->task_id[0] == '\0') {
-    uvt__text_str(&t, "task_kill needs task_id (a string such as bash-1).");
-    uvt__tools_result(req, &t, 1);
+  if (uvt__tools_need_id(req, args, "task_kill") != 0)
     return;
-  }
   /* P-KILL-6: a kill of an ended task stops what it left running; count
    * it first so the answer can say what the kill stops.  Only an ended
    * task is counted (a pass over /proc), and only a process task has a

@@ -174,12 +174,8 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (args->task_id == NULL || args->task_id[0] == '\0') {
-    uvt__text_str(&t, "write_stdin needs task_id (a string such as "
-                      "bash-1).");
-    uvt__tools_result(req, &t, 1);
+  if (uvt__tools_need_id(req, args, "write_stdin") != 0)
     return;
-  }
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
   if (args->yield_ms < -1) {
