@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# CI lanes beyond the plain build: sanitizers and valgrind.
+# The build lanes: plain, the sanitizers and valgrind.
 #
+#   bash scripts/lanes.sh plain     # the plain build (-Dwerror=true), every suite
 #   bash scripts/lanes.sh asan      # ASan + UBSan, every suite
 #   bash scripts/lanes.sh tsan      # TSan, the cross-thread tests
 #   bash scripts/lanes.sh valgrind  # memcheck over the unit suite and every
 #                                   # process suite
 #   bash scripts/lanes.sh all       # the three in turn
 #
-# Each lane builds in its own directory (build-asan, build-tsan,
+# Each lane builds in its own directory (build, build-asan, build-tsan,
 # build-valgrind) and exits non-zero on any failing test or any sanitizer /
 # valgrind report.  Extra arguments after the lane name go to `meson test`.
 set -euo pipefail
@@ -27,6 +28,21 @@ setup() {
   ninja -C "$dir"
 }
 
+# `meson test -C dir ARGS...`; when it fails, also the failing checks
+# from the whole log: --print-errorlogs shows only a log's last 100 lines,
+# and a crash in a later test of the same suite can fill them.
+run_tests() {
+  local dir=$1
+  shift
+  if meson test -C "$dir" "$@"; then
+    return 0
+  fi
+  echo "== failing checks in $dir (meson-logs):" >&2
+  grep -h -B1 -A3 -E '^\[ +(ERROR|FAILED|LINE) +\]|Assertion .* failed|^==[0-9]+== (Invalid|Conditional|Syscall param)' \
+    "$dir"/meson-logs/testlog*.txt | head -120 >&2 || true
+  return 1
+}
+
 # The names among $@ that `meson test --list` knows in `dir`.
 existing_tests() {
   local dir=$1
@@ -40,13 +56,18 @@ existing_tests() {
   done
 }
 
+lane_plain() {
+  setup build -Dwerror=true
+  run_tests build --print-errorlogs --num-processes 2 "$@"
+}
+
 lane_asan() {
   setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
     -Dwerror=true -Dbuildtype=debugoptimized
   # Every report is fatal: leaks at exit, UBSan at the first finding.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --print-errorlogs --timeout-multiplier 3 "$@"
+    run_tests build-asan --print-errorlogs --timeout-multiplier 3 "$@"
 }
 
 lane_tsan() {
@@ -75,13 +96,13 @@ lane_tsan() {
   # suppressions that follows from that, each with its reason.
   # shellcheck disable=SC2086
   TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$top/test/tsan.supp" \
-    meson test -C build-tsan --print-errorlogs --timeout-multiplier 4 $tests "$@"
+    run_tests build-tsan --print-errorlogs --timeout-multiplier 4 $tests "$@"
 }
 
 lane_valgrind() {
   local wrap='valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=1 --quiet --max-threads=2048'
   setup build-valgrind -Db_sanitize=none -Dwerror=true -Dbuildtype=debug
-  meson test -C build-valgrind --suite unit --print-errorlogs \
+  run_tests build-valgrind --suite unit --print-errorlogs \
     --timeout-multiplier 10 --wrap="$wrap" "$@"
   # The process producer's suites (spawning, output, ends, kills, reaping,
   # stdin, terminals, output events, structured reads): their buffers,
@@ -93,7 +114,7 @@ lane_valgrind() {
     process-events)
   if [ -n "$tests" ]; then
     # shellcheck disable=SC2086
-    meson test -C build-valgrind --print-errorlogs --timeout-multiplier 10 \
+    run_tests build-valgrind --print-errorlogs --timeout-multiplier 10 \
       --wrap="$wrap" $tests "$@"
   fi
 }
@@ -101,6 +122,7 @@ lane_valgrind() {
 lane=${1:-}
 [ $# -gt 0 ] && shift
 case "$lane" in
+  plain) lane_plain "$@" ;;
   asan) lane_asan "$@" ;;
   tsan) lane_tsan "$@" ;;
   valgrind) lane_valgrind "$@" ;;
@@ -110,7 +132,7 @@ case "$lane" in
     lane_valgrind "$@"
     ;;
   *)
-    echo "usage: bash scripts/lanes.sh asan|tsan|valgrind|all [meson test args]" >&2
+    echo "usage: bash scripts/lanes.sh plain|asan|tsan|valgrind|all [meson test args]" >&2
     exit 2
     ;;
 esac

@@ -18,14 +18,8 @@ else
   bash scripts/setup.sh --lanes
 fi
 
-if [ -d build ]; then
-  meson setup --reconfigure build -Dwerror=true >/dev/null
-else
-  meson setup build -Dwerror=true >/dev/null
-fi
 echo "== build: plain, -Dwerror=true"
-meson compile -C build
-meson test -C build --print-errorlogs --num-processes 2
+bash scripts/lanes.sh plain
 
 # The Node binding: built the way a user's `npm install` builds it, with
 # warnings as errors, then its node --test suites.
@@ -34,7 +28,7 @@ echo "== node binding: npm install && npm test (bindings/node)"
   UVTASKS_WERROR=1 npm install --no-audit --no-fund --loglevel=error &&
   npm test)
 
-if [ "$quick" = 0 ] && [ -f scripts/lanes.sh ]; then
+if [ "$quick" = 0 ]; then
   for lane in asan tsan valgrind; do
     echo "== lane: $lane"
     bash scripts/lanes.sh "$lane"

@@ -253,7 +253,8 @@ struct uvt_tools_call_s {
   int yields_;        /* run_command: the wait is the yield, not the end */
   uint64_t seen_[4];  /* write_stdin: the unread output at the last look
                          (stdout bytes and drops, stderr bytes and drops) */
-  uint64_t first_[4]; /* write_stdin: the same right after the write */
+  uint64_t first_[4]; /* write_stdin: the same right after the write
+                         (zero for a poll) */
   int state_;
   int status_;
   int aborted_;
@@ -369,7 +370,8 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    close_stdin for a task without input are refused.
  *    The wait ends early when the task ends (as SPEC.md says) and, beyond
  *    SPEC.md, when the program printed a prompt and waits for input: its
- *    unread output grew since the write, did not change for
+ *    unread output grew since the write (for a poll: there is unread
+ *    output, even from before the call), did not change for
  *    UVT_TOOLS_WRITE_QUIET_MS, and a stream's unread bytes end inside a
  *    line that shows something once escape sequences, carriage returns
  *    and blanks are taken out (as M-TOOLS-7 shows it).  The tools look at

@@ -125,7 +125,7 @@ static int tools_visible(const char *tail, size_t len) {
 }
 
 /* M-TOOLS-5: has the program printed a prompt and gone quiet?  Its unread
- * output grew since the write, did not change since the previous look
+ * output grew since the write (for a poll: is not empty), did not change since the previous look
  * (UVT_TOOLS_WRITE_QUIET_MS ago), and a stream's unread bytes end inside
  * a line that shows something.  See uvt_tools_call() for why this rule. */
 static int tools_prompted(uvt_tools_call_t *req) {
@@ -235,10 +235,13 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
     uvt__tools_read_result(req, req->task_id_, 0, NULL);
     return;
   }
-  /* What is unread now does not count as an answer: the early answer
-   * needs output that came after the write. */
+  /* A write's answer is what comes after it: output unread before the
+   * write does not end the wait early.  A poll (no chars, input left
+   * open) asks for what is there: a prompt printed before the call
+   * answers it once two looks in a row find it unchanged. */
   memset(req->first_, 0, sizeof(req->first_));
-  tools_peek(req, req->first_, &pk);
+  if (len > 0 || args->close_stdin == 1)
+    tools_peek(req, req->first_, &pk);
   memcpy(req->seen_, req->first_, sizeof(req->seen_));
   req->timeout_ms_ = yield_ms;
   req->wait_.data = req;
