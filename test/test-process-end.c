@@ -296,6 +296,14 @@ static void assert_timed_out(const uvt_snapshot_t *s, uint64_t limit_ms,
   assert_true(n <= at_most_ms + 1); /* both clocks in whole ms */
 }
 
+/* Wait, without a loop turn, until the --helper=ignore-term child
+ * ignores SIGTERM (see proc_reached()). */
+static void helper_ignores_term(void) {
+  char want[PATH_MAX + 32];
+  snprintf(want, sizeof(want), "%s --helper=ignore-term", self_exe);
+  assert_true(proc_reached(want, SIGTERM, (int)getpid(), 10000) > 0);
+}
+
 /* P-LIMIT-1: max_runtime_ms stops the task like a kill. */
 static void test_limit_runtime(void **state) {
   fixture_t f;
@@ -326,12 +334,17 @@ static void test_limit_runtime(void **state) {
   wait_end(&w);
 
   /* The owner's first kill after the timeout's SIGTERM lets the grace
-   * run; only a second one sends SIGKILL at once (P-KILL-1). */
+   * run; only a second one sends SIGKILL at once (P-KILL-1).  The helper
+   * must ignore SIGTERM before the limit's SIGTERM comes: the loop does
+   * not turn (so the limit cannot fire) until it does, however slow its
+   * start.  (It ran the loop at once before, and a start slower than the
+   * 100 ms limit ended the task at SIGTERM, well inside the grace.) */
   o.max_runtime_ms = 100;
   o.grace_ms = 400;
   t0 = now_ms();
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  helper_ignores_term();
   run_for(&f, 200);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 10000, NULL);
@@ -342,6 +355,7 @@ static void test_limit_runtime(void **state) {
   t0 = now_ms();
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  helper_ignores_term();
   run_for(&f, 200);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
