@@ -75,7 +75,7 @@ static void test_end_handles_closed(void **state) {
  * task open past leader exit + drain. */
 static void test_c01_background(void **state) {
   static const char *const cmds[] = {"echo started; sleep 30 &",
-                                     "echo started; setsid sleep 30 &"};
+                                     "echo started; setsid sleep 31 &"};
   fixture_t f;
   uvt_agent_t a;
   char id[UVT_ID_MAX];
@@ -99,9 +99,14 @@ static void test_c01_background(void **state) {
     sb_free(&sb);
     wait_end(&w);
   }
+  /* `setsid sleep 31` leaves the task's group once it runs: until then it
+   * is a member, and the disposal below stops it too.  Wait for it (with
+   * no loop turn, however slow its start) rather than assume that the
+   * 100 ms drain gave it the time. */
+  assert_true(proc_reached("sleep 31", 0, (int)getpid(), 10000) > 0);
   /* Registry disposal stops the group's `sleep 30` (P-KILL-4). */
   fixture_close(&f);
-  /* `setsid sleep 30` left the task's group on purpose: it is no member of
+  /* `setsid sleep 31` left the task's group on purpose: it is no member of
    * the task any more, so it is ours to clean up. */
   assert_int_equal(kill_children(), 1);
 }
