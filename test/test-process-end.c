@@ -380,6 +380,86 @@ static void test_limit_runtime(void **state) {
   fixture_close(&f);
 }
 
+static int zombie_child(const pstat_t *st, void *arg) {
+  return st->ppid == getpid() && st->state == 'Z' && ++*(int *)arg > 0;
+}
+
+/* Wait, without a loop turn, until a child of this process has exited
+ * and nobody reaped it yet; asserts it happened within 10 s. */
+static void child_exited_unseen(void) {
+  uint64_t end = now_ms() + 10000;
+  int n = 0;
+
+  for (;;) {
+    each_process(zombie_child, &n);
+    if (n > 0 || now_ms() > end)
+      break;
+    block_host(1);
+  }
+  assert_true(n > 0);
+}
+
+/* C-22, P-LIMIT-1, P-END-3, P-KILL-2: a command that ended long before its
+ * runtime limit keeps its honest outcome when the host's loop stalled and
+ * heard neither its spawn nor its exit before the limit passed.  In the
+ * turn after the stall the limit's timer runs first (timers come before
+ * I/O), while the spawn's answer is still out and nothing was signalled:
+ * the answer finds the leader already gone.  (It settled killed, "timed
+ * out after N ms", for a program that exited 0 on its own.)  Siblings:
+ * another exit code, a death by a signal nobody asked for; and a kill the
+ * owner asked for in the same window, which P-KILL-2 answers with the
+ * exit code "after kill request". */
+static void test_limit_after_exit(void **state) {
+  static const struct {
+    const char *mode;
+    const char *arg;
+    uvt_status_t status;
+    const char *detail;
+  } cases[] = {
+      {"--helper=exit", "0", UVT_COMPLETED, "exit code: 0"},
+      {"--helper=exit", "3", UVT_COMPLETED, "exit code: 3"},
+      {"--helper=raise", NULL, UVT_KILLED, "signal: SIGUSR1"},
+  };
+  fixture_t f;
+  uvt_process_options_t o;
+  uvt_kill_result_t kr;
+  char id[UVT_ID_MAX];
+  char sig[16];
+  waitres_t w;
+  size_t i;
+  (void)state;
+
+  snprintf(sig, sizeof(sig), "%d", SIGUSR1);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.max_runtime_ms = 100;
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uv_run(&f.loop, UV_RUN_NOWAIT);
+    assert_int_equal(start_helper(&f, NULL, &o, cases[i].mode,
+                                  cases[i].arg ? cases[i].arg : sig, NULL, id),
+                     0);
+    child_exited_unseen();
+    /* The host is busy past the limit. */
+    block_host(o.max_runtime_ms + 50);
+    wait_task(&f, &w, id, 10000, NULL);
+    assert_outcome(&w.snap, cases[i].status, cases[i].detail);
+    wait_end(&w);
+  }
+
+  /* The owner's kill in the same window: the request came before the exit
+   * was seen (P-KILL-2). */
+  o.max_runtime_ms = 0;
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
+                   0);
+  child_exited_unseen();
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "exit code: 0 after kill request");
+  wait_end(&w);
+  fixture_close(&f);
+}
+
 /* C-22, R-TIME-1, P-LIMIT-1: a host that blocked its loop before calling
  * uvt_process_start still gets the whole runtime, counted from the call,
  * and the detail names what really elapsed. */
@@ -585,6 +665,7 @@ int main(int argc, char **argv) {
       T(test_end_reaped_elsewhere),
       T(test_limit_runtime),
       T(test_c22_runtime_stale_clock),
+      T(test_limit_after_exit),
       T(test_c05_stdin),
       T(test_c06_many),
       T(test_c08_races),
