@@ -301,6 +301,25 @@ static void assert_timed_out(const uvt_snapshot_t *s, uint64_t limit_ms,
   assert_true(n <= at_most_ms + 1); /* both clocks in whole ms */
 }
 
+static int zombie_child(const pstat_t *st, void *arg) {
+  return st->ppid == getpid() && st->state == 'Z' && ++*(int *)arg > 0;
+}
+
+/* Wait, without a loop turn, until a child of this process has exited
+ * and nobody reaped it yet; asserts it happened within 10 s. */
+static void child_exited_unseen(void) {
+  uint64_t end = now_ms() + 10000;
+  int n = 0;
+
+  for (;;) {
+    each_process(zombie_child, &n);
+    if (n > 0 || now_ms() > end)
+      break;
+    block_host(1);
+  }
+  assert_true(n > 0);
+}
+
 /* Wait, without a loop turn, until the --helper=ignore-term child
  * ignores SIGTERM (see proc_reached()). */
 static void helper_ignores_term(void) {
@@ -371,32 +390,16 @@ static void test_limit_runtime(void **state) {
   o.grace_ms = 200;
   o.max_runtime_ms = 200;
 
-  /* A task that ends in time keeps its outcome. */
+  /* A task that ends in time keeps its outcome: the loop turns once the
+   * helper exited, so the limit cannot come first however slow its start
+   * (see test_limit_after_exit for a limit that passes meanwhile). */
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
                    0);
+  child_exited_unseen();
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   wait_end(&w);
   fixture_close(&f);
-}
-
-static int zombie_child(const pstat_t *st, void *arg) {
-  return st->ppid == getpid() && st->state == 'Z' && ++*(int *)arg > 0;
-}
-
-/* Wait, without a loop turn, until a child of this process has exited
- * and nobody reaped it yet; asserts it happened within 10 s. */
-static void child_exited_unseen(void) {
-  uint64_t end = now_ms() + 10000;
-  int n = 0;
-
-  for (;;) {
-    each_process(zombie_child, &n);
-    if (n > 0 || now_ms() > end)
-      break;
-    block_host(1);
-  }
-  assert_true(n > 0);
 }
 
 /* C-22, P-LIMIT-1, P-END-3, P-KILL-2: a command that ended long before its
