@@ -79,6 +79,29 @@ check() {
 
 alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
+# task_pid TASK ID NAME: read TASK's output (task_output, 300 ms waits,
+# request id ID) until its first line, the `echo $$` of its shell, came;
+# sets pid.  The check NAME passes once it came while the task runs.
+# (One read of 300 ms was no promise on a busy machine: pid stayed empty.)
+task_pid() {
+  local task=$1 id=$2 name=$3 i
+  pid=
+  for i in $(seq 1 60); do
+    send '{"jsonrpc":"2.0","id":'"$id"',"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"'"$task"'","timeout_ms":300}}}'
+    if ! expect_id "$id"; then
+      bad "$name (no answer with id $id)" "$REPLY_LINE"
+      return
+    fi
+    pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+    [ -n "$pid" ] && break
+  done
+  if [ -n "$pid" ] && [[ $REPLY_LINE == *'[status: running]'* ]]; then
+    ok "$name"
+  else
+    bad "$name" "$REPLY_LINE"
+  fi
+}
+
 # ------------------------------------------------------------------------
 start_server
 
@@ -167,8 +190,7 @@ fi
 
 # M-MCP-4: end of input stops the server (exit 0) and every process group.
 check "a long task" '{"jsonrpc":"2.0","id":29,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 29 'Started bash-2.'
-check "its pid" '{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","timeout_ms":300}}}' 30 '[status: running]'
-pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+task_pid bash-2 30 "its pid"
 # A call still waiting when the input ends is dropped, not waited out.
 send '{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true,"timeout_ms":600000}}}'
 srv=$SRV_PID
@@ -186,8 +208,7 @@ fi
 start_server
 check "initialize again" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 1 '"result"'
 check "a long task again" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 2 'Started bash-1.'
-check "its pid again" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 3 '[status: running]'
-pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+task_pid bash-1 3 "its pid again"
 srv=$SRV_PID
 kill -TERM "$srv"
 rc=0
@@ -203,8 +224,7 @@ fi
 start_server
 check "initialize for SIGINT" '{"jsonrpc":"2.0","id":9,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 9 '"result"'
 check "a long task for SIGINT" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo $$; exec sleep 100"}}}' 1 'Started bash-1.'
-check "its pid for SIGINT" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","timeout_ms":300}}}' 2 '[status: running]'
-pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+task_pid bash-1 2 "its pid for SIGINT"
 srv=$SRV_PID
 kill -INT "$srv"
 rc=0
@@ -338,7 +358,14 @@ check "2026: without the extension run_command stays plain (a legacy task field 
 check "2026: tasks/get without the extension is -32021" '{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"bash-1",'"$META"'}}' 10 '"code":-32021' '"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}'
 check "2026: run_command with the extension is a flat task" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo tasked; exit 4"},'"$TMETA"'}}' 11 '"result":{"taskId":"bash-3","status":"working","ttlMs":3600000,' '"pollIntervalMs":1000' '"resultType":"task"'
 [[ $REPLY_LINE == *'"task":'* || $REPLY_LINE == *'"ttl":'* ]] && bad "2026: no nested task, no ttl" "$REPLY_LINE" || ok "2026: no nested task, no v1 ttl"
-sleep 0.5
+# Polled until the task is no longer working (a fixed 0.5 s was too short
+# on a busy machine).
+for _ in $(seq 1 100); do
+  send '{"jsonrpc":"2.0","id":12,"method":"tasks/get","params":{"taskId":"bash-3",'"$TMETA"'}}'
+  expect_id 12 || break
+  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
+  sleep 0.1
+done
 check "2026: tasks/get carries the result once completed" '{"jsonrpc":"2.0","id":12,"method":"tasks/get","params":{"taskId":"bash-3",'"$TMETA"'}}' 12 '"status":"completed"' '"result":{"content":[{"type":"text","text":"tasked\n[status: completed, exit code: 4]"}],"isError":false,"resultType":"complete"}'
 [[ $REPLY_LINE == *'related-task'* ]] && bad "2026: no related-task _meta" "$REPLY_LINE" || ok "2026: the inlined result has no related-task _meta"
 check "2026: tasks/cancel of a finished task is acknowledged" '{"jsonrpc":"2.0","id":13,"method":"tasks/cancel","params":{"taskId":"bash-3",'"$TMETA"'}}' 13 '"result":{"resultType":"complete"}'
