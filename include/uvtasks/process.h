@@ -135,7 +135,9 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * pointer is only read during uvt_process_start() (the strings are copied
  * or consumed before it returns). */
 typedef struct {
-  /* The command, run by bash (sh if there is no bash).  Exactly one of
+  /* The command, run by bash --norc (sh if there is no bash: no rc file
+   * of the user's is read, even with a socket for stdin and SHLVL unset,
+   * where bash -c alone reads ~/.bashrc).  Exactly one of
    * `command` and `argv` must be set.  The text never appears in any
    * process's argv (P-SPAWN-2): a fixed wrapper reads it from its
    * environment and unsets it before evaluating it.  Less than 128 KiB
