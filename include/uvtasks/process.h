@@ -284,7 +284,8 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * really elapsed from this call to the SIGTERM (at least max_runtime_ms),
  * unless the leader had ended on its own before any SIGTERM went out
  * (its own outcome then, even when a stalled loop heard of its spawn and
- * its exit only after the limit passed); `failed` "spawn failed: NAME" when the spawn itself failed (below).
+ * its exit only after the limit passed); `failed` "spawn failed: NAME"
+ * when the spawn itself failed (below).
  * Every duration (max_runtime_ms, grace_ms, drain_ms, the grace of
  * disposal's stop) counts from the call or event that starts it, even
  * when the host blocked its loop before calling (R-TIME-1).  A kill (the
