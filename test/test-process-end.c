@@ -75,7 +75,7 @@ static void test_end_handles_closed(void **state) {
  * task open past leader exit + drain. */
 static void test_c01_background(void **state) {
   static const char *const cmds[] = {"echo started; sleep 30 &",
-                                     "echo started; setsid sleep 30 &"};
+                                     "echo started; setsid sleep 31 &"};
   fixture_t f;
   uvt_agent_t a;
   char id[UVT_ID_MAX];
@@ -99,9 +99,14 @@ static void test_c01_background(void **state) {
     sb_free(&sb);
     wait_end(&w);
   }
+  /* `setsid sleep 31` leaves the task's group once it runs: until then it
+   * is a member, and the disposal below stops it too.  Wait for it (with
+   * no loop turn, however slow its start) rather than assume that the
+   * 100 ms drain gave it the time. */
+  assert_true(proc_reached("sleep 31", 0, (int)getpid(), 10000) > 0);
   /* Registry disposal stops the group's `sleep 30` (P-KILL-4). */
   fixture_close(&f);
-  /* `setsid sleep 30` left the task's group on purpose: it is no member of
+  /* `setsid sleep 31` left the task's group on purpose: it is no member of
    * the task any more, so it is ours to clean up. */
   assert_int_equal(kill_children(), 1);
 }
@@ -296,6 +301,33 @@ static void assert_timed_out(const uvt_snapshot_t *s, uint64_t limit_ms,
   assert_true(n <= at_most_ms + 1); /* both clocks in whole ms */
 }
 
+static int zombie_child(const pstat_t *st, void *arg) {
+  return st->ppid == getpid() && st->state == 'Z' && ++*(int *)arg > 0;
+}
+
+/* Wait, without a loop turn, until a child of this process has exited
+ * and nobody reaped it yet; asserts it happened within 10 s. */
+static void child_exited_unseen(void) {
+  uint64_t end = now_ms() + 10000;
+  int n = 0;
+
+  for (;;) {
+    each_process(zombie_child, &n);
+    if (n > 0 || now_ms() > end)
+      break;
+    block_host(1);
+  }
+  assert_true(n > 0);
+}
+
+/* Wait, without a loop turn, until the --helper=ignore-term child
+ * ignores SIGTERM (see proc_reached()). */
+static void helper_ignores_term(void) {
+  char want[PATH_MAX + 32];
+  snprintf(want, sizeof(want), "%s --helper=ignore-term", self_exe);
+  assert_true(proc_reached(want, SIGTERM, (int)getpid(), 10000) > 0);
+}
+
 /* P-LIMIT-1: max_runtime_ms stops the task like a kill. */
 static void test_limit_runtime(void **state) {
   fixture_t f;
@@ -326,12 +358,17 @@ static void test_limit_runtime(void **state) {
   wait_end(&w);
 
   /* The owner's first kill after the timeout's SIGTERM lets the grace
-   * run; only a second one sends SIGKILL at once (P-KILL-1). */
+   * run; only a second one sends SIGKILL at once (P-KILL-1).  The helper
+   * must ignore SIGTERM before the limit's SIGTERM comes: the loop does
+   * not turn (so the limit cannot fire) until it does, however slow its
+   * start.  (It ran the loop at once before, and a start slower than the
+   * 100 ms limit ended the task at SIGTERM, well inside the grace.) */
   o.max_runtime_ms = 100;
   o.grace_ms = 400;
   t0 = now_ms();
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  helper_ignores_term();
   run_for(&f, 200);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 10000, NULL);
@@ -342,6 +379,7 @@ static void test_limit_runtime(void **state) {
   t0 = now_ms();
   assert_int_equal(
       start_helper(&f, NULL, &o, "--helper=ignore-term", NULL, NULL, id), 0);
+  helper_ignores_term();
   run_for(&f, 200);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
@@ -352,11 +390,75 @@ static void test_limit_runtime(void **state) {
   o.grace_ms = 200;
   o.max_runtime_ms = 200;
 
-  /* A task that ends in time keeps its outcome. */
+  /* A task that ends in time keeps its outcome: the loop turns once the
+   * helper exited, so the limit cannot come first however slow its start
+   * (see test_limit_after_exit for a limit that passes meanwhile). */
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
                    0);
+  child_exited_unseen();
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+/* C-22, P-LIMIT-1, P-END-3, P-KILL-2: a command that ended long before its
+ * runtime limit keeps its honest outcome when the host's loop stalled and
+ * heard neither its spawn nor its exit before the limit passed.  In the
+ * turn after the stall the limit's timer runs first (timers come before
+ * I/O), while the spawn's answer is still out and nothing was signalled:
+ * the answer finds the leader already gone.  (It settled killed, "timed
+ * out after N ms", for a program that exited 0 on its own.)  Siblings:
+ * another exit code, a death by a signal nobody asked for; and a kill the
+ * owner asked for in the same window, which P-KILL-2 answers with the
+ * exit code "after kill request". */
+static void test_limit_after_exit(void **state) {
+  static const struct {
+    const char *mode;
+    const char *arg;
+    uvt_status_t status;
+    const char *detail;
+  } cases[] = {
+      {"--helper=exit", "0", UVT_COMPLETED, "exit code: 0"},
+      {"--helper=exit", "3", UVT_COMPLETED, "exit code: 3"},
+      {"--helper=raise", NULL, UVT_KILLED, "signal: SIGUSR1"},
+  };
+  fixture_t f;
+  uvt_process_options_t o;
+  uvt_kill_result_t kr;
+  char id[UVT_ID_MAX];
+  char sig[16];
+  waitres_t w;
+  size_t i;
+  (void)state;
+
+  snprintf(sig, sizeof(sig), "%d", SIGUSR1);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.max_runtime_ms = 100;
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    uv_run(&f.loop, UV_RUN_NOWAIT);
+    assert_int_equal(start_helper(&f, NULL, &o, cases[i].mode,
+                                  cases[i].arg ? cases[i].arg : sig, NULL, id),
+                     0);
+    child_exited_unseen();
+    /* The host is busy past the limit. */
+    block_host(o.max_runtime_ms + 50);
+    wait_task(&f, &w, id, 10000, NULL);
+    assert_outcome(&w.snap, cases[i].status, cases[i].detail);
+    wait_end(&w);
+  }
+
+  /* The owner's kill in the same window: the request came before the exit
+   * was seen (P-KILL-2). */
+  o.max_runtime_ms = 0;
+  uv_run(&f.loop, UV_RUN_NOWAIT);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
+                   0);
+  child_exited_unseen();
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "exit code: 0 after kill request");
   wait_end(&w);
   fixture_close(&f);
 }
@@ -566,6 +668,7 @@ int main(int argc, char **argv) {
       T(test_end_reaped_elsewhere),
       T(test_limit_runtime),
       T(test_c22_runtime_stale_clock),
+      T(test_limit_after_exit),
       T(test_c05_stdin),
       T(test_c06_many),
       T(test_c08_races),

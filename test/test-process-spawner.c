@@ -435,7 +435,11 @@ static void test_storm_one_turn(void **state) {
   assert_int_equal(uv_timer_init(&f.loop, &st.timer), 0);
   st.timer.data = &st;
   uv_timer_start(&st.timer, storm_cb, 0, 0);
-  assert_true(run_until(&f, storm_finished, &st, 120000));
+  /* No bound of our own: the storm takes what the machine gives it (under
+   * valgrind on a shared core that was more than the 120 s it once had
+   * here); the suite's timeout catches a hang. */
+  fixture_run_until(&f, storm_finished, &st);
+  assert_true(storm_finished(&st));
   assert_int_equal(st.errors, 0);
   assert_int_equal(st.started, STORM);
   assert_int_equal(st.completed, STORM);

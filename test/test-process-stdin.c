@@ -32,6 +32,61 @@ static int wr(fixture_t *f, const char *id, const char *s) {
   return uvt_process_write(f->reg, id, NULL, s, strlen(s));
 }
 
+/* P-IN-1, P-SPAWN-2: a task with stdin_pipe reads no rc file of the
+ * user's.  Its stdin is a socket, and bash takes a socket on stdin for a
+ * remote shell daemon's: with SHLVL unset (as in an MCP server started by
+ * a client with a minimal environment) `bash -c` read ~/.bashrc first,
+ * which may print, slow the start or change the environment.  The
+ * wrapper's bash now runs with --norc.  Sibling: the same command without
+ * stdin_pipe (its stdin is /dev/null) never read it. */
+static void test_in_no_rc_file(void **state) {
+  static const int pipes[] = {1, 0};
+  fixture_t f;
+  uvt_process_options_t o;
+  char dir[] = "/tmp/uvt-rc-XXXXXX";
+  char rc[64];
+  char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  char *shlvl = getenv("SHLVL") ? strdup(getenv("SHLVL")) : NULL;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  sbuf_t sb = {0};
+  FILE *fp;
+  size_t i;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(rc, sizeof(rc), "%s/.bashrc", dir);
+  fp = fopen(rc, "w");
+  assert_non_null(fp);
+  fputs("echo read-the-rc-file\n", fp);
+  fclose(fp);
+  setenv("HOME", dir, 1);
+  unsetenv("SHLVL");
+  fixture_init(&f, NULL);
+  for (i = 0; i < sizeof(pipes) / sizeof(pipes[0]); i++) {
+    test_opts(&o);
+    o.command = "echo ran";
+    o.stdin_pipe = pipes[i];
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 10000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+    wait_end(&w);
+    sb.len = 0;
+    read_into(&f, id, NULL, &sb);
+    assert_string_equal(sb.buf, "ran\n");
+  }
+  fixture_close(&f);
+  sb_free(&sb);
+  if (home != NULL)
+    setenv("HOME", home, 1);
+  if (shlvl != NULL)
+    setenv("SHLVL", shlvl, 1);
+  free(home);
+  free(shlvl);
+  unlink(rc);
+  rmdir(dir);
+}
+
 /* P-IN-1: writes arrive in order, also many in one loop turn right after
  * the start; close_stdin is the child's end of file. */
 static void test_in_order_and_eof(void **state) {
@@ -512,12 +567,12 @@ static void test_in_failmalloc(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_in_order_and_eof), T(test_in_eof_after_queue),
-      T(test_in_cap),           T(test_in_child_closed),
-      T(test_in_after_end),     T(test_in_einval_and_c05),
-      T(test_in_fence),         T(test_in_before_spawn),
-      T(test_in_repl_pipe),     T(test_in_no_leak),
-      T(test_in_failmalloc),
+      T(test_in_order_and_eof),   T(test_in_no_rc_file),
+      T(test_in_eof_after_queue), T(test_in_cap),
+      T(test_in_child_closed),    T(test_in_after_end),
+      T(test_in_einval_and_c05),  T(test_in_fence),
+      T(test_in_before_spawn),    T(test_in_repl_pipe),
+      T(test_in_no_leak),         T(test_in_failmalloc),
   };
   signal(SIGPIPE, SIG_DFL); /* a write must never raise it (P-IN-1) */
   return PROCESS_TESTS("process-stdin", tests);

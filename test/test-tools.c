@@ -1090,9 +1090,16 @@ static void test_run_command_timeout(void **state) {
 
   tfix_init(&t);
   uvt_tools_args_init(&a);
-  a.command = "echo started; exec sleep 30";
+  a.command = "echo started; exec sleep 29";
   a.timeout_ms = 150;
-  call(&t, &r, &t.a, "run_command", &a);
+  call_start(&t, &r, &t.a, "run_command", &a);
+  /* "started" is written once the command runs sleep, however slow its
+   * start: no loop turn (so no runtime limit) before that.  (Running the
+   * loop at once, a start slower than 150 ms stopped it before its
+   * echo.) */
+  assert_true(proc_reached("sleep 29", 0, (int)getpid(), 10000) > 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, 0);
   assert_int_equal(r.is_error, 1);
   {
@@ -2255,8 +2262,8 @@ static void test_write_stdin_poll_after_prompt(void **state) {
 
   /* A write: the old prompt is no answer to it. */
   tfix_init(&t);
-  start_interactive(&t, &r, "printf 'p> '; read x; exec sleep 60",
-                    START_STDIN, id);
+  start_interactive(&t, &r, "printf 'p> '; read x; exec sleep 60", START_STDIN,
+                    id);
   run_until_unread(&t, id, 3);
   write_stdin(&t, &r, id, "x\n", 300, -1);
   assert_int_equal(r.is_error, 0);

@@ -1,13 +1,94 @@
 #include "test-util.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 void fixture_log(void *log_data, int level, const char *message) {
   fixture_t *f = log_data;
   if (level <= UVT_LOG_WARN) {
     f->warnings++;
     snprintf(f->last_warning, sizeof(f->last_warning), "%s", message);
+  }
+}
+
+/* /proc/<pid>/<name> into buf (NUL-terminated); its length, or -1. */
+static ssize_t proc_file(int pid, const char *name, char *buf, size_t size) {
+  char path[64];
+  ssize_t n;
+  int fd;
+
+  snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  n = read(fd, buf, size - 1);
+  close(fd);
+  if (n < 0)
+    return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+/* Is `pid` a live child of `parent` (0: any) that runs `argv_joined` and
+ * (sig > 0) ignores `sig`? */
+static int proc_matches(int pid, const char *argv_joined, int sig, int parent) {
+  char buf[2048];
+  const char *p;
+  ssize_t n;
+  ssize_t i;
+  int ppid;
+  char state;
+
+  if (proc_file(pid, "stat", buf, sizeof(buf)) <= 0 ||
+      (p = strrchr(buf, ')')) == NULL ||
+      sscanf(p + 1, " %c %d", &state, &ppid) != 2 ||
+      (parent != 0 && ppid != parent) || state == 'Z' || state == 'X')
+    return 0;
+  n = proc_file(pid, "cmdline", buf, sizeof(buf));
+  if (n <= 0)
+    return 0;
+  for (i = 0; i < n - 1; i++)
+    if (buf[i] == '\0')
+      buf[i] = ' ';
+  if (strcmp(buf, argv_joined) != 0)
+    return 0;
+  if (sig <= 0)
+    return 1;
+  if (proc_file(pid, "status", buf, sizeof(buf)) <= 0 ||
+      (p = strstr(buf, "\nSigIgn:\t")) == NULL)
+    return 0;
+  return (strtoull(p + 9, NULL, 16) >> (sig - 1)) & 1;
+}
+
+int proc_reached(const char *argv_joined, int sig, int parent,
+                 uint64_t max_ms) {
+  uint64_t deadline = uv_hrtime() + max_ms * 1000000u;
+  struct timespec ms;
+  struct dirent *de;
+  DIR *d;
+  int pid;
+
+  for (;;) {
+    d = opendir("/proc");
+    assert_non_null(d);
+    pid = 0;
+    while (pid == 0 && (de = readdir(d)) != NULL)
+      if (de->d_name[0] >= '1' && de->d_name[0] <= '9' &&
+          proc_matches(atoi(de->d_name), argv_joined, sig, parent))
+        pid = atoi(de->d_name);
+    closedir(d);
+    if (pid != 0 || uv_hrtime() >= deadline)
+      return pid;
+    ms.tv_sec = 0;
+    ms.tv_nsec = 1000000L;
+    while (nanosleep(&ms, &ms) != 0 && errno == EINTR)
+      ;
   }
 }
 

@@ -33,6 +33,12 @@ void fixture_close(fixture_t *f);
 void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg);
 /* Log callback counting warnings into a fixture_t (log_data). */
 void fixture_log(void *log_data, int level, const char *message);
+/* Wait, without a loop turn (so no timer of the library fires meanwhile),
+ * until a live process runs `argv_joined` (its argv joined by spaces),
+ * is a child of `parent` (0: of anyone) and, when sig > 0, ignores signal
+ * `sig`: a task's program that got that far, however slow its start.
+ * Polls /proc each millisecond for up to max_ms; returns its pid, or 0. */
+int proc_reached(const char *argv_joined, int sig, int parent, uint64_t max_ms);
 
 /* Which hook of the fake a re-entrant call runs from (R-REENTER-1). */
 enum {

@@ -135,7 +135,9 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * pointer is only read during uvt_process_start() (the strings are copied
  * or consumed before it returns). */
 typedef struct {
-  /* The command, run by bash (sh if there is no bash).  Exactly one of
+  /* The command, run by bash --norc (sh if there is no bash: no rc file
+   * of the user's is read, even with a socket for stdin and SHLVL unset,
+   * where bash -c alone reads ~/.bashrc).  Exactly one of
    * `command` and `argv` must be set.  The text never appears in any
    * process's argv (P-SPAWN-2): a fixed wrapper reads it from its
    * environment and unsets it before evaluating it.  Less than 128 KiB
@@ -279,8 +281,11 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * "exit code: N"; no status makes the task stop or hang); after a kill
  * request `killed` "signal: NAME" or "exit code: N after kill request";
  * after max_runtime_ms `killed` "timed out after N ms", N being what
- * really elapsed from this call to the SIGTERM (at least max_runtime_ms);
- * `failed` "spawn failed: NAME" when the spawn itself failed (below).
+ * really elapsed from this call to the SIGTERM (at least max_runtime_ms),
+ * unless the leader had ended on its own before any SIGTERM went out
+ * (its own outcome then, even when a stalled loop heard of its spawn and
+ * its exit only after the limit passed); `failed` "spawn failed: NAME"
+ * when the spawn itself failed (below).
  * Every duration (max_runtime_ms, grace_ms, drain_ms, the grace of
  * disposal's stop) counts from the call or event that starts it, even
  * when the host blocked its loop before calling (R-TIME-1).  A kill (the

@@ -980,6 +980,17 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   } else if (p->killed_now) {
     uvt__session_signal(p, SIGKILL);
   } else if (p->kill_requested) {
+    /* P-LIMIT-1, P-END-3: the runtime limit passed while the spawn was
+     * out (a stalled loop runs its timers before it reads the answer),
+     * and nothing has been signalled yet.  A leader that is gone already
+     * ended on its own: its exit is its honest outcome, as when the
+     * limit's timer finds it exited.  An owner's kill in that window
+     * stays a request made before the exit was seen (P-KILL-2). */
+    if (p->timed_out && uvt__proc_check_leader(p)) {
+      p->timed_out = 0;
+      p->kill_requested = p->cancels > 0;
+      return;
+    }
     /* A kill came while the spawn was out and too late to stop it; its
      * grace has been running since the kill call. */
     uvt__session_signal(p, SIGTERM);

@@ -109,6 +109,16 @@ static const char *find_shell(uvt__envcache_t *c) {
   return NULL;
 }
 
+/* Is the shell bash?  Then the wrapper runs with --norc: bash -c reads
+ * ~/.bashrc when its stdin is a socket (it takes that for a remote shell
+ * daemon's) and SHLVL is unset or 0, and a stdin_pipe task's stdin is a
+ * socket (stdin.c).  A user's rc file may print, take seconds or change
+ * the environment; the task must not depend on it (P-SPAWN-2). */
+static int is_bash(const char *shell) {
+  size_t n = strlen(shell);
+  return n >= 5 && strcmp(shell + n - 5, "/bash") == 0;
+}
+
 /* An executable regular file?  0, or the error exec would give. */
 static int executable(const char *path) {
   struct stat st;
@@ -281,7 +291,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
     file = find_shell(envc);
     if (file == NULL)
       return UV_ENOENT;
-    argc = 3;
+    argc = is_bash(file) ? 4 : 3;
   } else {
     err = resolve(envc, o->argv[0], o->env, o->cwd, path);
     if (err != 0)
@@ -335,8 +345,10 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   COPY(sp->file, file);
   if (o->command != NULL) {
     argv[0] = (char *)sp->file;
-    argv[1] = (char *)"-c";
-    argv[2] = (char *)wrapper;
+    if (argc == 4)
+      argv[1] = (char *)"--norc";
+    argv[argc - 2] = (char *)"-c";
+    argv[argc - 1] = (char *)wrapper;
   } else {
     for (i = 0; i < argc; i++)
       COPY(argv[i], o->argv[i]);

@@ -94,8 +94,11 @@ try {
   let res = await a.call('run_command', { command: 'echo started; sleep 3; echo done' });
   let body = bodyOf(textOf(res));
   const p1 = (goesOnRe.exec(body) || [])[1];
+  // "started" is in the answer, or (on a machine slower than the 600 ms
+  // yield to run the command's echo) in task_output's below.
+  const started = body.startsWith('started\n') ? 'started\n' : '';
   check('C-32: run_command answers at the yield: output so far, the "goes on as bash-N" line, [status: running]',
-    !res.isError && body.startsWith('started\n') && !!p1, res);
+    !res.isError && !!p1 && (started !== '' || /^\(still running/.test(body)), res);
   check('C-32: the command goes on (task_list shows it running)',
     (await a.call('task_list', {})).content[0].text.includes(`${p1}  bash  running`), a.logs);
   check('C-32: its end produces a notice',
@@ -104,7 +107,7 @@ try {
     a.logs);
   res = await a.call('task_output', { task_id: p1 });
   check('C-32: task_output then shows "done" and the end',
-    bodyOf(textOf(res)) === 'done\n[status: completed, exit code: 0]', res);
+    started + bodyOf(textOf(res)) === 'started\ndone\n[status: completed, exit code: 0]', res);
   res = await a.call('task_list', {});
   check('C-32: the notice arrives once (one log message, one [notice] line)',
     JSON.stringify(a.noticesOf(p1)) === '{"logs":1,"prefixed":1}', a.noticesOf(p1));
@@ -169,23 +172,33 @@ try {
   res = await a.call('task_output', { task_id: k1 });
   check('a refused task_output consumed nothing',
     bodyOf(textOf(res)) === 'kept\ntoo\n[status: completed, exit code: 0]', res);
+  // The default yield (600 ms here) either sees the end or promotes the
+  // command (a busy machine); task_output then reads the rest.
   res = await a.call('run_command', { command: 'echo null args', yield_ms: null, max_bytes: null });
+  let nullArgs = bodyOf(textOf(res));
+  const pn = (goesOnRe.exec(nullArgs) || [])[1];
+  if (pn) {
+    const rest = bodyOf(textOf(await a.call('task_output', { task_id: pn, wait: true, timeout_ms: 20000 })));
+    nullArgs = nullArgs.replace(goesOnRe, '') + rest.replace(/^\(no new output\)\n/, '');
+  }
   check('null yield_ms and max_bytes mean "not given"',
-    bodyOf(textOf(res)) === 'null args\n[status: completed, exit code: 0]', res);
+    !res.isError && nullArgs === 'null args\n[status: completed, exit code: 0]', { res, nullArgs });
 
   /* M-TOOLS-8 through MCP: per-call max_bytes, on run_command and on
-   * task_output; 1 is raised to the least the tools use (256). */
+   * task_output; 1 is raised to the least the tools use (256).  The
+   * run_command ones pass yield_ms 0: they want the whole output, which
+   * the 600 ms yield need not see on a busy machine. */
   let full = '';
   for (let i = 1; i <= 2000; i++) full += `${i}\n`;
-  res = await a.call('run_command', { command: 'seq 1 2000', max_bytes: 1000 });
+  res = await a.call('run_command', { command: 'seq 1 2000', max_bytes: 1000, yield_ms: 0 });
   checkCut('run_command max_bytes 1000', bodyOf(textOf(res)), full, 1000, '[status: completed, exit code: 0]');
-  res = await a.call('run_command', { command: 'seq 1 2000', max_bytes: 1 });
+  res = await a.call('run_command', { command: 'seq 1 2000', max_bytes: 1, yield_ms: 0 });
   checkCut('run_command max_bytes 1 (raised to 256)', bodyOf(textOf(res)), full, 256, '[status: completed, exit code: 0]');
   res = await a.call('run_in_background', { command: 'seq 1 2000' });
   const s1 = idOf(textOf(res));
   res = await a.call('task_output', { task_id: s1, wait: true, timeout_ms: 20000, max_bytes: 3000 });
   checkCut('task_output max_bytes 3000', bodyOf(textOf(res)), full, 3000, '[status: completed, exit code: 0]');
-  res = await a.call('run_command', { command: 'seq 1 2000', max_bytes: 100000 });
+  res = await a.call('run_command', { command: 'seq 1 2000', max_bytes: 100000, yield_ms: 0 });
   check('a max_bytes above the output shows all of it',
     bodyOf(textOf(res)) === `${full}[status: completed, exit code: 0]`, textOf(res).slice(-200));
 
