@@ -102,6 +102,19 @@ task_pid() {
   fi
 }
 
+# while_working TASK ID: 2026 tasks/get of TASK (request id ID) every
+# 0.1 s while it answers "working", at most 10 s; REPLY_LINE is the last
+# answer.  (A fixed wait was too short on a busy machine.)
+while_working() {
+  local i
+  for i in $(seq 1 100); do
+    send '{"jsonrpc":"2.0","id":'"$2"',"method":"tasks/get","params":{"taskId":"'"$1"'",'"$TMETA"'}}'
+    expect_id "$2" || break
+    [[ $REPLY_LINE == *'"status":"working"'* ]] || break
+    sleep 0.1
+  done
+}
+
 # ------------------------------------------------------------------------
 start_server
 
@@ -358,14 +371,7 @@ check "2026: without the extension run_command stays plain (a legacy task field 
 check "2026: tasks/get without the extension is -32021" '{"jsonrpc":"2.0","id":10,"method":"tasks/get","params":{"taskId":"bash-1",'"$META"'}}' 10 '"code":-32021' '"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}'
 check "2026: run_command with the extension is a flat task" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo tasked; exit 4"},'"$TMETA"'}}' 11 '"result":{"taskId":"bash-3","status":"working","ttlMs":3600000,' '"pollIntervalMs":1000' '"resultType":"task"'
 [[ $REPLY_LINE == *'"task":'* || $REPLY_LINE == *'"ttl":'* ]] && bad "2026: no nested task, no ttl" "$REPLY_LINE" || ok "2026: no nested task, no v1 ttl"
-# Polled until the task is no longer working (a fixed 0.5 s was too short
-# on a busy machine).
-for _ in $(seq 1 100); do
-  send '{"jsonrpc":"2.0","id":12,"method":"tasks/get","params":{"taskId":"bash-3",'"$TMETA"'}}'
-  expect_id 12 || break
-  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
-  sleep 0.1
-done
+while_working bash-3 12
 check "2026: tasks/get carries the result once completed" '{"jsonrpc":"2.0","id":12,"method":"tasks/get","params":{"taskId":"bash-3",'"$TMETA"'}}' 12 '"status":"completed"' '"result":{"content":[{"type":"text","text":"tasked\n[status: completed, exit code: 4]"}],"isError":false,"resultType":"complete"}'
 [[ $REPLY_LINE == *'related-task'* ]] && bad "2026: no related-task _meta" "$REPLY_LINE" || ok "2026: the inlined result has no related-task _meta"
 check "2026: tasks/cancel of a finished task is acknowledged" '{"jsonrpc":"2.0","id":13,"method":"tasks/cancel","params":{"taskId":"bash-3",'"$TMETA"'}}' 13 '"result":{"resultType":"complete"}'
@@ -404,12 +410,7 @@ if [ "$status_seen" = 1 ]; then ok "M-MCP-8: one status notification for the can
 # end within the server's 200 ms yield on a slow machine.
 start_server --yield-ms 200
 check "yield: a 2026 task-augmented run_command" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo early; sleep 1; echo late"},'"$TMETA"'}}' 1 '"taskId":"bash-1"' '"resultType":"task"'
-for _ in $(seq 1 100); do
-  send '{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"bash-1",'"$TMETA"'}}'
-  expect_id 2 || break
-  [[ $REPLY_LINE == *'"status":"working"'* ]] || break
-  sleep 0.1
-done
+while_working bash-1 2
 case $REPLY_LINE in
   *'"status":"completed"'*'"text":"early\nlate\n[status: completed, exit code: 0]"'*) ok "yield: the 2026 task's result is the command's end, not its yield" ;;
   *) bad "yield: the 2026 task's result is the command's end, not its yield" "$REPLY_LINE" ;;

@@ -36,11 +36,16 @@ async function errorCode(promise) {
   }
 }
 
+// Whether `cond()` (which may return a promise) held within `ms`.
 async function until(cond, ms = 8000) {
   const deadline = Date.now() + ms;
-  while (Date.now() < deadline && !cond())
+  for (;;) {
+    if (await cond())
+      return true;
+    if (Date.now() >= deadline)
+      return false;
     await sleep(25);
-  return cond();
+  }
 }
 
 // A client; `version` rewrites the initialize request's protocolVersion
@@ -203,14 +208,8 @@ try {
   check('a ttl above --max-task-ttl-ms is capped', cr5.task.ttl === 120000, cr5);
   const r4 = await tasks.getTaskResult(t4, CallToolResultSchema);
   check('the short-lived task has its result', textOf(r4) === 'short\n[status: completed, exit code: 0]', r4);
-  let expired = false;
-  const d4 = Date.now() + 15000;
-  while (!expired && Date.now() < d4) {
-    expired = await errorCode(tasks.getTask(t4)) === -32602;
-    if (!expired)
-      await sleep(100);
-  }
-  check('after its ttl, tasks/get is -32602', expired);
+  check('after its ttl, tasks/get is -32602',
+    await until(async () => await errorCode(tasks.getTask(t4)) === -32602, 15000));
   check('after its ttl, tasks/result is -32602',
     await errorCode(tasks.getTaskResult(t4, CallToolResultSchema)) === -32602);
   const all = await listAll(tasks);
@@ -222,14 +221,8 @@ try {
   // command stopped, the record forgotten once it has ended.
   const cr6 = await callAsTask(client, 'run_command', { command: 'exec sleep 30' }, { ttl: 300 });
   const t6 = cr6.task.taskId;
-  let unknown = false;
-  const u6 = Date.now() + 10000;
-  while (!unknown && Date.now() < u6) {
-    unknown = await errorCode(tasks.getTask(t6)) === -32602;
-    if (!unknown)
-      await sleep(50);
-  }
-  check('a running task whose ttl ran out is unknown', unknown);
+  check('a running task whose ttl ran out is unknown',
+    await until(async () => await errorCode(tasks.getTask(t6)) === -32602, 10000));
   let gone = false;
   const d6 = Date.now() + 8000;
   while (!gone && Date.now() < d6) {
