@@ -271,24 +271,14 @@ int helper(int argc, char **argv) {
 /* Children and descriptors (L-2)                                          */
 
 int read_stat(pid_t pid, pstat_t *st) {
-  char path[64];
   char buf[1024];
-  int fd;
-  ssize_t n;
   char *p;
   int ppid;
   int pgrp;
   int sid;
 
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  if (proc_file((int)pid, "stat", buf, sizeof(buf)) <= 0)
     return -1;
-  n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
   p = strrchr(buf, ')');
   if (p == NULL ||
       sscanf(p + 1,
@@ -339,24 +329,8 @@ typedef struct {
 } session_count_t;
 
 static int cmdline_is(pid_t pid, const char *want) {
-  char path[64];
   char buf[256];
-  int fd;
-  ssize_t n;
-  ssize_t i;
-  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  for (i = 0; i < n - 1; i++)
-    if (buf[i] == '\0')
-      buf[i] = ' ';
-  buf[n] = '\0';
-  return strcmp(buf, want) == 0;
+  return proc_cmdline((int)pid, buf, sizeof(buf)) > 0 && strcmp(buf, want) == 0;
 }
 
 static int count_session(const pstat_t *st, void *arg) {
@@ -528,25 +502,10 @@ typedef struct {
 
 static int scan_cmdline(const pstat_t *st, void *arg) {
   cmdline_scan_t *c = arg;
-  char path[64];
   char buf[8192];
-  int fd;
-  ssize_t n;
-  ssize_t i;
 
-  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)st->pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  for (i = 0; i < n; i++)
-    if (buf[i] == '\0')
-      buf[i] = ' ';
-  buf[n] = '\0';
-  if (strstr(buf, c->needle) != NULL)
+  if (proc_cmdline((int)st->pid, buf, sizeof(buf)) > 0 &&
+      strstr(buf, c->needle) != NULL)
     c->found++;
   return 0;
 }
@@ -740,19 +699,12 @@ typedef struct {
 
 static int sleep_in_group(const pstat_t *st, void *arg) {
   pgid_arg_t *g = arg;
-  char path[64];
   char buf[256];
-  int fd;
-  ssize_t n;
   if (st->pgrp != g->pgid)
     return 0;
-  snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)st->pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n > 0 && strcmp(buf, "sleep") == 0) {
+  /* argv[0] only: the raw file stops at its first NUL. */
+  if (proc_file((int)st->pid, "cmdline", buf, sizeof(buf)) > 0 &&
+      strcmp(buf, "sleep") == 0) {
     g->pgid = 0; /* found */
     return 1;
   }

@@ -17,8 +17,7 @@ void fixture_log(void *log_data, int level, const char *message) {
   }
 }
 
-/* /proc/<pid>/<name> into buf (NUL-terminated); its length, or -1. */
-static ssize_t proc_file(int pid, const char *name, char *buf, size_t size) {
+ssize_t proc_file(int pid, const char *name, char *buf, size_t size) {
   char path[64];
   ssize_t n;
   int fd;
@@ -35,13 +34,21 @@ static ssize_t proc_file(int pid, const char *name, char *buf, size_t size) {
   return n;
 }
 
+ssize_t proc_cmdline(int pid, char *buf, size_t size) {
+  ssize_t n = proc_file(pid, "cmdline", buf, size);
+  ssize_t i;
+
+  for (i = 0; i < n - 1; i++)
+    if (buf[i] == '\0')
+      buf[i] = ' ';
+  return n;
+}
+
 /* Is `pid` a live child of `parent` (0: any) that runs `argv_joined` and
  * (sig > 0) ignores `sig`? */
 static int proc_matches(int pid, const char *argv_joined, int sig, int parent) {
   char buf[2048];
   const char *p;
-  ssize_t n;
-  ssize_t i;
   int ppid;
   char state;
 
@@ -50,13 +57,7 @@ static int proc_matches(int pid, const char *argv_joined, int sig, int parent) {
       sscanf(p + 1, " %c %d", &state, &ppid) != 2 ||
       (parent != 0 && ppid != parent) || state == 'Z' || state == 'X')
     return 0;
-  n = proc_file(pid, "cmdline", buf, sizeof(buf));
-  if (n <= 0)
-    return 0;
-  for (i = 0; i < n - 1; i++)
-    if (buf[i] == '\0')
-      buf[i] = ' ';
-  if (strcmp(buf, argv_joined) != 0)
+  if (proc_cmdline(pid, buf, sizeof(buf)) <= 0 || strcmp(buf, argv_joined) != 0)
     return 0;
   if (sig <= 0)
     return 1;

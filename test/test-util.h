@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 #include <uv.h>
@@ -33,6 +34,11 @@ void fixture_close(fixture_t *f);
 void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg);
 /* Log callback counting warnings into a fixture_t (log_data). */
 void fixture_log(void *log_data, int level, const char *message);
+/* /proc/<pid>/<name> into buf, NUL-terminated; its length, or -1. */
+ssize_t proc_file(int pid, const char *name, char *buf, size_t size);
+/* /proc/<pid>/cmdline into buf with its arguments joined by spaces (the
+ * last NUL ends the string); its length with that NUL, or -1. */
+ssize_t proc_cmdline(int pid, char *buf, size_t size);
 /* Wait, without a loop turn (so no timer of the library fires meanwhile),
  * until a live process runs `argv_joined` (its argv joined by spaces),
  * is a child of `parent` (0: of anyone) and, when sig > 0, ignores signal

@@ -1160,6 +1160,15 @@ static json_t *rpc_whole(const json_t *v) {
 /* Turn the reals of `v` that are whole numbers within int64 back into
  * integers (for a message read with JSON_DECODE_INT_AS_REAL, below).
  * Returns 0, or -1 out of memory. */
+static int rpc_whole_reals(json_t *v);
+
+/* One member of a container: its integer replacement in `*w` (a whole
+ * real), or NULL after fixing its own members.  0, or -1 out of memory. */
+static int rpc_whole_member(json_t *elem, json_t **w) {
+  *w = rpc_whole(elem);
+  return *w == NULL && !json_is_real(elem) ? rpc_whole_reals(elem) : 0;
+}
+
 static int rpc_whole_reals(json_t *v) {
   const char *key;
   json_t *elem;
@@ -1169,22 +1178,15 @@ static int rpc_whole_reals(json_t *v) {
 
   if (json_is_object(v)) {
     json_object_foreach_safe(v, tmp, key, elem) {
-      if (json_is_real(elem)) {
-        if ((w = rpc_whole(elem)) != NULL &&
-            json_object_set_new(v, key, w) != 0)
-          return -1;
-      } else if (rpc_whole_reals(elem) != 0) {
+      if (rpc_whole_member(elem, &w) != 0 ||
+          (w != NULL && json_object_set_new(v, key, w) != 0))
         return -1;
-      }
     }
   } else if (json_is_array(v)) {
     json_array_foreach(v, i, elem) {
-      if (json_is_real(elem)) {
-        if ((w = rpc_whole(elem)) != NULL && json_array_set_new(v, i, w) != 0)
-          return -1;
-      } else if (rpc_whole_reals(elem) != 0) {
+      if (rpc_whole_member(elem, &w) != 0 ||
+          (w != NULL && json_array_set_new(v, i, w) != 0))
         return -1;
-      }
     }
   }
   return 0;

@@ -13,7 +13,6 @@
 int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
                             size_t size) {
   char raw[1024];
-  uvt__term_t term;
   uvt__text_t plain;
   uvt__text_t t;
   int err;
@@ -30,11 +29,8 @@ int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
   /* The line as a terminal shows it (M-TOOLS-7, as results do): no
    * escape sequences, redraws by backspace or erase-in-line applied.  Out
    * of memory it shows nothing. */
-  uvt__term_init(&term);
   uvt__text_init(&plain);
-  uvt__term_feed(&term, raw, strlen(raw), &plain);
-  uvt__term_end(&term, UVT__TERM_FINAL, &plain);
-  uvt__term_free(&term);
+  uvt__term_plain(raw, strlen(raw), &plain);
   /* One line of valid UTF-8, cut to fit with its NUL. */
   uvt__text_init(&t);
   if (plain.err == 0 && plain.base != NULL)

@@ -135,6 +135,15 @@ void uvt__term_free(uvt__term_t *s) {
   uvt__term_init(s);
 }
 
+void uvt__term_plain(const char *bytes, size_t len, uvt__text_t *out) {
+  uvt__term_t s;
+
+  uvt__term_init(&s);
+  uvt__term_feed(&s, bytes, len, out);
+  uvt__term_end(&s, UVT__TERM_FINAL, out);
+  uvt__term_free(&s);
+}
+
 int uvt__term_carries(const uvt__term_t *s) {
   return s->len > 0 || s->cursor > 0 || s->state != T_GROUND ||
          s->pend_len > 0 || s->moved || s->saved;

@@ -107,6 +107,10 @@ enum {
 void uvt__term_end(uvt__term_t *s, int how, uvt__text_t *out);
 /* Nonzero if the next read depends on `s`. */
 int uvt__term_carries(const uvt__term_t *s);
+/* `len` bytes that stand alone (a progress line, the tail of a prompt)
+ * appended to `out` as a terminal shows them: a fresh state, fed, ended
+ * UVT__TERM_FINAL and freed.  Out of memory sets out->err. */
+void uvt__term_plain(const char *bytes, size_t len, uvt__text_t *out);
 
 /* ---- output.c: one read's output as a tool result shows it. */
 

@@ -104,30 +104,27 @@ static int tools_peek(uvt_tools_call_t *req, uint64_t seen[4],
  * nothing, so bash's "\x1b[?2004l\r" after the echo of a command line is
  * no prompt, and ">>> " is one. */
 static int tools_visible(const char *tail, size_t len) {
-  uvt__term_t term;
   uvt__text_t t;
   size_t i;
   int seen = 0;
 
   if (len == 0)
     return 0;
-  uvt__term_init(&term);
   uvt__text_init(&t);
-  uvt__term_feed(&term, tail, len, &t);
-  uvt__term_end(&term, UVT__TERM_FINAL, &t);
+  uvt__term_plain(tail, len, &t);
   /* Out of memory shows nothing: no early answer, the yield still ends
    * the wait. */
   for (i = 0; i < t.len && !seen; i++)
     seen = t.base[i] != ' ' && t.base[i] != '\t' && t.base[i] != '\n';
   uvt__text_free(&t);
-  uvt__term_free(&term);
   return seen;
 }
 
 /* M-TOOLS-5: has the program printed a prompt and gone quiet?  Its unread
- * output grew since the write (for a poll: is not empty), did not change since the previous look
- * (UVT_TOOLS_WRITE_QUIET_MS ago), and a stream's unread bytes end inside
- * a line that shows something.  See uvt_tools_call() for why this rule. */
+ * output grew since the write (for a poll: is not empty), did not change since
+ * the previous look (UVT_TOOLS_WRITE_QUIET_MS ago), and a stream's unread bytes
+ * end inside a line that shows something.  See uvt_tools_call() for why this
+ * rule. */
 static int tools_prompted(uvt_tools_call_t *req) {
   uvt__peek_t pk;
   uint64_t now[4];
