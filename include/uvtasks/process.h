@@ -397,6 +397,27 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
 
+/* Send `signum` to every process of a live task's session (P-KILL-8), as
+ * a terminal's Ctrl-C (SIGINT) or a supervisor's reload (SIGHUP) would:
+ * the leader's process group at once, the session's other groups (`set
+ * -m` jobs) from the next pass over /proc, the task's cgroup too where it
+ * has one.  No escalation follows: the task stays live unless the signal
+ * ends it, and then it settles as a death by that signal ("signal: NAME",
+ * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).
+ *
+ * Allowed: SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
+ * SIGCONT, SIGSTOP, SIGWINCH.
+ *
+ * Returns 0 (sent), UV_EINVAL (a signal outside that list, NULL reg or
+ * id, or a task that is not a process task), UVT_ENOTASK, UVT_EFOREIGN
+ * (R-OWN-2, the fence of uvt_kill()), UV_ESRCH (the task ended, or its
+ * leader exited and it is ending: P-KILL-3 forbids signalling it; a kill
+ * of the ended task stops what it left), UV_EAGAIN (the spawn is still
+ * out, P-SPAWN-6: there is no process yet), UV_EPERM (the kernel refused).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_signal(uvt_registry_t *reg, const char *id,
+                                  const uvt_agent_t *caller, int signum);
+
 /* Write `len` bytes to the task's stdin (P-IN-1): its pipe (stdin_pipe)
  * or its terminal (pty).  The bytes are copied; they go out in the order of
  * the calls, without ever blocking the loop: what the pipe or terminal
