@@ -595,6 +595,16 @@ static void settle(uvt__proc_t *p) {
       snprintf(detail, sizeof(detail), "exit code: %d", code);
     }
   }
+  /* P-LEFT-1: what the task left running is named in the detail it settles
+   * with (a kill leaves nothing, P-KILL-7). */
+  if (!p->not_started && p->pid > 0 && !p->kill_requested &&
+      !uvt__session_known_empty(p)) {
+    int left = uvt__session_count(p, 0);
+    size_t used = strlen(detail);
+    if (left > 0)
+      snprintf(detail + used, sizeof(detail) - used,
+               "; %d process%s still running", left, left == 1 ? "" : "es");
+  }
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
    * it to later reads, uvt_process_read() through the layout (P-RES-1). */
