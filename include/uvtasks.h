@@ -124,7 +124,8 @@ UVT_EXTERN const char *uvt_version_string(void);
   XX(ECLOSING, -20005, "the registry or the owner agent is being disposed")    \
   XX(ELIMIT, -20006, "the owner already has its maximum of live tasks")        \
   XX(EWAITTIMEOUT, -20007, "the wait's deadline passed")                       \
-  XX(EABORTED, -20008, "the wait was aborted by its caller")
+  XX(EABORTED, -20008, "the wait was aborted by its caller")                   \
+  XX(ETHREAD, -20009, "called from a thread other than the loop's")
 
 typedef enum {
 #define UVT__ERRNO_ENUM(name, code, msg) UVT_##name = (code),

@@ -32,6 +32,8 @@ void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s) {
 
 int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
                        const char *agent_id, const char *session_id) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__session_t *s;
   size_t id_len, session_len;
   char *mem;
@@ -122,6 +124,8 @@ static void detached_closed(uv_handle_t *handle) {
 }
 
 int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(a != NULL ? a->registry : NULL);
   uvt_registry_t *reg;
   struct uvt__link sweep;
   struct uvt__link *n;

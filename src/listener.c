@@ -7,6 +7,8 @@
 #include "uvt-internal.h"
 
 int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l, uvt_done_cb cb) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   if (reg == NULL || l == NULL || cb == NULL)
     return UV_EINVAL;
   if (l->active_ == UVT__LISTENER_ACTIVE && l->registry != NULL)
@@ -22,6 +24,8 @@ int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l, uvt_done_cb cb) {
 }
 
 void uvt_listener_stop(uvt_listener_t *l) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY_VOID(l != NULL ? l->registry : NULL);
   if (l == NULL || l->active_ != UVT__LISTENER_ACTIVE || l->registry == NULL)
     return;
   uvt__list_remove(&l->link_);

@@ -5,6 +5,8 @@
 
 int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                        const char *name) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   char *copy;
   if (reg == NULL || s == NULL || name == NULL || name[0] == '\0')
     return UV_EINVAL;
@@ -25,6 +27,8 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
 }
 
 void uvt_surface_detach(uvt_surface_t *s) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY_VOID(s != NULL ? s->registry : NULL);
   if (s == NULL || s->attached_ != UVT__SURFACE_ATTACHED || s->registry == NULL)
     return;
   uvt__list_remove(&s->link_);

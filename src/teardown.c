@@ -157,6 +157,8 @@ void uvt__quiesce_on_kill(uvt_task_t *t) {
 }
 
 void uvt_task_quiescent(uvt_task_t *t) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY_VOID(t != NULL ? t->reg : NULL);
   if (t == NULL || !t->quiesce_pending)
     return;
   t->quiesce_pending = 0;

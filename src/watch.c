@@ -5,6 +5,8 @@
 #include "uvt-internal.h"
 
 int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w, uvt_change_cb cb) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   if (reg == NULL || w == NULL || cb == NULL)
     return UV_EINVAL;
   if (w->active_ == UVT__WATCH_ACTIVE && w->registry != NULL)
@@ -20,6 +22,8 @@ int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w, uvt_change_cb cb) {
 }
 
 void uvt_watch_stop(uvt_watch_t *w) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY_VOID(w != NULL ? w->registry : NULL);
   if (w == NULL || w->active_ != UVT__WATCH_ACTIVE || w->registry == NULL)
     return;
   uvt__list_remove(&w->link_);

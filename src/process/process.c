@@ -1116,6 +1116,8 @@ static int blank(const char *s) {
 
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt_spec_t spec;
   char *joined = NULL;
@@ -1236,6 +1238,8 @@ int uvt__proc_ending(const uvt__proc_t *p) {
 int uvt_process_resize(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uint16_t cols,
                        uint16_t rows) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1250,6 +1254,8 @@ int uvt_process_resize(uvt_registry_t *reg, const char *id,
 
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
                     const uvt_agent_t *caller) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1263,6 +1269,8 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
 
 int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)

@@ -28,6 +28,8 @@ static int allowed(int signum) {
 
 int uvt_process_signal(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, int signum) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_task_t *t;
   uvt__proc_t *p;
   int err;

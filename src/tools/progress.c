@@ -12,6 +12,9 @@
 
 int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
                             size_t size) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(req != NULL && req->tools != NULL ? req->tools->registry
+                                                   : NULL);
   char raw[1024];
   uvt__text_t plain;
   uvt__text_t t;

@@ -714,6 +714,8 @@ static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
 
 int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
                      const uvt_tools_options_t *o) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_tools_options_t defaults;
   const char *name;
   int err;
@@ -800,6 +802,8 @@ static void tools_finish_detach(uvt_tools_t *tools) {
 }
 
 int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(tools != NULL ? tools->registry : NULL);
   uvt_tools_call_t *req;
   struct uvt__link *n, *next;
 
@@ -831,6 +835,8 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
 int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                    uvt_agent_t *caller, const char *name,
                    const uvt_tools_args_t *args, uvt_tools_call_cb cb) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(tools != NULL ? tools->registry : NULL);
   uvt_tools_args_t none;
 
   if (tools == NULL || req == NULL || name == NULL || cb == NULL)
@@ -886,6 +892,9 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
     return 0; /* the work is done; the result stands */
   if (req->state_ != CALL_WAITING)
     return UV_EINVAL;
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(req != NULL && req->tools != NULL ? req->tools->registry
+                                                   : NULL);
   if (req->aborted_ == ABORT_NONE) {
     req->aborted_ = ABORT_CALLER;
     /* run_command runs in the foreground: a call given up stops it (the
