@@ -2794,6 +2794,109 @@ static void test_leftovers_in_texts(void **state) {
   }
 }
 
+/* Read bash-1's output (task_output, 100 ms waits) until it holds
+ * `needle`; the whole of what was read goes to `all`. */
+static void read_until(tfix_t *t, const char *id, const char *needle, char *all,
+                       size_t size) {
+  uvt_tools_args_t a;
+  rec_t r;
+  int i;
+
+  all[0] = '\0';
+  for (i = 0; i < 200 && strstr(all, needle) == NULL; i++) {
+    a = args_id(id);
+    a.timeout_ms = 100;
+    call(t, &r, &t->a, "task_output", &a);
+    strncat(all, r.text, size - strlen(all) - 1);
+  }
+  assert_non_null(strstr(all, needle));
+}
+
+/* M-TOOLS-14, P-KILL-8: task_kill with signal sends that signal and does
+ * not stop the task: SIGINT to a runner that prints its summary on SIGINT,
+ * SIGUSR1 to a trap; a signal outside the list is refused; an ended task
+ * gets nothing. */
+static void test_task_kill_signal(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  static char all[20000];
+  (void)state;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "trap 'echo usr1 seen' USR1; trap 'echo summary: 3 passed, "
+              "interrupted; exit 3' INT; echo up; while :; do sleep 0.05; "
+              "done";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+  read_until(&t, "bash-1", "up\n", all, sizeof(all));
+
+  a = args_id("bash-1");
+  a.signal = "SIGUSR1";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text,
+                      "Sent SIGUSR1 to every process of bash-1; it was not "
+                      "stopped (task_kill without signal stops it). "
+                      "task_output with wait shows what it does.\n"
+                      "[status: running]");
+  read_until(&t, "bash-1", "usr1 seen\n", all, sizeof(all));
+
+  a.signal = "SIGSEGV";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "Unknown signal SIGSEGV; signal is one of "
+                                 "SIGINT, SIGHUP,"));
+
+  a.signal = "INT"; /* the short spelling */
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "Sent SIGINT to every process of bash-1;", 39) ==
+              0);
+  read_until(&t, "bash-1", "[status: completed, exit code: 3]", all,
+             sizeof(all));
+  assert_non_null(strstr(all, "summary: 3 passed, interrupted\n"));
+
+  a.signal = "SIGINT";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, "bash-1 has ended (or is ending); nothing was "
+                              "sent.\n[status: completed, exit code: 3]");
+  tfix_close(&t);
+}
+
+/* M-TOOLS-14: write_stdin of exactly "\u0003" to a task whose stdin is a
+ * pipe is SIGINT to its session (nothing is written); any other bytes,
+ * and "\u0003" inside other bytes, are written. */
+static void test_write_ctrl_c(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  static char all[20000];
+  (void)state;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "trap 'echo interrupted; exit 4' INT; echo up; while read -r "
+              "l; do echo \"got $l\"; done";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  read_until(&t, "bash-1", "up\n", all, sizeof(all));
+  a = args_id("bash-1");
+  a.chars = "a\x03b\n";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  read_until(&t, "bash-1", "got a\x03b\n", all, sizeof(all));
+  a.chars = "\x03";
+  a.yield_ms = 2000;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 0);
+  read_until(&t, "bash-1", "[status: completed, exit code: 4]", all,
+             sizeof(all));
+  tfix_close(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -2817,6 +2920,8 @@ int main(void) {
       cmocka_unit_test(test_run_in_background),
       cmocka_unit_test(test_c30_kill_ended_leftovers),
       cmocka_unit_test(test_leftovers_in_texts),
+      cmocka_unit_test(test_task_kill_signal),
+      cmocka_unit_test(test_write_ctrl_c),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),

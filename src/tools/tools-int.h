@@ -171,6 +171,11 @@ void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap);
 /* ---- write.c: write_stdin (M-TOOLS-5). */
 
 void uvt__tool_write_stdin(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+/* M-TOOLS-14 (signal.c): task_kill with `signal`; and write_stdin's
+ * "\u0003" to a stdin-pipe task: 1 when it was sent as SIGINT to the
+ * session of req->task_id_ (nothing is to be written then), else 0. */
+void uvt__tool_task_signal(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+int uvt__tools_ctrl_c(uvt_tools_call_t *req, const char *chars, size_t len);
 /* The tools' quiet_ timer: answers the waiting write_stdin calls whose
  * program printed a prompt and went quiet. */
 void uvt__tools_quiet_cb(uv_timer_t *timer);

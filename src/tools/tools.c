@@ -625,6 +625,10 @@ static void tool_task_kill(uvt_tools_call_t *req,
   uvt__text_init(&t);
   if (uvt__tools_need_id(req, args, "task_kill") != 0)
     return;
+  if (args->signal != NULL) {
+    uvt__tool_task_signal(req, args); /* M-TOOLS-14 */
+    return;
+  }
   /* P-KILL-6: a kill of an ended task stops what it left running; count
    * it first so the answer can say what the kill stops.  Only an ended
    * task is counted (a pass over /proc), and only a process task has a

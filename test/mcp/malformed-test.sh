@@ -364,6 +364,25 @@ else
   bad "left: end of input stops what the tasks left ('$pid1' '$pid2')"
 fi
 
+# P-LEFT-1: processes left by ended tasks count toward --max-tasks.
+start_server --max-tasks 2
+check "max-tasks: initialize" '{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 99 '"result"'
+check "max-tasks: a task that leaves a job" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 300 & echo a"}}}' 1 'a\n[status: completed, exit code: 0; 1 process still running; task_kill bash-1 stops it]'
+check "max-tasks: another" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 300 & echo b"}}}' 2 'b\n[status: completed, exit code: 0; 1 process still running; task_kill bash-2 stops it]'
+check "max-tasks: the third start is refused" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 3 '"isError":true' 'Not started: you already have the most running tasks allowed (2, counting ended tasks whose processes still run)'
+check "max-tasks: a kill of the first stops its job" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_kill","arguments":{"task_id":"bash-1"}}}' 4 'stopping the 1 process it left running'
+started=0
+for i in $(seq 5 60); do
+  send '{"jsonrpc":"2.0","id":'"$i"',"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo d"}}}'
+  expect_id "$i" || break
+  case $REPLY_LINE in *'d\n[status: completed, exit code: 0]'*) started=1; break ;; esac
+  sleep 0.1
+done
+if [ "$started" = 1 ]; then ok "max-tasks: then a start is taken"; else bad "max-tasks: then a start is taken" "$REPLY_LINE"; fi
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+
 # M-MCP-8, C-37: a batch under 2025-03-26 gets one array of answers; the
 # sibling with a tools/call in it waits for the call.
 start_server
