@@ -410,7 +410,13 @@ UVT_EXTERN void uvt_options_init(uvt_options_t *o);
  * untouched and nothing is left on the loop.
  * Ownership: the library allocates the registry and frees it after the
  * uvt_registry_close() callback returns.
- * Thread: the loop thread. */
+ * Thread: the loop thread.  The calling thread becomes the registry's loop
+ * thread (P-THREAD-1): every function documented "Thread: the loop
+ * thread" that takes this registry (or a record, agent, listener, watch,
+ * wait or tool surface of it), here and in uvtasks/process.h, thread.h and
+ * tools.h, refuses a call from any other thread with UVT_ETHREAD and a
+ * log line, before it touches anything.  uvt_task_settle() and
+ * uvt_process_stop_all_now() are for any thread. */
 UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
                                 uvt_registry_t **out);
 

@@ -278,6 +278,10 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * callback (L-1).
  *
  * The task settles at quiescence (P-END-1): `completed` "exit code: N";
+ * an end without a kill while processes of the session (or cgroup) still
+ * run adds their count, "exit code: 0; 2 processes still running"
+ * (P-LEFT-1; the detail keeps that count, uvt_process_leftovers() gives
+ * the count of the moment);
  * `killed` "signal: NAME" when the leader itself died of a signal, and
  * only then (P-END-3: a status above 128 that a program or the shell
  * returned, as `exit 130` or a shell whose last command was killed, is
