@@ -3,6 +3,7 @@
  * run_in_background. */
 #include "test-util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2897,6 +2898,59 @@ static void test_write_ctrl_c(void **state) {
   tfix_close(&t);
 }
 
+/* Live processes whose argv joined by spaces is `want`. */
+static int count_cmdline(const char *want) {
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  char buf[256];
+  char state[512];
+  int n = 0;
+
+  assert_non_null(d);
+  while ((de = readdir(d)) != NULL) {
+    int pid = atoi(de->d_name);
+    if (pid <= 0 || proc_cmdline(pid, buf, sizeof(buf)) <= 0 ||
+        strcmp(buf, want) != 0)
+      continue;
+    /* Zombies are gone. */
+    if (proc_file(pid, "stat", state, sizeof(state)) > 0 &&
+        strstr(state, ") Z ") != NULL)
+      continue;
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* P-KILL-7 through run_command's timeout_ms: the runtime limit stops a
+ * member that ignores SIGTERM after the leader died of it; the result
+ * comes only when nothing of the command runs. */
+static void test_run_command_timeout_term_ignorer(void **state) {
+  uvt_tools_options_t to;
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char cmd[256];
+  char marker[64];
+  (void)state;
+
+  uvt_tools_options_init(&to);
+  to.grace_ms = 200;
+  tfix_init_opts(&t, NULL, &to);
+  snprintf(marker, sizeof(marker), "sleep 777.%d", (int)getpid());
+  snprintf(cmd, sizeof(cmd), "bash -c \"trap '' TERM; exec %s\" & sleep 778",
+           marker);
+  uvt_tools_args_init(&a);
+  a.command = cmd;
+  a.timeout_ms = 500;
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "[status: killed, timed out after "));
+  assert_int_equal(count_cmdline(marker), 0);
+  tfix_close(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -2922,6 +2976,7 @@ int main(void) {
       cmocka_unit_test(test_leftovers_in_texts),
       cmocka_unit_test(test_task_kill_signal),
       cmocka_unit_test(test_write_ctrl_c),
+      cmocka_unit_test(test_run_command_timeout_term_ignorer),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),
