@@ -99,7 +99,9 @@
  *    until none is left, and the task settles only then.  While the
  *    leader is gone and the grace runs, the session is looked at every
  *    10 ms (one batched pass over /proc), so a task whose members all
- *    die of SIGTERM settles at once.
+ *    die of SIGTERM settles at once.  A process that SIGKILL cannot end
+ *    (uninterruptible sleep on a hung file system) holds the task at most
+ *    10 s past the grace; then it settles anyway, with a log line.
  *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
  *  - SPEC.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
  *    write to a child that closed its end is UV_EPIPE and never SIGPIPE

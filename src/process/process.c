@@ -29,6 +29,10 @@
 /* How often a kill whose leader is gone (or whose grace passed) looks at
  * the session, and sends SIGKILL again after the grace (P-KILL-7). */
 #define KILL_POLL_MS 10
+/* How long SIGKILL may go unanswered before the task settles anyway: a
+ * process in uninterruptible sleep (a hung network file system) cannot die
+ * until its I/O returns, and must not hold the task open for ever. */
+#define KILL_GIVE_UP_MS 10000
 
 int uvt__process_no_pidfd;
 
@@ -179,7 +183,8 @@ static void close_stream(uvt__stream_t *s) {
  * session (and cgroup) may still hold a process: the task may not settle
  * yet. */
 static int kill_pending(uvt__proc_t *p) {
-  return p->kill_requested && p->pid > 0 && !uvt__session_known_empty(p);
+  return p->kill_requested && p->pid > 0 && !p->kill_gave_up &&
+         !uvt__session_known_empty(p);
 }
 
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
@@ -466,6 +471,17 @@ static void on_kill_timer(uv_timer_t *timer) {
   if (p->finishing)
     return; /* the reap found nothing left: the timer is closing */
   if (!kill_pending(p)) {
+    uv_timer_stop(timer);
+    maybe_finish(p);
+    return;
+  }
+  if (p->killed_now &&
+      ms_since(p->kill_start_ns) >= p->grace_ms + KILL_GIVE_UP_MS) {
+    p->kill_gave_up = 1;
+    uvt__log(p->reg, UVT_LOG_WARN,
+             "task %s: processes of its session outlived SIGKILL for %d ms "
+             "(in uninterruptible sleep?); it ends without waiting for them",
+             p->id, KILL_GIVE_UP_MS);
     uv_timer_stop(timer);
     maybe_finish(p);
     return;
