@@ -124,8 +124,6 @@ static void detached_closed(uv_handle_t *handle) {
 }
 
 int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(a != NULL ? a->registry : NULL);
   uvt_registry_t *reg;
   struct uvt__link sweep;
   struct uvt__link *n;
@@ -150,6 +148,9 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
   reg = a->registry;
   if (reg == NULL)
     return UV_EINVAL;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY(reg);
   /* Disposal requested already: disposing, or done with its callback to
    * come. */
   if (a->state_ == UVT__AGENT_DISPOSING || a->state_ == UVT__AGENT_DONE)

@@ -27,10 +27,11 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
 }
 
 void uvt_surface_detach(uvt_surface_t *s) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY_VOID(s != NULL ? s->registry : NULL);
   if (s == NULL || s->attached_ != UVT__SURFACE_ATTACHED || s->registry == NULL)
     return;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY_VOID(s->registry);
   uvt__list_remove(&s->link_);
   s->registry->surface_count--;
   uvt__free((char *)s->name);

@@ -22,10 +22,11 @@ int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w, uvt_change_cb cb) {
 }
 
 void uvt_watch_stop(uvt_watch_t *w) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY_VOID(w != NULL ? w->registry : NULL);
   if (w == NULL || w->active_ != UVT__WATCH_ACTIVE || w->registry == NULL)
     return;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY_VOID(w->registry);
   uvt__list_remove(&w->link_);
   w->active_ = UVT__WATCH_STOPPED;
 }

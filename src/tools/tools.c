@@ -806,8 +806,6 @@ static void tools_finish_detach(uvt_tools_t *tools) {
 }
 
 int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(tools != NULL ? tools->registry : NULL);
   uvt_tools_call_t *req;
   struct uvt__link *n, *next;
 
@@ -817,6 +815,9 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
     return UVT_ECLOSING;
   if (tools->state_ != TOOLS_ATTACHED)
     return UV_EINVAL;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY(tools->registry);
   tools->state_ = TOOLS_DETACHING;
   tools->detach_cb_ = cb;
   uvt_listener_stop(&tools->listener_);
@@ -839,14 +840,15 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
 int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                    uvt_agent_t *caller, const char *name,
                    const uvt_tools_args_t *args, uvt_tools_call_cb cb) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(tools != NULL ? tools->registry : NULL);
   uvt_tools_args_t none;
 
   if (tools == NULL || req == NULL || name == NULL || cb == NULL)
     return UV_EINVAL;
   if (tools->state_ != TOOLS_ATTACHED)
     return tools->state_ == TOOLS_DETACHING ? UVT_ECLOSING : UV_EINVAL;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY(tools->registry);
   if (!uvt_tools_has(name))
     return UV_ENOENT;
   if (args == NULL) {
