@@ -303,12 +303,43 @@ static void test_kill_loop(void **state) {
   fixture_close(&f);
 }
 
+/* P-KILL-7 with P-KILL-2: a kill that comes after the leader ended on its
+ * own, while the task still drains its output, keeps the honest outcome
+ * and still stops what the leader left running. */
+static void test_kill_while_draining(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  waitres_t w;
+  pid_t sid;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.drain_ms = 2000;
+  o.command = "bash -c \"trap '' TERM; exec sleep 777\" & echo started";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  sid = task_pid(&f, id, NULL);
+  assert_true(session_has(&f, sid, "sleep 777", 1));
+  assert_true(run_until(&f, leader_gone, &sid, 10000));
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
+  wait_end(&w);
+  /* TERM is ignored: SIGKILL after the grace. */
+  assert_true(session_gone(&f, sid, 5000));
+  fixture_close(&f);
+}
+
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       T(test_kill_term_ignorer),
       T(test_runtime_term_ignorer),
       T(test_dispose_term_ignorer),
       T(test_second_kill_now),
+      T(test_kill_while_draining),
       cmocka_unit_test_teardown(test_fork_bomb, teardown_doomed),
       T(test_kill_loop),
   };

@@ -173,9 +173,10 @@ static void test_kill_after_exit(void **state) {
   assert_outcome(&w.snap, UVT_COMPLETED,
                  "exit code: 0; 1 process still running");
   assert_int_equal(w.snap.reported, 1);
-  assert_int_equal(group_live(pid), 1);
   wait_end(&w);
-  /* Disposal stops the survivor (P-KILL-4). */
+  /* P-KILL-7: the kill, which came after the leader's own exit, keeps
+   * its outcome and stops what it left (TERM, KILL after the grace). */
+  assert_true(group_gone(&f, pid));
   fixture_close(&f);
   assert_int_equal(group_live(pid), 0);
 }

@@ -262,6 +262,7 @@ struct uvt__proc_s {
   uint64_t quiesce_start_ns;
   uint64_t kill_start_ns; /* uv_hrtime() of the first stop request */
   int kill_gave_up;       /* SIGKILL went unanswered too long (P-KILL-7) */
+  int stop_at_settle;     /* a kill came after the leader's own exit */
   uint64_t start_ns;      /* uv_hrtime() of the uvt_process_start call */
   uint64_t timed_out_ms;  /* from the start call to the runtime's SIGTERM */
 };

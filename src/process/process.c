@@ -125,6 +125,7 @@ static void maybe_free(uvt__proc_t *p) {
 }
 
 static void settle(uvt__proc_t *p);
+static int hook_quiesce(uvt_task_t *t);
 
 static void closed(uvt__proc_t *p, uv_handle_t *h) {
   if (h == (uv_handle_t *)&p->exit_poll && p->pidfd >= 0) {
@@ -643,6 +644,10 @@ static void settle(uvt__proc_t *p) {
   p->settled = 1;
   uvt_task_settle(p->task, &o);
   uvt__free(g.base);
+  if (p->stop_at_settle) {
+    p->stop_at_settle = 0;
+    hook_quiesce(p->task);
+  }
 }
 
 /* ---- hooks ------------------------------------------------------------ */
@@ -657,6 +662,11 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
     if (!p->finishing && kill_pending(p)) {
       p->killed_now = 1;
       uvt__session_signal(p, SIGKILL);
+    } else if (!p->kill_requested && !p->settled && p->pid > 0) {
+      /* P-KILL-7: the leader ended on its own while its output drains;
+       * the outcome stays its own (P-KILL-2), but what it left running is
+       * stopped once it settled, as a kill of the ended task would. */
+      p->stop_at_settle = 1;
     }
     return 0;
   }
@@ -747,8 +757,13 @@ static int hook_quiesce(uvt_task_t *t) {
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->quiescing || p->pid <= 0 || uvt__session_known_empty(p))
+  if (!p->settled || p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
+  /* A stop begun by the task itself (a kill that came while it drained,
+   * P-KILL-7) is the one the registry waits for: it calls
+   * uvt_task_quiescent() when it is over. */
+  if (p->quiescing)
+    return 1;
   if (p->kill_timer_closing) {
     /* A stop ends only when its pass found the session empty, which marks
      * it gone, so this should not happen; but the timer cannot be
