@@ -101,7 +101,10 @@
  *    10 ms (one batched pass over /proc), so a task whose members all
  *    die of SIGTERM settles at once.  A process that SIGKILL cannot end
  *    (uninterruptible sleep on a hung file system) holds the task at most
- *    10 s past the grace; then it settles anyway, with a log line.
+ *    10 s past the grace; then it settles anyway, with a log line.  A
+ *    kill that comes after the leader exited on its own (while the output
+ *    drains) keeps the task's own outcome (P-KILL-2) and stops what the
+ *    leader left once the task settled, as a kill of the ended task does.
  *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
  *  - SPEC.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
  *    write to a child that closed its end is UV_EPIPE and never SIGPIPE
