@@ -520,8 +520,7 @@ static void test_quiesce_hook_after_end(void **state) {
   assert_int_equal(p->quiescing, 0);
   assert_int_equal(uvt_get(f.reg, id, NULL, &s), 0);
   /* P-LEFT-1: the detail it settled with stays as it was. */
-  assert_outcome(&s, UVT_COMPLETED,
-                 "exit code: 0; 2 processes still running");
+  assert_outcome(&s, UVT_COMPLETED, "exit code: 0; 2 processes still running");
   uvt_snapshot_cleanup(&s);
   assert_int_equal(t->hooks.quiesce(t), 0);
 
@@ -592,8 +591,7 @@ static void test_c30_kill_ended(void **state) {
   assert_int_equal(session_live(sid, NULL), 0);
   assert_int_equal(uvt_get(f.reg, id, &a, &s), 0);
   /* P-LEFT-1: the detail it settled with stays as it was. */
-  assert_outcome(&s, UVT_COMPLETED,
-                 "exit code: 0; 1 process still running");
+  assert_outcome(&s, UVT_COMPLETED, "exit code: 0; 1 process still running");
   uvt_snapshot_cleanup(&s);
   fixture_close(&f);
 }
