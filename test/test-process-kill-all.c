@@ -205,6 +205,7 @@ static void test_fork_bomb(void **state) {
   waitres_t w;
   pid_t sid;
   uint64_t t0;
+  uint64_t quiet;
   int before;
   (void)state;
 
@@ -226,10 +227,15 @@ static void test_fork_bomb(void **state) {
   before = session_live(sid, NULL);
   t0 = now_ms();
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  /* Kill-to-quiet (no live member, looked at every 5 ms), then the
+   * settle. */
+  assert_true(session_gone(&f, sid, 20000));
+  quiet = now_ms() - t0;
   wait_task(&f, &w, id, 20000, NULL);
-  print_message("fork bomb: %d processes at the kill, %d left when it "
-                "settled %llu ms later (grace 500 ms)\n",
-                before, session_live(sid, NULL),
+  print_message("fork bomb: %d processes at the kill, quiet after %llu ms, "
+                "%d left when it settled %llu ms after the kill (grace 500 "
+                "ms)\n",
+                before, (unsigned long long)quiet, session_live(sid, NULL),
                 (unsigned long long)(w.at_ms - t0));
   assert_int_equal(session_live(sid, NULL), 0);
   assert_int_equal(w.snap.status, UVT_KILLED);
