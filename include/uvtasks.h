@@ -124,7 +124,8 @@ UVT_EXTERN const char *uvt_version_string(void);
   XX(ECLOSING, -20005, "the registry or the owner agent is being disposed")    \
   XX(ELIMIT, -20006, "the owner already has its maximum of live tasks")        \
   XX(EWAITTIMEOUT, -20007, "the wait's deadline passed")                       \
-  XX(EABORTED, -20008, "the wait was aborted by its caller")
+  XX(EABORTED, -20008, "the wait was aborted by its caller")                   \
+  XX(ETHREAD, -20009, "called from a thread other than the loop's")
 
 typedef enum {
 #define UVT__ERRNO_ENUM(name, code, msg) UVT_##name = (code),
@@ -409,7 +410,13 @@ UVT_EXTERN void uvt_options_init(uvt_options_t *o);
  * untouched and nothing is left on the loop.
  * Ownership: the library allocates the registry and frees it after the
  * uvt_registry_close() callback returns.
- * Thread: the loop thread. */
+ * Thread: the loop thread.  The calling thread becomes the registry's loop
+ * thread (P-THREAD-1): every function documented "Thread: the loop
+ * thread" that takes this registry (or a record, agent, listener, watch,
+ * wait or tool surface of it), here and in uvtasks/process.h, thread.h and
+ * tools.h, refuses a call from any other thread with UVT_ETHREAD and a
+ * log line, before it touches anything.  uvt_task_settle() and
+ * uvt_process_stop_all_now() are for any thread. */
 UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
                                 uvt_registry_t **out);
 

@@ -84,7 +84,7 @@ lane_tsan() {
   if [ ${#names[@]} -gt 0 ]; then
     tests=$(existing_tests build-tsan "${names[@]}")
   else
-    tests=$(existing_tests build-tsan thread listener fuzz-registry process-spawner \
+    tests=$(existing_tests build-tsan thread loopthread listener fuzz-registry process-spawner \
       process-stdin process-pty process-events)
   fi
   if [ -z "$tests" ]; then

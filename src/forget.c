@@ -13,6 +13,8 @@
 #include "uvt-internal.h"
 
 int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_task_t *t;
   int err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)

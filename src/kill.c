@@ -32,6 +32,8 @@ int uvt__task_cancel(uvt_task_t *t, const char *reason) {
 
 int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              const char *reason, uvt_kill_result_t *result) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_task_t *t;
   char *copy = NULL;
   int was_running;

@@ -6,6 +6,8 @@
 
 int uvt_get(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
             uvt_snapshot_t *out) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_task_t *t;
   int err;
   if (out == NULL)
@@ -29,6 +31,8 @@ static uvt__session_t *caller_session(uvt_registry_t *reg,
 
 int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
              uvt_snapshot_t **out, size_t *count) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__session_t *s;
   struct uvt__link *a, *a_end, *b, *b_end;
   uvt_snapshot_t *arr;
@@ -83,6 +87,8 @@ int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
 
 int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              uvt_read_t *out) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_task_t *t;
   uvt_buf_t buf;
   int err;

@@ -101,6 +101,7 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   if (reg == NULL)
     return UV_ENOMEM;
   reg->loop = loop;
+  reg->loop_thread = uv_thread_self();
   if (o != NULL)
     reg->options = *o;
   else
@@ -152,6 +153,8 @@ void uvt_registry_metrics(const uvt_registry_t *reg, uvt_metrics_t *m) {
 }
 
 int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb, void *data) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   struct uvt__link sweep;
   struct uvt__link *n;
 

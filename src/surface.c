@@ -5,6 +5,8 @@
 
 int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                        const char *name) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   char *copy;
   if (reg == NULL || s == NULL || name == NULL || name[0] == '\0')
     return UV_EINVAL;
@@ -27,6 +29,9 @@ int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
 void uvt_surface_detach(uvt_surface_t *s) {
   if (s == NULL || s->attached_ != UVT__SURFACE_ATTACHED || s->registry == NULL)
     return;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY_VOID(s->registry);
   uvt__list_remove(&s->link_);
   s->registry->surface_count--;
   uvt__free((char *)s->name);

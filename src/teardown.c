@@ -159,6 +159,9 @@ void uvt__quiesce_on_kill(uvt_task_t *t) {
 void uvt_task_quiescent(uvt_task_t *t) {
   if (t == NULL || !t->quiesce_pending)
     return;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY_VOID(t->reg);
   t->quiesce_pending = 0;
   if (t->in_quiesce_hook)
     return; /* the hook's caller goes on from here */

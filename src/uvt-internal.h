@@ -326,6 +326,7 @@ static inline int uvt__wait_in_use(const uvt_wait_t *req) {
 
 struct uvt_registry_s {
   uv_loop_t *loop;
+  uv_thread_t loop_thread; /* the thread of uvt_registry_new (P-THREAD-1) */
   uvt_options_t options;
   uvt__hub_t *hub;
   uv_async_t async;
@@ -373,6 +374,25 @@ struct uvt_registry_s {
 
 /* ---- registry.c */
 void uvt__kick(uvt_registry_t *reg);
+/* P-THREAD-1 (loopthread.c): 1, after a log line naming `fn`, when the calling
+ * thread is not `reg`'s loop thread (the thread that called
+ * uvt_registry_new); 0 otherwise, and for a NULL reg (the caller's own
+ * argument check answers that).  Any thread; touches nothing of reg but
+ * the loop thread's id and the log callback. */
+int uvt__off_loop(const uvt_registry_t *reg, const char *fn);
+/* Return UVT_ETHREAD from a public function called off the loop thread. */
+#define UVT__LOOP_ONLY(reg)                                                    \
+  do {                                                                         \
+    if (uvt__off_loop((reg), __func__))                                        \
+      return UVT_ETHREAD;                                                      \
+  } while (0)
+/* The same for a function without a result. */
+#define UVT__LOOP_ONLY_VOID(reg)                                               \
+  do {                                                                         \
+    if (uvt__off_loop((reg), __func__))                                        \
+      return;                                                                  \
+  } while (0)
+
 void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

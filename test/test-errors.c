@@ -18,10 +18,11 @@ static const err_row_t rows[] = {UVT_ERRNO_MAP(ROW)};
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
 /* SPEC §1 Errors: the eight registry codes exist, with the names the SPEC
- * gives them. */
+ * gives them, and P-THREAD-1's UVT_ETHREAD. */
 static void errors_table_complete(void **state) {
   (void)state;
-  assert_int_equal(NROWS, 8);
+  assert_int_equal(NROWS, 9);
+  assert_true(UVT_ETHREAD < 0);
   assert_true(UVT_ENOTASK < 0);
   assert_true(UVT_EFOREIGN < 0);
   assert_true(UVT_ESTALE < 0);
@@ -100,7 +101,7 @@ static void errors_unknown_codes(void **state) {
   assert_string_equal(uvt_strerror(0), "success");
   assert_string_equal(uvt_err_name(12345), "UNKNOWN");
   assert_string_equal(uvt_strerror(-19999), "unknown error");
-  assert_string_equal(uvt_err_name(-20009), "UNKNOWN");
+  assert_string_equal(uvt_err_name(-20010), "UNKNOWN");
 }
 
 /* SPEC §1 Types: status names, "unknown" outside the set. */

@@ -3,6 +3,7 @@
  * run_in_background. */
 #include "test-util.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2712,6 +2713,244 @@ static void test_write_stdin_allocation_failures(void **state) {
   assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
 }
 
+/* P-LEFT-1 through the tool surface: an ended task whose session still
+ * runs says so, with the count of this moment and how to stop it, in the
+ * end notice, task_output, run_command's result and task_list; shapes:
+ * a plain `&` job, a `set -m` job (a group of its own) and `nohup timeout`
+ * (GNU timeout puts itself in a group of its own).  Once they are stopped
+ * the lines say that what it left has ended. */
+static int left_gone(void *arg) {
+  tfix_t *t = arg;
+  return uvt_process_leftovers(t->f.reg, "bash-1", &t->a) == 0;
+}
+
+static void test_leftovers_in_texts(void **state) {
+  /* The `timeout` shape waits until timeout has started its child, so the
+   * count (2) is known. */
+  static const struct {
+    const char *cmd;
+    const char *left;
+    const char *pronoun;
+    const char *stopping;
+  } cases[] = {
+      {"sleep 300 & echo started", "1 process", "it", "1 process"},
+      {"set -m; sleep 300 & echo started", "1 process", "it", "1 process"},
+      {"nohup timeout 3600 sleep 999 >/dev/null 2>&1 & while [ -z \"$(cat "
+       "/proc/$!/task/$!/children 2>/dev/null)\" ]; do sleep 0.01; done; "
+       "echo started",
+       "2 processes", "them", "2 processes"},
+  };
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char want[512];
+  size_t i;
+  (void)state;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    tfix_init(&t);
+    uvt_tools_args_init(&a);
+    a.command = cases[i].cmd;
+    call(&t, &r, &t.a, "run_in_background", &a);
+    assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+    run_until_settled(&t, &t.a, "bash-1");
+    fixture_run_until(&t.f, notice_seen, &t);
+    assert_int_equal(t.notices, 1);
+    snprintf(want, sizeof(want),
+             "[status: completed, exit code: 0; %s still running; task_kill "
+             "bash-1 stops %s]",
+             cases[i].left, cases[i].pronoun);
+    assert_true(ends_with(t.notice, want));
+    a = args_id("bash-1");
+    call(&t, &r, &t.a, "task_output", &a);
+    assert_true(ends_with(r.text, want));
+    assert_true(strncmp(r.text, "started\n[status:", 16) == 0);
+    call(&t, &r, &t.a, "task_list", NULL);
+    snprintf(want, sizeof(want),
+             "bash-1  bash  completed (exit code: 0; %s still running; "
+             "task_kill bash-1 stops %s)",
+             cases[i].left, cases[i].pronoun);
+    assert_non_null(strstr(r.text, want));
+    /* run_command says it too. */
+    uvt_tools_args_init(&a);
+    a.command = "sleep 300 & echo two";
+    call(&t, &r, &t.a, "run_command", &a);
+    assert_string_equal(r.text, "two\n[status: completed, exit code: 0; 1 "
+                                "process still running; task_kill bash-2 "
+                                "stops it]");
+    /* Stopped: the lines say what it left has ended. */
+    a = args_id("bash-1");
+    call(&t, &r, &t.a, "task_kill", &a);
+    snprintf(want, sizeof(want),
+             "bash-1 had already ended; stopping the %s it left running.\n"
+             "[status: completed, exit code: 0]",
+             cases[i].stopping);
+    assert_string_equal(r.text, want);
+    fixture_run_until(&t.f, left_gone, &t);
+    call(&t, &r, &t.a, "task_output", &a);
+    assert_string_equal(r.text,
+                        "(no new output)\n[status: completed, exit code: 0; "
+                        "what it left running has ended]");
+    tfix_close(&t);
+  }
+}
+
+/* Read bash-1's output (task_output, 100 ms waits) until it holds
+ * `needle`; the whole of what was read goes to `all`. */
+static void read_until(tfix_t *t, const char *id, const char *needle, char *all,
+                       size_t size) {
+  uvt_tools_args_t a;
+  rec_t r;
+  int i;
+
+  all[0] = '\0';
+  for (i = 0; i < 200 && strstr(all, needle) == NULL; i++) {
+    a = args_id(id);
+    a.timeout_ms = 100;
+    call(t, &r, &t->a, "task_output", &a);
+    strncat(all, r.text, size - strlen(all) - 1);
+  }
+  assert_non_null(strstr(all, needle));
+}
+
+/* M-TOOLS-14, P-KILL-8: task_kill with signal sends that signal and does
+ * not stop the task: SIGINT to a runner that prints its summary on SIGINT,
+ * SIGUSR1 to a trap; a signal outside the list is refused; an ended task
+ * gets nothing. */
+static void test_task_kill_signal(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  static char all[20000];
+  (void)state;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "trap 'echo usr1 seen' USR1; trap 'echo summary: 3 passed, "
+              "interrupted; exit 3' INT; echo up; while :; do sleep 0.05; "
+              "done";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+  read_until(&t, "bash-1", "up\n", all, sizeof(all));
+
+  a = args_id("bash-1");
+  a.signal = "SIGUSR1";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text,
+                      "Sent SIGUSR1 to every process of bash-1; it was not "
+                      "stopped (task_kill without signal stops it). "
+                      "task_output with wait shows what it does.\n"
+                      "[status: running]");
+  read_until(&t, "bash-1", "usr1 seen\n", all, sizeof(all));
+
+  a.signal = "SIGSEGV";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "Unknown signal SIGSEGV; signal is one of "
+                                 "SIGINT, SIGHUP,"));
+
+  a.signal = "INT"; /* the short spelling */
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "Sent SIGINT to every process of bash-1;", 39) ==
+              0);
+  read_until(&t, "bash-1", "[status: completed, exit code: 3]", all,
+             sizeof(all));
+  assert_non_null(strstr(all, "summary: 3 passed, interrupted\n"));
+
+  a.signal = "SIGINT";
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, "bash-1 has ended (or is ending); nothing was "
+                              "sent.\n[status: completed, exit code: 3]");
+  tfix_close(&t);
+}
+
+/* M-TOOLS-14: write_stdin of exactly "\u0003" to a task whose stdin is a
+ * pipe is SIGINT to its session (nothing is written); any other bytes,
+ * and "\u0003" inside other bytes, are written. */
+static void test_write_ctrl_c(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  static char all[20000];
+  (void)state;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "trap 'echo interrupted; exit 4' INT; echo up; while read -r "
+              "l; do echo \"got $l\"; done";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  read_until(&t, "bash-1", "up\n", all, sizeof(all));
+  a = args_id("bash-1");
+  a.chars = "a\x03b\n";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  read_until(&t, "bash-1", "got a\x03b\n", all, sizeof(all));
+  a.chars = "\x03";
+  a.yield_ms = 2000;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 0);
+  read_until(&t, "bash-1", "[status: completed, exit code: 4]", all,
+             sizeof(all));
+  tfix_close(&t);
+}
+
+/* Live processes whose argv joined by spaces is `want`. */
+static int count_cmdline(const char *want) {
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  char buf[256];
+  char state[512];
+  int n = 0;
+
+  assert_non_null(d);
+  while ((de = readdir(d)) != NULL) {
+    int pid = atoi(de->d_name);
+    if (pid <= 0 || proc_cmdline(pid, buf, sizeof(buf)) <= 0 ||
+        strcmp(buf, want) != 0)
+      continue;
+    /* Zombies are gone. */
+    if (proc_file(pid, "stat", state, sizeof(state)) > 0 &&
+        strstr(state, ") Z ") != NULL)
+      continue;
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+/* P-KILL-7 through run_command's timeout_ms: the runtime limit stops a
+ * member that ignores SIGTERM after the leader died of it; the result
+ * comes only when nothing of the command runs. */
+static void test_run_command_timeout_term_ignorer(void **state) {
+  uvt_tools_options_t to;
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char cmd[256];
+  char marker[64];
+  (void)state;
+
+  uvt_tools_options_init(&to);
+  to.grace_ms = 200;
+  tfix_init_opts(&t, NULL, &to);
+  snprintf(marker, sizeof(marker), "sleep 777.%d", (int)getpid());
+  snprintf(cmd, sizeof(cmd), "bash -c \"trap '' TERM; exec %s\" & sleep 778",
+           marker);
+  uvt_tools_args_init(&a);
+  a.command = cmd;
+  a.timeout_ms = 500;
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "[status: killed, timed out after "));
+  assert_int_equal(count_cmdline(marker), 0);
+  tfix_close(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -2734,6 +2973,10 @@ int main(void) {
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_run_in_background),
       cmocka_unit_test(test_c30_kill_ended_leftovers),
+      cmocka_unit_test(test_leftovers_in_texts),
+      cmocka_unit_test(test_task_kill_signal),
+      cmocka_unit_test(test_write_ctrl_c),
+      cmocka_unit_test(test_run_command_timeout_term_ignorer),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),

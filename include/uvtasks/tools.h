@@ -10,7 +10,8 @@
  *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
  *   task_list          (none)                   -> one line per visible task
- *   task_kill          task_id, reason?         -> what happened, status line
+ *   task_kill          task_id, reason?,        -> what happened, status line
+ *                      signal?
  *   write_stdin        task_id, chars?, close_stdin?, yield_ms?, max_bytes?
  *                                               -> new output, status line
  *
@@ -228,6 +229,10 @@ typedef struct {
   int close_stdin;     /* write_stdin: 1 = end the task's input after chars
                           (uvt_process_close_stdin()); -1 = not given,
                           0 = no */
+  const char *signal;  /* task_kill (M-TOOLS-14): NULL = stop the task;
+                          else one signal of uvt_process_signal()'s list
+                          by name ("SIGINT", or "INT"), sent to every
+                          process of its session without stopping it */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */

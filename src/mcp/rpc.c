@@ -313,23 +313,56 @@ static void tool_error_result(mcp_server_t *server, json_t *id,
   mcp_rpc_result(server, id, result);
 }
 
+/* P-LEFT-1: does ended task `id` still have processes running in its
+ * session (or cgroup), whatever their process group (`set -m` jobs,
+ * `nohup timeout 3600 cmd &`)?  Such a record is never forgotten by
+ * retention: the model sees the count in its status lines, and a
+ * forget would stop them without a word. */
+static int rpc_has_leftovers(mcp_server_t *server, const char *id) {
+  return uvt_process_leftovers(server->reg, id, &server->agent) > 0;
+}
+
+/* P-LEFT-1: the tasks the client holds against --max-tasks: its live
+ * tasks and the ended ones whose processes still run (`cmd &` must not
+ * take the client past the cap).  The registry counts only the live ones
+ * (max_live_per_owner), so a start is refused here when the ended ones
+ * make up the rest: 1 and `*held`, or 0. */
+static int rpc_over_max_tasks(mcp_server_t *server, size_t *held) {
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  size_t i;
+  size_t live = 0;
+
+  *held = 0;
+  if (server->config.max_tasks == 0 || server->reg == NULL ||
+      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
+    return 0;
+  for (i = 0; i < n; i++) {
+    if (!uvt_status_is_terminal(snaps[i].status))
+      live++;
+    else if (rpc_has_leftovers(server, snaps[i].id))
+      (*held)++;
+  }
+  uvt_snapshots_free(snaps, n);
+  /* With no ended task holding processes, the registry's own count (and
+   * its error text) applies. */
+  if (*held == 0)
+    return 0;
+  *held += live;
+  return *held >= server->config.max_tasks;
+}
+
 /* Long sessions: beyond the --keep-finished count, forget the oldest
  * finished tasks whose end the model has seen (reported), so memory stays
  * bounded (R-FORGET-1).  Tasks with an unseen end are kept, and so are
- * tasks whose process group still has members (`sleep 30 &`): disposal
- * stops those through the record (P-KILL-4), a forgotten record would
- * leave them running.  Signal 0 only asks; a reused group id merely keeps
- * a record a little longer. */
+ * tasks that left processes running (rpc_has_leftovers). */
 static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
-  int pid;
-
   if (!uvt_status_is_terminal(s->status) || !s->reported)
     return 0;
   /* MCP tasks keep their records for their ttl. */
   if (mcp_task_find(server, s->id) != NULL)
     return 0;
-  pid = uvt_process_pid(server->reg, s->id, &server->agent);
-  return !(pid > 0 && kill(-pid, 0) == 0);
+  return !rpc_has_leftovers(server, s->id);
 }
 
 static void rpc_bound_retention(mcp_server_t *server) {
@@ -672,7 +705,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
       goto out;
     }
     if (strcmp(name, "task_kill") == 0) {
-      if (arg_string(server, id, args, name, "reason", &a.reason) != 0)
+      if (arg_string(server, id, args, name, "reason", &a.reason) != 0 ||
+          arg_string(server, id, args, name, "signal", &a.signal) != 0)
         goto out;
     } else if (strcmp(name, "write_stdin") == 0) {
       /* M-TOOLS-5 */
@@ -688,6 +722,21 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
           arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
           arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
         goto out;
+    }
+  }
+
+  if (strcmp(name, "run_in_background") == 0 ||
+      strcmp(name, "run_command") == 0) {
+    size_t held;
+    if (rpc_over_max_tasks(server, &held)) {
+      snprintf(buf, sizeof(buf),
+               "Not started: you already have the most running tasks "
+               "allowed (%zu, counting ended tasks whose processes still "
+               "run). Wait for one to end or stop one with task_kill; "
+               "task_list shows them.",
+               held);
+      tool_error_result(server, id, buf);
+      goto out;
     }
   }
 

@@ -94,6 +94,8 @@ static int own_cgroup(char *buf, size_t size) {
 }
 
 int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   char parent[PATH_MAX];
   char dir[PATH_MAX];
   uvt__procs_t *ps;

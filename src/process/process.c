@@ -26,6 +26,13 @@
 #define DRAIN_LIMIT (1024 * 1024)
 /* How often disposal checks whether a group is gone. */
 #define QUIESCE_POLL_MS 10
+/* How often a kill whose leader is gone (or whose grace passed) looks at
+ * the session, and sends SIGKILL again after the grace (P-KILL-7). */
+#define KILL_POLL_MS 10
+/* How long SIGKILL may go unanswered before the task settles anyway: a
+ * process in uninterruptible sleep (a hung network file system) cannot die
+ * until its I/O returns, and must not hold the task open for ever. */
+#define KILL_GIVE_UP_MS 10000
 
 int uvt__process_no_pidfd;
 
@@ -118,6 +125,7 @@ static void maybe_free(uvt__proc_t *p) {
 }
 
 static void settle(uvt__proc_t *p);
+static int hook_quiesce(uvt_task_t *t);
 
 static void closed(uvt__proc_t *p, uv_handle_t *h) {
   if (h == (uv_handle_t *)&p->exit_poll && p->pidfd >= 0) {
@@ -172,10 +180,22 @@ static void close_stream(uvt__stream_t *s) {
     uv_close((uv_handle_t *)&s->pipe, uvt__proc_on_close);
 }
 
+/* P-KILL-7: a kill (or the runtime limit) was asked for and the task's
+ * session (and cgroup) may still hold a process: the task may not settle
+ * yet. */
+static int kill_pending(uvt__proc_t *p) {
+  return p->kill_requested && p->pid > 0 && !p->kill_gave_up &&
+         !uvt__session_known_empty(p);
+}
+
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
  * left and settle when the last close callback has run. */
 static void maybe_finish(uvt__proc_t *p) {
   if (p->finishing || !p->reaped || p->out.open || p->err.open)
+    return;
+  /* P-KILL-7: a kill ends with nothing of the task left; the kill timer
+   * (or a pass finding the session empty) calls again. */
+  if (kill_pending(p))
     return;
   p->finishing = 1;
   /* Input nobody will read any more is dropped (P-IN-1: later writes get
@@ -377,9 +397,22 @@ static void on_drain_timer(uv_timer_t *timer) {
 
 /* There is no leader any more (reaped, or never made): no kill or runtime
  * limit is due, and the pipes get the drain's time to end (P-OUT-3). */
+static void on_kill_timer(uv_timer_t *timer);
+
+/* There is no leader any more (reaped, or never made): no runtime limit is
+ * due, and the pipes get the drain's time to end (P-OUT-3).  A kill in
+ * progress goes on until the session is empty (P-KILL-7): its timer now
+ * looks every KILL_POLL_MS (a pass over /proc, batched), sending SIGKILL
+ * from the end of the grace on. */
 static void no_leader(uvt__proc_t *p) {
-  if (p->live & UVT__H_KILL)
-    uv_timer_stop(&p->kill_timer);
+  if (p->live & UVT__H_KILL) {
+    if (kill_pending(p)) {
+      uv_update_time(p->loop);
+      uv_timer_start(&p->kill_timer, on_kill_timer, 0, KILL_POLL_MS);
+    } else {
+      uv_timer_stop(&p->kill_timer);
+    }
+  }
   if (p->live & UVT__H_RUNTIME)
     uv_timer_stop(&p->runtime_timer);
   if (p->out.open || p->err.open)
@@ -425,13 +458,47 @@ static void on_exit_poll(uv_poll_t *poll, int status, int events) {
   }
 }
 
+/* P-KILL-7 (replacing P-KILL-1's "if the leader has not exited"): once
+ * grace_ms has passed since the kill, every process still in the session
+ * (and cgroup) gets SIGKILL, leader reaped or not, and again on every tick
+ * until none is left, so that what a fork bomb forks between two passes is
+ * stopped too.  Each pass checks membership as P-KILL-3 asks (session.c).
+ * Before the grace has passed (the leader died of SIGTERM), the ticks only
+ * look, so the task settles as soon as its session is empty. */
 static void on_kill_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
-  /* P-KILL-1: the leader outlived the grace. */
-  if (!uvt__proc_check_leader(p) && !p->killed_now) {
+  uvt__proc_check_leader(p);
+  if (p->finishing)
+    return; /* the reap found nothing left: the timer is closing */
+  if (!kill_pending(p)) {
+    uv_timer_stop(timer);
+    maybe_finish(p);
+    return;
+  }
+  if (p->killed_now &&
+      ms_since(p->kill_start_ns) >= p->grace_ms + KILL_GIVE_UP_MS) {
+    p->kill_gave_up = 1;
+    uvt__log(p->reg, UVT_LOG_WARN,
+             "task %s: processes of its session outlived SIGKILL for %d ms "
+             "(in uninterruptible sleep?); it ends without waiting for them",
+             p->id, KILL_GIVE_UP_MS);
+    uv_timer_stop(timer);
+    maybe_finish(p);
+    return;
+  }
+  if (p->killed_now || ms_since(p->kill_start_ns) >= p->grace_ms) {
     p->killed_now = 1;
     uvt__session_signal(p, SIGKILL);
+  } else {
+    uvt__session_check(p);
+  }
+  /* A pass run at once (the context is closing) may have finished. */
+  if (p->finishing || !(p->live & UVT__H_KILL))
+    return;
+  if (uv_timer_get_repeat(timer) == 0) {
+    uv_update_time(p->loop);
+    uv_timer_start(timer, on_kill_timer, KILL_POLL_MS, KILL_POLL_MS);
   }
 }
 
@@ -442,6 +509,7 @@ static int request_stop(uvt__proc_t *p) {
   if (err != 0)
     return err;
   p->kill_requested = 1;
+  p->kill_start_ns = uv_hrtime();
   /* P-SPAWN-6: a kill before the child exists: it is never spawned (or,
    * if the spawner got there first, signalled when the answer comes). */
   if (p->spawning)
@@ -544,6 +612,16 @@ static void settle(uvt__proc_t *p) {
       snprintf(detail, sizeof(detail), "exit code: %d", code);
     }
   }
+  /* P-LEFT-1: what the task left running is named in the detail it settles
+   * with (a kill leaves nothing, P-KILL-7). */
+  if (!p->not_started && p->pid > 0 && !p->kill_requested &&
+      !uvt__session_known_empty(p)) {
+    int left = uvt__session_count(p, 0);
+    size_t used = strlen(detail);
+    if (left > 0)
+      snprintf(detail + used, sizeof(detail) - used,
+               "; %d process%s still running", left, left == 1 ? "" : "es");
+  }
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
    * it to later reads, uvt_process_read() through the layout (P-RES-1). */
@@ -566,6 +644,10 @@ static void settle(uvt__proc_t *p) {
   p->settled = 1;
   uvt_task_settle(p->task, &o);
   uvt__free(g.base);
+  if (p->stop_at_settle) {
+    p->stop_at_settle = 0;
+    hook_quiesce(p->task);
+  }
 }
 
 /* ---- hooks ------------------------------------------------------------ */
@@ -574,9 +656,20 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   /* P-KILL-2/3: a leader that already exited keeps its outcome and is not
-   * signalled. */
-  if (uvt__proc_check_leader(p))
+   * signalled; but a kill in progress that is waiting for the rest of the
+   * session, asked again, means "stop now" (R-KILL-3, P-KILL-7). */
+  if (uvt__proc_check_leader(p)) {
+    if (!p->finishing && kill_pending(p)) {
+      p->killed_now = 1;
+      uvt__session_signal(p, SIGKILL);
+    } else if (!p->kill_requested && !p->settled && p->pid > 0) {
+      /* P-KILL-7: the leader ended on its own while its output drains;
+       * the outcome stays its own (P-KILL-2), but what it left running is
+       * stopped once it settled, as a kill of the ended task would. */
+      p->stop_at_settle = 1;
+    }
     return 0;
+  }
   p->cancels++;
   if (!p->kill_requested)
     return request_stop(p);
@@ -584,8 +677,11 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
   if (p->timed_out && p->cancels == 1)
     return 0;
-  if (p->live & UVT__H_KILL)
-    uv_timer_stop(&p->kill_timer);
+  /* SIGKILL now, and again on every tick until nothing is left. */
+  if (p->live & UVT__H_KILL) {
+    uv_update_time(p->loop);
+    uv_timer_start(&p->kill_timer, on_kill_timer, KILL_POLL_MS, KILL_POLL_MS);
+  }
   p->killed_now = 1;
   return uvt__session_signal(p, SIGKILL);
 }
@@ -632,6 +728,9 @@ void uvt__proc_swept(uvt__proc_t *p) {
    * reaps them, P-REAP-1). */
   if (p->quiescing && p->pass_live == 0)
     quiesce_done(p);
+  /* P-KILL-7: a kill whose leader was reaped waits for this. */
+  if (p->kill_requested && p->reaped && !p->settled)
+    maybe_finish(p);
 }
 
 static void on_quiesce_timer(uv_timer_t *timer) {
@@ -658,8 +757,13 @@ static int hook_quiesce(uvt_task_t *t) {
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->quiescing || p->pid <= 0 || uvt__session_known_empty(p))
+  if (!p->settled || p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
+  /* A stop begun by the task itself (a kill that came while it drained,
+   * P-KILL-7) is the one the registry waits for: it calls
+   * uvt_task_quiescent() when it is over. */
+  if (p->quiescing)
+    return 1;
   if (p->kill_timer_closing) {
     /* A stop ends only when its pass found the session empty, which marks
      * it gone, so this should not happen; but the timer cannot be
@@ -1043,6 +1147,8 @@ static int blank(const char *s) {
 
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt_spec_t spec;
   char *joined = NULL;
@@ -1163,6 +1269,8 @@ int uvt__proc_ending(const uvt__proc_t *p) {
 int uvt_process_resize(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uint16_t cols,
                        uint16_t rows) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1177,6 +1285,8 @@ int uvt_process_resize(uvt_registry_t *reg, const char *id,
 
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
                     const uvt_agent_t *caller) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1190,6 +1300,8 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
 
 int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)

@@ -90,6 +90,8 @@ static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
 
 int uvt_process_read(uvt_registry_t *reg, const char *id,
                      const uvt_agent_t *caller, uvt_process_read_t *out) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__split_t sp;
   uvt__proc_t *p;
   uvt_task_t *t;

@@ -235,6 +235,8 @@ static int writable(const uvt__proc_t *p) {
 int uvt_process_write(uvt_registry_t *reg, const char *id,
                       const uvt_agent_t *caller, const char *bytes,
                       size_t len) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt__stdin_t *in;
   uvt__inchunk_t *c;
@@ -279,6 +281,8 @@ int uvt_process_write(uvt_registry_t *reg, const char *id,
 
 int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
                             const uvt_agent_t *caller) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt__stdin_t *in;
   uvt__inchunk_t *c;

@@ -22,6 +22,9 @@ int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
   if (req == NULL || line == NULL || size == 0 || req->tools == NULL ||
       req->state_ != PROGRESS_CALL_WAITING || req->task_id_[0] == '\0')
     return UV_EINVAL;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY(req->tools->registry);
   err = uvt__process_last_line(req->tools->registry, req->task_id_,
                                req->caller_, raw, sizeof(raw));
   if (err != 0)

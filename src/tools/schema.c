@@ -99,15 +99,23 @@ static const char *const schema_parts[] = {
     "\"additionalProperties\":false}}",
 
     "{\"name\":\"task_kill\","
-    "\"description\":\"Stop a background task: SIGTERM to its whole "
-    "process group, SIGKILL if it has not exited after a grace period. Says "
-    "whether the stop was requested or the task had already ended, then its "
-    "status line. Consumes no output; read the rest with task_output.\","
+    "\"description\":\"Stop a background task: SIGTERM to every process "
+    "it started, SIGKILL to whatever is left after a grace period; it ends "
+    "only when nothing of it runs. Says whether the stop was requested or "
+    "the task had already ended, then its status line. With signal, only "
+    "sends that signal (SIGINT to interrupt a test runner so it prints its "
+    "summary, SIGHUP, SIGUSR1, ...) and does not stop the task. Consumes no "
+    "output; read the rest with task_output.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"task_id\":{\"type\":\"string\",\"description\":"
     "\"The id of the task to stop, for example bash-1.\"},"
     "\"reason\":{\"type\":\"string\",\"description\":"
-    "\"Why it is stopped; kept with the task.\"}},"
+    "\"Why it is stopped; kept with the task.\"},"
+    "\"signal\":{\"type\":\"string\",\"enum\":[\"SIGINT\",\"SIGHUP\","
+    "\"SIGQUIT\",\"SIGUSR1\",\"SIGUSR2\",\"SIGTERM\",\"SIGKILL\","
+    "\"SIGCONT\",\"SIGSTOP\",\"SIGWINCH\"],\"description\":"
+    "\"Send only this signal to every process of the task instead of "
+    "stopping it.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"write_stdin\","

@@ -161,7 +161,8 @@ static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
   if (timed_out_ms > 0 && !uvt_status_is_terminal(r->snapshot.status))
     uvt__text_printf(t, "(waited %llu ms; the task has not ended)\n",
                      (unsigned long long)timed_out_ms);
-  uvt__text_status(t, &r->snapshot);
+  uvt__tools_status(req->tools, req->caller_, t, &r->snapshot,
+                    UVT__DETAIL_LIVE);
 }
 
 /* Why a command did not start. */
@@ -326,7 +327,8 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
     uvt__text_str(&t, "(the command did not end in time; it is being "
                       "stopped)\n");
   }
-  uvt__text_status(&t, &r.snapshot);
+  uvt__tools_status(req->tools, req->caller_, &t, &r.snapshot,
+                    UVT__DETAIL_LIVE);
   err = !promoted && r.snapshot.status != UVT_COMPLETED;
   uvt_read_cleanup(&r);
   uvt__tools_result(req, &t, err);
@@ -600,7 +602,8 @@ static void tool_task_list(uvt_tools_call_t *req) {
     uvt__text_str(&t, uvt_status_name(snaps[i].status));
     if (snaps[i].detail != NULL && snaps[i].detail[0] != '\0') {
       uvt__text_str(&t, " (");
-      uvt__text_oneline(&t, snaps[i].detail, 200);
+      uvt__tools_detail(req->tools, req->caller_, &t, &snaps[i],
+                        UVT__DETAIL_LIVE, 200);
       uvt__text_str(&t, ")");
     }
     uvt__text_str(&t, "  ");
@@ -622,6 +625,10 @@ static void tool_task_kill(uvt_tools_call_t *req,
   uvt__text_init(&t);
   if (uvt__tools_need_id(req, args, "task_kill") != 0)
     return;
+  if (args->signal != NULL) {
+    uvt__tool_task_signal(req, args); /* M-TOOLS-14 */
+    return;
+  }
   /* P-KILL-6: a kill of an ended task stops what it left running; count
    * it first so the answer can say what the kill stops.  Only an ended
    * task is counted (a pass over /proc), and only a process task has a
@@ -658,7 +665,8 @@ static void tool_task_kill(uvt_tools_call_t *req,
   memset(&snap, 0, sizeof(snap));
   err = uvt_get(reg, args->task_id, req->caller_, &snap);
   if (err == 0) {
-    uvt__text_status(&t, &snap);
+    uvt__tools_status(req->tools, req->caller_, &t, &snap,
+                      UVT__DETAIL_WITHOUT_COUNT);
     uvt_snapshot_cleanup(&snap);
   } else {
     uvt__text_str(&t, res == UVT_KILL_REQUESTED ? "[status: stopping]"
@@ -685,7 +693,7 @@ static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
   uvt__text_str(&t, ": ");
   uvt__text_oneline(&t, snap->label, TOOLS_LABEL_MAX);
   uvt__text_str(&t, ") ended; task_output shows its output. ");
-  uvt__text_status(&t, snap);
+  uvt__tools_status(tools, owner, &t, snap, UVT__DETAIL_LIVE);
   line = uvt__text_take(&t);
   /* Out of memory: the notice cannot be built; there is nowhere to say so
    * but the host's notice, which needs the memory too. */
@@ -710,6 +718,8 @@ static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
 
 int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
                      const uvt_tools_options_t *o) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(reg);
   uvt_tools_options_t defaults;
   const char *name;
   int err;
@@ -805,6 +815,9 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
     return UVT_ECLOSING;
   if (tools->state_ != TOOLS_ATTACHED)
     return UV_EINVAL;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY(tools->registry);
   tools->state_ = TOOLS_DETACHING;
   tools->detach_cb_ = cb;
   uvt_listener_stop(&tools->listener_);
@@ -833,6 +846,9 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
     return UV_EINVAL;
   if (tools->state_ != TOOLS_ATTACHED)
     return tools->state_ == TOOLS_DETACHING ? UVT_ECLOSING : UV_EINVAL;
+  /* P-THREAD-1: before anything is touched (the handle says its
+   * registry is alive). */
+  UVT__LOOP_ONLY(tools->registry);
   if (!uvt_tools_has(name))
     return UV_ENOENT;
   if (args == NULL) {
@@ -882,6 +898,9 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
     return 0; /* the work is done; the result stands */
   if (req->state_ != CALL_WAITING)
     return UV_EINVAL;
+  /* P-THREAD-1: before anything is touched. */
+  UVT__LOOP_ONLY(req != NULL && req->tools != NULL ? req->tools->registry
+                                                   : NULL);
   if (req->aborted_ == ABORT_NONE) {
     req->aborted_ = ABORT_CALLER;
     /* run_command runs in the foreground: a call given up stops it (the

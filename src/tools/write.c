@@ -24,7 +24,7 @@ static void text_status_of(uvt_tools_call_t *req, const char *id,
   if (uvt_get(req->tools->registry, id, req->caller_, &snap) != 0)
     return;
   uvt__text_str(t, "\n");
-  uvt__text_status(t, &snap);
+  uvt__tools_status(req->tools, req->caller_, t, &snap, UVT__DETAIL_LIVE);
   uvt_snapshot_cleanup(&snap);
 }
 
@@ -206,7 +206,11 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
    * (UV_EPIPE), and one that never took input (UV_EINVAL), such as a
    * run_command promoted at its yield, which M-TOOLS-6 says write_stdin
    * controls.  Only closing an input the task never had is refused. */
-  err = uvt_process_write(reg, req->task_id_, req->caller_, chars, len);
+  /* M-TOOLS-14: Ctrl-C to a pipe is SIGINT, as a terminal would send. */
+  if (uvt__tools_ctrl_c(req, chars, len))
+    err = 0;
+  else
+    err = uvt_process_write(reg, req->task_id_, req->caller_, chars, len);
   if (len == 0 &&
       (err == UV_EPIPE || (err == UV_EINVAL && args->close_stdin != 1)))
     err = 0;
