@@ -261,6 +261,8 @@ struct uvt__proc_s {
   int kill_timer_closing; /* its close callback has not run yet */
   uint64_t quiesce_start_ns;
   uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
+  int sandboxed;         /* the leader is bwrap (S-1, sandbox.c) */
+  pid_t cmd_pid;         /* the sandboxed command, once seen */
   uint64_t timed_out_ms; /* from the start call to the runtime's SIGTERM */
 };
 
@@ -365,6 +367,9 @@ typedef struct {
   size_t extra_n;
   const char *shell; /* the shell found last (spawn.c) */
   char *resolved;    /* the last argv[0] found in PATH (spawn.c) */
+  char *sb_bwrap;    /* the bwrap probed (sandbox.c), or NULL */
+  int sb_state[2];   /* its probe per network setting: 0 not run, 1 ok,
+                        -1 refused (S-3) */
 } uvt__envcache_t;
 
 /* The block for a start with option entries `extra` (NULL or empty: none),
@@ -603,7 +608,8 @@ struct uvt__spawn_s {
   int not_started;     /* answered: no child (spawn_err, or cancelled) */
   int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
   unsigned long long start_ticks; /* at most the leader's start time */
-  int cg_err; /* 0: the child is in its group; else why not */
+  int cg_err;     /* 0: the child is in its group; else why not */
+  char **sb_argv; /* a sandboxed task's argv (argv points here), or NULL */
 };
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
@@ -621,6 +627,25 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
 void uvt__spawn_run(uvt__spawn_t *sp);
 /* Loop thread; accepts NULL. */
 void uvt__spawn_free(uvt__spawn_t *sp);
+
+/* ---- sandbox.c: sandboxed tasks (S-1..S-4) ---------------------------- */
+
+/* Check a sandbox's options (UV_EINVAL, UV_ENOENT for a missing writable
+ * path, UV_ENAMETOOLONG) and that bwrap can make one here (S-3: probed
+ * once per bwrap and network setting, remembered in `c`; UV_ENOTSUP, the
+ * reason logged on `reg`).  Loop thread. */
+int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
+                       const uvt_sandbox_t *sb);
+/* The leader's argv (NULL-terminated, every string allocated; free with
+ * uvt__sandbox_argv_free) that runs `file` with argv[1..] inside the
+ * sandbox, in `cwd` (NULL: the host's).  0, UV_ENOMEM, UV_ENOTSUP (not
+ * checked), or the error of realpath(cwd). */
+int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
+                      const char *cwd, const char *file, char *const *argv,
+                      char ***out);
+void uvt__sandbox_argv_free(char **v);
+/* The sandboxed command's pid (see uvt_process_command_pid()). */
+int uvt__sandbox_command_pid(uvt__proc_t *p);
 
 /* A pidfd for `pid` (close-on-exec), or a libuv error. */
 int uvt__pidfd_open(pid_t pid);

@@ -828,6 +828,10 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   child[1] = outp[1];
   child[2] = errp[1];
   err = uvt__spawner_reserve(p->procs);
+  if (err == 0 && o->sandbox != NULL) {
+    err = uvt__sandbox_check(p->reg, &p->procs->envc, o->sandbox);
+    p->sandboxed = 1;
+  }
   if (err == 0)
     err = uvt__spawn_prepare(&p->procs->envc, o, child, o->pty ? tty : NULL,
                              &p->spawn);
@@ -1186,6 +1190,21 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
   if (p->pid <= 0)
     return UV_ESRCH;
   return (int)p->pid;
+}
+
+int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
+                            const uvt_agent_t *caller) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
+  if (p->spawning)
+    return 0;
+  if (p->pid <= 0)
+    return UV_ESRCH;
+  if (!p->sandboxed)
+    return (int)p->pid;
+  return uvt__sandbox_command_pid(p);
 }
 
 int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
