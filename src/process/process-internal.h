@@ -365,11 +365,13 @@ typedef struct {
   size_t environ_n;
   char **extra; /* copies of the entries with_extra was built from */
   size_t extra_n;
-  const char *shell; /* the shell found last (spawn.c) */
-  char *resolved;    /* the last argv[0] found in PATH (spawn.c) */
-  char *sb_bwrap;    /* the bwrap probed (sandbox.c), or NULL */
-  int sb_state[2];   /* its probe per network setting: 0 not run, 1 ok,
-                        -1 refused (S-3) */
+  const char *shell;        /* the shell found last (spawn.c) */
+  char *resolved;           /* the last argv[0] found in PATH (spawn.c) */
+  char *sb_bwrap;           /* the bwrap probed (sandbox.c), or NULL */
+  const char *sb_env_seen;  /* getenv("UVTASKS_BWRAP") when it was found */
+  const char *sb_path_seen; /* getenv("PATH") then */
+  int sb_state[2];          /* its probe per network setting: 0 not run, 1 ok,
+                               -1 refused (S-3) */
 } uvt__envcache_t;
 
 /* The block for a start with option entries `extra` (NULL or empty: none),

@@ -319,6 +319,13 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
     if (stat(*w, &st) != 0)
       return UVT__PERR(errno);
   }
+  /* The bwrap found last, while the variables that chose it are the same
+   * strings and it is still there (one stat instead of a PATH search). */
+  if (c->sb_bwrap != NULL && c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] &&
+      getenv("UVTASKS_BWRAP") == c->sb_env_seen &&
+      getenv("PATH") == c->sb_path_seen && is_exec(c->sb_bwrap))
+    return c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] > 0 ? 0
+                                                                : UV_ENOTSUP;
   err = find_bwrap(bwrap);
   if (err == UV_ENAMETOOLONG)
     return err;
@@ -339,6 +346,8 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
     c->sb_bwrap = copy;
     c->sb_state[0] = c->sb_state[1] = 0;
   }
+  c->sb_env_seen = getenv("UVTASKS_BWRAP");
+  c->sb_path_seen = getenv("PATH");
   net = sb->network == UVT_SANDBOX_NET_HOST;
   if (c->sb_state[net] == 0) {
     err = probe(bwrap, sb, why, sizeof(why));
