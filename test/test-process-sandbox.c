@@ -320,6 +320,12 @@ static void test_s2_exit_codes_and_stdin(void **state) {
   wait_end(&w);
   sb_free(&out);
 
+  /* P-SPAWN-5 inside: stdio only (3 is ls's own directory). */
+  run_sandboxed(&f, &sb, NULL, "ls /proc/self/fd | tr '\\n' ' '", &out, &w);
+  assert_string_equal(out.buf, "0 1 2 3 ");
+  wait_end(&w);
+  sb_free(&out);
+
   /* argv mode, stdin bytes. */
   test_opts(&o);
   {

@@ -134,6 +134,30 @@ stop_server
 grep -q 'no bwrap at /nonexistent/bwrap' "$tmp/stderr" && ok "S-3: the log says why" ||
   bad "S-3: the log says why" "$(cat "$tmp/stderr")"
 
+# ---- S-2: the guardian stops sandboxed tasks of a killed server ---------
+# (M-MCP-7 inside the sandbox: bwrap ignores SIGTERM, so the guardian's
+# SIGKILL, which reaches bwrap's pid 1 and with it the whole sandbox, is
+# what ends a task that ignores SIGTERM and one that left the session.)
+marker=$((RANDOM + 70000))
+coproc GSRV { exec "$MCP" --grace-ms 200 --sandbox workspace --cwd "$tmp" 2>"$tmp/gstderr"; }
+SRV_IN=${GSRV[1]}
+SRV_OUT=${GSRV[0]}
+init
+check "S-2: a sandboxed background task starts" \
+  "$(printf '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"trap \\"\\" TERM; setsid sleep %s & sleep %s & echo up; wait"}}}' "$marker" "$((marker + 1))")" \
+  3 'Started bash-1'
+for _ in $(seq 200); do [ "$(pgrep -fc "sleep $marker|sleep $((marker + 1))")" = 2 ] && break; sleep 0.05; done
+[ "$(pgrep -fc "sleep $marker|sleep $((marker + 1))")" = 2 ] && ok "S-2: both sleeps run" || bad "S-2: both sleeps run"
+kill -KILL "$GSRV_PID"
+gone=0
+for _ in $(seq 200); do
+  if [ "$(pgrep -fc "sleep $marker|sleep $((marker + 1))")" = 0 ]; then gone=1; break; fi
+  sleep 0.05
+done
+[ $gone = 1 ] && ok "S-2, M-MCP-7: the guardian stopped the sandbox (a TERM-ignorer and a setsid child)" ||
+  bad "S-2, M-MCP-7: the guardian stopped the sandbox" "$(pgrep -fa "sleep $marker|sleep $((marker + 1))")"
+pkill -KILL -f "sleep $marker|sleep $((marker + 1))" 2>/dev/null
+
 # ---- no sandbox: the descriptions say nothing of one; bad options -------
 start_server --cwd "$tmp"
 init
