@@ -164,7 +164,8 @@ static void test_s1_hidden(void **state) {
   char ssh[PATH_MAX];
   const char *none[1] = {NULL};
   const char *cmd = "cat \"$HOME/.ssh/id_rsa\"; ls -A \"$HOME/.ssh\"; "
-                    "cat \"$HOME/.netrc\"; echo end";
+                    "cat \"$HOME/.netrc\" \"$HOME/.aws/credentials\"; "
+                    "echo end";
   char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
   sbuf_t out = {0};
   waitres_t w;
@@ -175,6 +176,12 @@ static void test_s1_hidden(void **state) {
   assert_int_equal(mkdir(ssh, 0700), 0);
   write_file(ssh, "id_rsa", "FAKE-PRIVATE-KEY\n");
   write_file(home, ".netrc", "machine x password FAKE-NETRC\n");
+  /* ~/.aws as a symlink to a directory elsewhere: hidden where it points. */
+  snprintf(ssh, sizeof(ssh), "%s/real-aws", home);
+  assert_int_equal(mkdir(ssh, 0700), 0);
+  write_file(ssh, "credentials", "FAKE-AWS\n");
+  snprintf(ssh, sizeof(ssh), "%s/.aws", home);
+  assert_int_equal(symlink("real-aws", ssh), 0);
   setenv("HOME", home, 1);
   fixture_init(&f, NULL);
 
@@ -183,6 +190,7 @@ static void test_s1_hidden(void **state) {
   assert_non_null(strstr(out.buf, "end"));
   assert_null(strstr(out.buf, "FAKE-PRIVATE-KEY"));
   assert_null(strstr(out.buf, "FAKE-NETRC"));
+  assert_null(strstr(out.buf, "FAKE-AWS"));
   assert_null(strstr(out.buf, "id_rsa\n")); /* the directory is empty */
   wait_end(&w);
   sb_free(&out);
@@ -192,6 +200,7 @@ static void test_s1_hidden(void **state) {
   run_sandboxed(&f, &sb, home, cmd, &out, &w);
   assert_non_null(strstr(out.buf, "FAKE-PRIVATE-KEY"));
   assert_non_null(strstr(out.buf, "FAKE-NETRC"));
+  assert_non_null(strstr(out.buf, "FAKE-AWS"));
   wait_end(&w);
   sb_free(&out);
 
