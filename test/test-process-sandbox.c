@@ -472,8 +472,8 @@ static void test_s2_kill_all(void **state) {
 }
 
 /* S-2, P-LEFT-1, P-KILL-6: a background job outlives its command and is
- * counted (with bwrap's pid 1, which holds the sandbox); a kill of the
- * ended task stops them. */
+ * counted exactly (bwrap's pid 1, which holds the sandbox meanwhile, is
+ * not the task's); a kill of the ended task stops it. */
 static void test_s2_leftovers(void **state) {
   char cmd[64];
   fixture_t f;
@@ -491,15 +491,90 @@ static void test_s2_leftovers(void **state) {
   o.sandbox = &sb;
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   wait_task(&f, &w, id, 20000, NULL);
-  /* (P-LEFT-1's "; N processes still running" in the detail is another
-   * branch's: only the prefix here.) */
-  assert_int_equal(w.snap.status, UVT_COMPLETED);
-  assert_true(strncmp(w.snap.detail, "exit code: 0", 12) == 0);
-  assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 2);
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
+  assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 1);
   assert_int_equal(cmdline_count(sl(3)), 1);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   assert_true(run_until(&f, no_cmdline, (void *)sl(3), 10000));
   wait_end(&w);
+  fixture_close(&f);
+}
+
+/* S-2, P-KILL-7: the shell dies of the kill's SIGTERM at once, its job
+ * ignores SIGTERM and outlives it (and so does bwrap's pid 1, which
+ * ignores it too): after the grace both get SIGKILL, the task settles
+ * once nothing is left, with the command's own answer to SIGTERM. */
+static void test_s2_kill_term_ignorer_outlives(void **state) {
+  char cmd[256];
+  fixture_t f;
+  left_t lw;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  snprintf(cmd, sizeof(cmd),
+           "(trap '' TERM; exec %s) & setsid %s & echo ready; wait", sl(6),
+           sl(7));
+  o.command = cmd;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &out, "ready\n");
+  assert_true(proc_reached(sl(6), SIGTERM, 0, 10000) > 0);
+  assert_true(proc_reached(sl(7), 0, 0, 10000) > 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  /* bwrap passes the shell's death by SIGTERM on as 128 + 15. */
+  assert_outcome(&w.snap, UVT_KILLED, "exit code: 143 after kill request");
+  assert_int_equal(cmdline_count(sl(6)), 0);
+  /* The setsid child went with the sandbox's pid 1. */
+  assert_true(run_until(&f, no_cmdline, (void *)sl(7), 10000));
+  lw.f = &f;
+  lw.id = id;
+  assert_true(run_until(&f, no_leftovers, &lw, 10000));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* S-2, P-KILL-8: a chosen signal reaches the command, not the sandbox:
+ * SIGUSR1 to a task whose shell traps it leaves the task running; SIGINT
+ * ends a plain sleep, and the task with it. */
+static void test_s2_signal(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_snapshot_t s;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "trap 'echo got-usr1' USR1; echo ready; "
+              "while :; do sleep 0.05; done";
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &out, "ready\n");
+  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGUSR1), 0);
+  read_until_has(&f, id, NULL, &out, "got-usr1");
+  assert_int_equal(uvt_get(f.reg, id, NULL, &s), 0);
+  assert_int_equal(s.status, UVT_RUNNING);
+  uvt_snapshot_cleanup(&s);
+  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGINT), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  /* The shell died of SIGINT; bwrap says 128 + 2. */
+  assert_int_equal(w.snap.status, UVT_COMPLETED);
+  assert_string_equal(w.snap.detail, "exit code: 130");
+  wait_end(&w);
+  sb_free(&out);
   fixture_close(&f);
 }
 
@@ -662,7 +737,8 @@ int main(int argc, char **argv) {
       T(test_s1_network),     T(test_s1_host_processes),
       T(test_s1_bad_options), T(test_s2_exit_codes_and_stdin),
       T(test_s2_pids),        T(test_s2_kill_all),
-      T(test_s2_leftovers),   T(test_s2_runtime_limit),
+      T(test_s2_leftovers),   T(test_s2_kill_term_ignorer_outlives),
+      T(test_s2_signal),      T(test_s2_runtime_limit),
       T(test_s2_tty_repl),    T(test_s3_no_bwrap),
       T(test_s3_bwrap_fails),
   };

@@ -176,10 +176,12 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  *    the host every one of them is an ordinary process of the host's pid
  *    namespace, with a host pid, in the task's session (except what left
  *    it): the session kill, P-KILL-3's checks and the leftover count work
- *    unchanged.  Cost: bwrap's pid 1 stays while anything runs in the
- *    sandbox, so it is counted among the leftovers (P-LEFT-1) of an ended
- *    task ("exit code: 0; 2 processes still running" for one `sleep 30 &`):
- *    a kill of that ended task stops it and, with it, the whole sandbox.
+ *    unchanged.  bwrap's pid 1 stays while anything runs in the sandbox
+ *    (and may outlive the command by a moment): it is signalled and waited
+ *    for like any member, but bwrap's processes are not counted as what
+ *    the task left running (P-LEFT-1, uvt_process_leftovers(): one
+ *    `sleep 30 &` reads "exit code: 0; 1 process still running"); a kill
+ *    of that ended task stops it and, with it, the whole sandbox.
  *  - --new-session: no.  It would put the command in a session of its own,
  *    out of the task's: the session kill, the leftover count and the
  *    terminal (a pty task's controlling terminal belongs to the task's

@@ -234,6 +234,7 @@ struct uvt__proc_s {
   int want_sig;                   /* for the next batched pass */
   int pass_sig;                   /* for the pass being run */
   unsigned pass_live;             /* live members the last pass found */
+  unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
   int cg;                         /* the task has a cgroup (cgroup.c) */
   char cg_name[16];
   unsigned pass_groups; /* groups it signalled */
@@ -261,10 +262,10 @@ struct uvt__proc_s {
   int kill_timer_closing; /* its close callback has not run yet */
   uint64_t quiesce_start_ns;
   uint64_t kill_start_ns; /* uv_hrtime() of the first stop request */
-  uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
-  int sandboxed;         /* the leader is bwrap (S-1, sandbox.c) */
-  pid_t cmd_pid;         /* the sandboxed command, once seen */
-  uint64_t timed_out_ms; /* from the start call to the runtime's SIGTERM */
+  uint64_t start_ns;      /* uv_hrtime() of the uvt_process_start call */
+  int sandboxed;          /* the leader is bwrap (S-1, sandbox.c) */
+  pid_t cmd_pid;          /* the sandboxed command, once seen */
+  uint64_t timed_out_ms;  /* from the start call to the runtime's SIGTERM */
 };
 
 /* Reap the leader if it has exited (waitpid on its pid, WNOHANG).
@@ -471,6 +472,7 @@ typedef struct {
   pid_t pgrp;
   pid_t sid;
   char state;
+  char bwrap;               /* its command name is "bwrap" (S-2) */
   unsigned long long start; /* clock ticks after boot */
 } uvt__pstat_t;
 
@@ -500,6 +502,11 @@ int uvt__session_known_empty(uvt__proc_t *p);
 /* A pass over p's session now, sending `sig` (0: none) to its groups;
  * returns its live members.  Reaps our zombie members on the way. */
 int uvt__session_count(uvt__proc_t *p, int sig);
+/* S-2: what the task left running, as reported (P-LEFT-1): a pass's live
+ * members without a sandboxed task's own bwrap processes (its pid 1 may
+ * outlive the command by a moment, or hold the sandbox for a child that
+ * left the session; it is still signalled and waited for as a member). */
+int uvt__session_leftovers(uvt__proc_t *p);
 /* SIGCHLD on a subreaper host: reap zombie children of tracked sessions. */
 void uvt__session_reap_orphans(uvt__procs_t *ps);
 /* At context close: detach procs still tracked, close the idle handle;

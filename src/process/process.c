@@ -599,7 +599,7 @@ static void settle(uvt__proc_t *p) {
    * with (a kill leaves nothing, P-KILL-7). */
   if (!p->not_started && p->pid > 0 && !p->kill_requested &&
       !uvt__session_known_empty(p)) {
-    int left = uvt__session_count(p, 0);
+    int left = uvt__session_leftovers(p);
     size_t used = strlen(detail);
     if (left > 0)
       snprintf(detail + used, sizeof(detail) - used,
@@ -1288,8 +1288,9 @@ int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
     return err;
   if (p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
-  /* One pass over this session now (it also reaps our zombie members). */
-  return uvt__session_count(p, 0);
+  /* One pass over this session now (it also reaps our zombie members);
+   * a sandbox's own bwrap processes are not the task's (S-2). */
+  return uvt__session_leftovers(p);
 }
 
 /* ---- M-MCP-5: a peek at the last unread line (for progress) ----------- */
