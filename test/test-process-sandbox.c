@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -294,6 +295,94 @@ static void test_s1_network(void **state) {
 
   fixture_close(&f);
   close(fd);
+}
+
+/* A listening Unix socket at `path`; its descriptor. */
+static int unix_listener(const char *path) {
+  struct sockaddr_un sa;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  memset(&sa, 0, sizeof(sa));
+  sa.sun_family = AF_UNIX;
+  assert_true(strlen(path) < sizeof(sa.sun_path));
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  assert_int_equal(listen(fd, 4), 0);
+  return fd;
+}
+
+/* S-1: the Unix sockets a network namespace does not close (connect(2) on
+ * a read-only mount works) are hidden too, whatever `hidden` says: the
+ * ssh agent's ($SSH_AUTH_SOCK) and the user's runtime directory
+ * ($XDG_RUNTIME_DIR: the session bus, through which `systemd-run --user`
+ * would run anything outside). */
+static void test_s1_sockets(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  const char *none[1] = {NULL};
+  char dir[64];
+  char agent[128];
+  char rt[128];
+  char bus[160];
+  char cmd[1024];
+  char *old_ssh =
+      getenv("SSH_AUTH_SOCK") ? strdup(getenv("SSH_AUTH_SOCK")) : NULL;
+  char *old_rt =
+      getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+  sbuf_t out = {0};
+  waitres_t w;
+  int fa;
+  int fb;
+  (void)state;
+
+  /* Not under /tmp, which is private inside anyway. */
+  snprintf(dir, sizeof(dir), "/var/tmp/uvt-sbx-sock-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  snprintf(agent, sizeof(agent), "%s/agent.sock", dir);
+  snprintf(rt, sizeof(rt), "%s/run", dir);
+  assert_int_equal(mkdir(rt, 0700), 0);
+  snprintf(bus, sizeof(bus), "%s/bus", rt);
+  fa = unix_listener(agent);
+  fb = unix_listener(bus);
+  setenv("SSH_AUTH_SOCK", agent, 1);
+  setenv("XDG_RUNTIME_DIR", rt, 1);
+  snprintf(cmd, sizeof(cmd),
+           "python3 -c 'import socket\n"
+           "for p in (\"%s\", \"%s\"):\n"
+           "  s = socket.socket(socket.AF_UNIX)\n"
+           "  try:\n"
+           "    s.connect(p); print(\"reached\", p)\n"
+           "  except OSError as e:\n"
+           "    print(\"refused\", p, e.strerror)\n'",
+           agent, bus);
+  fixture_init(&f, NULL);
+  sb.hidden = none; /* hidden whatever the list says */
+  sb.network = UVT_SANDBOX_NET_HOST;
+  run_sandboxed(&f, &sb, NULL, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "refused"));
+  assert_null(strstr(out.buf, "reached"));
+  wait_end(&w);
+  sb_free(&out);
+  /* Without a sandbox both are reached (the check can fail). */
+  run_sandboxed(&f, NULL, NULL, cmd, &out, &w);
+  assert_null(strstr(out.buf, "refused"));
+  assert_non_null(strstr(out.buf, "reached"));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+  close(fa);
+  close(fb);
+  if (old_ssh != NULL)
+    setenv("SSH_AUTH_SOCK", old_ssh, 1);
+  else
+    unsetenv("SSH_AUTH_SOCK");
+  if (old_rt != NULL)
+    setenv("XDG_RUNTIME_DIR", old_rt, 1);
+  else
+    unsetenv("XDG_RUNTIME_DIR");
+  free(old_ssh);
+  free(old_rt);
+  rm_rf(dir);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -733,13 +822,21 @@ static void test_s1_bad_options(void **state) {
 
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
-      T(test_s1_writes),      T(test_s1_hidden),
-      T(test_s1_network),     T(test_s1_host_processes),
-      T(test_s1_bad_options), T(test_s2_exit_codes_and_stdin),
-      T(test_s2_pids),        T(test_s2_kill_all),
-      T(test_s2_leftovers),   T(test_s2_kill_term_ignorer_outlives),
-      T(test_s2_signal),      T(test_s2_runtime_limit),
-      T(test_s2_tty_repl),    T(test_s3_no_bwrap),
+      T(test_s1_writes),
+      T(test_s1_hidden),
+      T(test_s1_network),
+      T(test_s1_host_processes),
+      T(test_s1_sockets),
+      T(test_s1_bad_options),
+      T(test_s2_exit_codes_and_stdin),
+      T(test_s2_pids),
+      T(test_s2_kill_all),
+      T(test_s2_leftovers),
+      T(test_s2_kill_term_ignorer_outlives),
+      T(test_s2_signal),
+      T(test_s2_runtime_limit),
+      T(test_s2_tty_repl),
+      T(test_s3_no_bwrap),
       T(test_s3_bwrap_fails),
   };
   return PROCESS_TESTS("process-sandbox", tests);

@@ -151,6 +151,12 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  *   /proc          the task's own pid namespace: no process of the host
  *                  is visible, nor can it be signalled from inside
  *   hidden[]       directories read as empty, files as empty files
+ *   sockets        hidden too, whatever hidden[] says: $XDG_RUNTIME_DIR
+ *                  and /run/user/<uid> (the session bus, through which
+ *                  `systemd-run --user` would run anything outside; the
+ *                  agents), $SSH_AUTH_SOCK, /run/docker.sock: a Unix
+ *                  socket on the file system can be connected to through
+ *                  a read-only mount and from another network namespace
  *   network        none at all with UVT_SANDBOX_NET_NONE (not even the
  *                  host's loopback: a fresh namespace with only its own
  *                  `lo`); the host's with UVT_SANDBOX_NET_HOST
@@ -223,8 +229,11 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * What it does not do: it is no defence against a kernel exploit (it is
  * namespaces and mounts, no seccomp filter); the network is all or
  * nothing (no per-domain allowlist); what the task may read is everything
- * the user may read except the hidden paths; and it adds no limit on CPU,
- * memory or processes (a cgroup does that: uvt_process_cgroups()). */
+ * the user may read except the hidden paths; a Unix socket elsewhere on
+ * the file system (the system bus, a database's, an X server's in
+ * /tmp/.X11-unix is private, but not one in a home directory) can still
+ * be connected to; and it adds no limit on CPU, memory or processes (a
+ * cgroup does that: uvt_process_cgroups()). */
 #define UVT_SANDBOX_FS_READONLY 0  /* only writable[] and /tmp */
 #define UVT_SANDBOX_FS_WORKSPACE 1 /* cwd, writable[] and /tmp */
 #define UVT_SANDBOX_NET_NONE 0     /* no network, loopback included */

@@ -153,15 +153,88 @@ static int expand(const char *in, char out[PATH_MAX]) {
   return (size_t)snprintf(out, PATH_MAX, "%s", in) < PATH_MAX;
 }
 
+/* `path` reads as empty inside: a directory as an empty read-only one,
+ * anything else (a file, a socket) as an empty file.  Skipped when it does
+ * not exist. */
+static void hide(argv_t *a, const char *path) {
+  struct stat st;
+  if (path == NULL || path[0] != '/' || stat(path, &st) != 0)
+    return;
+  if (S_ISDIR(st.st_mode)) {
+    push(a, "--tmpfs");
+    push(a, path);
+    push(a, "--remount-ro");
+    push(a, path);
+  } else {
+    push(a, "--ro-bind");
+    push(a, "/dev/null");
+    push(a, path);
+  }
+}
+
+static int longer_first(const void *x, const void *y) {
+  size_t a = strlen(*(char *const *)x);
+  size_t b = strlen(*(char *const *)y);
+  return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* The hidden paths, and the Unix sockets that are a way out neither a
+ * read-only mount nor a network namespace closes (connect(2) needs no
+ * write permission on the mount): the session bus (`systemd-run --user`
+ * runs anything outside), the ssh and gpg agents, Docker's socket; these
+ * are hidden whatever `hidden` says.  Deeper paths first: bwrap cannot
+ * make a mount point inside a directory already hidden (read-only), and
+ * a directory hidden later covers what was mounted inside it. */
+static void hide_all(argv_t *a, const uvt_sandbox_t *sb) {
+  const char *const *list = sb->hidden != NULL ? sb->hidden : default_hidden;
+  const char *sock[5];
+  char path[PATH_MAX];
+  char **paths;
+  size_t cap = 5;
+  size_t n = 0;
+  size_t i;
+
+  for (i = 0; list[i] != NULL; i++)
+    cap++;
+  paths = uvt__malloc(cap * sizeof(*paths));
+  if (paths == NULL) {
+    a->err = UV_ENOMEM;
+    return;
+  }
+  sock[0] = getenv("XDG_RUNTIME_DIR");
+  snprintf(path, sizeof(path), "/run/user/%u", (unsigned)geteuid());
+  sock[1] = path;
+  sock[2] = getenv("SSH_AUTH_SOCK");
+  sock[3] = "/run/docker.sock";
+  sock[4] = "/var/run/docker.sock";
+  for (i = 0; i < cap && a->err == 0; i++) {
+    const char *src = i < 5 ? sock[i] : path;
+    if (i >= 5 && !expand(list[i - 5], path))
+      continue;
+    if (src == NULL || src[0] != '/')
+      continue;
+    paths[n] = uvt__malloc(strlen(src) + 1);
+    if (paths[n] == NULL) {
+      a->err = UV_ENOMEM;
+      break;
+    }
+    memcpy(paths[n], src, strlen(src) + 1);
+    n++;
+  }
+  qsort(paths, n, sizeof(paths[0]), longer_first);
+  for (i = 0; i < n; i++) {
+    hide(a, paths[i]);
+    uvt__free(paths[i]);
+  }
+  uvt__free(paths);
+}
+
 /* Everything up to and including "--" and the inner `env`.  `cwd` NULL:
  * the probe (no binds, no chdir). */
 static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
                  const char *cwd) {
-  const char *const *h;
   const char *const *w;
-  char path[PATH_MAX];
   char real[PATH_MAX];
-  struct stat st;
 
   push(a, env_path());
   push(a, "--ignore-signal=" SIGS);
@@ -186,21 +259,7 @@ static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
       push(a, real);
       push(a, real);
     }
-    for (h = sb->hidden != NULL ? sb->hidden : default_hidden;
-         h != NULL && *h != NULL; h++) {
-      if (!expand(*h, path) || stat(path, &st) != 0)
-        continue;
-      if (S_ISDIR(st.st_mode)) {
-        push(a, "--tmpfs");
-        push(a, path);
-        push(a, "--remount-ro");
-        push(a, path);
-      } else {
-        push(a, "--ro-bind");
-        push(a, "/dev/null");
-        push(a, path);
-      }
-    }
+    hide_all(a, sb);
   }
   push(a, "--unshare-pid");
   push(a, "--unshare-ipc");
