@@ -507,9 +507,26 @@ static int no_leftovers(void *arg) {
   return uvt_process_leftovers(l->f->reg, l->id, NULL) == 0;
 }
 
-static int has_150(void *arg) {
+/* The bomb's size: enough processes to need more than one signal pass,
+ * few enough to start in time on a busy machine under a sanitizer. */
+#define BOMB 100
+
+static int has_bomb(void *arg) {
   (void)arg;
-  return cmdline_count(sl(2)) >= 150;
+  return cmdline_count(sl(2)) >= BOMB;
+}
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  sbuf_t *sb;
+  const char *needle;
+} until_t;
+
+static int output_has(void *arg) {
+  until_t *u = arg;
+  read_into(u->f, u->id, NULL, u->sb);
+  return u->sb->buf != NULL && strstr(u->sb->buf, u->needle) != NULL;
 }
 
 static int has_setsid(void *arg) {
@@ -518,10 +535,11 @@ static int has_setsid(void *arg) {
 }
 
 /* S-2, P-KILL-5, P-KILL-7: one kill stops a sandboxed fork bomb (bounded:
- * 150 sleeps, all ignoring SIGTERM), a child that left the session with
+ * BOMB sleeps, all ignoring SIGTERM), a child that left the session with
  * setsid, and the TERM-ignoring shell itself; nothing is left. */
 static void test_s2_kill_all(void **state) {
   char cmd[256];
+  until_t ut;
   fixture_t f;
   left_t lw;
   uvt_sandbox_t sb = {0};
@@ -536,14 +554,19 @@ static void test_s2_kill_all(void **state) {
   test_opts(&o);
   snprintf(cmd, sizeof(cmd),
            "trap '' TERM; setsid %s & i=0; "
-           "while [ $i -lt 150 ]; do %s & i=$((i+1)); done; "
+           "while [ $i -lt %d ]; do %s & i=$((i+1)); done; "
            "echo ready; wait",
-           sl(1), sl(2));
+           sl(1), BOMB, sl(2));
   o.command = cmd;
   o.sandbox = &sb;
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-  read_until_has(&f, id, NULL, &out, "ready\n");
-  assert_true(run_until(&f, has_150, NULL, 10000));
+  /* A long bound: forking the bomb takes seconds on a loaded machine. */
+  ut.f = &f;
+  ut.id = id;
+  ut.sb = &out;
+  ut.needle = "ready\n";
+  assert_true(run_until(&f, output_has, &ut, 60000));
+  assert_true(run_until(&f, has_bomb, NULL, 60000));
   assert_true(run_until(&f, has_setsid, NULL, 10000));
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   assert_int_equal(kr, UVT_KILL_REQUESTED);

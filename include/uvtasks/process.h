@@ -230,9 +230,9 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * namespaces and mounts, no seccomp filter); the network is all or
  * nothing (no per-domain allowlist); what the task may read is everything
  * the user may read except the hidden paths; a Unix socket elsewhere on
- * the file system (the system bus, a database's, an X server's in
- * /tmp/.X11-unix is private, but not one in a home directory) can still
- * be connected to; and it adds no limit on CPU, memory or processes (a
+ * the file system (the system bus, a database's; those under /tmp are
+ * out of reach, /tmp being private) can still be connected to; and it
+ * adds no limit on CPU, memory or processes (a
  * cgroup does that: uvt_process_cgroups()). */
 #define UVT_SANDBOX_FS_READONLY 0  /* only writable[] and /tmp */
 #define UVT_SANDBOX_FS_WORKSPACE 1 /* cwd, writable[] and /tmp */
