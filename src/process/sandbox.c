@@ -118,7 +118,14 @@ static int find_bwrap(char buf[PATH_MAX]) {
     if (strlen(set) >= PATH_MAX)
       return UV_ENAMETOOLONG;
     memcpy(buf, set, strlen(set) + 1);
-    return is_exec(buf) ? 0 : UV_ENOENT;
+    if (!is_exec(buf))
+      return UV_ENOENT;
+    /* Absolute: the leader runs it from the task's cwd. */
+    if (set[0] != '/' && realpath(set, buf) == NULL) {
+      memcpy(buf, set, strlen(set) + 1);
+      return UV_ENOENT;
+    }
+    return 0;
   }
   path = getenv("PATH");
   if (path == NULL || path[0] == '\0')
