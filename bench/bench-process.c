@@ -4,7 +4,7 @@
  *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
- *                 [--cgroups]
+ *                 [--cgroups] [--sandbox]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -24,7 +24,10 @@
  * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
  * descriptors open; --spawners N sets the registry's spawner threads (0:
  * the library's default, one per core); --cgroups gives every uvtasks task
- * a cgroup of its own (uvt_process_cgroups; the host's own cgroup).
+ * a cgroup of its own (uvt_process_cgroups; the host's own cgroup);
+ * --sandbox (S-1) runs every uvtasks task in a read-only sandbox without
+ * network, and makes the posix_spawn loop run what such a task's leader
+ * runs (env, bwrap, env, the command): bwrap's own cost, alone.
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
  * uvt_process_start or uv_spawn, wall time), start_cpu_p99_us (the loop
@@ -67,6 +70,7 @@ static struct {
   long idle;
   int probe;
   int cgroups;
+  int sandbox;
 } cfg;
 
 static uv_loop_t loop;
@@ -77,6 +81,40 @@ static uint64_t t_start;
 static uint64_t t_end;
 
 static const char *const argv_true[] = {"true", NULL};
+
+/* --sandbox: a read-only sandbox without network (S-1). */
+static uvt_sandbox_t sandbox;
+
+/* --sandbox with posix_spawn: the leader's argv of a sandboxed task
+ * (src/process/sandbox.c), for bwrap's own cost. */
+#define BWRAP_SIGS "HUP,INT,QUIT,PIPE,TERM,USR1,USR2"
+static const char *const argv_bwrap[] = {"env",
+                                         "--ignore-signal=" BWRAP_SIGS,
+                                         "bwrap",
+                                         "--ro-bind",
+                                         "/",
+                                         "/",
+                                         "--dev",
+                                         "/dev",
+                                         "--proc",
+                                         "/proc",
+                                         "--tmpfs",
+                                         "/tmp",
+                                         "--unshare-pid",
+                                         "--unshare-ipc",
+                                         "--unshare-net",
+                                         "--",
+                                         "env",
+                                         "--default-signal=" BWRAP_SIGS,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL};
+static const char *argv_sandboxed[sizeof(argv_bwrap) / sizeof(argv_bwrap[0])];
 
 /* CPU time of the calling thread, in microseconds. */
 static uint64_t thread_cpu_us(void) {
@@ -236,6 +274,8 @@ static void uvt_start_one(void) {
     o.command = "true";
   else
     o.argv = argv_true;
+  if (cfg.sandbox)
+    o.sandbox = &sandbox;
   BENCH_CHECK(uvt_process_start(reg, &o, NULL));
   started++;
   live++;
@@ -432,6 +472,25 @@ static void run_idle(long ms) {
 
 static void run_posix_spawn(void) {
   const char *const *args = cfg.shell ? argv_shell : argv_true;
+  if (cfg.sandbox) {
+    /* The command after the inner env; as root bwrap drops capabilities
+     * too (--cap-drop ALL), as the library asks it to. */
+    size_t k = 0, j;
+    while (argv_bwrap[k] != NULL)
+      k++;
+    memcpy(argv_sandboxed, argv_bwrap, k * sizeof(*argv_sandboxed));
+    if (geteuid() == 0) {
+      memmove(argv_sandboxed + 17, argv_sandboxed + 15,
+              (k - 15) * sizeof(*argv_sandboxed));
+      argv_sandboxed[15] = "--cap-drop";
+      argv_sandboxed[16] = "ALL";
+      k += 2;
+    }
+    for (j = 0; args[j] != NULL; j++)
+      argv_sandboxed[k++] = args[j];
+    argv_sandboxed[k] = NULL;
+    args = argv_sandboxed;
+  }
   struct pollfd *fds = calloc((size_t)cfg.live_max, sizeof(*fds));
   pid_t *pids = calloc((size_t)cfg.live_max, sizeof(*pids));
   posix_spawnattr_t attr;
@@ -499,6 +558,7 @@ int main(int argc, char **argv) {
   cfg.idle = bench_lopt(argc, argv, "--idle", 0);
   cfg.probe = bench_flag(argc, argv, "--probe");
   cfg.cgroups = bench_flag(argc, argv, "--cgroups");
+  cfg.sandbox = bench_flag(argc, argv, "--sandbox");
   uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
   heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
   {

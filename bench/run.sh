@@ -155,6 +155,13 @@ if timeout 60 "$B/bench-process" --impl uvtasks --count 2 --live 1 --cgroups >/d
 else
   note "uvtasks+cgroup skipped: no cgroup v2 group can be created here"
 fi
+# Sandboxed tasks (S-1): only where bwrap can make a sandbox.
+has_bwrap=0
+if timeout 60 "$B/bench-process" --impl uvtasks --count 2 --live 1 --sandbox >/dev/null 2>&1; then
+  has_bwrap=1
+else
+  note "uvtasks+sandbox skipped: no bwrap, or it cannot make a sandbox here"
+fi
 if probe valgrind 3.0 valgrind --version; then
   has_vg=1
 else
@@ -184,6 +191,14 @@ for r in $(seq 1 "$rounds"); do
   run "1 process argv" "uvtasks+500idle" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --idle $IDLE
   # A cgroup per task (opt-in), where this machine lets us make them.
   [ $has_cgroups = 1 ] && run "1 process argv" "uvtasks+cgroup" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --cgroups
+  # S-1: every task in a sandbox (read-only, no network), and bwrap's own
+  # cost alone (the same command line from a raw posix_spawn loop); a
+  # sandbox costs milliseconds, so an eighth of the tasks.
+  if [ $has_bwrap = 1 ]; then
+    run "1s sandbox argv" uvtasks "$B/bench-process" --impl uvtasks --count $((COUNT / 8)) --live $LIVE
+    run "1s sandbox argv" "uvtasks+sandbox" "$B/bench-process" --impl uvtasks --count $((COUNT / 8)) --live $LIVE --sandbox
+    run "1s sandbox argv" "posix_spawn+bwrap" "$B/bench-process" --impl posix_spawn --count $((COUNT / 8)) --live $LIVE --sandbox
+  fi
   # The limit with the descriptors 500 idle tasks hold (3 each).
   run "1 process argv" "posix_spawn+1500fd" "$B/bench-process" --impl posix_spawn --count $COUNT --live $LIVE --fds $((IDLE * 3))
   # The same descriptors held by uvtasks' host, without the idle tasks:
@@ -368,6 +383,12 @@ END {
     "1 process argv", "uvtasks", "rate", 0.9, 0)
   rgoal("1 argv with 500 idle tasks vs plain", "1 process argv", "uvtasks+500idle", "rate",
     "1 process argv", "uvtasks", "rate", 0.9, 0)
+  if (m("1s sandbox argv", "uvtasks+sandbox", "rate") != "") {
+    rgoal("1s argv in a sandbox vs without (S-2)", "1s sandbox argv", "uvtasks+sandbox", "rate",
+      "1s sandbox argv", "uvtasks", "rate", 0.5, 0)
+    rgoal("1s argv in a sandbox vs bwrap alone (raw posix_spawn loop)", "1s sandbox argv", "uvtasks+sandbox", "rate",
+      "1s sandbox argv", "posix_spawn+bwrap", "rate", 0.9, 0)
+  }
   v = m("1 process argv", "uvtasks", "start_p99_us")
   goal(sprintf("1 uvt_process_start call: p99 %s us <= 50 us (median over rounds)", fmt(v)),
     v <= 50, v != "")
@@ -414,6 +435,7 @@ END {
   print "note: uv_spawn+256MiB runs a quarter of the tasks (libuv 1.44 forks, which copies the page tables)"
   print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"
   print "note: uvtasks spawns on spawner threads (one per core); uvtasks/1spawner is the same with one"
+  print "note: 1s: uvtasks+sandbox runs each task in bwrap (read-only, no network); posix_spawn+bwrap runs the same bwrap command line without the library: what bwrap itself costs. The first sandboxed start of a registry also runs bwrap once to check it works (S-3)"
   print "note: uvtasks+cgroup: a cgroup per task (uvt_process_cgroups, off by default): the child enters its group before exec, so it forks"
   print "note: 2 lateness: \"waiting for CPU\" is how long the loop'"'"'s thread was runnable but not running between two ticks (/proc/thread-self/schedstat); \"beyond the wait\" is a tick'"'"'s lateness minus that: the loop'"'"'s own work"
   print "note: load average at the end: " load_end

@@ -17,6 +17,8 @@ elif [ "$mode" != "--build" ]; then
   # python3 and git: the process suites run the commands of C-27, C-28
   # and C-31 with them.
   pkgs+=(libcmocka-dev procps python3 git)
+  # S-1..S-4: sandboxed tasks run in bubblewrap (the tests need it).
+  pkgs+=(bubblewrap)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   # The Node binding builds against the headers of the Node that runs it

@@ -61,6 +61,28 @@ export interface TaskSpec {
   run(): TaskHooks
 }
 
+/**
+ * S-1..S-4: a bubblewrap sandbox for one task (uvtasks/process.h,
+ * uvt_sandbox_t).  The host's file system is read-only inside except /tmp
+ * (private), `writable` and, with fs 'workspace', the task's cwd; the
+ * `hidden` paths read as empty; network 'none' (the default) is no network
+ * at all, loopback included.  A machine without bwrap, or without user
+ * namespaces, makes spawn() throw ENOTSUP (S-3): never a run without it.
+ */
+export interface SandboxOptions {
+  /** Default 'read-only'. */
+  fs?: 'read-only' | 'workspace'
+  /** Extra writable paths; each must exist (else ENOENT). */
+  writable?: string[]
+  /**
+   * Paths that read as empty ("~/" is $HOME).  Default: ~/.ssh, ~/.aws,
+   * ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.npmrc, ~/.docker; [] = none.
+   */
+  hidden?: string[]
+  /** Default 'none'. */
+  network?: 'none' | 'host'
+}
+
 export interface SpawnOptions {
   /** Run by bash (sh if there is no bash); or give `argv`. */
   command?: string
@@ -108,6 +130,8 @@ export interface SpawnOptions {
    * is implied).
    */
   tty?: boolean
+  /** S-4: run inside a bubblewrap sandbox (see SandboxOptions). */
+  sandbox?: SandboxOptions
   /** The terminal's size in cells, default 80 x 24; 1..65535 (0: EINVAL). */
   cols?: number
   rows?: number

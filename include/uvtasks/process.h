@@ -139,6 +139,128 @@ extern "C" {
  * uvt_process_read().  See `on_output`. */
 typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
 
+/* ---- Sandboxed tasks (S-1..S-4, docs/contract.md) ------------------------
+ *
+ * A process task may run inside a sandbox made by bubblewrap (`bwrap`, the
+ * Debian package bubblewrap): mount, pid and IPC namespaces (and network,
+ * with UVT_SANDBOX_NET_NONE), nothing of our own.  Where user namespaces
+ * are allowed bwrap needs no privilege, so this works as root and as an
+ * unprivileged user.  What the task sees (S-1):
+ *
+ *   /              the host's file system, read-only (writes: EROFS)
+ *   cwd            writable with UVT_SANDBOX_FS_WORKSPACE, else read-only
+ *   writable[]     writable, each (must exist at start)
+ *   /tmp           a private, empty, writable tmpfs (gone with the task)
+ *   /dev           a minimal one (null, zero, full, random, urandom, tty,
+ *                  a private devpts); the task's terminal still works
+ *   /proc          the task's own pid namespace: no process of the host
+ *                  is visible, nor can it be signalled from inside
+ *   hidden[]       directories read as empty, files as empty files
+ *   sockets        hidden too, whatever hidden[] says: $XDG_RUNTIME_DIR
+ *                  and /run/user/<uid> (the session bus, through which
+ *                  `systemd-run --user` would run anything outside; the
+ *                  agents), $SSH_AUTH_SOCK, /run/docker.sock: a Unix
+ *                  socket on the file system can be connected to through
+ *                  a read-only mount and from another network namespace
+ *   network        none at all with UVT_SANDBOX_NET_NONE (not even the
+ *                  host's loopback: a fresh namespace with only its own
+ *                  `lo`); the host's with UVT_SANDBOX_NET_HOST
+ *
+ * As root the command runs with every capability dropped (`--cap-drop
+ * ALL`), so it cannot remount what is read-only.  The environment is the
+ * task's usual one (P-SPAWN-3: credential-looking variables are already
+ * gone).
+ *
+ * How it is run (S-2).  The leader the library spawns is bwrap itself, in
+ * the task's session as any leader: `env --ignore-signal=HUP,INT,QUIT,PIPE,
+ * TERM,USR1,USR2 bwrap ... -- env --default-signal=(the same) COMMAND`.
+ * bwrap's two processes (the monitor, our child, and pid 1 of the sandbox)
+ * ignore the signals a kill or uvt_process_signal() sends, so they live
+ * exactly as long as the command does, while the command gets the signals
+ * with their default actions as an unsandboxed one would (^C on a pty
+ * interrupts the command, not the sandbox).  SIGKILL reaches them all.
+ * The choices, and why:
+ *  - --unshare-pid: yes.  The task cannot see or signal the host's
+ *    processes (nor read their environment through /proc), and everything
+ *    the command starts, even what calls setsid() and so leaves the
+ *    session, dies when the sandbox's pid 1 gets the kill's SIGKILL.  From
+ *    the host every one of them is an ordinary process of the host's pid
+ *    namespace, with a host pid, in the task's session (except what left
+ *    it): the session kill, P-KILL-3's checks and the leftover count work
+ *    unchanged.  bwrap's pid 1 stays while anything runs in the sandbox
+ *    (and may outlive the command by a moment): it is signalled and waited
+ *    for like any member, but bwrap's processes are not counted as what
+ *    the task left running (P-LEFT-1, uvt_process_leftovers(): one
+ *    `sleep 30 &` reads "exit code: 0; 1 process still running"); a kill
+ *    of that ended task stops it and, with it, the whole sandbox.
+ *  - --new-session: no.  It would put the command in a session of its own,
+ *    out of the task's: the session kill, the leftover count and the
+ *    terminal (a pty task's controlling terminal belongs to the task's
+ *    session) would all lose it.  What it guards against, TIOCSTI into the
+ *    controlling terminal, reaches nothing here: the only terminal a task
+ *    can have is its own pty.
+ *  - --die-with-parent: no.  It kills the sandbox when bwrap's monitor
+ *    exits, which it does as soon as the command exits: background jobs
+ *    (leftovers, P-LEFT-1) would die with the command.  A host that dies
+ *    is the MCP server's guardian's business (M-MCP-7), as for any task.
+ *  - --as-pid-1: no.  The command as pid 1 of its namespace would drop
+ *    every signal from the host it has no handler for (a kill's SIGTERM,
+ *    uvt_process_signal()), and its exit would kill its background jobs.
+ *
+ * What the task's outcome says.  bwrap's monitor exits with the command's
+ * exit status, and with 128 + N when the command died of signal N (bwrap
+ * 0.8's --json-status-fd says no more than that), so a sandboxed command
+ * that dies of a signal nobody sent reads "exit code: 128+N" (P-END-3:
+ * the library cannot tell it was a signal), a kill's SIGTERM that ended it
+ * reads "exit code: 143 after kill request", and a kill that reached
+ * SIGKILL reads "signal: SIGKILL" (bwrap died of it too).  A command that
+ * exits 3 reads "exit code: 3", exactly as outside.  uvt_process_pid()
+ * gives bwrap's pid, which is the session and group id that everything
+ * signalling the task uses (the MCP server's guardian, a host's kill(-pid,
+ * 0) probe); the command's own pid is uvt_process_command_pid().
+ *
+ * Which bwrap (S-3): $UVTASKS_BWRAP when set (a path), else `bwrap` in
+ * PATH.  The first sandboxed start of a registry for each network setting
+ * runs that bwrap once with the same namespaces (`... -- env
+ * --default-signal=... true`, on the loop thread, a few milliseconds) and
+ * remembers the answer: no bwrap, a bwrap that cannot make the namespaces
+ * (user namespaces refused: kernel.unprivileged_userns_clone=0,
+ * user.max_user_namespaces=0, an AppArmor rule), or an `env` without
+ * --default-signal (coreutils < 8.31) make that start, and every later
+ * sandboxed start of the registry, fail with UV_ENOTSUP, and the reason
+ * (bwrap's own message) is logged at UVT_LOG_ERROR.  The command never
+ * runs without the sandbox it was asked to run in.
+ *
+ * What it does not do: it is no defence against a kernel exploit (it is
+ * namespaces and mounts, no seccomp filter); the network is all or
+ * nothing (no per-domain allowlist); what the task may read is everything
+ * the user may read except the hidden paths; a Unix socket elsewhere on
+ * the file system (the system bus, a database's; those under /tmp are
+ * out of reach, /tmp being private) can still be connected to; and it
+ * adds no limit on CPU, memory or processes (a
+ * cgroup does that: uvt_process_cgroups()). */
+#define UVT_SANDBOX_FS_READONLY 0  /* only writable[] and /tmp */
+#define UVT_SANDBOX_FS_WORKSPACE 1 /* cwd, writable[] and /tmp */
+#define UVT_SANDBOX_NET_NONE 0     /* no network, loopback included */
+#define UVT_SANDBOX_NET_HOST 1     /* the host's network */
+
+typedef struct {
+  /* UVT_SANDBOX_FS_READONLY (0) or UVT_SANDBOX_FS_WORKSPACE (1). */
+  int fs;
+  /* Extra writable paths (files or directories, absolute or relative to
+   * the host's cwd), NULL-terminated; NULL = none.  Each must exist when
+   * the task starts (else UV_ENOENT). */
+  const char *const *writable;
+  /* Paths that read as empty inside: a directory as an empty read-only
+   * one, a file as an empty file.  "~/" at the start means the host's
+   * $HOME.  Paths that do not exist are skipped.  NULL = the default
+   * list: ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.npmrc,
+   * ~/.docker; an empty list (just the NULL) = none. */
+  const char *const *hidden;
+  /* UVT_SANDBOX_NET_NONE (0) or UVT_SANDBOX_NET_HOST (1). */
+  int network;
+} uvt_sandbox_t;
+
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
  * or consumed before it returns). */
@@ -246,8 +368,16 @@ typedef struct {
   uvt_output_cb on_output;
   void *on_output_data;
 
+  /* ---- Sandboxed tasks (S-1..S-4) ---- */
+
+  /* NULL (the default): no sandbox.  Else the task runs inside bwrap as
+   * the uvt_sandbox_t above describes; read only during
+   * uvt_process_start().  A start that cannot make the sandbox fails with
+   * UV_ENOTSUP (S-3). */
+  const uvt_sandbox_t *sandbox;
+
   /* private */
-  void *reserved_[4]; /* for fields to come without an ABI break */
+  void *reserved_[3]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
@@ -341,7 +471,10 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * kernel's 128 KiB for one string), UV_EMFILE or UV_ENFILE (no descriptor
  * for the pipes, the socket or the terminal), or the error of opening a
  * pseudo-terminal (posix_openpt, grantpt, unlockpt: UV_ENOENT without
- * /dev/ptmx, UV_EAGAIN when the system has no more).  On error nothing is
+ * /dev/ptmx, UV_EAGAIN when the system has no more); with `sandbox`:
+ * UV_ENOTSUP (no sandbox can be made, S-3: the reason is logged),
+ * UV_EINVAL (fs or network not one of the constants), UV_ENOENT (a
+ * writable path does not exist), UV_ENAMETOOLONG.  On error nothing is
  * registered, no id number is used and no child exists; handles opened for the
  * attempt are closed through the loop (run it to let their close callbacks
  * finish).  An error only the spawn itself reports (exec refusing the file,
@@ -367,6 +500,19 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
  * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);
+
+/* The pid of the command itself (S-2): for a sandboxed task the process
+ * bwrap started (a host pid: the host's kill(2) reaches it), for any
+ * other task the same as uvt_process_pid().  Found through /proc while
+ * the task runs (bwrap's monitor, its pid 1, then their first child) and
+ * remembered from then on.
+ *
+ * Returns the pid (> 0), 0 while the spawn is out or the sandbox is not
+ * made yet, UV_ESRCH (no process, or the sandbox ended before its
+ * command was seen), UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
+                                       const uvt_agent_t *caller);
 
 /* Contain every task this registry starts from now on in a cgroup v2
  * group of its own as well as its session (P-KILL-5), so that a kill, the

@@ -69,6 +69,7 @@
 #define UVTASKS_TOOLS_H
 
 #include "../uvtasks.h"
+#include "process.h" /* uvt_sandbox_t (S-4) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -155,6 +156,11 @@ typedef struct {
    * a request timeout (uvtasks-mcp: below the 60 s of the official SDK's
    * clients) sets one below it. */
   uint64_t yield_ms;
+  /* S-4: the sandbox every command of run_in_background and run_command
+   * runs in (uvtasks/process.h, uvt_sandbox_t); NULL = none.  Not copied:
+   * it (and its lists) must stay valid while the tools are attached.  A
+   * start that cannot make it answers with a tool error saying so. */
+  const uvt_sandbox_t *sandbox;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -175,6 +181,7 @@ struct uvt_tools_s {
   uint64_t grace_ms_;
   size_t max_bytes_;
   uint64_t yield_ms_;
+  const uvt_sandbox_t *sandbox_;
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
   struct uvt__link carries_; /* per-task filter states kept between reads */

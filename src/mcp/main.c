@@ -48,6 +48,15 @@ static const char usage[] =
     "30000)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
+    "  --sandbox PROFILE    run every command in a bubblewrap sandbox:\n"
+    "                       off (default), read-only (writes only to /tmp,\n"
+    "                       private, and --writable DIRs) or workspace\n"
+    "                       (also the command's cwd); no network, hidden\n"
+    "                       ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc,\n"
+    "                       ~/.npmrc, ~/.docker (S-1..S-4; UVTASKS_BWRAP\n"
+    "                       names the bwrap to use)\n"
+    "  --allow-net          with --sandbox: keep the host's network\n"
+    "  --writable DIR       with --sandbox: DIR is writable too (repeatable)\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -219,6 +228,7 @@ static int parse_u64(const char *s, uint64_t *out) {
 /* Returns 0 to run, 1 to exit 0 (help, version), 2 on a usage error. */
 static int parse_args(int argc, char **argv, mcp_config_t *c) {
   uint64_t v;
+  int r;
   int i;
 
   i = 1;
@@ -273,6 +283,11 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
+      continue;
+    } else if ((r = mcp_sandbox_arg(c, a, val)) != 0) {
+      if (r < 0)
+        goto bad;
+      i += r;
       continue;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
@@ -330,6 +345,13 @@ int main(int argc, char **argv) {
   err = parse_args(argc, argv, &server.config);
   if (err != 0)
     return err == 1 ? 0 : 2;
+  if (!server.config.sandbox_on &&
+      (server.config.writable_n > 0 ||
+       server.config.sandbox.network == UVT_SANDBOX_NET_HOST)) {
+    fprintf(stderr, "uvtasks-mcp: --allow-net and --writable need --sandbox "
+                    "read-only or workspace\n");
+    return 2;
+  }
   if (server.config.cwd != NULL) {
     err = uv_fs_stat(NULL, &stat_req, server.config.cwd, NULL);
     if (err == 0 && !S_ISDIR(stat_req.statbuf.st_mode))
@@ -387,6 +409,8 @@ int main(int argc, char **argv) {
                        ? (uint64_t)server.config.yield_ms
                        : MCP_YIELD_DEFAULT_MS;
   topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
+  if (server.config.sandbox_on)
+    topts.sandbox = &server.config.sandbox; /* S-4 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == 0) {
     tools_attached = 1;

@@ -194,6 +194,11 @@ typedef struct {
   int64_t yield_ms;           /* M-TOOLS-6: run_command's yield; -1 default */
   size_t max_bytes;           /* M-TOOLS-8: output per result; 0 default */
   int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
+  /* S-4 (sandbox.c): --sandbox, --allow-net, --writable. */
+  int sandbox_on;
+  uvt_sandbox_t sandbox;
+  const char *writable[65];
+  unsigned writable_n;
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -301,6 +306,13 @@ void mcp_task_call_done(mcp_task_t *task, int status);
 int mcp_tasks_cancel_request(mcp_server_t *server, json_t *request_id);
 /* Add "execution" to each tool of a tools/list answer. */
 void mcp_tasks_tools_list(mcp_server_t *server, json_t *tools);
+
+/* S-4 (sandbox.c): one of the sandbox options at argv[i] (`val` the next
+ * word, or NULL): 0 = not one of them, 1 or 2 = the words it took, -1 =
+ * a bad or missing value. */
+int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val);
+/* Add the sandbox's profile to the command tools' descriptions. */
+void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools);
 /* The "tasks" server capability. */
 json_t *mcp_tasks_capability(void);
 /* tasks/get, tasks/result, tasks/list, tasks/cancel. */

@@ -882,6 +882,7 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
   } else if (server->tasks_enabled) {
     mcp_tasks_tools_list(server, tools);
   }
+  mcp_sandbox_describe(server, tools); /* S-4 */
   json_object_set_new(result, "tools", tools);
   mcp_rpc_result(server, id, result);
 }

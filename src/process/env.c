@@ -299,5 +299,6 @@ void uvt__env_cache_free(uvt__envcache_t *c) {
   uvt__free(c->environ_seen);
   uvt__free(c->extra);
   uvt__free(c->resolved);
+  uvt__free(c->sb_bwrap);
   memset(c, 0, sizeof(*c));
 }

@@ -234,6 +234,7 @@ struct uvt__proc_s {
   int want_sig;                   /* for the next batched pass */
   int pass_sig;                   /* for the pass being run */
   unsigned pass_live;             /* live members the last pass found */
+  unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
   int cg;                         /* the task has a cgroup (cgroup.c) */
   char cg_name[16];
   unsigned pass_groups; /* groups it signalled */
@@ -264,6 +265,8 @@ struct uvt__proc_s {
   int kill_gave_up;       /* SIGKILL went unanswered too long (P-KILL-7) */
   int stop_at_settle;     /* a kill came after the leader's own exit */
   uint64_t start_ns;      /* uv_hrtime() of the uvt_process_start call */
+  int sandboxed;          /* the leader is bwrap (S-1, sandbox.c) */
+  pid_t cmd_pid;          /* the sandboxed command, once seen */
   uint64_t timed_out_ms;  /* from the start call to the runtime's SIGTERM */
 };
 
@@ -366,8 +369,13 @@ typedef struct {
   size_t environ_n;
   char **extra; /* copies of the entries with_extra was built from */
   size_t extra_n;
-  const char *shell; /* the shell found last (spawn.c) */
-  char *resolved;    /* the last argv[0] found in PATH (spawn.c) */
+  const char *shell;        /* the shell found last (spawn.c) */
+  char *resolved;           /* the last argv[0] found in PATH (spawn.c) */
+  char *sb_bwrap;           /* the bwrap probed (sandbox.c), or NULL */
+  const char *sb_env_seen;  /* getenv("UVTASKS_BWRAP") when it was found */
+  const char *sb_path_seen; /* getenv("PATH") then */
+  int sb_state[2];          /* its probe per network setting: 0 not run, 1 ok,
+                               -1 refused (S-3) */
 } uvt__envcache_t;
 
 /* The block for a start with option entries `extra` (NULL or empty: none),
@@ -466,6 +474,7 @@ typedef struct {
   pid_t pgrp;
   pid_t sid;
   char state;
+  char bwrap;               /* its command name is "bwrap" (S-2) */
   unsigned long long start; /* clock ticks after boot */
 } uvt__pstat_t;
 
@@ -495,6 +504,11 @@ int uvt__session_known_empty(uvt__proc_t *p);
 /* A pass over p's session now, sending `sig` (0: none) to its groups;
  * returns its live members.  Reaps our zombie members on the way. */
 int uvt__session_count(uvt__proc_t *p, int sig);
+/* S-2: what the task left running, as reported (P-LEFT-1): a pass's live
+ * members without a sandboxed task's own bwrap processes (its pid 1 may
+ * outlive the command by a moment, or hold the sandbox for a child that
+ * left the session; it is still signalled and waited for as a member). */
+int uvt__session_leftovers(uvt__proc_t *p);
 /* SIGCHLD on a subreaper host: reap zombie children of tracked sessions. */
 void uvt__session_reap_orphans(uvt__procs_t *ps);
 /* At context close: detach procs still tracked, close the idle handle;
@@ -606,7 +620,8 @@ struct uvt__spawn_s {
   int not_started;     /* answered: no child (spawn_err, or cancelled) */
   int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
   unsigned long long start_ticks; /* at most the leader's start time */
-  int cg_err; /* 0: the child is in its group; else why not */
+  int cg_err;     /* 0: the child is in its group; else why not */
+  char **sb_argv; /* a sandboxed task's argv (argv points here), or NULL */
 };
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
@@ -624,6 +639,25 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
 void uvt__spawn_run(uvt__spawn_t *sp);
 /* Loop thread; accepts NULL. */
 void uvt__spawn_free(uvt__spawn_t *sp);
+
+/* ---- sandbox.c: sandboxed tasks (S-1..S-4) ---------------------------- */
+
+/* Check a sandbox's options (UV_EINVAL, UV_ENOENT for a missing writable
+ * path, UV_ENAMETOOLONG) and that bwrap can make one here (S-3: probed
+ * once per bwrap and network setting, remembered in `c`; UV_ENOTSUP, the
+ * reason logged on `reg`).  Loop thread. */
+int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
+                       const uvt_sandbox_t *sb);
+/* The leader's argv (NULL-terminated, every string allocated; free with
+ * uvt__sandbox_argv_free) that runs `file` with argv[1..] inside the
+ * sandbox, in `cwd` (NULL: the host's).  0, UV_ENOMEM, UV_ENOTSUP (not
+ * checked), or the error of realpath(cwd). */
+int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
+                      const char *cwd, const char *file, char *const *argv,
+                      char ***out);
+void uvt__sandbox_argv_free(char **v);
+/* The sandboxed command's pid (see uvt_process_command_pid()). */
+int uvt__sandbox_command_pid(uvt__proc_t *p);
 
 /* A pidfd for `pid` (close-on-exec), or a libuv error. */
 int uvt__pidfd_open(pid_t pid);

@@ -616,7 +616,7 @@ static void settle(uvt__proc_t *p) {
    * with (a kill leaves nothing, P-KILL-7). */
   if (!p->not_started && p->pid > 0 && !p->kill_requested &&
       !uvt__session_known_empty(p)) {
-    int left = uvt__session_count(p, 0);
+    int left = uvt__session_leftovers(p);
     size_t used = strlen(detail);
     if (left > 0)
       snprintf(detail + used, sizeof(detail) - used,
@@ -932,6 +932,10 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   child[1] = outp[1];
   child[2] = errp[1];
   err = uvt__spawner_reserve(p->procs);
+  if (err == 0 && o->sandbox != NULL) {
+    err = uvt__sandbox_check(p->reg, &p->procs->envc, o->sandbox);
+    p->sandboxed = 1;
+  }
   if (err == 0)
     err = uvt__spawn_prepare(&p->procs->envc, o, child, o->pty ? tty : NULL,
                              &p->spawn);
@@ -1298,6 +1302,21 @@ int uvt_process_pid(uvt_registry_t *reg, const char *id,
   return (int)p->pid;
 }
 
+int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
+                            const uvt_agent_t *caller) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, caller, &p);
+  if (err != 0)
+    return err;
+  if (p->spawning)
+    return 0;
+  if (p->pid <= 0)
+    return UV_ESRCH;
+  if (!p->sandboxed)
+    return (int)p->pid;
+  return uvt__sandbox_command_pid(p);
+}
+
 int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
@@ -1308,8 +1327,9 @@ int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
     return err;
   if (p->pid <= 0 || uvt__session_known_empty(p))
     return 0;
-  /* One pass over this session now (it also reaps our zombie members). */
-  return uvt__session_count(p, 0);
+  /* One pass over this session now (it also reaps our zombie members);
+   * a sandbox's own bwrap processes are not the task's (S-2). */
+  return uvt__session_leftovers(p);
 }
 
 /* ---- M-MCP-5: a peek at the last unread line (for progress) ----------- */

@@ -78,6 +78,11 @@ int uvt__pstat_read(pid_t pid, uvt__pstat_t *st) {
    * cmajflt utime stime cutime cstime priority nice threads itrealvalue
    * starttime ...": comm may hold anything, so parse after the last ')'. */
   p = strrchr(buf, ')');
+  {
+    const char *l = strchr(buf, '(');
+    st->bwrap =
+        l != NULL && p != NULL && p - l == 6 && memcmp(l + 1, "bwrap", 5) == 0;
+  }
   if (p == NULL ||
       sscanf(p + 1,
              " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
@@ -216,6 +221,7 @@ static void pass_begin(uvt__proc_t *p) {
   uvt__pstat_t st;
 
   p->pass_live = 0;
+  p->pass_sandbox = 0;
   p->pass_groups = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
@@ -263,6 +269,8 @@ static void pass_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
     return;
   }
   p->pass_live++;
+  if (p->sandboxed && st->bwrap)
+    p->pass_sandbox++;
   if (p->pass_sig != 0 && !signalled(p, st->pgrp)) {
     kill(-st->pgrp, p->pass_sig);
     if (p->pass_groups < UVT__PASS_GROUPS)
@@ -338,6 +346,12 @@ int uvt__session_count(uvt__proc_t *p, int sig) {
   pass_run(&one);
   uvt__list_remove(&p->pass_link);
   return (int)p->pass_live;
+}
+
+int uvt__session_leftovers(uvt__proc_t *p) {
+  int live = uvt__session_count(p, 0);
+  /* 0 without a pass (known empty): pass_sandbox is then stale. */
+  return live > 0 ? live - (int)p->pass_sandbox : 0;
 }
 
 static void on_sweep(uv_idle_t *h) {

@@ -372,6 +372,18 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
 #undef COPY
   sp->argv = argv;
   sp->envp = envp;
+  if (o->sandbox != NULL) {
+    /* S-1: bwrap is the leader; the command runs inside it. */
+    err = uvt__sandbox_wrap(envc, o->sandbox, o->cwd, sp->file, argv,
+                            &sp->sb_argv);
+    if (err != 0) {
+      uvt__env_unref(env);
+      uvt__free(sp);
+      return err;
+    }
+    sp->file = sp->sb_argv[0];
+    sp->argv = sp->sb_argv;
+  }
   sp->env = env;
   for (i = 0; i < 3; i++)
     sp->fd[i] = fd[i];
@@ -396,6 +408,7 @@ void uvt__spawn_free(uvt__spawn_t *sp) {
     if (sp->fd[i] >= 0)
       close(sp->fd[i]);
   uvt__env_unref(sp->env);
+  uvt__sandbox_argv_free(sp->sb_argv);
   uvt__free(sp);
 }
 

@@ -181,6 +181,12 @@ static void text_start_error(uvt__text_t *t, int err, const char *cwd) {
     uvt__text_str(t, ").");
   } else if (err == UV_E2BIG) {
     uvt__text_str(t, "the command is too long.");
+  } else if (err == UV_ENOTSUP) {
+    /* S-3, S-4: never run without the sandbox the server was given. */
+    uvt__text_str(t, "the sandbox this server runs commands in cannot be "
+                     "made on this machine (bubblewrap missing, or user "
+                     "namespaces refused; the server's log says which), so "
+                     "nothing was run.");
   } else {
     uvt__text_printf(t, "%s (%s).", uvt_strerror(err), uvt_err_name(err));
   }
@@ -200,6 +206,7 @@ static void tools_process_options(uvt_tools_call_t *req,
     po->output_cap_bytes = tools->output_cap_bytes_;
   if (tools->grace_ms_ > 0)
     po->grace_ms = tools->grace_ms_;
+  po->sandbox = tools->sandbox_; /* S-4 */
 }
 
 /* ---------------------------------------------------------------------- */
@@ -745,6 +752,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   if (tools->max_bytes_ < UVT_TOOLS_MAX_BYTES_MIN)
     tools->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
   tools->yield_ms_ = o->yield_ms;
+  tools->sandbox_ = o->sandbox;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)

@@ -160,6 +160,57 @@ void uvtn_outputs_closed(uvtn_reg_t *r) {
     output_release(uvtn_container_of(r->outputs.next, output_sub_t, link));
 }
 
+/* S-4: options.sandbox = { fs: 'read-only' | 'workspace', writable:
+ * string[], hidden: string[], network: 'none' | 'host' } into *sb (every
+ * field optional: read-only, no extra writable path, the default hidden
+ * list, no network).  The arrays are the caller's to free_array(). */
+static int sandbox_arg(napi_env env, napi_value obj, uvt_sandbox_t *sb,
+                       char ***writable, char ***hidden) {
+  napi_valuetype t;
+  napi_value v;
+  char *s = NULL;
+  int ok = 1;
+
+  memset(sb, 0, sizeof(*sb));
+  napi_typeof(env, obj, &t);
+  if (t != napi_object) {
+    uvtn_throw_type(env, "sandbox must be an object");
+    return 0;
+  }
+  if (prop(env, obj, "fs", &v)) {
+    if (!uvtn_string(env, v, "sandbox.fs", 0, &s))
+      return 0;
+    if (strcmp(s, "workspace") == 0)
+      sb->fs = UVT_SANDBOX_FS_WORKSPACE;
+    else if (strcmp(s, "read-only") != 0)
+      ok = 0;
+    free(s);
+    s = NULL;
+  }
+  if (ok && prop(env, obj, "network", &v)) {
+    if (!uvtn_string(env, v, "sandbox.network", 0, &s))
+      return 0;
+    if (strcmp(s, "host") == 0)
+      sb->network = UVT_SANDBOX_NET_HOST;
+    else if (strcmp(s, "none") != 0)
+      ok = 0;
+    free(s);
+  }
+  if (!ok) {
+    uvtn_throw_type(env, "sandbox.fs must be 'read-only' or 'workspace', "
+                         "sandbox.network 'none' or 'host'");
+    return 0;
+  }
+  if ((prop(env, obj, "writable", &v) &&
+       !string_array(env, v, "sandbox.writable", writable)) ||
+      (prop(env, obj, "hidden", &v) &&
+       !string_array(env, v, "sandbox.hidden", hidden)))
+    return 0;
+  sb->writable = (const char *const *)*writable;
+  sb->hidden = (const char *const *)*hidden;
+  return 1;
+}
+
 /* spawn(reg, options) -> id.  The JS wrapper has turned `env` into an array
  * of "NAME=value" strings and `stdin: 'null'` into undefined. */
 napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
@@ -177,6 +228,8 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   output_sub_t *sub = NULL;
   napi_value v_output = NULL;
   uint64_t stdin_cap = UINT64_MAX;
+  uvt_sandbox_t sandbox;
+  char **sb_writable = NULL, **sb_hidden = NULL;
   int err, stdin_pipe = 0;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -238,6 +291,11 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     goto out;
   if (stdin_cap != UINT64_MAX)
     o.stdin_cap_bytes = stdin_cap > SIZE_MAX ? SIZE_MAX : (size_t)stdin_cap;
+  if (prop(env, argv[1], "sandbox", &v)) {
+    if (!sandbox_arg(env, v, &sandbox, &sb_writable, &sb_hidden))
+      goto out;
+    o.sandbox = &sandbox;
+  }
   if (prop(env, argv[1], "onOutput", &v)) {
     napi_valuetype t;
     napi_typeof(env, v, &t);
@@ -296,6 +354,8 @@ out:
   free(stdin_data);
   free_array(args);
   free_array(envv);
+  free_array(sb_writable);
+  free_array(sb_hidden);
   free(sub); /* unused: the spawn threw */
   uvtn_leave(st);
   return result;

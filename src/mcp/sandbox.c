@@ -1,0 +1,101 @@
+/* S-4: `--sandbox off|read-only|workspace [--allow-net] [--writable DIR]...`
+ * puts every command of the server in one sandbox (uvtasks/process.h,
+ * uvt_sandbox_t), and the tool descriptions say which, so that a model
+ * does not retry a write or a connection that cannot succeed.  What a
+ * refused write or connection says comes from the command itself
+ * ("Read-only file system", "Network is unreachable"), in its result. */
+#include "mcp.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val) {
+  if (strcmp(opt, "--sandbox") == 0) {
+    if (val == NULL)
+      return -1;
+    if (strcmp(val, "off") == 0)
+      c->sandbox_on = 0;
+    else if (strcmp(val, "read-only") == 0)
+      c->sandbox_on = 1, c->sandbox.fs = UVT_SANDBOX_FS_READONLY;
+    else if (strcmp(val, "workspace") == 0)
+      c->sandbox_on = 1, c->sandbox.fs = UVT_SANDBOX_FS_WORKSPACE;
+    else
+      return -1;
+    return 2;
+  }
+  if (strcmp(opt, "--allow-net") == 0) {
+    c->sandbox.network = UVT_SANDBOX_NET_HOST;
+    return 1;
+  }
+  if (strcmp(opt, "--writable") == 0) {
+    if (val == NULL || val[0] == '\0' ||
+        c->writable_n + 1 >= sizeof(c->writable) / sizeof(c->writable[0]))
+      return -1;
+    c->writable[c->writable_n++] = val;
+    c->writable[c->writable_n] = NULL;
+    c->sandbox.writable = c->writable;
+    return 2;
+  }
+  return 0;
+}
+
+/* The sentence every command tool's description gets. */
+static json_t *profile_text(const mcp_config_t *c) {
+  char text[2048];
+  size_t n;
+  unsigned i;
+
+  n = (size_t)snprintf(
+      text, sizeof(text),
+      " SANDBOX: every command runs in a sandbox (profile %s%s). The file "
+      "system is read-only except %s/tmp (private to the command, empty at "
+      "its start)",
+      c->sandbox.fs == UVT_SANDBOX_FS_WORKSPACE ? "workspace" : "read-only",
+      c->sandbox.network == UVT_SANDBOX_NET_HOST ? ", network allowed" : "",
+      c->sandbox.fs == UVT_SANDBOX_FS_WORKSPACE
+          ? "the directory it runs in (cwd), "
+          : "");
+  for (i = 0; i < c->writable_n && n < sizeof(text); i++)
+    n += (size_t)snprintf(text + n, sizeof(text) - n, ", %s", c->writable[i]);
+  if (n < sizeof(text))
+    n += (size_t)snprintf(
+        text + n, sizeof(text) - n,
+        ": any other write fails with \"Read-only file system\", so do not "
+        "retry it or work around it; write inside the writable places "
+        "instead. ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.npmrc "
+        "and ~/.docker read as empty. Other processes of the machine are "
+        "not visible.%s",
+        c->sandbox.network == UVT_SANDBOX_NET_HOST
+            ? " The network is available."
+            : " There is no network at all (not even localhost): every "
+              "connection and name lookup fails, so do not retry downloads, "
+              "package installs or requests to servers; ask the user "
+              "instead.");
+  return json_string(text);
+}
+
+void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools) {
+  json_t *tool;
+  json_t *desc;
+  json_t *more;
+  const char *name;
+  size_t i;
+
+  if (!server->config.sandbox_on)
+    return;
+  more = profile_text(&server->config);
+  if (more == NULL)
+    return;
+  json_array_foreach(tools, i, tool) {
+    name = json_string_value(json_object_get(tool, "name"));
+    desc = json_object_get(tool, "description");
+    if (name == NULL || !json_is_string(desc) ||
+        (strcmp(name, "run_in_background") != 0 &&
+         strcmp(name, "run_command") != 0))
+      continue;
+    json_object_set_new(
+        tool, "description",
+        json_sprintf("%s%s", json_string_value(desc), json_string_value(more)));
+  }
+  json_decref(more);
+}

@@ -1,0 +1,492 @@
+/* Sandboxed tasks (S-1..S-4): the bwrap command line around a task's
+ * command, the check that a sandbox can be made at all (S-3), and the
+ * command's own pid.  The choices of bwrap options, and why, are in
+ * uvtasks/process.h (uvt_sandbox_t); this file only builds them.
+ *
+ * The leader's argv for a sandboxed task:
+ *
+ *   env --ignore-signal=SIGS bwrap
+ *       --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
+ *       --bind CWD CWD          (or --ro-bind with UVT_SANDBOX_FS_READONLY)
+ *       --bind W W ...          (writable[])
+ *       --tmpfs H --remount-ro H | --ro-bind /dev/null H ...   (hidden[])
+ *       --unshare-pid --unshare-ipc [--unshare-net] [--cap-drop ALL]
+ *       --chdir CWD
+ *       -- env --default-signal=SIGS FILE ARGV[1..]
+ *
+ * where FILE ARGV is what the task runs without a sandbox (the wrapper
+ * shell, or the resolved argv[0] and its arguments: argv[0] becomes the
+ * resolved path).  `env` is coreutils' (8.31 or later for the signal
+ * options): it is what makes bwrap ignore the signals a kill sends, and
+ * gives the command its default dispositions back, without a helper
+ * program of ours.  The probe (S-3) runs the same options without the
+ * binds, with `true` as the command. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "process-internal.h"
+
+/* The signals bwrap's processes ignore (and the command gets back with
+ * their default action): those a kill or uvt_process_signal() sends whose
+ * default would end a process.  SIGKILL and SIGSTOP cannot be ignored;
+ * SIGCONT and SIGWINCH do not end one. */
+#define SIGS "HUP,INT,QUIT,PIPE,TERM,USR1,USR2"
+
+extern char **environ;
+
+static const char *const default_hidden[] = {
+    "~/.ssh",   "~/.aws",   "~/.gnupg",  "~/.config/gh",
+    "~/.netrc", "~/.npmrc", "~/.docker", NULL};
+
+/* ---- a growing argv ---------------------------------------------------- */
+
+typedef struct {
+  char **v;
+  size_t n;
+  size_t cap;
+  int err;
+} argv_t;
+
+static void push(argv_t *a, const char *s) {
+  char **nv;
+  char *copy;
+  size_t len;
+
+  if (a->err != 0)
+    return;
+  if (a->n + 2 > a->cap) {
+    size_t cap = a->cap ? a->cap * 2 : 48;
+    nv = uvt__realloc(a->v, cap * sizeof(*nv));
+    if (nv == NULL) {
+      a->err = UV_ENOMEM;
+      return;
+    }
+    a->v = nv;
+    a->cap = cap;
+  }
+  len = strlen(s) + 1;
+  copy = uvt__malloc(len);
+  if (copy == NULL) {
+    a->err = UV_ENOMEM;
+    return;
+  }
+  memcpy(copy, s, len);
+  a->v[a->n++] = copy;
+  a->v[a->n] = NULL;
+}
+
+void uvt__sandbox_argv_free(char **v) {
+  size_t i;
+  if (v == NULL)
+    return;
+  for (i = 0; v[i] != NULL; i++)
+    uvt__free(v[i]);
+  uvt__free(v);
+}
+
+/* ---- the programs ------------------------------------------------------ */
+
+static int is_exec(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static const char *env_path(void) {
+  return is_exec("/usr/bin/env") ? "/usr/bin/env" : "/bin/env";
+}
+
+/* $UVTASKS_BWRAP, else `bwrap` in the host's PATH, into buf; 0, or
+ * UV_ENOENT with buf holding what was looked for. */
+static int find_bwrap(char buf[PATH_MAX]) {
+  const char *set = getenv("UVTASKS_BWRAP");
+  const char *path;
+  const char *dir;
+  const char *end;
+  size_t dlen;
+
+  if (set != NULL && set[0] != '\0') {
+    if (strlen(set) >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    memcpy(buf, set, strlen(set) + 1);
+    if (!is_exec(buf))
+      return UV_ENOENT;
+    /* Absolute: the leader runs it from the task's cwd. */
+    if (set[0] != '/' && realpath(set, buf) == NULL) {
+      memcpy(buf, set, strlen(set) + 1);
+      return UV_ENOENT;
+    }
+    return 0;
+  }
+  path = getenv("PATH");
+  if (path == NULL || path[0] == '\0')
+    path = "/usr/bin:/bin";
+  for (dir = path;; dir = end + 1) {
+    end = strchr(dir, ':');
+    dlen = end != NULL ? (size_t)(end - dir) : strlen(dir);
+    if (dlen > 0 && dir[0] == '/' &&
+        (size_t)snprintf(buf, PATH_MAX, "%.*s/bwrap", (int)dlen, dir) <
+            PATH_MAX &&
+        is_exec(buf))
+      return 0;
+    if (end == NULL)
+      break;
+  }
+  snprintf(buf, PATH_MAX, "bwrap (not in PATH)");
+  return UV_ENOENT;
+}
+
+/* ---- the options ------------------------------------------------------- */
+
+/* "~/x" with the host's $HOME, else the path itself; 0 when it cannot be
+ * expanded (no $HOME). */
+static int expand(const char *in, char out[PATH_MAX]) {
+  const char *home;
+  if (in[0] == '~' && in[1] == '/') {
+    home = getenv("HOME");
+    if (home == NULL || home[0] != '/')
+      return 0;
+    return (size_t)snprintf(out, PATH_MAX, "%s/%s", home, in + 2) < PATH_MAX;
+  }
+  return (size_t)snprintf(out, PATH_MAX, "%s", in) < PATH_MAX;
+}
+
+/* `path` reads as empty inside: a directory as an empty read-only one,
+ * anything else (a file, a socket) as an empty file.  Skipped when it does
+ * not exist. */
+static void hide(argv_t *a, const char *path) {
+  struct stat st;
+  if (path == NULL || path[0] != '/' || stat(path, &st) != 0)
+    return;
+  if (S_ISDIR(st.st_mode)) {
+    push(a, "--tmpfs");
+    push(a, path);
+    push(a, "--remount-ro");
+    push(a, path);
+  } else {
+    push(a, "--ro-bind");
+    push(a, "/dev/null");
+    push(a, path);
+  }
+}
+
+static int longer_first(const void *x, const void *y) {
+  size_t a = strlen(*(char *const *)x);
+  size_t b = strlen(*(char *const *)y);
+  return a < b ? 1 : a > b ? -1 : 0;
+}
+
+/* The hidden paths, and the Unix sockets that are a way out neither a
+ * read-only mount nor a network namespace closes (connect(2) needs no
+ * write permission on the mount): the session bus (`systemd-run --user`
+ * runs anything outside), the ssh and gpg agents, Docker's socket; these
+ * are hidden whatever `hidden` says.  Deeper paths first: bwrap cannot
+ * make a mount point inside a directory already hidden (read-only), and
+ * a directory hidden later covers what was mounted inside it. */
+static void hide_all(argv_t *a, const uvt_sandbox_t *sb) {
+  const char *const *list = sb->hidden != NULL ? sb->hidden : default_hidden;
+  const char *sock[5];
+  char path[PATH_MAX];
+  char **paths;
+  size_t cap = 5;
+  size_t n = 0;
+  size_t i;
+
+  for (i = 0; list[i] != NULL; i++)
+    cap++;
+  paths = uvt__malloc(cap * sizeof(*paths));
+  if (paths == NULL) {
+    a->err = UV_ENOMEM;
+    return;
+  }
+  sock[0] = getenv("XDG_RUNTIME_DIR");
+  snprintf(path, sizeof(path), "/run/user/%u", (unsigned)geteuid());
+  sock[1] = path;
+  sock[2] = getenv("SSH_AUTH_SOCK");
+  sock[3] = "/run/docker.sock";
+  sock[4] = "/var/run/docker.sock";
+  for (i = 0; i < cap && a->err == 0; i++) {
+    const char *src = i < 5 ? sock[i] : path;
+    if (i >= 5 && !expand(list[i - 5], path))
+      continue;
+    if (src == NULL || src[0] != '/')
+      continue;
+    paths[n] = uvt__malloc(strlen(src) + 1);
+    if (paths[n] == NULL) {
+      a->err = UV_ENOMEM;
+      break;
+    }
+    memcpy(paths[n], src, strlen(src) + 1);
+    n++;
+  }
+  qsort(paths, n, sizeof(paths[0]), longer_first);
+  for (i = 0; i < n; i++) {
+    hide(a, paths[i]);
+    uvt__free(paths[i]);
+  }
+  uvt__free(paths);
+}
+
+/* Everything up to and including "--" and the inner `env`.  `cwd` NULL:
+ * the probe (no binds, no chdir). */
+static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
+                 const char *cwd) {
+  const char *const *w;
+  char real[PATH_MAX];
+
+  push(a, env_path());
+  push(a, "--ignore-signal=" SIGS);
+  push(a, bwrap);
+  push(a, "--ro-bind");
+  push(a, "/");
+  push(a, "/");
+  push(a, "--dev");
+  push(a, "/dev");
+  push(a, "--proc");
+  push(a, "/proc");
+  push(a, "--tmpfs");
+  push(a, "/tmp");
+  if (cwd != NULL) {
+    push(a, sb->fs == UVT_SANDBOX_FS_WORKSPACE ? "--bind" : "--ro-bind");
+    push(a, cwd);
+    push(a, cwd);
+    for (w = sb->writable; w != NULL && *w != NULL; w++) {
+      if (realpath(*w, real) == NULL)
+        continue; /* checked before: gone in between; bwrap would fail */
+      push(a, "--bind");
+      push(a, real);
+      push(a, real);
+    }
+    hide_all(a, sb);
+  }
+  push(a, "--unshare-pid");
+  push(a, "--unshare-ipc");
+  if (sb->network != UVT_SANDBOX_NET_HOST)
+    push(a, "--unshare-net");
+  if (geteuid() == 0) {
+    push(a, "--cap-drop");
+    push(a, "ALL");
+  }
+  if (cwd != NULL) {
+    push(a, "--chdir");
+    push(a, cwd);
+  }
+  push(a, "--");
+  push(a, env_path());
+  push(a, "--default-signal=" SIGS);
+}
+
+/* ---- S-3: can a sandbox be made here? --------------------------------- */
+
+/* Run the probe; 0, or UV_ENOTSUP with the reason in why. */
+static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
+                 size_t size) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  argv_t a = {0};
+  sigset_t all;
+  sigset_t none;
+  int errp[2];
+  size_t got = 0;
+  ssize_t n;
+  pid_t pid;
+  int status = 0;
+  int rc;
+
+  base(&a, bwrap, sb, NULL);
+  push(&a, "true");
+  if (a.err != 0) {
+    uvt__sandbox_argv_free(a.v);
+    return a.err;
+  }
+  if (pipe2(errp, O_CLOEXEC) != 0) {
+    rc = UVT__PERR(errno);
+    uvt__sandbox_argv_free(a.v);
+    return rc;
+  }
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
+  rc = posix_spawn(&pid, a.v[0], &fa, &attr, a.v, environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  close(errp[1]);
+  uvt__sandbox_argv_free(a.v);
+  if (rc != 0) {
+    close(errp[0]);
+    snprintf(why, size, "cannot run %s: %s", env_path(), strerror(rc));
+    return UV_ENOTSUP;
+  }
+  why[0] = '\0';
+  for (;;) {
+    n = read(errp[0], why + got, size - 1 - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+    if (got == size - 1) {
+      char sink[256];
+      while (read(errp[0], sink, sizeof(sink)) > 0)
+        ; /* up to the end, so bwrap never blocks on a full pipe */
+      break;
+    }
+  }
+  why[got] = '\0';
+  close(errp[0]);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+  while (got > 0 && (why[got - 1] == '\n' || why[got - 1] == '\r'))
+    why[--got] = '\0';
+  if (got == 0)
+    snprintf(why, size, "%s exited with status %d", bwrap,
+             WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  return UV_ENOTSUP;
+}
+
+int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
+                       const uvt_sandbox_t *sb) {
+  const char *const *w;
+  char bwrap[PATH_MAX];
+  char why[512];
+  struct stat st;
+  int net;
+  int err;
+
+  if ((sb->fs != UVT_SANDBOX_FS_READONLY &&
+       sb->fs != UVT_SANDBOX_FS_WORKSPACE) ||
+      (sb->network != UVT_SANDBOX_NET_NONE &&
+       sb->network != UVT_SANDBOX_NET_HOST))
+    return UV_EINVAL;
+  for (w = sb->writable; w != NULL && *w != NULL; w++) {
+    if ((*w)[0] == '\0')
+      return UV_EINVAL;
+    if (strlen(*w) >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    if (stat(*w, &st) != 0)
+      return UVT__PERR(errno);
+  }
+  /* The bwrap found last, while the variables that chose it are the same
+   * strings and it is still there (one stat instead of a PATH search). */
+  if (c->sb_bwrap != NULL && c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] &&
+      getenv("UVTASKS_BWRAP") == c->sb_env_seen &&
+      getenv("PATH") == c->sb_path_seen && is_exec(c->sb_bwrap))
+    return c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] > 0 ? 0
+                                                                : UV_ENOTSUP;
+  err = find_bwrap(bwrap);
+  if (err == UV_ENAMETOOLONG)
+    return err;
+  if (err != 0) {
+    uvt__log(reg, UVT_LOG_ERROR,
+             "sandbox unavailable: no bwrap at %s (install bubblewrap, or "
+             "point UVTASKS_BWRAP at it)",
+             bwrap);
+    return UV_ENOTSUP;
+  }
+  /* A different bwrap than the one probed: probe again. */
+  if (c->sb_bwrap == NULL || strcmp(c->sb_bwrap, bwrap) != 0) {
+    char *copy = uvt__malloc(strlen(bwrap) + 1);
+    if (copy == NULL)
+      return UV_ENOMEM;
+    memcpy(copy, bwrap, strlen(bwrap) + 1);
+    uvt__free(c->sb_bwrap);
+    c->sb_bwrap = copy;
+    c->sb_state[0] = c->sb_state[1] = 0;
+  }
+  c->sb_env_seen = getenv("UVTASKS_BWRAP");
+  c->sb_path_seen = getenv("PATH");
+  net = sb->network == UVT_SANDBOX_NET_HOST;
+  if (c->sb_state[net] == 0) {
+    err = probe(bwrap, sb, why, sizeof(why));
+    if (err == UV_ENOMEM)
+      return err;
+    c->sb_state[net] = err == 0 ? 1 : -1;
+    if (err != 0)
+      uvt__log(reg, UVT_LOG_ERROR, "sandbox unavailable: %s", why);
+  }
+  return c->sb_state[net] > 0 ? 0 : UV_ENOTSUP;
+}
+
+/* ---- the leader's argv ------------------------------------------------- */
+
+int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
+                      const char *cwd, const char *file, char *const *argv,
+                      char ***out) {
+  char real[PATH_MAX];
+  argv_t a = {0};
+  size_t i;
+
+  *out = NULL;
+  if (c->sb_bwrap == NULL)
+    return UV_ENOTSUP; /* uvt__sandbox_check() first */
+  if (realpath(cwd != NULL ? cwd : ".", real) == NULL)
+    return UVT__PERR(errno);
+  base(&a, c->sb_bwrap, sb, real);
+  push(&a, file);
+  for (i = 1; argv[0] != NULL && argv[i] != NULL; i++)
+    push(&a, argv[i]);
+  if (a.err != 0) {
+    uvt__sandbox_argv_free(a.v);
+    return a.err;
+  }
+  *out = a.v;
+  return 0;
+}
+
+/* ---- the command's pid ------------------------------------------------- */
+
+/* The first child of `pid` (its main thread's), or 0. */
+static pid_t first_child(pid_t pid) {
+  char path[64];
+  char buf[64];
+  ssize_t n;
+  int fd;
+
+  snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  do
+    n = read(fd, buf, sizeof(buf) - 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  return (pid_t)strtol(buf, NULL, 10);
+}
+
+int uvt__sandbox_command_pid(uvt__proc_t *p) {
+  pid_t init;
+  pid_t cmd;
+
+  if (p->cmd_pid > 0)
+    return (int)p->cmd_pid;
+  if (p->reaped)
+    return UV_ESRCH;
+  init = first_child(p->pid);
+  cmd = init > 0 ? first_child(init) : 0;
+  if (cmd <= 0)
+    return 0;
+  p->cmd_pid = cmd;
+  return (int)cmd;
+}

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# S-4 with nothing but bash and the built server: `--sandbox workspace`
+# and `--sandbox read-only` put every command in the sandbox; the tool
+# descriptions name the profile; a refused write and a refused connection
+# read as such in run_command's result; --allow-net gives the network
+# back; a sandbox that cannot be made (UVTASKS_BWRAP pointing nowhere,
+# S-3) is a tool error and nothing runs; `--writable` without `--sandbox`
+# is refused.  Skips (77) without bwrap.
+#
+# UVTASKS_MCP=path/to/uvtasks-mcp bash sandbox-test.sh
+set -u
+
+MCP=${UVTASKS_MCP:-}
+if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
+  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
+  exit 77
+fi
+command -v bwrap >/dev/null 2>&1 || { echo "no bwrap: skipped"; exit 77; }
+command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:600}"; }
+
+tmp=$(mktemp -d /tmp/uvt-mcp-sbx-XXXXXX)
+outside=$(mktemp -d /var/tmp/uvt-mcp-sbx-out-XXXXXX)
+chmod 777 "$outside"
+LPID=
+cleanup() {
+  [ -n "$LPID" ] && kill "$LPID" 2>/dev/null
+  rm -rf "$tmp" "$outside"
+}
+trap cleanup EXIT
+
+# A server on 127.0.0.1 that accepts and holds connections.
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+conns = []
+while True:
+    c, _ = s.accept(); conns.append(c)
+' >"$tmp/port" &
+LPID=$!
+for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.05; done
+PORT=$(cat "$tmp/port")
+
+start_server() {
+  coproc SRV { exec "$MCP" --grace-ms 200 --no-guardian "$@" 2>"$tmp/stderr"; }
+  SRV_IN=${SRV[1]}
+  SRV_OUT=${SRV[0]}
+  SRV_PID=$SRV_PID
+}
+send() { printf '%s\n' "$1" >&"$SRV_IN"; }
+expect_id() {
+  local want=$1 line
+  REPLY_LINE=
+  while IFS= read -r -t 30 line <&"$SRV_OUT"; do
+    case $line in
+      *'"method":"notifications/'*) continue ;;
+      *"\"id\":$want,"* | *"\"id\":$want}"*) REPLY_LINE=$line; return 0 ;;
+    esac
+  done
+  return 1
+}
+# check NAME REQUEST ID PATTERN... ; a pattern starting with ! must be absent.
+check() {
+  local name=$1 req=$2 id=$3 p
+  shift 3
+  send "$req"
+  if ! expect_id "$id"; then
+    bad "$name (no answer with id $id)" "$REPLY_LINE"
+    return
+  fi
+  for p in "$@"; do
+    case $p in
+      !*) case $REPLY_LINE in *"${p#!}"*) bad "$name (did not want ${p#!})" "$REPLY_LINE"; return ;; esac ;;
+      *) case $REPLY_LINE in *"$p"*) ;; *) bad "$name (wanted $p)" "$REPLY_LINE"; return ;; esac ;;
+    esac
+  done
+  ok "$name"
+}
+init() {
+  check "initialize" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' 1 '"protocolVersion"'
+  send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+}
+stop_server() {
+  exec {SRV_IN}>&-
+  wait "$SRV_PID" 2>/dev/null
+}
+run() { # run ID COMMAND (JSON-escaped)
+  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"%s"}}}' "$1" "$2"
+}
+
+# ---- workspace, no network ---------------------------------------------
+start_server --sandbox workspace --cwd "$tmp"
+init
+check "S-4: the descriptions name the workspace profile" \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 \
+  'SANDBOX: every command runs in a sandbox (profile workspace)' \
+  'the directory it runs in (cwd)' 'There is no network at all'
+check "S-4: a write in the workspace works" "$(run 3 'echo hi > in.txt && cat in.txt')" 3 \
+  'hi' 'exit code: 0'
+[ -f "$tmp/in.txt" ] && ok "S-4: the file is there" || bad "S-4: the file is there"
+check "S-4: a refused write reads as such" "$(run 4 "echo x > $outside/escaped.txt")" 4 \
+  'Read-only file system' 'exit code: 1'
+[ ! -e "$outside/escaped.txt" ] && ok "S-4: nothing was written outside" || bad "S-4: nothing was written outside"
+check "S-4: a refused connection reads as such" \
+  "$(run 5 "exec 3<>/dev/tcp/127.0.0.1/$PORT && echo connected")" 5 \
+  'Connection refused' '!connected'
+stop_server
+
+# ---- read-only, network allowed, one writable directory -----------------
+mkdir -p "$tmp/w"
+start_server --sandbox read-only --allow-net --writable "$tmp/w" --cwd "$tmp"
+init
+check "S-4: the descriptions name the read-only profile" \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 \
+  '(profile read-only, network allowed)' "$tmp/w" 'The network is available.' '!the directory it runs in'
+check "S-4: read-only: the cwd refuses" "$(run 3 'echo x > ro.txt')" 3 'Read-only file system'
+check "S-4: read-only: --writable takes writes" "$(run 4 'echo x > w/ok.txt && echo wrote')" 4 'wrote' 'exit code: 0'
+check "S-4: --allow-net: the connection works" \
+  "$(run 5 "exec 3<>/dev/tcp/127.0.0.1/$PORT && echo connected")" 5 'connected' '!refused'
+stop_server
+
+# ---- S-3 through the server: no bwrap, nothing runs ---------------------
+UVTASKS_BWRAP=/nonexistent/bwrap start_server --sandbox workspace --cwd "$tmp"
+init
+check "S-3: no bwrap is a tool error" "$(run 3 'echo ran > ran.txt')" 3 \
+  '"isError":true' 'cannot be made on this machine'
+[ ! -e "$tmp/ran.txt" ] && ok "S-3: nothing ran" || bad "S-3: nothing ran"
+stop_server
+grep -q 'no bwrap at /nonexistent/bwrap' "$tmp/stderr" && ok "S-3: the log says why" ||
+  bad "S-3: the log says why" "$(cat "$tmp/stderr")"
+
+# ---- S-2: the guardian stops sandboxed tasks of a killed server ---------
+# (M-MCP-7 inside the sandbox: bwrap ignores SIGTERM, so the guardian's
+# SIGKILL, which reaches bwrap's pid 1 and with it the whole sandbox, is
+# what ends a task that ignores SIGTERM and one that left the session.)
+marker=$((RANDOM + 70000))
+coproc GSRV { exec "$MCP" --grace-ms 200 --sandbox workspace --cwd "$tmp" 2>"$tmp/gstderr"; }
+SRV_IN=${GSRV[1]}
+SRV_OUT=${GSRV[0]}
+init
+check "S-2: a sandboxed background task starts" \
+  "$(printf '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"trap \\"\\" TERM; setsid sleep %s & sleep %s & echo up; wait"}}}' "$marker" "$((marker + 1))")" \
+  3 'Started bash-1'
+for _ in $(seq 200); do [ "$(pgrep -fc "sleep $marker|sleep $((marker + 1))")" = 2 ] && break; sleep 0.05; done
+[ "$(pgrep -fc "sleep $marker|sleep $((marker + 1))")" = 2 ] && ok "S-2: both sleeps run" || bad "S-2: both sleeps run"
+kill -KILL "$GSRV_PID"
+gone=0
+for _ in $(seq 200); do
+  if [ "$(pgrep -fc "sleep $marker|sleep $((marker + 1))")" = 0 ]; then gone=1; break; fi
+  sleep 0.05
+done
+[ $gone = 1 ] && ok "S-2, M-MCP-7: the guardian stopped the sandbox (a TERM-ignorer and a setsid child)" ||
+  bad "S-2, M-MCP-7: the guardian stopped the sandbox" "$(pgrep -fa "sleep $marker|sleep $((marker + 1))")"
+pkill -KILL -f "sleep $marker|sleep $((marker + 1))" 2>/dev/null
+
+# ---- no sandbox: the descriptions say nothing of one; bad options -------
+start_server --cwd "$tmp"
+init
+check "S-4: off: no sandbox in the descriptions" \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 '"run_command"' '!SANDBOX'
+stop_server
+"$MCP" --writable /tmp </dev/null >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q 'need --sandbox' "$tmp/err" && ok "S-4: --writable needs --sandbox" ||
+  bad "S-4: --writable needs --sandbox" "$rc $(cat "$tmp/err")"
+"$MCP" --sandbox bogus </dev/null >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && ok "S-4: a bad profile is refused" || bad "S-4: a bad profile is refused" "$rc"
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

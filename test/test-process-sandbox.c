@@ -1,0 +1,866 @@
+/* Sandboxed tasks (S-1, S-2, S-3): what a task inside bwrap can write,
+ * read and reach, and that every guarantee of a task holds inside.  The
+ * suite runs as whoever starts it; meson also runs it as `nobody`
+ * (sandbox-as-nobody.sh) when the build runs as root. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test-process-util.h"
+
+/* A directory of the test's own under /tmp, removed by rm_rf(). */
+static void make_dir(char buf[256], const char *tag) {
+  snprintf(buf, 256, "/tmp/uvt-sbx-%s-XXXXXX", tag);
+  assert_non_null(mkdtemp(buf));
+}
+
+static void rm_rf(const char *dir) {
+  char cmd[PATH_MAX + 16];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+  char path[PATH_MAX + 64];
+  FILE *fp;
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  fp = fopen(path, "w");
+  assert_non_null(fp);
+  fputs(text, fp);
+  fclose(fp);
+}
+
+static int exists(const char *dir, const char *name) {
+  char path[PATH_MAX + 64];
+  struct stat st;
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  return stat(path, &st) == 0;
+}
+
+/* "sleep 444N<our pid>": a sleep no other run of the suite (the same
+ * suite runs as root and as nobody at once) has; up to 8 at a time. */
+static const char *sl(int n) {
+  static char names[8][48];
+  snprintf(names[n], sizeof(names[n]), "sleep 444%d%d", n, (int)getpid());
+  return names[n];
+}
+
+/* Start `cmd` in sandbox `sb` with cwd `cwd`; wait for its end; the
+ * output (all of it) in *sb_out, the snapshot in w. */
+static void run_sandboxed(fixture_t *f, const uvt_sandbox_t *sb,
+                          const char *cwd, const char *cmd, sbuf_t *out,
+                          waitres_t *w) {
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+
+  test_opts(&o);
+  o.command = cmd;
+  o.cwd = cwd;
+  o.sandbox = sb;
+  assert_int_equal(uvt_process_start(f->reg, &o, id), 0);
+  wait_task(f, w, id, 20000, NULL);
+  read_into(f, id, NULL, out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* S-1: the file system                                                    */
+
+/* S-1: with FS_WORKSPACE the cwd is writable and nothing else is but a
+ * private /tmp; with FS_READONLY the cwd is not, a writable path is. */
+static void test_s1_writes(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char work[256];
+  char extra[256];
+  char outside[PATH_MAX];
+  char cmd[4 * PATH_MAX];
+  const char *writable[2];
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  make_dir(work, "work");
+  make_dir(extra, "extra");
+  /* Outside the workspace and not under /tmp (which is private inside):
+   * the suite's own directory. */
+  assert_non_null(getcwd(outside, sizeof(outside) - 32));
+  strcat(outside, "/sbx-outside-XXXXXX");
+  if (mkdtemp(outside) == NULL) {
+    /* Not ours to write (run as nobody from root's build dir): /var/tmp
+     * then, which is on the host's file system too. */
+    snprintf(outside, sizeof(outside), "/var/tmp/uvt-sbx-out-XXXXXX");
+    assert_non_null(mkdtemp(outside));
+  }
+  chmod(outside, 0777);
+  fixture_init(&f, NULL);
+
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  snprintf(cmd, sizeof(cmd),
+           "echo in > inside.txt && echo wrote-inside; "
+           "echo out > '%s/escaped.txt' || echo refused-outside; "
+           "echo t > /tmp/uvt-sbx-private && echo wrote-tmp; "
+           "echo h > \"$HOME/uvt-sbx-home\" || echo refused-home",
+           outside);
+  run_sandboxed(&f, &sb, work, cmd, &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_non_null(strstr(out.buf, "wrote-inside"));
+  assert_non_null(strstr(out.buf, "refused-outside"));
+  assert_non_null(strstr(out.buf, "wrote-tmp"));
+  assert_true(strstr(out.buf, "Read-only file system") != NULL ||
+              strstr(out.buf, "Permission denied") != NULL);
+  assert_true(exists(work, "inside.txt"));
+  assert_false(exists(outside, "escaped.txt"));
+  assert_false(exists("/tmp", "uvt-sbx-private")); /* /tmp was its own */
+  wait_end(&w);
+  sb_free(&out);
+
+  /* Read-only: the cwd refuses, the writable path takes the write. */
+  writable[0] = extra;
+  writable[1] = NULL;
+  sb.fs = UVT_SANDBOX_FS_READONLY;
+  sb.writable = writable;
+  snprintf(cmd, sizeof(cmd),
+           "echo in > ro.txt || echo refused-cwd; "
+           "echo x > '%s/extra.txt' && echo wrote-extra",
+           extra);
+  run_sandboxed(&f, &sb, work, cmd, &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_non_null(strstr(out.buf, "refused-cwd"));
+  assert_non_null(strstr(out.buf, "wrote-extra"));
+  assert_false(exists(work, "ro.txt"));
+  assert_true(exists(extra, "extra.txt"));
+  wait_end(&w);
+  sb_free(&out);
+
+  /* The same command without a sandbox does write outside (the check
+   * above can fail). */
+  snprintf(cmd, sizeof(cmd), "echo out > '%s/escaped.txt'", outside);
+  run_sandboxed(&f, NULL, work, cmd, &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_true(exists(outside, "escaped.txt"));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+  rm_rf(work);
+  rm_rf(extra);
+  rm_rf(outside);
+}
+
+/* S-1: the hidden paths (by default ~/.ssh, ~/.netrc, ...) read as empty;
+ * with an empty list they do not. */
+static void test_s1_hidden(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char home[256];
+  char ssh[PATH_MAX];
+  const char *none[1] = {NULL};
+  const char *cmd = "cat \"$HOME/.ssh/id_rsa\"; ls -A \"$HOME/.ssh\"; "
+                    "cat \"$HOME/.netrc\" \"$HOME/.aws/credentials\"; "
+                    "echo end";
+  char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  make_dir(home, "home");
+  snprintf(ssh, sizeof(ssh), "%s/.ssh", home);
+  assert_int_equal(mkdir(ssh, 0700), 0);
+  write_file(ssh, "id_rsa", "FAKE-PRIVATE-KEY\n");
+  write_file(home, ".netrc", "machine x password FAKE-NETRC\n");
+  /* ~/.aws as a symlink to a directory elsewhere: hidden where it points. */
+  snprintf(ssh, sizeof(ssh), "%s/real-aws", home);
+  assert_int_equal(mkdir(ssh, 0700), 0);
+  write_file(ssh, "credentials", "FAKE-AWS\n");
+  snprintf(ssh, sizeof(ssh), "%s/.aws", home);
+  assert_int_equal(symlink("real-aws", ssh), 0);
+  setenv("HOME", home, 1);
+  fixture_init(&f, NULL);
+
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  run_sandboxed(&f, &sb, home, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "end"));
+  assert_null(strstr(out.buf, "FAKE-PRIVATE-KEY"));
+  assert_null(strstr(out.buf, "FAKE-NETRC"));
+  assert_null(strstr(out.buf, "FAKE-AWS"));
+  assert_null(strstr(out.buf, "id_rsa\n")); /* the directory is empty */
+  wait_end(&w);
+  sb_free(&out);
+
+  /* Nothing hidden: the same reads see the files. */
+  sb.hidden = none;
+  run_sandboxed(&f, &sb, home, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "FAKE-PRIVATE-KEY"));
+  assert_non_null(strstr(out.buf, "FAKE-NETRC"));
+  assert_non_null(strstr(out.buf, "FAKE-AWS"));
+  wait_end(&w);
+  sb_free(&out);
+
+  fixture_close(&f);
+  if (old_home != NULL)
+    setenv("HOME", old_home, 1);
+  else
+    unsetenv("HOME");
+  free(old_home);
+  rm_rf(home);
+}
+
+/* S-1: the host's processes are out of sight and reach (the pid
+ * namespace), and nothing read-only can be made writable again (as root:
+ * every capability dropped). */
+static void test_s1_host_processes(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char cmd[512];
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  snprintf(cmd, sizeof(cmd),
+           "kill -0 %d 2>/dev/null && echo host-signalled || echo no-host; "
+           "[ -e /proc/%d ] && echo host-visible || echo host-hidden; "
+           "mount -o remount,rw / 2>/dev/null && echo remounted || "
+           "echo no-remount",
+           (int)getpid(), (int)getpid());
+  fixture_init(&f, NULL);
+  run_sandboxed(&f, &sb, NULL, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "no-host"));
+  assert_non_null(strstr(out.buf, "no-remount"));
+  /* Our pid may exist inside by chance (the sandbox numbers from 1): only
+   * what kill -0 says is asserted; the line shows the rest. */
+  wait_end(&w);
+  sb_free(&out);
+  /* Without a sandbox the same command reaches us (the check can fail). */
+  run_sandboxed(&f, NULL, NULL, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "host-signalled"));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* S-1: the network                                                        */
+
+/* S-1: a server of the test's on 127.0.0.1 cannot be reached with
+ * NET_NONE (the host's loopback included) and can with NET_HOST. */
+static void test_s1_network(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  struct sockaddr_in sa;
+  socklen_t len = sizeof(sa);
+  char cmd[256];
+  sbuf_t out = {0};
+  waitres_t w;
+  int fd;
+  (void)state;
+
+  /* The kernel completes connections into the backlog: no accept needed. */
+  fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  memset(&sa, 0, sizeof(sa));
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  assert_int_equal(listen(fd, 16), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+  snprintf(cmd, sizeof(cmd),
+           "if exec 3<>/dev/tcp/127.0.0.1/%d; then echo connected; "
+           "else echo no-connection; fi",
+           ntohs(sa.sin_port));
+  fixture_init(&f, NULL);
+
+  sb.network = UVT_SANDBOX_NET_NONE;
+  run_sandboxed(&f, &sb, NULL, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "no-connection"));
+  assert_non_null(strstr(out.buf, "Connection refused"));
+  assert_null(strstr(out.buf, "\nconnected"));
+  wait_end(&w);
+  sb_free(&out);
+
+  sb.network = UVT_SANDBOX_NET_HOST;
+  run_sandboxed(&f, &sb, NULL, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "connected"));
+  assert_null(strstr(out.buf, "no-connection"));
+  wait_end(&w);
+  sb_free(&out);
+
+  fixture_close(&f);
+  close(fd);
+}
+
+/* A listening Unix socket at `path`; its descriptor. */
+static int unix_listener(const char *path) {
+  struct sockaddr_un sa;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  memset(&sa, 0, sizeof(sa));
+  sa.sun_family = AF_UNIX;
+  assert_true(strlen(path) < sizeof(sa.sun_path));
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+  assert_int_equal(listen(fd, 4), 0);
+  return fd;
+}
+
+/* S-1: the Unix sockets a network namespace does not close (connect(2) on
+ * a read-only mount works) are hidden too, whatever `hidden` says: the
+ * ssh agent's ($SSH_AUTH_SOCK) and the user's runtime directory
+ * ($XDG_RUNTIME_DIR: the session bus, through which `systemd-run --user`
+ * would run anything outside). */
+static void test_s1_sockets(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  const char *none[1] = {NULL};
+  char dir[64];
+  char agent[128];
+  char rt[128];
+  char bus[160];
+  char cmd[1024];
+  char *old_ssh =
+      getenv("SSH_AUTH_SOCK") ? strdup(getenv("SSH_AUTH_SOCK")) : NULL;
+  char *old_rt =
+      getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
+  sbuf_t out = {0};
+  waitres_t w;
+  int fa;
+  int fb;
+  (void)state;
+
+  /* Not under /tmp, which is private inside anyway. */
+  snprintf(dir, sizeof(dir), "/var/tmp/uvt-sbx-sock-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  snprintf(agent, sizeof(agent), "%s/agent.sock", dir);
+  snprintf(rt, sizeof(rt), "%s/run", dir);
+  assert_int_equal(mkdir(rt, 0700), 0);
+  snprintf(bus, sizeof(bus), "%s/bus", rt);
+  fa = unix_listener(agent);
+  fb = unix_listener(bus);
+  setenv("SSH_AUTH_SOCK", agent, 1);
+  setenv("XDG_RUNTIME_DIR", rt, 1);
+  snprintf(cmd, sizeof(cmd),
+           "python3 -c 'import socket\n"
+           "for p in (\"%s\", \"%s\"):\n"
+           "  s = socket.socket(socket.AF_UNIX)\n"
+           "  try:\n"
+           "    s.connect(p); print(\"reached\", p)\n"
+           "  except OSError as e:\n"
+           "    print(\"refused\", p, e.strerror)\n'",
+           agent, bus);
+  fixture_init(&f, NULL);
+  sb.hidden = none; /* hidden whatever the list says */
+  sb.network = UVT_SANDBOX_NET_HOST;
+  run_sandboxed(&f, &sb, NULL, cmd, &out, &w);
+  assert_non_null(strstr(out.buf, "refused"));
+  assert_null(strstr(out.buf, "reached"));
+  wait_end(&w);
+  sb_free(&out);
+  /* Without a sandbox both are reached (the check can fail). */
+  run_sandboxed(&f, NULL, NULL, cmd, &out, &w);
+  assert_null(strstr(out.buf, "refused"));
+  assert_non_null(strstr(out.buf, "reached"));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+  close(fa);
+  close(fb);
+  if (old_ssh != NULL)
+    setenv("SSH_AUTH_SOCK", old_ssh, 1);
+  else
+    unsetenv("SSH_AUTH_SOCK");
+  if (old_rt != NULL)
+    setenv("XDG_RUNTIME_DIR", old_rt, 1);
+  else
+    unsetenv("XDG_RUNTIME_DIR");
+  free(old_ssh);
+  free(old_rt);
+  rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* S-2: everything else holds inside                                       */
+
+/* S-2, P-END-2: exit codes pass through; stdin_data reaches the command;
+ * a death by a signal nobody sent reads as bwrap reports it (128 + N). */
+static void test_s2_exit_codes_and_stdin(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  run_sandboxed(&f, &sb, NULL, "echo before; exit 3", &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 3");
+  assert_string_equal(out.buf, "before\n");
+  wait_end(&w);
+  sb_free(&out);
+
+  /* P-END-3: an exit status above 128 chosen by the command itself. */
+  run_sandboxed(&f, &sb, NULL, "exit 130", &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 130");
+  wait_end(&w);
+  sb_free(&out);
+
+  /* A death by SIGSEGV that nobody sent: bwrap exits 128 + 11. */
+  run_sandboxed(&f, &sb, NULL, "kill -SEGV $$", &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 139");
+  wait_end(&w);
+  sb_free(&out);
+
+  /* P-SPAWN-5 inside: stdio only (3 is ls's own directory). */
+  run_sandboxed(&f, &sb, NULL, "ls /proc/self/fd | tr '\\n' ' '", &out, &w);
+  assert_string_equal(out.buf, "0 1 2 3 ");
+  wait_end(&w);
+  sb_free(&out);
+
+  /* argv mode, stdin bytes. */
+  test_opts(&o);
+  {
+    static const char *const argv[] = {"cat", NULL};
+    o.argv = argv;
+  }
+  o.stdin_data = "through the sandbox\n";
+  o.stdin_len = strlen(o.stdin_data);
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  read_into(&f, id, NULL, &out);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_string_equal(out.buf, "through the sandbox\n");
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* S-2: the pids.  uvt_process_pid() is bwrap's (the session and group
+ * id), uvt_process_command_pid() the command's, a host pid of a process
+ * in that session whose argv is the command's. */
+static void test_s2_pids(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char argv0[PATH_MAX];
+  uvt_kill_result_t kr;
+  pstat_t st;
+  waitres_t w;
+  int pid;
+  int cmd = 0;
+  uint64_t t0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  {
+    static const char *const argv[] = {"sleep", "77", NULL};
+    o.argv = argv;
+  }
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  pid = task_pid(&f, id, NULL);
+  t0 = now_ms();
+  while ((cmd = uvt_process_command_pid(f.reg, id, NULL)) == 0 &&
+         now_ms() - t0 < 10000)
+    run_for(&f, 5);
+  assert_true(cmd > 0);
+  assert_int_not_equal(cmd, pid);
+  assert_int_equal(read_stat(cmd, &st), 0);
+  assert_int_equal(st.sid, pid);
+  /* Until env has exec'd the command (the pid stays the same). */
+  t0 = now_ms();
+  while (!(proc_cmdline(cmd, argv0, sizeof(argv0)) > 0 &&
+           strstr(argv0, "sleep 77") != NULL) &&
+         now_ms() - t0 < 10000)
+    run_for(&f, 5);
+  assert_non_null(strstr(argv0, "sleep 77"));
+  assert_int_equal(uvt_process_command_pid(f.reg, id, NULL), cmd);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+static int no_cmdline(void *arg) {
+  return cmdline_count(arg) == 0;
+}
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+} left_t;
+
+/* Members still dying (the pid namespace's teardown) count until gone. */
+static int no_leftovers(void *arg) {
+  left_t *l = arg;
+  return uvt_process_leftovers(l->f->reg, l->id, NULL) == 0;
+}
+
+/* The bomb's size: enough processes to need more than one signal pass,
+ * few enough to start in time on a busy machine under a sanitizer. */
+#define BOMB 100
+
+static int has_bomb(void *arg) {
+  (void)arg;
+  return cmdline_count(sl(2)) >= BOMB;
+}
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  sbuf_t *sb;
+  const char *needle;
+} until_t;
+
+static int output_has(void *arg) {
+  until_t *u = arg;
+  read_into(u->f, u->id, NULL, u->sb);
+  return u->sb->buf != NULL && strstr(u->sb->buf, u->needle) != NULL;
+}
+
+static int has_setsid(void *arg) {
+  (void)arg;
+  return cmdline_count(sl(1)) == 1;
+}
+
+/* S-2, P-KILL-5, P-KILL-7: one kill stops a sandboxed fork bomb (bounded:
+ * BOMB sleeps, all ignoring SIGTERM), a child that left the session with
+ * setsid, and the TERM-ignoring shell itself; nothing is left. */
+static void test_s2_kill_all(void **state) {
+  char cmd[256];
+  until_t ut;
+  fixture_t f;
+  left_t lw;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  snprintf(cmd, sizeof(cmd),
+           "trap '' TERM; setsid %s & i=0; "
+           "while [ $i -lt %d ]; do %s & i=$((i+1)); done; "
+           "echo ready; wait",
+           sl(1), BOMB, sl(2));
+  o.command = cmd;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  /* A long bound: forking the bomb takes seconds on a loaded machine. */
+  ut.f = &f;
+  ut.id = id;
+  ut.sb = &out;
+  ut.needle = "ready\n";
+  assert_true(run_until(&f, output_has, &ut, 60000));
+  assert_true(run_until(&f, has_bomb, NULL, 60000));
+  assert_true(run_until(&f, has_setsid, NULL, 10000));
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_int_equal(kr, UVT_KILL_REQUESTED);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  /* The pid namespace goes with its pid 1: the setsid child too. */
+  assert_true(run_until(&f, no_cmdline, (void *)sl(2), 10000));
+  assert_true(run_until(&f, no_cmdline, (void *)sl(1), 10000));
+  lw.f = &f;
+  lw.id = id;
+  assert_true(run_until(&f, no_leftovers, &lw, 10000));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* S-2, P-LEFT-1, P-KILL-6: a background job outlives its command and is
+ * counted exactly (bwrap's pid 1, which holds the sandbox meanwhile, is
+ * not the task's); a kill of the ended task stops it. */
+static void test_s2_leftovers(void **state) {
+  char cmd[64];
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  uvt_kill_result_t kr;
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  snprintf(cmd, sizeof(cmd), "%s & exit 0", sl(3));
+  o.command = cmd;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
+  assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 1);
+  assert_int_equal(cmdline_count(sl(3)), 1);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_true(run_until(&f, no_cmdline, (void *)sl(3), 10000));
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+/* S-2, P-KILL-7: the shell dies of the kill's SIGTERM at once, its job
+ * ignores SIGTERM and outlives it (and so does bwrap's pid 1, which
+ * ignores it too): after the grace both get SIGKILL, the task settles
+ * once nothing is left, with the command's own answer to SIGTERM. */
+static void test_s2_kill_term_ignorer_outlives(void **state) {
+  char cmd[256];
+  fixture_t f;
+  left_t lw;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  snprintf(cmd, sizeof(cmd),
+           "(trap '' TERM; exec %s) & setsid %s & echo ready; wait", sl(6),
+           sl(7));
+  o.command = cmd;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &out, "ready\n");
+  assert_true(proc_reached(sl(6), SIGTERM, 0, 10000) > 0);
+  assert_true(proc_reached(sl(7), 0, 0, 10000) > 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  /* bwrap passes the shell's death by SIGTERM on as 128 + 15. */
+  assert_outcome(&w.snap, UVT_KILLED, "exit code: 143 after kill request");
+  assert_int_equal(cmdline_count(sl(6)), 0);
+  /* The setsid child went with the sandbox's pid 1. */
+  assert_true(run_until(&f, no_cmdline, (void *)sl(7), 10000));
+  lw.f = &f;
+  lw.id = id;
+  assert_true(run_until(&f, no_leftovers, &lw, 10000));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* S-2, P-KILL-8: a chosen signal reaches the command, not the sandbox:
+ * SIGUSR1 to a task whose shell traps it leaves the task running; SIGINT
+ * ends a plain sleep, and the task with it. */
+static void test_s2_signal(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_snapshot_t s;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "trap 'echo got-usr1' USR1; echo ready; "
+              "while :; do sleep 0.05; done";
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, NULL, &out, "ready\n");
+  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGUSR1), 0);
+  read_until_has(&f, id, NULL, &out, "got-usr1");
+  assert_int_equal(uvt_get(f.reg, id, NULL, &s), 0);
+  assert_int_equal(s.status, UVT_RUNNING);
+  uvt_snapshot_cleanup(&s);
+  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGINT), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  /* The shell died of SIGINT; bwrap says 128 + 2. */
+  assert_int_equal(w.snap.status, UVT_COMPLETED);
+  assert_string_equal(w.snap.detail, "exit code: 130");
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* S-2, P-LIMIT-1: the runtime limit stops a sandboxed task. */
+static void test_s2_runtime_limit(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = sl(4);
+  o.max_runtime_ms = 300;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_non_null(strstr(w.snap.detail, "timed out after"));
+  assert_true(run_until(&f, no_cmdline, (void *)sl(4), 10000));
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+/* S-2, P-PTY-1: a REPL on a terminal works inside; ^C interrupts the
+ * command in the foreground, not the sandbox. */
+static void test_s2_tty_repl(void **state) {
+  char line[64];
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  sbuf_t out = {0};
+  waitres_t w;
+  const char *in;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "exec bash --norc --noprofile -i";
+  o.pty = 1;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  in = "PS1='$ '; [ -t 0 ] && echo is-a-tty-$((6*7))\n";
+  assert_int_equal(uvt_process_write(f.reg, id, NULL, in, strlen(in)), 0);
+  read_until_has(&f, id, NULL, &out, "is-a-tty-42");
+  snprintf(line, sizeof(line), "%s\n", sl(5));
+  assert_int_equal(uvt_process_write(f.reg, id, NULL, line, strlen(line)), 0);
+  assert_true(proc_reached(sl(5), 0, 0, 10000) > 0);
+  assert_int_equal(uvt_process_write(f.reg, id, NULL, "\x03", 1), 0);
+  assert_true(run_until(&f, no_cmdline, (void *)sl(5), 10000));
+  in = "echo still-$((7*6))\n";
+  assert_int_equal(uvt_process_write(f.reg, id, NULL, in, strlen(in)), 0);
+  read_until_has(&f, id, NULL, &out, "still-42");
+  in = "exit 5\n";
+  assert_int_equal(uvt_process_write(f.reg, id, NULL, in, strlen(in)), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 5");
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
+/* ---------------------------------------------------------------------- */
+/* S-3: no sandbox, no run                                                 */
+
+static void s3_refused(const char *bwrap, const char *reason) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char dir[256];
+  size_t count = 99;
+  uvt_snapshot_t *snaps = NULL;
+
+  make_dir(dir, "s3");
+  setenv("UVTASKS_BWRAP", bwrap, 1);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "echo ran > ran.txt";
+  o.cwd = dir;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOTSUP);
+  assert_true(f.warnings > 0);
+  assert_non_null(strstr(f.last_warning, reason));
+  /* Again: the answer is remembered, still refused. */
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOTSUP);
+  assert_int_equal(uvt_list(f.reg, NULL, &snaps, &count), 0);
+  assert_int_equal(count, 0);
+  uvt_snapshots_free(snaps, count);
+  run_for(&f, 50);
+  assert_false(exists(dir, "ran.txt"));
+  /* The same start without a sandbox runs (the check can fail). */
+  o.sandbox = NULL;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  {
+    waitres_t w;
+    wait_task(&f, &w, id, 20000, NULL);
+    wait_end(&w);
+  }
+  assert_true(exists(dir, "ran.txt"));
+  fixture_close(&f);
+  unsetenv("UVTASKS_BWRAP");
+  rm_rf(dir);
+}
+
+/* S-3: no bwrap at all. */
+static void test_s3_no_bwrap(void **state) {
+  (void)state;
+  s3_refused("/nonexistent/bwrap", "no bwrap at /nonexistent/bwrap");
+}
+
+/* S-3: a bwrap that cannot make the namespaces (as one does where user
+ * namespaces are refused): its message is the reason. */
+static void test_s3_bwrap_fails(void **state) {
+  char dir[256];
+  char path[PATH_MAX];
+  (void)state;
+
+  make_dir(dir, "fakebwrap");
+  write_file(dir, "bwrap",
+             "#!/bin/sh\necho 'bwrap: No permissions to creating new "
+             "namespace, likely because the kernel does not allow "
+             "non-privileged user namespaces.' >&2\nexit 1\n");
+  snprintf(path, sizeof(path), "%s/bwrap", dir);
+  assert_int_equal(chmod(path, 0755), 0);
+  s3_refused(path, "No permissions to creating new namespace");
+  rm_rf(dir);
+}
+
+/* S-1: bad options. */
+static void test_s1_bad_options(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  const char *missing[] = {"/nonexistent/dir", NULL};
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "true";
+  o.sandbox = &sb;
+  sb.fs = 7;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  sb.fs = 0;
+  sb.network = 9;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  sb.network = 0;
+  sb.writable = missing;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOENT);
+  fixture_close(&f);
+}
+
+int main(int argc, char **argv) {
+  const struct CMUnitTest tests[] = {
+      T(test_s1_writes),
+      T(test_s1_hidden),
+      T(test_s1_network),
+      T(test_s1_host_processes),
+      T(test_s1_sockets),
+      T(test_s1_bad_options),
+      T(test_s2_exit_codes_and_stdin),
+      T(test_s2_pids),
+      T(test_s2_kill_all),
+      T(test_s2_leftovers),
+      T(test_s2_kill_term_ignorer_outlives),
+      T(test_s2_signal),
+      T(test_s2_runtime_limit),
+      T(test_s2_tty_repl),
+      T(test_s3_no_bwrap),
+      T(test_s3_bwrap_fails),
+  };
+  return PROCESS_TESTS("process-sandbox", tests);
+}
