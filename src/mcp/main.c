@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +63,8 @@ static const char usage[] =
 /* The orderly exit: tools, then the client's agent (its tasks stopped,
  * P-KILL-4), then the registry, then our own handles.                      */
 
+static void on_shutdown_timer(uv_timer_t *timer);
+
 static void on_registry_closed(void *data) {
   mcp_server_t *server = data;
   size_t i;
@@ -76,11 +79,29 @@ static void on_registry_closed(void *data) {
       uv_close((uv_handle_t *)&server->signals[i], NULL);
     server->signals_open = 0;
   }
+  /* M-MCP-10: the hard limit stays armed until stdout is closed: a client
+   * that holds it open and never reads would otherwise keep the pending
+   * writes, and so the loop, alive for ever. */
+  uv_update_time(server->loop); /* R-TIME-1 */
+  server->drain_seen = server->out.drained;
+  server->drain_until = uv_now(server->loop) + MCP_SHUTDOWN_DRAIN_MAX_MS;
+  mcp_out_close(&server->out);
+  if (!server->out.open)
+    mcp_server_out_closed(server);
+  else if (server->shutdown_timer_open &&
+           !uv_is_active((uv_handle_t *)&server->shutdown_timer))
+    uv_timer_start(&server->shutdown_timer, on_shutdown_timer,
+                   MCP_SHUTDOWN_HARD_MS, 0);
+}
+
+void mcp_server_out_closed(mcp_server_t *server) {
+  if (!server->registry_closed)
+    return;
   if (server->shutdown_timer_open) {
     uv_close((uv_handle_t *)&server->shutdown_timer, NULL);
     server->shutdown_timer_open = 0;
   }
-  mcp_out_close(&server->out);
+  mcp_guardian_close(server);
 }
 
 static void on_agent_disposed(uvt_agent_t *agent) {
@@ -133,6 +154,23 @@ void mcp_server_kill_all(mcp_server_t *server) {
 static void on_shutdown_timer(uv_timer_t *timer) {
   mcp_server_t *server = timer->data;
 
+  if (server->registry_closed) {
+    /* M-MCP-10: every task is stopped, only answers are left.  A client
+     * that reads them (slowly) gets more time, within a bound; one that
+     * has read nothing since the last look loses them. */
+    uv_update_time(server->loop); /* R-TIME-1 */
+    if (server->out.drained != server->drain_seen &&
+        uv_now(server->loop) < server->drain_until) {
+      server->drain_seen = server->out.drained;
+      uv_timer_start(timer, on_shutdown_timer, MCP_SHUTDOWN_HARD_MS, 0);
+      return;
+    }
+    fprintf(stderr, "uvtasks-mcp: the client does not read; answers "
+                    "dropped\n");
+    if (mcp_out_abort(&server->out) != 0)
+      _exit(0);
+    return;
+  }
   if (!server->killed_all) {
     /* M-MCP-6: the grace is over; nothing outlives the client's patience. */
     mcp_server_kill_all(server);
@@ -346,6 +384,15 @@ int main(int argc, char **argv) {
    * stopped its tasks; libuv resets dispositions in the children. */
   signal(SIGPIPE, SIG_IGN);
 
+  /* M-MCP-13: not dumpable, so a task running as the same user cannot
+   * open /proc/<server>/fd (the client's stdin and stdout) nor attach to
+   * it; the guardian inherits it through the fork.  Every task is
+   * dumpable again: an exec resets the flag.  The server's own reads of
+   * /proc/self are unaffected. */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    fprintf(stderr, "uvtasks-mcp: prctl(PR_SET_DUMPABLE): %s\n",
+            strerror(errno));
+
   /* M-MCP-7: before the loop and its threads exist, so the fork copies
    * nothing but this thread. */
   if (!server.config.no_guardian) {
@@ -433,6 +480,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "uvtasks-mcp: start-up failed: %s\n", uvt_strerror(err));
 
   uv_run(&loop, UV_RUN_DEFAULT);
+  mcp_guardian_wait(&server); /* M-MCP-10: not even a zombie at the end */
   mcp_rpc_free_notices(&server);
   mcp_tasks_free(&server);
   if (uv_loop_close(&loop) != 0)

@@ -53,6 +53,11 @@
 /* And if the registry has still not closed this long after the SIGKILL,
  * the server exits anyway (the guardian stops what is left). */
 #define MCP_SHUTDOWN_HARD_MS 600
+/* M-MCP-10: once every task is stopped, answers still queued to a client
+ * that reads them go on draining while it makes progress, up to this long;
+ * a client that does not read at all loses them after MCP_SHUTDOWN_HARD_MS
+ * (or what is left of the shutdown grace). */
+#define MCP_SHUTDOWN_DRAIN_MAX_MS 10000
 
 /* M-MCP-8: bytes of answers queued to stdout beyond which the server stops
  * reading stdin until the client has read them. */
@@ -105,8 +110,9 @@ typedef struct {
   int fs_busy;
   mcp_out_chunk_t *head; /* file mode: chunks not yet written */
   mcp_out_chunk_t *tail;
-  size_t writes; /* writes in flight */
-  size_t queued; /* bytes handed to uv_write or queued, not yet written */
+  size_t writes;    /* writes in flight */
+  size_t queued;    /* bytes handed to uv_write or queued, not yet written */
+  uint64_t drained; /* bytes written (or dropped) so far (M-MCP-10) */
   int open;
   int broken; /* a write failed; later messages are dropped */
   int closing;
@@ -211,9 +217,14 @@ struct mcp_server_s {
   int shutdown_timer_open;
   int input_ended;           /* end of stdin seen */
   int killed_all;            /* SIGKILL went to every group */
+  uint64_t drain_seen;       /* M-MCP-10: out.drained at the last look */
+  uint64_t drain_until;      /* loop time the answers' drain must end by */
   uv_timer_t progress_timer; /* M-MCP-5 */
   int progress_timer_open;
-  int guardian_fd;           /* M-MCP-7: the pipe to the guardian, or -1 */
+  int guardian_fd;     /* M-MCP-7: the pipe to the guardian, or -1 */
+  int guardian_pid;    /* the guardian, until reaped (M-MCP-10) */
+  uv_signal_t sigchld; /* reaps the guardian when it ends */
+  int sigchld_open;
   uv_check_t guardian_check; /* tells the guardian of new groups */
   int guardian_check_open;
   uvt_watch_t guardian_watch;
@@ -255,6 +266,9 @@ int mcp_out_init(mcp_out_t *out, mcp_server_t *server);
 void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len);
 /* Close once every queued write has finished. */
 void mcp_out_close(mcp_out_t *out);
+/* Close now, cancelling queued writes (M-MCP-10).  Returns nonzero if a
+ * file write is still running (it cannot be cancelled). */
+int mcp_out_abort(mcp_out_t *out);
 
 /* rpc.c */
 /* Send `msg` as one line and release it. */
@@ -333,11 +347,17 @@ void mcp_guardian_prune(mcp_server_t *server);
 void mcp_guardian_stop(mcp_server_t *server);
 /* Every task was stopped: the guardian forgets them; close the pipe. */
 void mcp_guardian_release(mcp_server_t *server);
+/* M-MCP-10: close the SIGCHLD handle (the loop ends); after the loop,
+ * reap the guardian. */
+void mcp_guardian_close(mcp_server_t *server);
+void mcp_guardian_wait(mcp_server_t *server);
 
 /* main.c */
 /* Begin the orderly exit (M-MCP-4, M-MCP-6); idempotent. */
 void mcp_server_shutdown(mcp_server_t *server, const char *why);
 /* SIGKILL to every task's group now (M-MCP-6). */
 void mcp_server_kill_all(mcp_server_t *server);
+/* stdout was closed (M-MCP-10: the hard limit ends there). */
+void mcp_server_out_closed(mcp_server_t *server);
 
 #endif
