@@ -33,8 +33,8 @@ static const char usage[] =
     "                       (default 0 = no limit)\n"
     "  --grace-ms MS        SIGTERM -> SIGKILL delay when a task is stopped\n"
     "                       (default 3000)\n"
-    "  --keep-finished N    finished tasks whose end was seen that are kept;\n"
-    "                       older ones are forgotten (default 100)\n"
+    "  --keep-finished N    ended tasks kept, read or not; older ones\n"
+    "                       are forgotten (default 100)\n"
     "  --max-task-ttl-ms MS longest ttl granted to an MCP task, and the ttl\n"
     "                       of one whose request names none (default\n"
     "                       3600000); when it runs out the task is unknown,\n"
@@ -49,6 +49,18 @@ static const char usage[] =
     "30000)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
+    "  --pass-env NAME      pass the server's variable NAME to every task\n"
+    "                       unchanged, even if the credential scrub would\n"
+    "                       drop it (repeatable, at most 64)\n"
+    "  --max-unread-bytes N unread output kept across all ended tasks;\n"
+    "                       past it (or past --keep-finished ended tasks,\n"
+    "                       read or not) the oldest ended task is forgotten\n"
+    "                       and the next result says so (default 33554432)\n"
+    "  --cgroups            every task in a cgroup v2 group of its own, so\n"
+    "                       setsid and daemonised processes are stopped\n"
+    "                       too; needs a writable cgroup v2 directory (the\n"
+    "                       server's own): if the host has none the server\n"
+    "                       says so on stderr at start and runs without\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -312,6 +324,22 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       c->no_guardian = 1;
       i += 1;
       continue;
+    } else if (strcmp(a, "--pass-env") == 0) {
+      /* M-MCP-11, M-MCP-14, M-MCP-15: the server under attack. */
+      if (val == NULL)
+        goto missing;
+      if (c->pass_env_n == sizeof(c->pass_env) / sizeof(c->pass_env[0]) ||
+          strchr(val, '=') != NULL || val[0] == '\0')
+        goto bad;
+      c->pass_env[c->pass_env_n++] = val;
+    } else if (strcmp(a, "--cgroups") == 0) {
+      c->cgroups = 1;
+      i += 1;
+      continue;
+    } else if (strcmp(a, "--max-unread-bytes") == 0) {
+      if (parse_u64(val, &v) != 0 || v > SIZE_MAX)
+        goto bad;
+      c->max_unread_bytes = (size_t)v;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
         goto bad;
@@ -331,6 +359,36 @@ bad:
   fprintf(stderr, "uvtasks-mcp: bad value for %s: %s (see --help)\n", argv[i],
           i + 1 < argc ? argv[i + 1] : "(none)");
   return 2;
+}
+
+/* M-MCP-14: "NAME=value" for each --pass-env NAME the server has, for
+ * every task's environment (they win over the scrub).  Static: it lives
+ * as long as the server. */
+static const char *const *mcp_pass_env(const mcp_config_t *c) {
+  static const char *entries[65];
+  static char *owned[64];
+  size_t n = 0;
+  size_t i;
+
+  for (i = 0; i < c->pass_env_n; i++) {
+    const char *v = getenv(c->pass_env[i]);
+    size_t len;
+
+    if (v == NULL) {
+      fprintf(stderr, "uvtasks-mcp: --pass-env %s: not set; not passed\n",
+              c->pass_env[i]);
+      continue;
+    }
+    len = strlen(c->pass_env[i]) + strlen(v) + 2;
+    owned[n] = malloc(len);
+    if (owned[n] == NULL)
+      continue;
+    snprintf(owned[n], len, "%s=%s", c->pass_env[i], v);
+    entries[n] = owned[n];
+    n++;
+  }
+  entries[n] = NULL;
+  return n > 0 ? entries : NULL;
 }
 
 /* A session id nobody else has: random, or pid and time if that fails. */
@@ -360,6 +418,7 @@ int main(int argc, char **argv) {
   int err;
 
   server.config.keep_finished = MCP_KEEP_FINISHED;
+  server.config.max_unread_bytes = MCP_MAX_UNREAD_DEFAULT;
   server.config.max_task_ttl_ms = MCP_TASK_TTL_MAX_DEFAULT_MS;
   server.config.tasks_page_size = MCP_TASKS_PAGE_DEFAULT;
   server.config.shutdown_grace_ms = MCP_SHUTDOWN_GRACE_MS;
@@ -424,6 +483,17 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (server.config.cgroups) {
+    /* M-MCP-15: a cgroup per task where the host allows it. */
+    err = uvt_process_cgroups(server.reg, NULL);
+    if (err != 0)
+      fprintf(stderr,
+              "uvtasks-mcp: --cgroups: no cgroup per task on this host (%s): "
+              "setsid and daemonised processes escape kills and shutdown\n",
+              uvt_strerror(err));
+    err = 0;
+  }
+
   uvt_tools_options_init(&topts);
   topts.notice_cb = mcp_rpc_notice;
   topts.cwd = server.config.cwd;
@@ -434,6 +504,7 @@ int main(int argc, char **argv) {
                        ? (uint64_t)server.config.yield_ms
                        : MCP_YIELD_DEFAULT_MS;
   topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
+  topts.env = mcp_pass_env(&server.config);  /* M-MCP-14 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == 0) {
     tools_attached = 1;

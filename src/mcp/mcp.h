@@ -16,8 +16,13 @@
 /* Longest message line accepted, in bytes (M-MCP-3). */
 #define MCP_LINE_MAX (4u * 1024u * 1024u)
 
-/* Finished tasks whose end the client has seen, kept by default. */
+/* Ended tasks kept by default, read or not (M-MCP-11). */
 #define MCP_KEEP_FINISHED 100
+
+/* M-MCP-11: unread output bytes kept across all ended tasks by default:
+ * with the per-task cap and the count above, a day-long session stays
+ * well under 64 MiB. */
+#define MCP_MAX_UNREAD_DEFAULT (32u * 1024u * 1024u)
 
 /* The protocol version answered when the client's is not one we speak. */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
@@ -27,6 +32,8 @@
 
 /* The revision that has JSON-RPC batches (M-MCP-8). */
 #define MCP_PROTOCOL_BATCHES "2025-03-26"
+/* M-MCP-12: requests in one batch; a larger one is refused whole. */
+#define MCP_BATCH_MAX 100
 
 /* Keys of a 2026-era request's _meta, of a result's _meta, and the Tasks
  * extension's name. */
@@ -200,6 +207,10 @@ typedef struct {
   int64_t yield_ms;           /* M-TOOLS-6: run_command's yield; -1 default */
   size_t max_bytes;           /* M-TOOLS-8: output per result; 0 default */
   int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
+  const char *pass_env[64];   /* M-MCP-14: --pass-env names */
+  size_t pass_env_n;
+  int cgroups;             /* M-MCP-15: --cgroups */
+  size_t max_unread_bytes; /* M-MCP-11: unread bytes of ended tasks */
 } mcp_config_t;
 
 struct mcp_server_s {

@@ -1126,6 +1126,14 @@ static void rpc_batch(mcp_server_t *server, json_t *msg) {
                   "Invalid Request: an empty batch");
     return;
   }
+  /* M-MCP-12: the answer to one line is bounded like any other output. */
+  if (json_array_size(msg) > MCP_BATCH_MAX) {
+    snprintf(buf, sizeof(buf),
+             "Invalid Request: batch too large (%zu requests; at most %u)",
+             json_array_size(msg), (unsigned)MCP_BATCH_MAX);
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+    return;
+  }
   b = calloc(1, sizeof(*b));
   if (b != NULL)
     b->answers = json_array();
