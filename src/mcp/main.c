@@ -206,6 +206,7 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
   mcp_tasks_stop(server);
   mcp_progress_stop(server);
   mcp_guardian_stop(server);
+  mcp_retention_stop(server);
   if (server->reg == NULL) {
     on_registry_closed(server);
     return;
@@ -521,6 +522,8 @@ int main(int argc, char **argv) {
   if (err == 0)
     err = mcp_guardian_init(&server);
   if (err == 0)
+    err = mcp_retention_init(&server); /* M-MCP-11 */
+  if (err == 0)
     err = mcp_out_init(&server.out, &server);
   if (err == 0) {
     static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -543,6 +546,7 @@ int main(int argc, char **argv) {
     mcp_tasks_stop(&server);
     mcp_progress_stop(&server);
     mcp_guardian_stop(&server);
+    mcp_retention_stop(&server);
     if (tools_attached)
       uvt_tools_detach(&server.tools, NULL);
     uvt_registry_close(server.reg, on_registry_closed, &server);

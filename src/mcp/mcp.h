@@ -239,6 +239,8 @@ struct mcp_server_s {
   uv_check_t guardian_check; /* tells the guardian of new groups */
   int guardian_check_open;
   uvt_watch_t guardian_watch;
+  uvt_watch_t retention_watch; /* M-MCP-11: ends of the session's tasks */
+  int retention_watching;
   int guardian_watching;
   json_t *guarded;     /* task ids whose session the guardian knows: id->pid */
   json_t *unguarded;   /* task ids whose pid is not known yet (array) */
@@ -305,6 +307,19 @@ void mcp_rpc_oversized(mcp_server_t *server);
 /* The tools' notice callback. */
 void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
 void mcp_rpc_free_notices(mcp_server_t *server);
+
+/* retention.c (M-MCP-11) */
+/* May the ended task `s` be forgotten (rpc.c's rpc_forgettable)? */
+typedef int (*mcp_forgettable_fn)(mcp_server_t *server,
+                                  const uvt_snapshot_t *s);
+/* Forget the oldest ended tasks past --keep-finished or
+ * --max-unread-bytes; the next tool result's notice names them. */
+void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable);
+/* rpc.c: mcp_retention_bound() with rpc.c's predicate. */
+void mcp_rpc_bound_retention(mcp_server_t *server);
+/* Look at the bounds whenever a task of the session ends. */
+int mcp_retention_init(mcp_server_t *server);
+void mcp_retention_stop(mcp_server_t *server);
 
 /* tasks.c: MCP Tasks */
 int mcp_tasks_init(mcp_server_t *server);

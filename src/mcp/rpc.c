@@ -332,29 +332,9 @@ static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
   return !(pid > 0 && kill(-pid, 0) == 0);
 }
 
-static void rpc_bound_retention(mcp_server_t *server) {
-  uvt_snapshot_t *snaps = NULL;
-  char *forgettable;
-  size_t n = 0;
-  size_t count = 0;
-  size_t i;
-
-  if (server->reg == NULL ||
-      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
-    return;
-  forgettable = n > 0 ? calloc(n, 1) : NULL;
-  if (forgettable != NULL) {
-    for (i = 0; i < n; i++) {
-      forgettable[i] = (char)rpc_forgettable(server, &snaps[i]);
-      count += (size_t)forgettable[i];
-    }
-    for (i = 0; i < n && count > server->config.keep_finished; i++)
-      if (forgettable[i] &&
-          uvt_forget(server->reg, snaps[i].id, &server->agent) == 0)
-        count--;
-  }
-  free(forgettable);
-  uvt_snapshots_free(snaps, n);
+/* M-MCP-11: the bounds live in retention.c; this predicate stays here. */
+void mcp_rpc_bound_retention(mcp_server_t *server) {
+  mcp_retention_bound(server, rpc_forgettable);
 }
 
 /* One answer fewer owed to `b`; the last one sends the array. */
@@ -436,7 +416,7 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   mcp_rpc_call_free(call);
   mcp_progress_update(server);
   if (status == 0) {
-    rpc_bound_retention(server);
+    mcp_rpc_bound_retention(server);
     mcp_guardian_prune(server);
   }
 }

@@ -234,5 +234,57 @@ else
 fi
 if "$MCP" --help | grep -q -- '--cgroups'; then ok "M-MCP-15: --help names --cgroups"; else bad "M-MCP-15: --help names --cgroups"; fi
 
+# ------------------------------------------------------------------------
+# M-MCP-11: the unread soak in small.  Twelve tasks of 300 KB that nobody
+# reads, under --keep-finished 5 and --max-unread-bytes 1000000: once all
+# have ended at most 3 (900 KB) are kept, the oldest went first, and a
+# tool result's notice named what went and the bytes dropped.
+start 2025-11-25 --keep-finished 5 --max-unread-bytes 1000000
+for i in $(seq 1 12); do
+  call "$i" run_in_background '{"command":"head -c 300000 /dev/zero | tr \\0 x"}' >/dev/null
+done
+for i in $(seq 100 2100); do
+  out=$(call "$i" task_list '{}')
+  [[ "$out" == *running* ]] || break
+done
+out=$(call 3000 task_list '{}')
+kept=$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | tr '\n' ' ')
+if [ "$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | wc -l)" -le 3 ] &&
+  [[ "$out" == *bash-12* ]] && ! printf '%s' "$out" | grep -o 'bash-[0-9]*' | grep -qx bash-1; then
+  ok "M-MCP-11: 12 unread ended tasks of 300 KB: the newest kept within 1,000,000 bytes ($kept)"
+else
+  bad "M-MCP-11: unread ended tasks are bounded by bytes" "$out"
+fi
+if grep -q 'Forgot [0-9]* ended tasks\{0,1\} to stay within --keep-finished 5 and --max-unread-bytes 1000000; [0-9]* unread bytes of output dropped: bash-1 (300000 unread bytes)' "$tmp/log"; then
+  ok "M-MCP-11: a tool result's notice names the forgotten task and its bytes"
+else
+  bad "M-MCP-11: the notice names what went" "$(grep -o 'Forgot[^"]*' "$tmp/log" | head -3)"
+fi
+out=$(call 3001 task_output '{"task_id":"bash-1"}')
+if [[ "$out" == *"No task"* ]] || [[ "$out" == *"no task"* ]]; then
+  ok "M-MCP-11: a forgotten task's id is unknown"
+else
+  bad "M-MCP-11: a forgotten task's id is unknown" "$out"
+fi
+stop
+
+# Its sibling: the count bound holds for unread tasks too (small output).
+start 2025-11-25 --keep-finished 4
+for i in $(seq 1 10); do
+  call "$i" run_in_background '{"command":"echo unread"}' >/dev/null
+done
+for i in $(seq 100 2100); do
+  out=$(call "$i" task_list '{}')
+  [[ "$out" == *running* ]] || break
+done
+out=$(call 3000 task_list '{}')
+n=$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | wc -l)
+if [ "$n" -le 4 ] && [[ "$out" == *bash-10* ]]; then
+  ok "M-MCP-11: --keep-finished 4 bounds ended tasks nobody read ($n kept)"
+else
+  bad "M-MCP-11: --keep-finished bounds unread tasks" "$out"
+fi
+stop
+
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
