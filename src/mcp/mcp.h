@@ -34,6 +34,9 @@
 #define MCP_PROTOCOL_BATCHES "2025-03-26"
 /* M-MCP-12: requests in one batch; a larger one is refused whole. */
 #define MCP_BATCH_MAX 100
+/* M-MCP-12: JSON values (arrays, objects, members and elements) one line
+ * may hold; parsed, each costs jansson some tens of bytes. */
+#define MCP_LINE_VALUES_MAX 50000
 
 /* Keys of a 2026-era request's _meta, of a result's _meta, and the Tasks
  * extension's name. */

@@ -1180,6 +1180,44 @@ static int rpc_whole_reals(json_t *v) {
   return 0;
 }
 
+/* M-MCP-12: the values a line holds, counted before parsing (each costs
+ * jansson tens of bytes, a line of "[1,1,...]" of 4 MiB some 100 MB):
+ * every ',' '[' '{' outside strings, and the elements of a top-level
+ * array apart.  Stops counting past the limits. */
+static void rpc_count_values(const char *line, size_t len, size_t *values,
+                             size_t *batch) {
+  int in_string = 0;
+  int depth = 0;
+  size_t i;
+
+  *values = 0;
+  *batch = 0;
+  for (i = 0; i < len && *values <= MCP_LINE_VALUES_MAX; i++) {
+    char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = 0;
+      continue;
+    }
+    if (c == '"') {
+      in_string = 1;
+    } else if (c == '[' || c == '{') {
+      if (depth == 0 && c == '[')
+        *batch = 1;
+      depth++;
+      (*values)++;
+    } else if (c == ']' || c == '}') {
+      depth--;
+    } else if (c == ',') {
+      (*values)++;
+      if (depth == 1 && *batch > 0)
+        (*batch)++;
+    }
+  }
+}
+
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   json_error_t jerr;
   json_t *msg;
@@ -1195,6 +1233,31 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   if (i == len)
     return;
 
+  /* M-MCP-12: refuse before parsing what would cost more than a few MiB:
+   * a batch of more than MCP_BATCH_MAX requests, or too many values. */
+  {
+    size_t values;
+    size_t batch;
+
+    rpc_count_values(line, len, &values, &batch);
+    if (batch > MCP_BATCH_MAX && server->version != NULL &&
+        strcmp(server->version, MCP_PROTOCOL_BATCHES) == 0) {
+      snprintf(buf, sizeof(buf),
+               "Invalid Request: batch too large (%s%zu requests; at most "
+               "%u)",
+               values > MCP_LINE_VALUES_MAX ? "over " : "", batch,
+               (unsigned)MCP_BATCH_MAX);
+      mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+      return;
+    }
+    if (values > MCP_LINE_VALUES_MAX) {
+      snprintf(buf, sizeof(buf),
+               "Invalid Request: a message of more than %u JSON values",
+               (unsigned)MCP_LINE_VALUES_MAX);
+      mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+      return;
+    }
+  }
   msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
   if (msg == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
     /* An integer beyond int64 is still JSON, and JavaScript writes its

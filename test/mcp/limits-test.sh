@@ -131,6 +131,22 @@ if [ "$got" = 100 ] && ! grep -q '"id":101[0-9][0-9][0-9],' "$tmp/log" &&
 else
   bad "M-MCP-12: the batch bound at 100" "$got answers; $(grep -o 'batch too large[^"]*' "$tmp/log")"
 fi
+# Its sibling: one message of 4 MiB holding a million small values (an
+# argument array, not a batch) is refused before it is parsed.
+{
+  printf '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_list","arguments":{"x":['
+  head -c 2000000 /dev/zero | tr '\0' 1 | sed 's/1/1,/g'
+  printf '1]}}}\n'
+} >&"$W"
+send '{"jsonrpc":"2.0","id":4,"method":"ping"}'
+answer 4 >/dev/null
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$srv/status")
+if grep -q '"message":"Invalid Request: a message of more than 50000 JSON values"' "$tmp/log" &&
+  [ "$hwm" -lt 65536 ]; then
+  ok "M-MCP-12: a line of a million values is refused unparsed (peak RSS ${hwm} kB)"
+else
+  bad "M-MCP-12: a line of a million values" "peak ${hwm} kB; $(tail -c 300 "$tmp/log")"
+fi
 stop
 
 # ------------------------------------------------------------------------
