@@ -21,9 +21,13 @@
  * The guardian runs in a session of its own with stdio on /dev/null, so
  * closing the terminal or the client's pipes does not touch it, and it
  * ignores the shutdown signals (it ends by itself when the server does).
+ * With --cgroups (M-MCP-15) the server also tells it the registry's
+ * cgroup directory ('G'), and the guardian stops every task's group
+ * through cgroup.kill, daemons included.
  * Limits: a task started in the instant before the server dies, before
- * its pid reached the guardian, is not covered; a process that left its
- * session (setsid, a daemon) is out of reach, as for disposal. */
+ * its pid reached the guardian, is not covered; without --cgroups a
+ * process that left its session (setsid, a daemon) is out of reach, as
+ * for disposal. */
 #define _GNU_SOURCE
 #include "mcp.h"
 
@@ -45,11 +49,16 @@
 /* After SIGTERM, how long the guardian waits before SIGKILL. */
 #define GUARD_GRACE_MS 300
 
-/* One message on the pipe: an operation and a pid. */
+/* One message on the socket: an operation and a pid; 'G' carries the
+ * registry's cgroup directory (M-MCP-15) in `path` instead. */
 typedef struct {
-  int32_t op; /* '+', '-', 'C' */
+  int32_t op; /* '+', '-', 'C', 'G' */
   int32_t pid;
+  char path[4096];
 } guard_msg_t;
+
+/* The fixed part of a message. */
+#define GUARD_MSG_HEAD 8
 
 /* ---------------------------------------------------------------------- */
 /* The guardian process                                                    */
@@ -139,6 +148,43 @@ static void guard_stop_all(const pid_t *sids, size_t n) {
   guard_signal(sids, n, SIGKILL);
 }
 
+/* M-MCP-15: with --cgroups every task is a group under the registry's
+ * directory: cgroup.kill there stops all of them, daemons included; then
+ * the emptied groups are removed (each rmdir fails while populated). */
+static void guard_stop_cgroup(const char *dir) {
+  char path[4200];
+  struct dirent *e;
+  DIR *d;
+  int fd;
+  int tries;
+
+  if (dir == NULL)
+    return;
+  snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+  fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (write(fd, "1", 1) < 0) {
+      /* Nothing better to do: the sessions were signalled already. */
+    }
+    close(fd);
+  }
+  for (tries = 0; tries < 50; tries++) {
+    d = opendir(dir);
+    if (d == NULL)
+      return;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9')
+        continue;
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      rmdir(path);
+    }
+    closedir(d);
+    if (rmdir(dir) == 0 || errno == ENOENT)
+      return;
+    guard_sleep_ms(20);
+  }
+}
+
 /* M-MCP-13: one message from the server, or 0 at its end.  The channel
  * is a packet socket with SO_PASSCRED: every message comes with its
  * sender's credentials (the kernel's, not the sender's word), and only
@@ -182,12 +228,18 @@ static int guard_recv(int fd, pid_t server, guard_msg_t *m) {
         close(fds[k]);
     }
   }
-  if (!believed || r != (ssize_t)sizeof(*m) || (msg.msg_flags & MSG_TRUNC))
+  if (!believed || r < GUARD_MSG_HEAD || (msg.msg_flags & MSG_TRUNC))
     return -1;
+  if (m->op == 'G') {
+    if (r == GUARD_MSG_HEAD || r >= (ssize_t)sizeof(*m))
+      return -1;
+    m->path[r - GUARD_MSG_HEAD] = '\0';
+  }
   return 1;
 }
 
 static void guard_main(int rfd, pid_t server) {
+  char *cgroup = NULL;
   pid_t *sids = NULL;
   size_t n = 0;
   size_t cap = 0;
@@ -220,9 +272,16 @@ static void guard_main(int rfd, pid_t server) {
       }
     } else if (m.op == 'C') {
       n = 0;
+      free(cgroup);
+      cgroup = NULL;
+    } else if (m.op == 'G') {
+      free(cgroup);
+      cgroup = strdup(m.path);
     }
   }
   guard_stop_all(sids, n);
+  guard_stop_cgroup(cgroup);
+  free(cgroup);
   free(sids);
   for (fd = 0; fd < 3; fd++)
     close(fd);
@@ -335,9 +394,9 @@ static void guard_send(mcp_server_t *server, int op, int pid) {
   m.pid = pid;
   /* One packet, whole or not at all; the kernel adds our credentials. */
   do
-    r = send(server->guardian_fd, &m, sizeof(m), MSG_NOSIGNAL);
+    r = send(server->guardian_fd, &m, GUARD_MSG_HEAD, MSG_NOSIGNAL);
   while (r < 0 && errno == EINTR);
-  if (r != (ssize_t)sizeof(m)) {
+  if (r != GUARD_MSG_HEAD) {
     fprintf(stderr,
             "uvtasks-mcp: the guardian is gone (%s); if the server "
             "is killed, its tasks will keep running\n",
@@ -345,6 +404,23 @@ static void guard_send(mcp_server_t *server, int op, int pid) {
     close(server->guardian_fd);
     server->guardian_fd = -1;
   }
+}
+
+/* M-MCP-15: the registry's cgroup directory, for the guardian to stop
+ * (cgroup.kill) if the server dies. */
+void mcp_guardian_cgroup(mcp_server_t *server, const char *dir) {
+  guard_msg_t m;
+  size_t len = strlen(dir);
+  ssize_t r;
+
+  if (server->guardian_fd < 0 || len == 0 || len >= sizeof(m.path))
+    return;
+  m.op = 'G';
+  m.pid = 0;
+  memcpy(m.path, dir, len);
+  do
+    r = send(server->guardian_fd, &m, GUARD_MSG_HEAD + len, MSG_NOSIGNAL);
+  while (r < 0 && errno == EINTR);
 }
 
 /* Tell the guardian of every queued task whose pid is known now. */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "process/process-internal.h"
 #include "uvtasks/process.h"
 
 static const char usage[] =
@@ -362,6 +363,16 @@ bad:
   return 2;
 }
 
+/* M-MCP-15: the registry's cgroup directory, made by
+ * uvt_process_cgroups(). */
+static const char *mcp_cgroup_dir(uvt_registry_t *reg) {
+  uvt__procs_t *ps;
+
+  if (uvt__procs_get(reg, &ps) != 0 || ps->cg_path == NULL)
+    return "";
+  return ps->cg_path;
+}
+
 /* M-MCP-14: "NAME=value" for each --pass-env NAME the server has, for
  * every task's environment (they win over the scrub).  Static: it lives
  * as long as the server. */
@@ -487,7 +498,9 @@ int main(int argc, char **argv) {
   if (server.config.cgroups) {
     /* M-MCP-15: a cgroup per task where the host allows it. */
     err = uvt_process_cgroups(server.reg, NULL);
-    if (err != 0)
+    if (err == 0)
+      mcp_guardian_cgroup(&server, mcp_cgroup_dir(server.reg));
+    else
       fprintf(stderr,
               "uvtasks-mcp: --cgroups: no cgroup per task on this host (%s): "
               "setsid and daemonised processes escape kills and shutdown\n",

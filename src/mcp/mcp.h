@@ -374,6 +374,8 @@ void mcp_guardian_task(mcp_server_t *server, const char *id);
 /* Forget sessions that have no process left. */
 void mcp_guardian_prune(mcp_server_t *server);
 void mcp_guardian_stop(mcp_server_t *server);
+/* M-MCP-15: the registry's cgroup directory (--cgroups). */
+void mcp_guardian_cgroup(mcp_server_t *server, const char *dir);
 /* Every task was stopped: the guardian forgets them; close the pipe. */
 void mcp_guardian_release(mcp_server_t *server);
 /* M-MCP-10: close the SIGCHLD handle (the loop ends); after the loop,

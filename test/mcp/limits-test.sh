@@ -235,6 +235,24 @@ else
   else
     bad "M-MCP-15: a setsid daemon is stopped by the shutdown" "$(pgrep -af "sleep $marker")"
   fi
+  # The guardian: a SIGKILLed server still has the daemon stopped, and the
+  # registry's cgroup directory removed.
+  start 2025-11-25 --cgroups
+  call 1 run_in_background "{\"command\":\"setsid sleep ${marker}7 </dev/null >/dev/null 2>&1 & sleep ${marker}8\"}" >/dev/null
+  for _ in $(seq 1 500); do pgrep -f "sleep ${marker}7" >/dev/null && break; sleep 0.01; done
+  cg=$(grep '^0::' "/proc/$(pgrep -f "sleep ${marker}7" | head -1)/cgroup")
+  kill -KILL "$srv"
+  wait "$srv" 2>/dev/null
+  srv=
+  exec {W}>&-
+  dir=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)${cg#0::}
+  dir=${dir%/*}
+  for _ in $(seq 1 500); do [ -d "$dir" ] || break; sleep 0.01; done
+  if gone "sleep ${marker}7" && gone "sleep ${marker}8" && [ ! -d "$dir" ]; then
+    ok "M-MCP-15: a SIGKILLed server's guardian stops the setsid daemon through its cgroup (and removes $dir)"
+  else
+    bad "M-MCP-15: the guardian and the cgroup" "$(pgrep -af "sleep $marker"); dir $dir: $(ls "$dir" 2>&1 | head -3)"
+  fi
   # Its contrast: without --cgroups the daemon is out of reach (so the
   # test above can fail).
   start 2025-11-25
@@ -247,6 +265,18 @@ else
     bad "M-MCP-15: without --cgroups" "$(pgrep -af "sleep $marker")"
   fi
   pkill -KILL -f "sleep ${marker}5"
+fi
+# A host without cgroup v2 (here: the mount hidden in a mount namespace):
+# the server says so at start and serves on.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+  mnt=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+  out=$(echo '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
+    unshare -m sh -c 'umount "$1" 2>/dev/null; exec "$2" --cgroups' sh "$mnt" "$MCP" 2>&1)
+  if [[ "$out" == *"--cgroups: no cgroup per task on this host"* ]] && [[ "$out" == *'"id":1,"result":{}'* ]]; then
+    ok "M-MCP-15: without cgroup v2 the server says so on stderr at start and serves"
+  else
+    bad "M-MCP-15: without cgroup v2" "$out"
+  fi
 fi
 if "$MCP" --help | grep -q -- '--cgroups'; then ok "M-MCP-15: --help names --cgroups"; else bad "M-MCP-15: --help names --cgroups"; fi
 
