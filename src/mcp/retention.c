@@ -66,7 +66,6 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
 
     if (!uvt_status_is_terminal(s.status))
       continue;
-    ended++;
     unread[i] = unread_bytes(server, s.id);
     total += unread[i];
     /* Read or not (M-MCP-11): the predicate is asked as if the end had
@@ -74,6 +73,9 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
      * left running) still hold. */
     s.reported = 1;
     may[i] = (char)forgettable(server, &s);
+    /* The count is of the tasks that may go: one that must stay (its
+     * leftovers) does not push a newer one out. */
+    ended += (size_t)may[i];
   }
   uvt__text_init(&t);
   /* Oldest first: uvt_list gives creation order. */
