@@ -32,6 +32,12 @@ bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: 
 
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
+if [ ${#AS[@]} -gt 0 ]; then
+  # The build may sit where `nobody` cannot reach (a clone under /root).
+  cp "$MCP" "$tmp/uvtasks-mcp"
+  chmod 755 "$tmp/uvtasks-mcp"
+  MCP=$tmp/uvtasks-mcp
+fi
 srv=
 marker=100.$$$RANDOM
 cleanup() {
