@@ -268,7 +268,7 @@ else
 fi
 # A host without cgroup v2 (here: the mount hidden in a mount namespace):
 # the server says so at start and serves on.
-if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   mnt=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
   out=$(echo '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
     unshare -m sh -c 'umount "$1" 2>/dev/null; exec "$2" --cgroups' sh "$mnt" "$MCP" 2>&1)
