@@ -6,8 +6,9 @@
 #    limit (the pending writes are cancelled), and its guardian is never a
 #    zombie, neither while the server shuts down nor after;
 #  - the same for SIGTERM, SIGINT and SIGHUP with stdin still open.
-# The bound asserted is 3 s (the server's own is 1.5 s; the machine may be
-# loaded); the time taken is printed.  Without the fix the server never
+# The bound asserted is 8 s: the server's own is 1.5 s, by its timers,
+# but a sanitizer build on a loaded machine takes longer to get there and
+# to exit; the time taken is printed.  Without the fix the server never
 # exits.
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash blocked-test.sh
@@ -89,8 +90,8 @@ start() {
   done
 }
 
-# finish WHAT: wait up to 10 s for the server to end, checking its guardian
-# on the way; asserts the 3 s bound.
+# finish WHAT: wait up to 12 s for the server to end, checking its guardian
+# on the way; asserts the 8 s bound.
 finish() {
   local what=$1 t0=$2 zomb=0 ms
   while alive "$srv"; do
@@ -100,11 +101,11 @@ finish() {
       sleep 0.05
       zombie "$guardian" && alive "$srv" && zomb=1
     fi
-    [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 10000 ] && break
+    [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 12000 ] && break
     sleep 0.01
   done
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  if ! alive "$srv" && [ "$ms" -le 3000 ]; then
+  if ! alive "$srv" && [ "$ms" -le 8000 ]; then
     ok "M-MCP-10: $what with stdout not read: the server exits (${ms} ms)"
   else
     bad "M-MCP-10: $what with stdout not read: the server exits" "still there after ${ms} ms: $(tail -c 300 "$tmp/err")"
