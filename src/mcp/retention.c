@@ -83,7 +83,12 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
     if (ended <= server->config.keep_finished &&
         total <= server->config.max_unread_bytes)
       break;
-    if (!may[i] || uvt_forget(server->reg, snaps[i].id, &server->agent) != 0)
+    if (!may[i])
+      continue;
+    /* Over the bytes only: a task holding none would free nothing. */
+    if (ended <= server->config.keep_finished && unread[i] == 0)
+      continue;
+    if (uvt_forget(server->reg, snaps[i].id, &server->agent) != 0)
       continue;
     ended--;
     total -= unread[i];
