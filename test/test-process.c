@@ -489,6 +489,40 @@ static void test_spawn_env_scrub(void **state) {
   check_env(cases, sizeof(cases) / sizeof(cases[0]), extra);
 }
 
+/* M-MCP-14: the wider scrub: more whole parts, parts fused at their end,
+ * passwords in URLs; and what stays. */
+static void test_spawn_env_scrub_wider(void **state) {
+  static const env_case_t cases[] = {
+      {"UVT_MYSQL_PWD", "x", "UVT_MYSQL_PWD unset"},
+      {"UVT_CI_JOB_JWT", "x", "UVT_CI_JOB_JWT unset"},
+      {"UVT_COOKIE", "a=b", "UVT_COOKIE unset"},
+      {"UVT_AUTH_HEADER", "x", "UVT_AUTH_HEADER unset"},
+      {"UVT_BEARER", "x", "UVT_BEARER unset"},
+      {"UVT_SENTRY_DSN", "https://k@h/1", "UVT_SENTRY_DSN unset"},
+      {"UVT_SLACK_WEBHOOK_URL", "https://h/x", "UVT_SLACK_WEBHOOK_URL unset"},
+      {"UVT_HTTP_AUTHORIZATION", "x", "UVT_HTTP_AUTHORIZATION unset"},
+      {"UVTPGPASSWORD", "x", "UVTPGPASSWORD unset"},
+      {"UVT_SSHPASS", "x", "UVT_SSHPASS unset"},
+      {"UVT_VAULTTOKEN", "x", "UVT_VAULTTOKEN unset"},
+      {"UVT_APPSECRET", "x", "UVT_APPSECRET unset"},
+      {"UVT_DATABASE_URL", "postgres://u:p@h/db", "UVT_DATABASE_URL unset"},
+      {"UVT_REDIS_URL", "redis://:p@h:6379", "UVT_REDIS_URL unset"},
+      {"uvt_https_proxy", "http://u:p@proxy:3128", "uvt_https_proxy unset"},
+      {"UVT_UPSTREAMS", "http://a,https://u:p@b", "UVT_UPSTREAMS unset"},
+      /* Kept. */
+      {"UVT_BYPASS_CACHE", "1", "UVT_BYPASS_CACHE=1"},
+      {"UVT_COMPASS", "n", "UVT_COMPASS=n"},
+      {"UVT_AUTHOR", "me", "UVT_AUTHOR=me"},
+      {"UVT_REPO_URL", "ssh://git@h/x", "UVT_REPO_URL=ssh://git@h/x"},
+      {"UVT_DOCS", "https://h/a:b@c", "UVT_DOCS=https://h/a:b@c"},
+      {"UVT_TIME", "12:30@home", "UVT_TIME=12:30@home"},
+      {"SSH_AUTH_SOCK", "/tmp/a.sock", "SSH_AUTH_SOCK=/tmp/a.sock"},
+      {"OLDPWD", "/tmp", "OLDPWD=/tmp"},
+  };
+  (void)state;
+  check_env(cases, sizeof(cases) / sizeof(cases[0]), NULL);
+}
+
 /* P-SPAWN-3b: editors that never wait for a person, git that never asks
  * for credentials, unbuffered python; the options still win, and so does
  * nothing the host set. */
@@ -1034,6 +1068,7 @@ int main(int argc, char **argv) {
       T(test_c04_pkill),
       T(test_spawn_env),
       T(test_spawn_env_scrub),
+      T(test_spawn_env_scrub_wider),
       T(test_spawn_env_model),
       T(test_c27_git_editor),
       T(test_c31_python_unbuffered),

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "process/process-internal.h"
@@ -2602,6 +2604,61 @@ static void test_write_stdin_tty_ctrl_d(void **state) {
  * the prompt, evaluate, evaluate something slow (the answer waits for it:
  * the echo of the line is no prompt), end it with close_stdin (Ctrl-D);
  * a write after the end is a tool error. */
+/* Is task `pid` reading its terminal now?  Either the terminal is in raw
+ * mode (ICANON and ECHO off: readline is waiting for a key), or, for a
+ * program without readline, it is blocked in read(0) on a cooked
+ * terminal.  Asked from outside: tcgetattr on its fd 0 (the terminal's
+ * settings, shared by every fd of it) and /proc/<pid>/syscall. */
+static int tty_reader_waiting(int pid) {
+  struct termios tio;
+  char path[64];
+  char buf[128];
+  int fd;
+  long nr = -1;
+  unsigned long arg0 = 1;
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%d/fd/0", pid);
+  fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = tcgetattr(fd, &tio);
+  close(fd);
+  if (n != 0)
+    return 0;
+  if ((tio.c_lflag & (ICANON | ECHO)) == 0)
+    return 1;
+  snprintf(path, sizeof(path), "/proc/%d/syscall", pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  if (sscanf(buf, "%ld 0x%lx", &nr, &arg0) != 2)
+    return 0;
+  return nr == 0 /* read */ && arg0 == 0;
+}
+
+/* The CI flake of issue 19: the REPL's prompt is not enough, a line sent
+ * before readline has the terminal in raw mode is echoed by the kernel
+ * and drawn again by readline.  Wait (up to 20 s) for the reader itself. */
+static void wait_tty_reader(tfix_t *t, const char *id) {
+  struct timespec ts = {0, 5 * 1000 * 1000};
+  int pid = uvt_process_pid(t->f.reg, id, &t->a);
+  int i;
+
+  assert_true(pid > 0);
+  for (i = 0; i < 4000; i++) {
+    if (tty_reader_waiting(pid))
+      return;
+    nanosleep(&ts, NULL);
+  }
+  fail_msg("task %s (pid %d) never waited for its terminal's input", id, pid);
+}
+
 static void test_write_stdin_python(void **state) {
   tfix_t t;
   rec_t r;
@@ -2612,8 +2669,10 @@ static void test_write_stdin_python(void **state) {
   start_interactive(&t, &r, "python3 -q -i", START_TTY, id);
   write_until(&t, &r, id, NULL, ">>> \n", out, sizeof(out));
   assert_string_equal(out, ">>> \n[status: running]");
+  wait_tty_reader(&t, id);
   write_until(&t, &r, id, "1+1\n", "\n>>> \n", out, sizeof(out));
   assert_string_equal(out, ">>> 1+1\n2\n>>> \n[status: running]");
+  wait_tty_reader(&t, id);
   write_until(&t, &r, id, "import time; time.sleep(0.2); print(\"done\")\n",
               "\n>>> \n", out, sizeof(out));
   assert_string_equal(out, ">>> import time; time.sleep(0.2); "

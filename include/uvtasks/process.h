@@ -291,16 +291,28 @@ typedef struct {
   /* Extra "NAME=value" entries, NULL-terminated; they win over the
    * inherited environment and the fixed additions (P-SPAWN-3, P-SPAWN-3b).
    *
-   * The child's environment is the host's, minus every variable whose
-   * name looks like a credential, plus fixed additions, plus these
-   * entries.  A name looks like a credential when one of its parts (the
-   * name split at every character that is not a letter or digit, so at
-   * '_') is, in any case, KEY, KEYS, APIKEY, ACCESSKEY, SECRETKEY,
-   * PRIVATEKEY, SECRET, SECRETS, TOKEN, TOKENS, AUTHTOKEN, ACCESSTOKEN,
-   * PASSWORD, PASSWORDS, PASSWD, PASS, PASSPHRASE, PAT, CREDENTIAL,
-   * CREDENTIALS or CREDS: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, GITHUB_PAT,
-   * DB_PASSWORD go; KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM, PATH
-   * and SSH_AUTH_SOCK stay.  Pass a credential a command needs here.
+   * The child's environment is the host's, minus every variable that
+   * looks like a credential, plus fixed additions, plus these entries.
+   * The rule (P-SPAWN-3b, M-MCP-14), on the name split into parts at every
+   * character that is not a letter or digit (so at '_'), in any case:
+   *  - a whole part is KEY, KEYS, APIKEY, ACCESSKEY, SECRETKEY,
+   *    PRIVATEKEY, SECRET, SECRETS, TOKEN, TOKENS, AUTHTOKEN, ACCESSTOKEN,
+   *    PASSWORD, PASSWORDS, PASSWD, PASS, PASSPHRASE, PAT, CREDENTIAL,
+   *    CREDENTIALS, CREDS, PWD, JWT, COOKIE, COOKIES, AUTH, AUTHORIZATION,
+   *    BEARER, DSN, WEBHOOK or WEBHOOKS: AWS_SECRET_ACCESS_KEY,
+   *    GITHUB_TOKEN, MYSQL_PWD, CI_JOB_JWT, AUTH_HEADER, SENTRY_DSN,
+   *    SLACK_WEBHOOK_URL go;
+   *  - a part ends with PASSWORD, PASSWD, PASSPHRASE, PASS, TOKEN, SECRET
+   *    or JWT (fused: PGPASSWORD, SSHPASS, GIT_ASKPASS, NGROK_AUTHTOKEN),
+   *    unless the part is an ordinary word (BYPASS, COMPASS, ENCOMPASS,
+   *    SURPASS, TRESPASS, OVERPASS, UNDERPASS): only the end counts, so
+   *    PASSAGE and TOKENIZERS stay, and KEY is never fused (MONKEY stays);
+   *  - or the value holds a password in a URL, `scheme://user:password@`
+   *    (DATABASE_URL, REDIS_URL=redis://:pw@host, https_proxy); a URL
+   *    with a user and no password (ssh://git@host) stays.
+   * PWD, OLDPWD and SSH_AUTH_SOCK (a socket path) always stay, as do
+   * KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM and PATH.  Pass a
+   * credential a command needs here (uvtasks-mcp: --pass-env NAME).
    *
    * The fixed additions make output plain and every interactive step
    * proceed without a person or fail at once: NO_COLOR=1 TERM=dumb

@@ -136,6 +136,11 @@ typedef struct {
   /* run_in_background: the directory commands run in when the call gives no
    * cwd; NULL = the host's.  Copied. */
   const char *cwd;
+  /* run_in_background, run_command: extra "NAME=value" entries of every
+   * command's environment, NULL-terminated (uvt_process_options_t's env:
+   * they pass the credential scrub, P-SPAWN-3b, M-MCP-14); NULL = none.
+   * Not copied: the array and its strings must outlive the attachment. */
+  const char *const *env;
   /* run_in_background: unread bytes kept per stream (P-OUT-2); 0 = the
    * process producer's default. */
   size_t output_cap_bytes;
@@ -177,6 +182,7 @@ struct uvt_tools_s {
   uvt_tools_notice_cb notice_cb_;
   uvt_tools_detach_cb detach_cb_;
   char *cwd_;
+  const char *const *env_;
   size_t output_cap_bytes_;
   uint64_t grace_ms_;
   size_t max_bytes_;

@@ -1,7 +1,9 @@
 /* M-MCP-7: no orphans even when uvtasks-mcp itself dies (SIGKILL, a crash).
  *
  * Chosen: a guardian process, forked at start-up before the loop exists.
- * It holds the read end of a pipe whose only writer is the server; the
+ * It holds one end of a socket pair whose other end only the server has
+ * (M-MCP-13: a packet socket, each message carrying the kernel's word of
+ * who sent it, and the guardian believes only the server's); the
  * server tells it each task's session ("+pid", the leader's pid is the
  * task's process group and session id) once the pid is known and takes it
  * back ("-pid") when the record is dropped or its group is empty.  When
@@ -19,9 +21,13 @@
  * The guardian runs in a session of its own with stdio on /dev/null, so
  * closing the terminal or the client's pipes does not touch it, and it
  * ignores the shutdown signals (it ends by itself when the server does).
+ * With --cgroups (M-MCP-15) the server also tells it the registry's
+ * cgroup directory ('G'), and the guardian stops every task's group
+ * through cgroup.kill, daemons included.
  * Limits: a task started in the instant before the server dies, before
- * its pid reached the guardian, is not covered; a process that left its
- * session (setsid, a daemon) is out of reach, as for disposal. */
+ * its pid reached the guardian, is not covered; without --cgroups a
+ * process that left its session (setsid, a daemon) is out of reach, as
+ * for disposal. */
 #define _GNU_SOURCE
 #include "mcp.h"
 
@@ -32,7 +38,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,11 +49,16 @@
 /* After SIGTERM, how long the guardian waits before SIGKILL. */
 #define GUARD_GRACE_MS 300
 
-/* One message on the pipe: an operation and a pid. */
+/* One message on the socket: an operation and a pid; 'G' carries the
+ * registry's cgroup directory (M-MCP-15) in `path` instead. */
 typedef struct {
-  int32_t op; /* '+', '-', 'C' */
+  int32_t op; /* '+', '-', 'C', 'G' */
   int32_t pid;
+  char path[4096];
 } guard_msg_t;
+
+/* The fixed part of a message. */
+#define GUARD_MSG_HEAD 8
 
 /* ---------------------------------------------------------------------- */
 /* The guardian process                                                    */
@@ -135,26 +148,112 @@ static void guard_stop_all(const pid_t *sids, size_t n) {
   guard_signal(sids, n, SIGKILL);
 }
 
-static void guard_main(int rfd) {
+/* M-MCP-15: with --cgroups every task is a group under the registry's
+ * directory: cgroup.kill there stops all of them, daemons included; then
+ * the emptied groups are removed (each rmdir fails while populated). */
+static void guard_stop_cgroup(const char *dir) {
+  char path[4200];
+  struct dirent *e;
+  DIR *d;
+  int fd;
+  int tries;
+
+  if (dir == NULL)
+    return;
+  snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+  fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (write(fd, "1", 1) < 0) {
+      /* Nothing better to do: the sessions were signalled already. */
+    }
+    close(fd);
+  }
+  for (tries = 0; tries < 50; tries++) {
+    d = opendir(dir);
+    if (d == NULL)
+      return;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9')
+        continue;
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      rmdir(path);
+    }
+    closedir(d);
+    if (rmdir(dir) == 0 || errno == ENOENT)
+      return;
+    guard_sleep_ms(20);
+  }
+}
+
+/* M-MCP-13: one message from the server, or 0 at its end.  The channel
+ * is a packet socket with SO_PASSCRED: every message comes with its
+ * sender's credentials (the kernel's, not the sender's word), and only
+ * one sent by the server's own pid and uid counts; anything else
+ * (a task that got hold of the socket) is ignored.  Returns 1 with `m`
+ * filled, 0 at end of file or on an error, -1 for a message to ignore. */
+static int guard_recv(int fd, pid_t server, guard_msg_t *m) {
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(struct ucred))];
+  } control;
+  struct iovec iov;
+  struct msghdr msg;
+  struct cmsghdr *c;
+  struct ucred cred;
+  int believed = 0;
+  ssize_t r;
+
+  memset(&msg, 0, sizeof(msg));
+  iov.iov_base = m;
+  iov.iov_len = sizeof(*m);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.buf;
+  msg.msg_controllen = sizeof(control.buf);
+  do
+    r = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  while (r < 0 && errno == EINTR);
+  if (r <= 0)
+    return 0; /* the server is gone */
+  for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
+        c->cmsg_len >= CMSG_LEN(sizeof(cred))) {
+      memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+      believed = cred.pid == server && cred.uid == getuid();
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      /* Descriptors nobody should send us: close them. */
+      int *fds = (int *)(void *)CMSG_DATA(c);
+      size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      while (k-- > 0)
+        close(fds[k]);
+    }
+  }
+  if (!believed || r < GUARD_MSG_HEAD || (msg.msg_flags & MSG_TRUNC))
+    return -1;
+  if (m->op == 'G') {
+    if (r == GUARD_MSG_HEAD || r >= (ssize_t)sizeof(*m))
+      return -1;
+    m->path[r - GUARD_MSG_HEAD] = '\0';
+  }
+  return 1;
+}
+
+static void guard_main(int rfd, pid_t server) {
+  char *cgroup = NULL;
   pid_t *sids = NULL;
   size_t n = 0;
   size_t cap = 0;
   guard_msg_t m;
-  size_t got = 0;
-  ssize_t r;
+  int r;
   size_t i;
   int fd;
 
   for (;;) {
-    r = read(rfd, (char *)&m + got, sizeof(m) - got);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
+    r = guard_recv(rfd, server, &m);
+    if (r == 0)
       break; /* the server is gone */
-    got += (size_t)r;
-    if (got < sizeof(m))
+    if (r < 0)
       continue;
-    got = 0;
     if (m.op == '+' && m.pid > 1) {
       if (n == cap) {
         pid_t *more = realloc(sids, (cap ? cap * 2 : 64) * sizeof(*sids));
@@ -173,9 +272,16 @@ static void guard_main(int rfd) {
       }
     } else if (m.op == 'C') {
       n = 0;
+      free(cgroup);
+      cgroup = NULL;
+    } else if (m.op == 'G') {
+      free(cgroup);
+      cgroup = strdup(m.path);
     }
   }
   guard_stop_all(sids, n);
+  guard_stop_cgroup(cgroup);
+  free(cgroup);
   free(sids);
   for (fd = 0; fd < 3; fd++)
     close(fd);
@@ -184,14 +290,25 @@ static void guard_main(int rfd) {
 
 int mcp_guardian_start(mcp_server_t *server) {
   static const int ignored[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE};
+  pid_t parent = getpid();
   int fds[2];
+  int on = 1;
   pid_t pid;
   int fd;
   size_t i;
 
   server->guardian_fd = -1;
-  if (pipe2(fds, O_CLOEXEC) != 0)
+  /* M-MCP-13: a packet socket pair, not a pipe: /proc/<pid>/fd cannot
+   * open a socket, and each message carries its sender's credentials. */
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
     return -errno;
+  if (setsockopt(fds[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) != 0 ||
+      shutdown(fds[0], SHUT_WR) != 0 || shutdown(fds[1], SHUT_RD) != 0) {
+    fd = -errno;
+    close(fds[0]);
+    close(fds[1]);
+    return fd;
+  }
   pid = fork();
   if (pid < 0) {
     fd = -errno;
@@ -220,11 +337,48 @@ int mcp_guardian_start(mcp_server_t *server) {
      * pipe open). */
     for (fd = 4; fd < 1024; fd++)
       close(fd);
-    guard_main(3);
+    guard_main(3, parent);
   }
   close(fds[0]);
   server->guardian_fd = fds[1];
+  server->guardian_pid = (int)pid;
   return 0;
+}
+
+/* M-MCP-10: the guardian is never left a zombie.  Reap it if it has
+ * ended, waiting up to `wait_ms` for that (it ends at once when its pipe
+ * closes with nothing recorded). */
+static void guard_reap(mcp_server_t *server, long wait_ms) {
+  pid_t r;
+
+  while (server->guardian_pid > 0) {
+    r = waitpid((pid_t)server->guardian_pid, NULL, WNOHANG);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r != 0) {
+      server->guardian_pid = 0; /* reaped, or not ours to wait for */
+      return;
+    }
+    if (wait_ms <= 0)
+      return;
+    guard_sleep_ms(1);
+    wait_ms--;
+  }
+}
+
+/* SIGCHLD: the guardian may have died before the server (killed by
+ * someone); reap it, and stop telling it anything. */
+static void guard_sigchld_cb(uv_signal_t *sig, int signum) {
+  mcp_server_t *server = sig->data;
+
+  (void)signum;
+  guard_reap(server, 0);
+  if (server->guardian_pid == 0 && server->guardian_fd >= 0) {
+    fprintf(stderr, "uvtasks-mcp: the guardian is gone; if the server is "
+                    "killed, its tasks will keep running\n");
+    close(server->guardian_fd);
+    server->guardian_fd = -1;
+  }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -238,11 +392,11 @@ static void guard_send(mcp_server_t *server, int op, int pid) {
     return;
   m.op = op;
   m.pid = pid;
-  /* 8 bytes to a pipe: written whole or not at all. */
+  /* One packet, whole or not at all; the kernel adds our credentials. */
   do
-    r = write(server->guardian_fd, &m, sizeof(m));
+    r = send(server->guardian_fd, &m, GUARD_MSG_HEAD, MSG_NOSIGNAL);
   while (r < 0 && errno == EINTR);
-  if (r != (ssize_t)sizeof(m)) {
+  if (r != GUARD_MSG_HEAD) {
     fprintf(stderr,
             "uvtasks-mcp: the guardian is gone (%s); if the server "
             "is killed, its tasks will keep running\n",
@@ -250,6 +404,23 @@ static void guard_send(mcp_server_t *server, int op, int pid) {
     close(server->guardian_fd);
     server->guardian_fd = -1;
   }
+}
+
+/* M-MCP-15: the registry's cgroup directory, for the guardian to stop
+ * (cgroup.kill) if the server dies. */
+void mcp_guardian_cgroup(mcp_server_t *server, const char *dir) {
+  guard_msg_t m;
+  size_t len = strlen(dir);
+  ssize_t r;
+
+  if (server->guardian_fd < 0 || len == 0 || len >= sizeof(m.path))
+    return;
+  m.op = 'G';
+  m.pid = 0;
+  memcpy(m.path, dir, len);
+  do
+    r = send(server->guardian_fd, &m, GUARD_MSG_HEAD + len, MSG_NOSIGNAL);
+  while (r < 0 && errno == EINTR);
 }
 
 /* Tell the guardian of every queued task whose pid is known now. */
@@ -318,6 +489,16 @@ int mcp_guardian_init(mcp_server_t *server) {
     return UV_ENOMEM;
   if (server->guardian_fd < 0)
     return 0;
+  /* Unreferenced: it never keeps the loop alive by itself. */
+  err = uv_signal_init(server->loop, &server->sigchld);
+  if (err != 0)
+    return err;
+  server->sigchld.data = server;
+  server->sigchld_open = 1;
+  uv_unref((uv_handle_t *)&server->sigchld);
+  err = uv_signal_start(&server->sigchld, guard_sigchld_cb, SIGCHLD);
+  if (err != 0)
+    return err;
   err = uv_check_init(server->loop, &server->guardian_check);
   if (err != 0)
     return err;
@@ -363,6 +544,19 @@ void mcp_guardian_prune(mcp_server_t *server) {
   }
 }
 
+/* The loop is about to end (M-MCP-10): stop listening for SIGCHLD and
+ * wait for the guardian, which has been told to end. */
+void mcp_guardian_close(mcp_server_t *server) {
+  if (server->sigchld_open) {
+    uv_close((uv_handle_t *)&server->sigchld, NULL);
+    server->sigchld_open = 0;
+  }
+}
+
+void mcp_guardian_wait(mcp_server_t *server) {
+  guard_reap(server, 1000);
+}
+
 void mcp_guardian_stop(mcp_server_t *server) {
   if (server->guardian_watching) {
     uvt_watch_stop(&server->guardian_watch);
@@ -380,6 +574,9 @@ void mcp_guardian_release(mcp_server_t *server) {
   if (server->guardian_fd >= 0)
     close(server->guardian_fd);
   server->guardian_fd = -1;
+  /* It ends now: reap it here rather than leave a zombie while stdout
+   * drains (M-MCP-10); SIGCHLD, or the exit, reaps a slower one. */
+  guard_reap(server, 200);
   json_decref(server->guarded);
   json_decref(server->unguarded);
   server->guarded = NULL;

@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "process/process-internal.h"
 #include "uvtasks/process.h"
 
 static const char usage[] =
@@ -32,8 +34,8 @@ static const char usage[] =
     "                       (default 0 = no limit)\n"
     "  --grace-ms MS        SIGTERM -> SIGKILL delay when a task is stopped\n"
     "                       (default 3000)\n"
-    "  --keep-finished N    finished tasks whose end was seen that are kept;\n"
-    "                       older ones are forgotten (default 100)\n"
+    "  --keep-finished N    ended tasks kept, read or not; older ones\n"
+    "                       are forgotten (default 100)\n"
     "  --max-task-ttl-ms MS longest ttl granted to an MCP task, and the ttl\n"
     "                       of one whose request names none (default\n"
     "                       3600000); when it runs out the task is unknown,\n"
@@ -57,6 +59,18 @@ static const char usage[] =
     "                       names the bwrap to use)\n"
     "  --allow-net          with --sandbox: keep the host's network\n"
     "  --writable DIR       with --sandbox: DIR is writable too (repeatable)\n"
+    "  --pass-env NAME      pass the server's variable NAME to every task\n"
+    "                       unchanged, even if the credential scrub would\n"
+    "                       drop it (repeatable, at most 64)\n"
+    "  --max-unread-bytes N unread output kept across all ended tasks;\n"
+    "                       past it (or past --keep-finished ended tasks,\n"
+    "                       read or not) the oldest ended task is forgotten\n"
+    "                       and the next result says so (default 33554432)\n"
+    "  --cgroups            every task in a cgroup v2 group of its own, so\n"
+    "                       setsid and daemonised processes are stopped\n"
+    "                       too; needs a writable cgroup v2 directory (the\n"
+    "                       server's own): if the host has none the server\n"
+    "                       says so on stderr at start and runs without\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -70,6 +84,8 @@ static const char usage[] =
 /* ---------------------------------------------------------------------- */
 /* The orderly exit: tools, then the client's agent (its tasks stopped,
  * P-KILL-4), then the registry, then our own handles.                      */
+
+static void on_shutdown_timer(uv_timer_t *timer);
 
 static void on_registry_closed(void *data) {
   mcp_server_t *server = data;
@@ -85,11 +101,29 @@ static void on_registry_closed(void *data) {
       uv_close((uv_handle_t *)&server->signals[i], NULL);
     server->signals_open = 0;
   }
+  /* M-MCP-10: the hard limit stays armed until stdout is closed: a client
+   * that holds it open and never reads would otherwise keep the pending
+   * writes, and so the loop, alive for ever. */
+  uv_update_time(server->loop); /* R-TIME-1 */
+  server->drain_seen = server->out.drained;
+  server->drain_until = uv_now(server->loop) + MCP_SHUTDOWN_DRAIN_MAX_MS;
+  mcp_out_close(&server->out);
+  if (!server->out.open)
+    mcp_server_out_closed(server);
+  else if (server->shutdown_timer_open &&
+           !uv_is_active((uv_handle_t *)&server->shutdown_timer))
+    uv_timer_start(&server->shutdown_timer, on_shutdown_timer,
+                   MCP_SHUTDOWN_HARD_MS, 0);
+}
+
+void mcp_server_out_closed(mcp_server_t *server) {
+  if (!server->registry_closed)
+    return;
   if (server->shutdown_timer_open) {
     uv_close((uv_handle_t *)&server->shutdown_timer, NULL);
     server->shutdown_timer_open = 0;
   }
-  mcp_out_close(&server->out);
+  mcp_guardian_close(server);
 }
 
 static void on_agent_disposed(uvt_agent_t *agent) {
@@ -142,6 +176,23 @@ void mcp_server_kill_all(mcp_server_t *server) {
 static void on_shutdown_timer(uv_timer_t *timer) {
   mcp_server_t *server = timer->data;
 
+  if (server->registry_closed) {
+    /* M-MCP-10: every task is stopped, only answers are left.  A client
+     * that reads them (slowly) gets more time, within a bound; one that
+     * has read nothing since the last look loses them. */
+    uv_update_time(server->loop); /* R-TIME-1 */
+    if (server->out.drained != server->drain_seen &&
+        uv_now(server->loop) < server->drain_until) {
+      server->drain_seen = server->out.drained;
+      uv_timer_start(timer, on_shutdown_timer, MCP_SHUTDOWN_HARD_MS, 0);
+      return;
+    }
+    fprintf(stderr, "uvtasks-mcp: the client does not read; answers "
+                    "dropped\n");
+    if (mcp_out_abort(&server->out) != 0)
+      _exit(0);
+    return;
+  }
   if (!server->killed_all) {
     /* M-MCP-6: the grace is over; nothing outlives the client's patience. */
     mcp_server_kill_all(server);
@@ -165,6 +216,7 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
   mcp_tasks_stop(server);
   mcp_progress_stop(server);
   mcp_guardian_stop(server);
+  mcp_retention_stop(server);
   if (server->reg == NULL) {
     on_registry_closed(server);
     return;
@@ -289,6 +341,22 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
         goto bad;
       i += r;
       continue;
+    } else if (strcmp(a, "--pass-env") == 0) {
+      /* M-MCP-11, M-MCP-14, M-MCP-15: the server under attack. */
+      if (val == NULL)
+        goto missing;
+      if (c->pass_env_n == sizeof(c->pass_env) / sizeof(c->pass_env[0]) ||
+          strchr(val, '=') != NULL || val[0] == '\0')
+        goto bad;
+      c->pass_env[c->pass_env_n++] = val;
+    } else if (strcmp(a, "--cgroups") == 0) {
+      c->cgroups = 1;
+      i += 1;
+      continue;
+    } else if (strcmp(a, "--max-unread-bytes") == 0) {
+      if (parse_u64(val, &v) != 0 || v > SIZE_MAX)
+        goto bad;
+      c->max_unread_bytes = (size_t)v;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_u64(val, &v) != 0 || v < 1 || v > 3600000)
         goto bad;
@@ -308,6 +376,46 @@ bad:
   fprintf(stderr, "uvtasks-mcp: bad value for %s: %s (see --help)\n", argv[i],
           i + 1 < argc ? argv[i + 1] : "(none)");
   return 2;
+}
+
+/* M-MCP-15: the registry's cgroup directory, made by
+ * uvt_process_cgroups(). */
+static const char *mcp_cgroup_dir(uvt_registry_t *reg) {
+  uvt__procs_t *ps;
+
+  if (uvt__procs_get(reg, &ps) != 0 || ps->cg_path == NULL)
+    return "";
+  return ps->cg_path;
+}
+
+/* M-MCP-14: "NAME=value" for each --pass-env NAME the server has, for
+ * every task's environment (they win over the scrub).  Static: it lives
+ * as long as the server. */
+static const char *const *mcp_pass_env(const mcp_config_t *c) {
+  static const char *entries[65];
+  static char *owned[64];
+  size_t n = 0;
+  size_t i;
+
+  for (i = 0; i < c->pass_env_n; i++) {
+    const char *v = getenv(c->pass_env[i]);
+    size_t len;
+
+    if (v == NULL) {
+      fprintf(stderr, "uvtasks-mcp: --pass-env %s: not set; not passed\n",
+              c->pass_env[i]);
+      continue;
+    }
+    len = strlen(c->pass_env[i]) + strlen(v) + 2;
+    owned[n] = malloc(len);
+    if (owned[n] == NULL)
+      continue;
+    snprintf(owned[n], len, "%s=%s", c->pass_env[i], v);
+    entries[n] = owned[n];
+    n++;
+  }
+  entries[n] = NULL;
+  return n > 0 ? entries : NULL;
 }
 
 /* A session id nobody else has: random, or pid and time if that fails. */
@@ -337,6 +445,7 @@ int main(int argc, char **argv) {
   int err;
 
   server.config.keep_finished = MCP_KEEP_FINISHED;
+  server.config.max_unread_bytes = MCP_MAX_UNREAD_DEFAULT;
   server.config.max_task_ttl_ms = MCP_TASK_TTL_MAX_DEFAULT_MS;
   server.config.tasks_page_size = MCP_TASKS_PAGE_DEFAULT;
   server.config.shutdown_grace_ms = MCP_SHUTDOWN_GRACE_MS;
@@ -367,6 +476,15 @@ int main(int argc, char **argv) {
   /* A client that goes away must not kill us with SIGPIPE before we have
    * stopped its tasks; libuv resets dispositions in the children. */
   signal(SIGPIPE, SIG_IGN);
+
+  /* M-MCP-13: not dumpable, so a task running as the same user cannot
+   * open /proc/<server>/fd (the client's stdin and stdout) nor attach to
+   * it; the guardian inherits it through the fork.  Every task is
+   * dumpable again: an exec resets the flag.  The server's own reads of
+   * /proc/self are unaffected. */
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    fprintf(stderr, "uvtasks-mcp: prctl(PR_SET_DUMPABLE): %s\n",
+            strerror(errno));
 
   /* M-MCP-7: before the loop and its threads exist, so the fork copies
    * nothing but this thread. */
@@ -399,6 +517,19 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (server.config.cgroups) {
+    /* M-MCP-15: a cgroup per task where the host allows it. */
+    err = uvt_process_cgroups(server.reg, NULL);
+    if (err == 0)
+      mcp_guardian_cgroup(&server, mcp_cgroup_dir(server.reg));
+    else
+      fprintf(stderr,
+              "uvtasks-mcp: --cgroups: no cgroup per task on this host (%s): "
+              "setsid and daemonised processes escape kills and shutdown\n",
+              uvt_strerror(err));
+    err = 0;
+  }
+
   uvt_tools_options_init(&topts);
   topts.notice_cb = mcp_rpc_notice;
   topts.cwd = server.config.cwd;
@@ -411,6 +542,7 @@ int main(int argc, char **argv) {
   topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
+  topts.env = mcp_pass_env(&server.config);  /* M-MCP-14 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == 0) {
     tools_attached = 1;
@@ -426,6 +558,8 @@ int main(int argc, char **argv) {
     err = mcp_progress_init(&server);
   if (err == 0)
     err = mcp_guardian_init(&server);
+  if (err == 0)
+    err = mcp_retention_init(&server); /* M-MCP-11 */
   if (err == 0)
     err = mcp_out_init(&server.out, &server);
   if (err == 0) {
@@ -449,6 +583,7 @@ int main(int argc, char **argv) {
     mcp_tasks_stop(&server);
     mcp_progress_stop(&server);
     mcp_guardian_stop(&server);
+    mcp_retention_stop(&server);
     if (tools_attached)
       uvt_tools_detach(&server.tools, NULL);
     uvt_registry_close(server.reg, on_registry_closed, &server);
@@ -457,6 +592,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "uvtasks-mcp: start-up failed: %s\n", uvt_strerror(err));
 
   uv_run(&loop, UV_RUN_DEFAULT);
+  mcp_guardian_wait(&server); /* M-MCP-10: not even a zombie at the end */
   mcp_rpc_free_notices(&server);
   mcp_tasks_free(&server);
   if (uv_loop_close(&loop) != 0)

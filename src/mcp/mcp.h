@@ -16,8 +16,13 @@
 /* Longest message line accepted, in bytes (M-MCP-3). */
 #define MCP_LINE_MAX (4u * 1024u * 1024u)
 
-/* Finished tasks whose end the client has seen, kept by default. */
+/* Ended tasks kept by default, read or not (M-MCP-11). */
 #define MCP_KEEP_FINISHED 100
+
+/* M-MCP-11: unread output bytes kept across all ended tasks by default:
+ * with the per-task cap and the count above, a day-long session stays
+ * well under 64 MiB. */
+#define MCP_MAX_UNREAD_DEFAULT (32u * 1024u * 1024u)
 
 /* The protocol version answered when the client's is not one we speak. */
 #define MCP_PROTOCOL_LATEST "2025-11-25"
@@ -27,6 +32,11 @@
 
 /* The revision that has JSON-RPC batches (M-MCP-8). */
 #define MCP_PROTOCOL_BATCHES "2025-03-26"
+/* M-MCP-12: requests in one batch; a larger one is refused whole. */
+#define MCP_BATCH_MAX 100
+/* M-MCP-12: JSON values (arrays, objects, members and elements) one line
+ * may hold; parsed, each costs jansson some tens of bytes. */
+#define MCP_LINE_VALUES_MAX 50000
 
 /* Keys of a 2026-era request's _meta, of a result's _meta, and the Tasks
  * extension's name. */
@@ -53,6 +63,11 @@
 /* And if the registry has still not closed this long after the SIGKILL,
  * the server exits anyway (the guardian stops what is left). */
 #define MCP_SHUTDOWN_HARD_MS 600
+/* M-MCP-10: once every task is stopped, answers still queued to a client
+ * that reads them go on draining while it makes progress, up to this long;
+ * a client that does not read at all loses them after MCP_SHUTDOWN_HARD_MS
+ * (or what is left of the shutdown grace). */
+#define MCP_SHUTDOWN_DRAIN_MAX_MS 10000
 
 /* M-MCP-8: bytes of answers queued to stdout beyond which the server stops
  * reading stdin until the client has read them. */
@@ -105,8 +120,9 @@ typedef struct {
   int fs_busy;
   mcp_out_chunk_t *head; /* file mode: chunks not yet written */
   mcp_out_chunk_t *tail;
-  size_t writes; /* writes in flight */
-  size_t queued; /* bytes handed to uv_write or queued, not yet written */
+  size_t writes;    /* writes in flight */
+  size_t queued;    /* bytes handed to uv_write or queued, not yet written */
+  uint64_t drained; /* bytes written (or dropped) so far (M-MCP-10) */
   int open;
   int broken; /* a write failed; later messages are dropped */
   int closing;
@@ -199,6 +215,10 @@ typedef struct {
   uvt_sandbox_t sandbox;
   const char *writable[65];
   unsigned writable_n;
+  const char *pass_env[64];   /* M-MCP-14: --pass-env names */
+  size_t pass_env_n;
+  int cgroups;             /* M-MCP-15: --cgroups */
+  size_t max_unread_bytes; /* M-MCP-11: unread bytes of ended tasks */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -216,12 +236,19 @@ struct mcp_server_s {
   int shutdown_timer_open;
   int input_ended;           /* end of stdin seen */
   int killed_all;            /* SIGKILL went to every group */
+  uint64_t drain_seen;       /* M-MCP-10: out.drained at the last look */
+  uint64_t drain_until;      /* loop time the answers' drain must end by */
   uv_timer_t progress_timer; /* M-MCP-5 */
   int progress_timer_open;
-  int guardian_fd;           /* M-MCP-7: the pipe to the guardian, or -1 */
+  int guardian_fd;     /* M-MCP-7: the pipe to the guardian, or -1 */
+  int guardian_pid;    /* the guardian, until reaped (M-MCP-10) */
+  uv_signal_t sigchld; /* reaps the guardian when it ends */
+  int sigchld_open;
   uv_check_t guardian_check; /* tells the guardian of new groups */
   int guardian_check_open;
   uvt_watch_t guardian_watch;
+  uvt_watch_t retention_watch; /* M-MCP-11: ends of the session's tasks */
+  int retention_watching;
   int guardian_watching;
   json_t *guarded;     /* task ids whose session the guardian knows: id->pid */
   json_t *unguarded;   /* task ids whose pid is not known yet (array) */
@@ -260,6 +287,9 @@ int mcp_out_init(mcp_out_t *out, mcp_server_t *server);
 void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len);
 /* Close once every queued write has finished. */
 void mcp_out_close(mcp_out_t *out);
+/* Close now, cancelling queued writes (M-MCP-10).  Returns nonzero if a
+ * file write is still running (it cannot be cancelled). */
+int mcp_out_abort(mcp_out_t *out);
 
 /* rpc.c */
 /* Send `msg` as one line and release it. */
@@ -285,6 +315,19 @@ void mcp_rpc_oversized(mcp_server_t *server);
 /* The tools' notice callback. */
 void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
 void mcp_rpc_free_notices(mcp_server_t *server);
+
+/* retention.c (M-MCP-11) */
+/* May the ended task `s` be forgotten (rpc.c's rpc_forgettable)? */
+typedef int (*mcp_forgettable_fn)(mcp_server_t *server,
+                                  const uvt_snapshot_t *s);
+/* Forget the oldest ended tasks past --keep-finished or
+ * --max-unread-bytes; the next tool result's notice names them. */
+void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable);
+/* rpc.c: mcp_retention_bound() with rpc.c's predicate. */
+void mcp_rpc_bound_retention(mcp_server_t *server);
+/* Look at the bounds whenever a task of the session ends. */
+int mcp_retention_init(mcp_server_t *server);
+void mcp_retention_stop(mcp_server_t *server);
 
 /* tasks.c: MCP Tasks */
 int mcp_tasks_init(mcp_server_t *server);
@@ -343,13 +386,21 @@ void mcp_guardian_task(mcp_server_t *server, const char *id);
 /* Forget sessions that have no process left. */
 void mcp_guardian_prune(mcp_server_t *server);
 void mcp_guardian_stop(mcp_server_t *server);
+/* M-MCP-15: the registry's cgroup directory (--cgroups). */
+void mcp_guardian_cgroup(mcp_server_t *server, const char *dir);
 /* Every task was stopped: the guardian forgets them; close the pipe. */
 void mcp_guardian_release(mcp_server_t *server);
+/* M-MCP-10: close the SIGCHLD handle (the loop ends); after the loop,
+ * reap the guardian. */
+void mcp_guardian_close(mcp_server_t *server);
+void mcp_guardian_wait(mcp_server_t *server);
 
 /* main.c */
 /* Begin the orderly exit (M-MCP-4, M-MCP-6); idempotent. */
 void mcp_server_shutdown(mcp_server_t *server, const char *why);
 /* SIGKILL to every task's group now (M-MCP-6). */
 void mcp_server_kill_all(mcp_server_t *server);
+/* stdout was closed (M-MCP-10: the hard limit ends there). */
+void mcp_server_out_closed(mcp_server_t *server);
 
 #endif

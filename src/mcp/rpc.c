@@ -365,29 +365,9 @@ static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
   return !rpc_has_leftovers(server, s->id);
 }
 
-static void rpc_bound_retention(mcp_server_t *server) {
-  uvt_snapshot_t *snaps = NULL;
-  char *forgettable;
-  size_t n = 0;
-  size_t count = 0;
-  size_t i;
-
-  if (server->reg == NULL ||
-      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
-    return;
-  forgettable = n > 0 ? calloc(n, 1) : NULL;
-  if (forgettable != NULL) {
-    for (i = 0; i < n; i++) {
-      forgettable[i] = (char)rpc_forgettable(server, &snaps[i]);
-      count += (size_t)forgettable[i];
-    }
-    for (i = 0; i < n && count > server->config.keep_finished; i++)
-      if (forgettable[i] &&
-          uvt_forget(server->reg, snaps[i].id, &server->agent) == 0)
-        count--;
-  }
-  free(forgettable);
-  uvt_snapshots_free(snaps, n);
+/* M-MCP-11: the bounds live in retention.c; this predicate stays here. */
+void mcp_rpc_bound_retention(mcp_server_t *server) {
+  mcp_retention_bound(server, rpc_forgettable);
 }
 
 /* One answer fewer owed to `b`; the last one sends the array. */
@@ -469,7 +449,7 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   mcp_rpc_call_free(call);
   mcp_progress_update(server);
   if (status == 0) {
-    rpc_bound_retention(server);
+    mcp_rpc_bound_retention(server);
     mcp_guardian_prune(server);
   }
 }
@@ -1176,6 +1156,14 @@ static void rpc_batch(mcp_server_t *server, json_t *msg) {
                   "Invalid Request: an empty batch");
     return;
   }
+  /* M-MCP-12: the answer to one line is bounded like any other output. */
+  if (json_array_size(msg) > MCP_BATCH_MAX) {
+    snprintf(buf, sizeof(buf),
+             "Invalid Request: batch too large (%zu requests; at most %u)",
+             json_array_size(msg), (unsigned)MCP_BATCH_MAX);
+    mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+    return;
+  }
   b = calloc(1, sizeof(*b));
   if (b != NULL)
     b->answers = json_array();
@@ -1242,6 +1230,44 @@ static int rpc_whole_reals(json_t *v) {
   return 0;
 }
 
+/* M-MCP-12: the values a line holds, counted before parsing (each costs
+ * jansson tens of bytes, a line of "[1,1,...]" of 4 MiB some 100 MB):
+ * every ',' '[' '{' outside strings, and the elements of a top-level
+ * array apart.  Stops counting past the limits. */
+static void rpc_count_values(const char *line, size_t len, size_t *values,
+                             size_t *batch) {
+  int in_string = 0;
+  int depth = 0;
+  size_t i;
+
+  *values = 0;
+  *batch = 0;
+  for (i = 0; i < len && *values <= MCP_LINE_VALUES_MAX; i++) {
+    char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_string = 0;
+      continue;
+    }
+    if (c == '"') {
+      in_string = 1;
+    } else if (c == '[' || c == '{') {
+      if (depth == 0 && c == '[')
+        *batch = 1;
+      depth++;
+      (*values)++;
+    } else if (c == ']' || c == '}') {
+      depth--;
+    } else if (c == ',') {
+      (*values)++;
+      if (depth == 1 && *batch > 0)
+        (*batch)++;
+    }
+  }
+}
+
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   json_error_t jerr;
   json_t *msg;
@@ -1257,6 +1283,31 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   if (i == len)
     return;
 
+  /* M-MCP-12: refuse before parsing what would cost more than a few MiB:
+   * a batch of more than MCP_BATCH_MAX requests, or too many values. */
+  {
+    size_t values;
+    size_t batch;
+
+    rpc_count_values(line, len, &values, &batch);
+    if (batch > MCP_BATCH_MAX && server->version != NULL &&
+        strcmp(server->version, MCP_PROTOCOL_BATCHES) == 0) {
+      snprintf(buf, sizeof(buf),
+               "Invalid Request: batch too large (%s%zu requests; at most "
+               "%u)",
+               values > MCP_LINE_VALUES_MAX ? "over " : "", batch,
+               (unsigned)MCP_BATCH_MAX);
+      mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+      return;
+    }
+    if (values > MCP_LINE_VALUES_MAX) {
+      snprintf(buf, sizeof(buf),
+               "Invalid Request: a message of more than %u JSON values",
+               (unsigned)MCP_LINE_VALUES_MAX);
+      mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+      return;
+    }
+  }
   msg = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
   if (msg == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
     /* An integer beyond int64 is still JSON, and JavaScript writes its

@@ -233,6 +233,7 @@ static void out_finish_close(mcp_out_t *out) {
   if (out->open && !uv_is_closing(&out->h.handle))
     uv_close(&out->h.handle, NULL);
   out->open = 0;
+  mcp_server_out_closed(out->server);
 }
 
 static void out_failed(mcp_out_t *out) {
@@ -246,6 +247,7 @@ static void out_failed(mcp_out_t *out) {
  * server reads stdin again. */
 static void out_drained(mcp_out_t *out, size_t n) {
   out->queued -= n;
+  out->drained += n;
   if (out->queued <= MCP_OUT_HIGH_WATER / 2)
     mcp_in_resume(&out->server->in);
 }
@@ -384,4 +386,20 @@ void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len) {
 void mcp_out_close(mcp_out_t *out) {
   out->closing = 1;
   out_finish_close(out);
+}
+
+/* M-MCP-10: the client does not read and the hard limit ran out.  Closing
+ * a stream cancels its pending writes (their callbacks see UV_ECANCELED),
+ * so nothing of ours keeps the loop alive.  Returns nonzero if a file
+ * write is still running, which cannot be cancelled. */
+int mcp_out_abort(mcp_out_t *out) {
+  out->closing = 1;
+  out->broken = 1;
+  if (out->kind == MCP_IO_FILE && out->fs_busy)
+    return 1;
+  if (out->open && !uv_is_closing(&out->h.handle))
+    uv_close(&out->h.handle, NULL);
+  out->open = 0;
+  mcp_server_out_closed(out->server);
+  return 0;
 }

@@ -38,18 +38,36 @@ static const char *const fixed_env[] = {"NO_COLOR=1",
                                         "PYTHONUNBUFFERED=1"};
 #define FIXED_ENV_N (sizeof(fixed_env) / sizeof(fixed_env[0]))
 
-/* Name parts that mark a credential (P-SPAWN-3b), upper case.  A name is
- * split at every character that is not a letter or a digit ('_' in
- * practice) and matches when one of its parts equals one of these, in any
- * case: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, DB_PASSWORD, GITHUB_PAT,
- * OPENAI_API_KEY; but KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM and
- * PATH stay. */
+/* Name parts that mark a credential (P-SPAWN-3b, M-MCP-14), upper case.
+ * A name is split at every character that is not a letter or a digit
+ * ('_' in practice) and matches when one of its parts equals one of these,
+ * in any case: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN, DB_PASSWORD, GITHUB_PAT,
+ * OPENAI_API_KEY, MYSQL_PWD, CI_JOB_JWT, AUTH_HEADER, SENTRY_DSN,
+ * SLACK_WEBHOOK_URL; but KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM
+ * and PATH stay. */
 static const char *const credential_parts[] = {
-    "KEY",        "KEYS",        "APIKEY",   "ACCESSKEY",  "SECRETKEY",
-    "PRIVATEKEY", "SECRET",      "SECRETS",  "TOKEN",      "TOKENS",
-    "AUTHTOKEN",  "ACCESSTOKEN", "PASSWORD", "PASSWORDS",  "PASSWD",
-    "PASS",       "PASSPHRASE",  "PAT",      "CREDENTIAL", "CREDENTIALS",
-    "CREDS"};
+    "KEY",          "KEYS",        "APIKEY",   "ACCESSKEY",  "SECRETKEY",
+    "PRIVATEKEY",   "SECRET",      "SECRETS",  "TOKEN",      "TOKENS",
+    "AUTHTOKEN",    "ACCESSTOKEN", "PASSWORD", "PASSWORDS",  "PASSWD",
+    "PASS",         "PASSPHRASE",  "PAT",      "CREDENTIAL", "CREDENTIALS",
+    "CREDS",        "PWD",         "JWT",      "COOKIE",     "COOKIES",
+    "AUTH",         "BEARER",      "DSN",      "WEBHOOK",    "WEBHOOKS",
+    "AUTHORIZATION"};
+
+/* M-MCP-14: a part that ends with one of these is a credential too, the
+ * word fused to what it guards: PGPASSWORD, SSHPASS, NGROK_AUTHTOKEN,
+ * GITASKPASS.  Only at the end: PASSAGE and TOKENIZERS stay. */
+static const char *const credential_suffixes[] = {
+    "PASSWORD", "PASSWD", "PASSPHRASE", "PASS", "TOKEN", "SECRET", "JWT"};
+
+/* Parts that end like a credential but are words (BYPASS, COMPASS). */
+static const char *const plain_words[] = {"BYPASS",   "COMPASS",  "SURPASS",
+                                          "TRESPASS", "OVERPASS", "UNDERPASS",
+                                          "ENCOMPASS"};
+
+/* Whole names that match the parts but name no credential: the working
+ * directories and the ssh agent's socket (a path; git over ssh needs it). */
+static const char *const plain_names[] = {"PWD=", "OLDPWD=", "SSH_AUTH_SOCK="};
 
 static size_t name_len(const char *entry) {
   const char *eq = strchr(entry, '=');
@@ -70,19 +88,70 @@ static int alnum(int c) {
          (c >= '0' && c <= '9');
 }
 
-/* Case-insensitive: is part[0, n) one of credential_parts? */
+/* Case-insensitive: does part[0, n) end with the upper-case word `w`
+ * (`whole`: equal it)? */
+static int part_is(const char *part, size_t n, const char *w, int whole) {
+  size_t len = strlen(w);
+  size_t j;
+
+  if (len > n || (whole && len != n))
+    return 0;
+  part += n - len;
+  for (j = 0; j < len; j++)
+    if (upper((unsigned char)part[j]) != w[j])
+      return 0;
+  return 1;
+}
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Is part[0, n) a credential part: one of credential_parts, or a part that
+ * ends with one of credential_suffixes and is not a plain word? */
 static int credential_part(const char *part, size_t n) {
   size_t i;
-  size_t j;
-  const char *w;
 
-  for (i = 0; i < sizeof(credential_parts) / sizeof(credential_parts[0]); i++) {
-    w = credential_parts[i];
-    for (j = 0; j < n && w[j] != '\0'; j++)
-      if (upper((unsigned char)part[j]) != w[j])
-        break;
-    if (j == n && w[j] == '\0')
+  for (i = 0; i < COUNT(credential_parts); i++)
+    if (part_is(part, n, credential_parts[i], 1))
       return 1;
+  for (i = 0; i < COUNT(plain_words); i++)
+    if (part_is(part, n, plain_words[i], 1))
+      return 0;
+  for (i = 0; i < COUNT(credential_suffixes); i++)
+    if (part_is(part, n, credential_suffixes[i], 0))
+      return 1;
+  return 0;
+}
+
+static int scheme_char(int c) {
+  return alnum(c) || c == '+' || c == '-' || c == '.';
+}
+
+/* M-MCP-14: does the value carry a password in a URL, as in
+ * `scheme://user:password@host` (also `redis://:password@host`)?  Every
+ * "://" in it is looked at: the authority runs to the next '/', '?', '#',
+ * white space, ',' or ';', and its user information (before its last '@')
+ * holding a ':' is a password. */
+static int url_with_password(const char *value) {
+  const char *p = value;
+  const char *a;
+  const char *end;
+  const char *at;
+  const char *c;
+
+  while ((p = strstr(p, "://")) != NULL) {
+    if (p == value || !scheme_char((unsigned char)p[-1])) {
+      p += 3;
+      continue;
+    }
+    a = p + 3;
+    end = a + strcspn(a, "/?# \t\n,;");
+    at = NULL;
+    for (c = a; c < end; c++)
+      if (*c == '@')
+        at = c;
+    if (at != NULL && memchr(a, ':', (size_t)(at - a)) != NULL)
+      return 1;
+    p = end;
   }
   return 0;
 }
@@ -92,6 +161,10 @@ static int looks_like_credential(const char *entry) {
   size_t i = 0;
   size_t start;
 
+  for (i = 0; i < COUNT(plain_names); i++)
+    if (same_name(entry, plain_names[i]))
+      return 0;
+  i = 0;
   while (i < n) {
     while (i < n && !alnum((unsigned char)entry[i]))
       i++;
@@ -101,7 +174,7 @@ static int looks_like_credential(const char *entry) {
     if (i > start && credential_part(entry + start, i - start))
       return 1;
   }
-  return 0;
+  return entry[n] == '=' && url_with_password(entry + n + 1);
 }
 
 static int in_list(const char *entry, const char *const *list) {

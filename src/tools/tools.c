@@ -202,6 +202,7 @@ static void tools_process_options(uvt_tools_call_t *req,
   po->command = args->command;
   po->cwd = args->cwd != NULL ? args->cwd : tools->cwd_;
   po->owner = req->caller_;
+  po->env = tools->env_; /* M-MCP-14: what the host passes through */
   if (tools->output_cap_bytes_ > 0)
     po->output_cap_bytes = tools->output_cap_bytes_;
   if (tools->grace_ms_ > 0)
@@ -753,6 +754,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     tools->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
   tools->yield_ms_ = o->yield_ms;
   tools->sandbox_ = o->sandbox;
+  tools->env_ = o->env;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)

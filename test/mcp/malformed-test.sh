@@ -320,7 +320,8 @@ check "keep-finished: lookups say so" '{"jsonrpc":"2.0","id":6,"method":"tools/c
 # of the session still stops that member (P-KILL-4).
 check "keep-finished: a task leaving a survivor" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"sleep 30 & echo $!"}}}' 7 'Started bash-3.'
 check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0; 1 process still running; task_kill bash-3 stops it]'
-pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+# (After any notices: the result may begin with them, M-MCP-11.)
+pid=$(printf '%s' "$REPLY_LINE" | grep -o '[0-9][0-9]*\\n\[status' | sed 's/\\.*//')
 check "keep-finished: one more task" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 9 'Started bash-4.'
 check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","wait":true}}}' 10 'c\n[status: completed, exit code: 0]'
 check "keep-finished: the task with a survivor stays" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_list"}}' 11 'bash-3  bash  completed' 'bash-4  bash  completed'

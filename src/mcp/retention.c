@@ -1,0 +1,154 @@
+/* M-MCP-11: retention bounded for every ended task, read or not.
+ *
+ * Two bounds over the client's ended tasks: their number
+ * (--keep-finished) and the unread output bytes they hold together
+ * (--max-unread-bytes).  Past either, the oldest ended task that may be
+ * forgotten (rpc.c's predicate: no MCP task holds it, nothing it started
+ * is still running, P-LEFT-1) is forgotten, then the next, until both
+ * hold or none is left to forget; the next tool result's notice names
+ * what went and how many unread bytes went with it.  Whether the client
+ * saw the end does not matter: a model that starts background work and
+ * never reads it must not grow the server without bound.
+ *
+ * Looked at when a task of the session ends (the change feed) and after
+ * every tool call. */
+#include "mcp.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process/process-internal.h"
+#include "uvt-internal.h"
+#include "tools/tools-int.h"
+
+/* Ids named in one notice; more are counted. */
+#define RETENTION_NAMED 20
+
+/* Unread bytes task `id` holds: an ended task's remainder in its record
+ * (what reads have not consumed), and anything its streams still hold. */
+static size_t unread_bytes(mcp_server_t *server, const char *id) {
+  uvt__peek_t pk;
+  uvt_task_t *t;
+  size_t n = 0;
+
+  if (uvt__lookup(server->reg, id, &server->agent, &t) == 0 &&
+      t->output != NULL && t->output_len > t->output_pos)
+    n += t->output_len - t->output_pos;
+  if (uvt__process_peek(server->reg, id, &server->agent, &pk) == 0)
+    n += pk.unread[0] + pk.unread[1];
+  return n;
+}
+
+void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
+  uvt_snapshot_t *snaps = NULL;
+  size_t *unread = NULL;
+  char *may = NULL;
+  size_t n = 0;
+  size_t ended = 0;
+  size_t total = 0;
+  size_t forgot = 0;
+  uint64_t dropped = 0;
+  uvt__text_t t;
+  size_t i;
+
+  if (server->reg == NULL || server->shutting_down ||
+      uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
+    return;
+  if (n > 0) {
+    unread = calloc(n, sizeof(*unread));
+    may = calloc(n, 1);
+  }
+  if (unread == NULL || may == NULL)
+    goto done;
+  for (i = 0; i < n; i++) {
+    uvt_snapshot_t s = snaps[i];
+
+    if (!uvt_status_is_terminal(s.status))
+      continue;
+    unread[i] = unread_bytes(server, s.id);
+    total += unread[i];
+    /* Read or not (M-MCP-11): the predicate is asked as if the end had
+     * been seen; its other conditions (an MCP task's ttl, what the task
+     * left running) still hold. */
+    s.reported = 1;
+    may[i] = (char)forgettable(server, &s);
+    /* The count is of the tasks that may go: one that must stay (its
+     * leftovers) does not push a newer one out. */
+    ended += (size_t)may[i];
+  }
+  uvt__text_init(&t);
+  /* Oldest first: uvt_list gives creation order. */
+  for (i = 0; i < n; i++) {
+    if (ended <= server->config.keep_finished &&
+        total <= server->config.max_unread_bytes)
+      break;
+    if (!may[i])
+      continue;
+    /* Over the bytes only: a task holding none would free nothing. */
+    if (ended <= server->config.keep_finished && unread[i] == 0)
+      continue;
+    if (uvt_forget(server->reg, snaps[i].id, &server->agent) != 0)
+      continue;
+    ended--;
+    total -= unread[i];
+    dropped += unread[i];
+    forgot++;
+    if (forgot <= RETENTION_NAMED)
+      uvt__text_printf(&t, "%s%s (%zu unread bytes)", forgot > 1 ? ", " : "",
+                       snaps[i].id, unread[i]);
+  }
+  if (forgot > RETENTION_NAMED)
+    uvt__text_printf(&t, " and %zu more", forgot - RETENTION_NAMED);
+  if (forgot > 0 && t.err == 0) {
+    char head[256];
+    uvt__text_t msg;
+
+    snprintf(head, sizeof(head),
+             "Forgot %zu ended task%s to stay within --keep-finished %zu and "
+             "--max-unread-bytes %zu; %llu unread bytes of output dropped: ",
+             forgot, forgot == 1 ? "" : "s", server->config.keep_finished,
+             server->config.max_unread_bytes, (unsigned long long)dropped);
+    uvt__text_init(&msg);
+    uvt__text_str(&msg, head);
+    uvt__text_raw(&msg, t.base != NULL ? t.base : "", t.len);
+    uvt__text_str(&msg, ".");
+    if (msg.err == 0)
+      mcp_rpc_notice(&server->tools, &server->agent, msg.base);
+    uvt__text_free(&msg);
+  }
+  uvt__text_free(&t);
+done:
+  free(unread);
+  free(may);
+  uvt_snapshots_free(snaps, n);
+}
+
+static void retention_feed_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
+                              int dropped) {
+  mcp_server_t *server = w->data;
+
+  if (dropped || !uvt_status_is_terminal(snap->status) ||
+      server->shutting_down || snap->owner_session == NULL ||
+      strcmp(snap->owner_session, server->session) != 0)
+    return;
+  mcp_rpc_bound_retention(server);
+}
+
+int mcp_retention_init(mcp_server_t *server) {
+  int err;
+
+  server->retention_watch.data = server;
+  err =
+      uvt_watch_start(server->reg, &server->retention_watch, retention_feed_cb);
+  if (err == 0)
+    server->retention_watching = 1;
+  return err;
+}
+
+void mcp_retention_stop(mcp_server_t *server) {
+  if (server->retention_watching) {
+    uvt_watch_stop(&server->retention_watch);
+    server->retention_watching = 0;
+  }
+}

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# M-MCP-12, M-MCP-14 and M-MCP-15 from outside, with the built server:
+#  - a 10,000-element batch of tools/list (2025-03-26) is one -32600
+#    "batch too large" error and the server's peak RSS stays small; 100
+#    requests are still one batch with 100 answers; 101 are refused;
+#  - the credential scrub drops the issue's 13 names and their siblings
+#    (parts, fused names, passwords in URLs), keeps the plain ones, and
+#    --pass-env passes a named one through;
+#  - --cgroups: a setsid daemon is stopped by task_kill and by the
+#    server's shutdown (this machine: cgroup v1 hierarchies plus a v2
+#    "unified" mount).
+#
+# UVTASKS_MCP=path/to/uvtasks-mcp bash limits-test.sh
+set -u
+MCP=${UVTASKS_MCP:-}
+if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
+  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
+  exit 77
+fi
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:600}"; }
+
+tmp=$(mktemp -d)
+srv=
+marker=100.$$$RANDOM
+cleanup() {
+  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
+  pkill -KILL -f "sleep $marker" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# start VERSION ARGS...: the server on FIFOs; its answers go to $tmp/log.
+start() {
+  local version=$1
+  shift
+  rm -f "$tmp/in" "$tmp/out" "$tmp/log"
+  mkfifo "$tmp/in" "$tmp/out"
+  exec {W}<>"$tmp/in"
+  cat "$tmp/out" >"$tmp/log" {W}>&- &
+  "$MCP" "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err" {W}>&- &
+  srv=$!
+  send "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"$version\"}}"
+  answer 0 >/dev/null
+}
+
+stop() {
+  exec {W}>&-
+  wait "$srv" 2>/dev/null
+  srv=
+}
+
+send() { printf '%s\n' "$1" >&"$W"; }
+
+# answer ID: the line answering request ID (waits up to 20 s for it).
+answer() {
+  local i
+  for i in $(seq 1 2000); do
+    grep -q -F -e "\"id\":$1}" -e "\"id\":$1," "$tmp/log" 2>/dev/null && break
+    sleep 0.01
+  done
+  grep -F -e "\"id\":$1}" -e "\"id\":$1," "$tmp/log"
+}
+
+json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
+
+# call ID TOOL ARGS-JSON: a tools/call; prints its answer.
+call() {
+  send "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
+  answer "$1"
+}
+
+run() { call "$1" run_command "{\"command\":\"$(json_str "$2")\"}"; }
+
+gone() {
+  local i
+  for i in $(seq 1 500); do
+    pgrep -f "$1" >/dev/null || return 0
+    sleep 0.01
+  done
+  return 1
+}
+
+# ------------------------------------------------------------------------
+# M-MCP-12: batches.
+start 2025-03-26
+{
+  printf '['
+  for i in $(seq 1 10000); do
+    [ "$i" -gt 1 ] && printf ','
+    printf '{"jsonrpc":"2.0","id":%d,"method":"tools/list"}' $((i + 100))
+  done
+  printf ']\n'
+} >"$tmp/big.json"
+cat "$tmp/big.json" >&"$W"
+send '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+answer 1 >/dev/null
+errors=$(grep -c '"code":-32600' "$tmp/log")
+if grep -q '"id":null,"error":{"code":-32600,"message":"Invalid Request: batch too large' "$tmp/log" &&
+  [ "$errors" = 1 ] && ! grep -q '"id":101,' "$tmp/log"; then
+  ok "M-MCP-12: a 10,000-element batch is one -32600 \"batch too large\" error"
+else
+  bad "M-MCP-12: a 10,000-element batch is one -32600 error" "$(head -c 600 "$tmp/log")"
+fi
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$srv/status")
+if [ "$hwm" -lt 65536 ]; then
+  ok "M-MCP-12: the server's peak RSS stays small (${hwm} kB)"
+else
+  bad "M-MCP-12: the server's peak RSS stays small" "${hwm} kB"
+fi
+# 100 is still a batch; 101 is not.
+for n in 100 101; do
+  {
+    printf '['
+    for i in $(seq 1 "$n"); do
+      [ "$i" -gt 1 ] && printf ','
+      printf '{"jsonrpc":"2.0","id":%d,"method":"ping"}' $((n * 1000 + i))
+    done
+    printf ']\n'
+  } >&"$W"
+done
+send '{"jsonrpc":"2.0","id":2,"method":"ping"}'
+answer 2 >/dev/null
+got=$(grep -o '"id":100[0-9][0-9][0-9],"result"' "$tmp/log" | wc -l)
+if [ "$got" = 100 ] && ! grep -q '"id":101[0-9][0-9][0-9],' "$tmp/log" &&
+  [ "$(grep -c 'batch too large (101 requests; at most 100)' "$tmp/log")" = 1 ]; then
+  ok "M-MCP-12: 100 requests are one batch with 100 answers; 101 are refused"
+else
+  bad "M-MCP-12: the batch bound at 100" "$got answers; $(grep -o 'batch too large[^"]*' "$tmp/log")"
+fi
+# Its sibling: one message of 4 MiB holding a million small values (an
+# argument array, not a batch) is refused before it is parsed.
+{
+  printf '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"task_list","arguments":{"x":['
+  head -c 2000000 /dev/zero | tr '\0' 1 | sed 's/1/1,/g'
+  printf '1]}}}\n'
+} >&"$W"
+send '{"jsonrpc":"2.0","id":4,"method":"ping"}'
+answer 4 >/dev/null
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$srv/status")
+if grep -q '"message":"Invalid Request: a message of more than 50000 JSON values"' "$tmp/log" &&
+  [ "$hwm" -lt 65536 ]; then
+  ok "M-MCP-12: a line of a million values is refused unparsed (peak RSS ${hwm} kB)"
+else
+  bad "M-MCP-12: a line of a million values" "peak ${hwm} kB; $(tail -c 300 "$tmp/log")"
+fi
+stop
+
+# ------------------------------------------------------------------------
+# M-MCP-14: the credential scrub and --pass-env.
+dropped=(
+  # The issue's 13.
+  "DATABASE_URL=postgres://app:s3cret@db.example:5432/app"
+  "REDIS_URL=redis://:s3cret@cache.example:6379/0"
+  "https_proxy=http://me:s3cret@proxy.example:3128"
+  "PGPASSWORD=s3cret" "MYSQL_PWD=s3cret" "SSHPASS=s3cret" "CI_JOB_JWT=ey.x.y"
+  "COOKIE=session=abc" "AUTH_HEADER=Basic eDp5" "BEARER=abc"
+  "SENTRY_DSN=https://k@o1.ingest.example/1"
+  "SLACK_WEBHOOK_URL=https://hooks.example/T/B/x" "NPM_CONFIG__AUTH=eDp5"
+  # Siblings: other shapes of the same.
+  "HTTP_PROXY=http://me:s3cret@proxy.example:3128"
+  "MONGO_URI=mongodb+srv://u:p@cluster.example/db"
+  "AMQP_ADDR=amqps://u:p@mq.example"
+  "UPSTREAMS=http://a.example,https://u:p@b.example"
+  "mysql_pwd=s3cret" "REDISCLI_AUTH=s3cret" "GIT_ASKPASS=/usr/bin/helper"
+  "CI_JOB_JWT_V2=ey.x.y" "SESSION_COOKIE=abc" "HTTP_AUTHORIZATION=Bearer x"
+  "DISCORD_WEBHOOK=https://x" "LDAPBINDPASSWD=x" "VAULTTOKEN=x"
+  "GPG_PASSPHRASE=x" "APPSECRET=x"
+)
+kept=(
+  "KEYBOARD_LAYOUT=us" "MONKEY=banana" "PASSAGE=the" "COMPASS_DIR=/x"
+  "BYPASS_CACHE=1" "TOKENIZERS_PARALLELISM=false" "AUTHOR_NAME=me"
+  "SSH_AUTH_SOCK=/tmp/agent.sock" "REPO_URL=https://github.com/x/y"
+  "GIT_REMOTE=ssh://git@github.com/x/y" "DSNAME=x" "HOOKS_DIR=/x"
+  "DOCS=https://example.com/a:b@c"
+)
+envs=("${dropped[@]}" "${kept[@]}" "GH_TOKEN=passed-through" "NPM_TOKEN=not-passed")
+( export "${envs[@]}"; start 2025-11-25 --pass-env GH_TOKEN --pass-env NOT_SET_ANYWHERE
+  out=$(run 1 "env")
+  stop
+  printf '%s' "$out" >"$tmp/env.out" )
+env_out=$(sed 's/\\n/\n/g' "$tmp/env.out")
+miss=
+for e in "${dropped[@]}"; do
+  grep -q "^${e%%=*}=" <<<"$env_out" && miss="$miss ${e%%=*}"
+done
+if [ -z "$miss" ]; then
+  ok "M-MCP-14: the scrub drops all ${#dropped[@]} credential names (the issue's 13 and siblings)"
+else
+  bad "M-MCP-14: the scrub drops every credential" "reached the task:$miss"
+fi
+miss=
+for e in "${kept[@]}"; do
+  grep -q "^${e%%=*}=" <<<"$env_out" || miss="$miss ${e%%=*}"
+done
+if [ -z "$miss" ]; then
+  ok "M-MCP-14: plain names stay (${#kept[@]}: KEYBOARD_LAYOUT, MONKEY, PASSAGE, SSH_AUTH_SOCK, URLs without a password ...)"
+else
+  bad "M-MCP-14: plain names stay" "dropped:$miss"
+fi
+if grep -q '^GH_TOKEN=passed-through$' <<<"$env_out" && ! grep -q '^NPM_TOKEN=' <<<"$env_out"; then
+  ok "M-MCP-14: --pass-env GH_TOKEN passes it unchanged; NPM_TOKEN still goes"
+else
+  bad "M-MCP-14: --pass-env" "$(grep TOKEN <<<"$env_out")"
+fi
+if grep -q 'pass-env NOT_SET_ANYWHERE: not set' "$tmp/err"; then
+  ok "M-MCP-14: --pass-env of an unset name is said on stderr"
+else
+  bad "M-MCP-14: --pass-env of an unset name" "$(cat "$tmp/err")"
+fi
+
+# ------------------------------------------------------------------------
+# M-MCP-15: --cgroups and a setsid daemon.
+if [ ! -w "$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)" ]; then
+  echo "skip M-MCP-15: no writable cgroup v2 mount here"
+else
+  start 2025-11-25 --cgroups
+  if grep -q 'cgroups' "$tmp/err"; then bad "M-MCP-15: --cgroups works here" "$(cat "$tmp/err")"; fi
+  call 1 run_in_background "{\"command\":\"setsid sleep ${marker}1 </dev/null >/dev/null 2>&1 & sleep ${marker}2\"}" >/dev/null
+  for _ in $(seq 1 500); do pgrep -f "sleep ${marker}1" >/dev/null && break; sleep 0.01; done
+  call 2 task_kill '{"task_id":"bash-1"}' >/dev/null
+  if gone "sleep ${marker}1" && gone "sleep ${marker}2"; then
+    ok "M-MCP-15: under --cgroups a setsid daemon is stopped by task_kill"
+  else
+    bad "M-MCP-15: a setsid daemon is stopped by task_kill" "$(pgrep -af "sleep $marker")"
+  fi
+  call 3 run_in_background "{\"command\":\"setsid sleep ${marker}3 </dev/null >/dev/null 2>&1 & sleep ${marker}4\"}" >/dev/null
+  for _ in $(seq 1 500); do pgrep -f "sleep ${marker}3" >/dev/null && break; sleep 0.01; done
+  stop
+  if gone "sleep ${marker}3" && gone "sleep ${marker}4"; then
+    ok "M-MCP-15: under --cgroups a setsid daemon is stopped by the server's shutdown"
+  else
+    bad "M-MCP-15: a setsid daemon is stopped by the shutdown" "$(pgrep -af "sleep $marker")"
+  fi
+  # The guardian: a SIGKILLed server still has the daemon stopped, and the
+  # registry's cgroup directory removed.
+  start 2025-11-25 --cgroups
+  call 1 run_in_background "{\"command\":\"setsid sleep ${marker}7 </dev/null >/dev/null 2>&1 & sleep ${marker}8\"}" >/dev/null
+  for _ in $(seq 1 500); do pgrep -f "sleep ${marker}7" >/dev/null && break; sleep 0.01; done
+  cg=$(grep '^0::' "/proc/$(pgrep -f "sleep ${marker}7" | head -1)/cgroup")
+  kill -KILL "$srv"
+  wait "$srv" 2>/dev/null
+  srv=
+  exec {W}>&-
+  dir=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)${cg#0::}
+  dir=${dir%/*}
+  for _ in $(seq 1 500); do [ -d "$dir" ] || break; sleep 0.01; done
+  if gone "sleep ${marker}7" && gone "sleep ${marker}8" && [ ! -d "$dir" ]; then
+    ok "M-MCP-15: a SIGKILLed server's guardian stops the setsid daemon through its cgroup (and removes $dir)"
+  else
+    bad "M-MCP-15: the guardian and the cgroup" "$(pgrep -af "sleep $marker"); dir $dir: $(ls "$dir" 2>&1 | head -3)"
+  fi
+  # Its contrast: without --cgroups the daemon is out of reach (so the
+  # test above can fail).
+  start 2025-11-25
+  call 1 run_in_background "{\"command\":\"setsid sleep ${marker}5 </dev/null >/dev/null 2>&1 & sleep ${marker}6\"}" >/dev/null
+  for _ in $(seq 1 500); do pgrep -f "sleep ${marker}5" >/dev/null && break; sleep 0.01; done
+  stop
+  if gone "sleep ${marker}6" && pgrep -f "sleep ${marker}5" >/dev/null; then
+    ok "M-MCP-15: without --cgroups the setsid daemon survives (what --cgroups is for)"
+  else
+    bad "M-MCP-15: without --cgroups" "$(pgrep -af "sleep $marker")"
+  fi
+  pkill -KILL -f "sleep ${marker}5"
+fi
+# A host without cgroup v2 (here: the mount hidden in a mount namespace):
+# the server says so at start and serves on.
+if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+  mnt=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
+  out=$(echo '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
+    unshare -m sh -c 'umount "$1" 2>/dev/null; exec "$2" --cgroups' sh "$mnt" "$MCP" 2>&1)
+  if [[ "$out" == *"--cgroups: no cgroup per task on this host"* ]] && [[ "$out" == *'"id":1,"result":{}'* ]]; then
+    ok "M-MCP-15: without cgroup v2 the server says so on stderr at start and serves"
+  else
+    bad "M-MCP-15: without cgroup v2" "$out"
+  fi
+fi
+if "$MCP" --help | grep -q -- '--cgroups'; then ok "M-MCP-15: --help names --cgroups"; else bad "M-MCP-15: --help names --cgroups"; fi
+
+# ------------------------------------------------------------------------
+# M-MCP-11: the unread soak in small.  Twelve tasks of 300 KB that nobody
+# reads, under --keep-finished 5 and --max-unread-bytes 1000000: once all
+# have ended at most 3 (900 KB) are kept, the oldest went first, and a
+# tool result's notice named what went and the bytes dropped.
+start 2025-11-25 --keep-finished 5 --max-unread-bytes 1000000
+for i in $(seq 1 12); do
+  call "$i" run_in_background '{"command":"head -c 300000 /dev/zero | tr \\0 x"}' >/dev/null
+done
+for i in $(seq 100 2100); do
+  out=$(call "$i" task_list '{}')
+  [[ "$out" == *running* ]] || break
+done
+out=$(call 3000 task_list '{}')
+kept=$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | tr '\n' ' ')
+if [ "$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | wc -l)" -le 3 ] &&
+  [[ "$out" == *bash-12* ]] && ! printf '%s' "$out" | grep -o 'bash-[0-9]*' | grep -qx bash-1; then
+  ok "M-MCP-11: 12 unread ended tasks of 300 KB: the newest kept within 1,000,000 bytes ($kept)"
+else
+  bad "M-MCP-11: unread ended tasks are bounded by bytes" "$out"
+fi
+if grep -q 'Forgot [0-9]* ended tasks\{0,1\} to stay within --keep-finished 5 and --max-unread-bytes 1000000; [0-9]* unread bytes of output dropped: bash-1 (300000 unread bytes)' "$tmp/log"; then
+  ok "M-MCP-11: a tool result's notice names the forgotten task and its bytes"
+else
+  bad "M-MCP-11: the notice names what went" "$(grep -o 'Forgot[^"]*' "$tmp/log" | head -3)"
+fi
+out=$(call 3001 task_output '{"task_id":"bash-1"}')
+if [[ "$out" == *"No task"* ]] || [[ "$out" == *"no task"* ]]; then
+  ok "M-MCP-11: a forgotten task's id is unknown"
+else
+  bad "M-MCP-11: a forgotten task's id is unknown" "$out"
+fi
+stop
+
+# Its sibling: the count bound holds for unread tasks too (small output).
+start 2025-11-25 --keep-finished 4
+for i in $(seq 1 10); do
+  call "$i" run_in_background '{"command":"echo unread"}' >/dev/null
+done
+for i in $(seq 100 2100); do
+  out=$(call "$i" task_list '{}')
+  [[ "$out" == *running* ]] || break
+done
+out=$(call 3000 task_list '{}')
+n=$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | wc -l)
+if [ "$n" -le 4 ] && [[ "$out" == *bash-10* ]]; then
+  ok "M-MCP-11: --keep-finished 4 bounds ended tasks nobody read ($n kept)"
+else
+  bad "M-MCP-11: --keep-finished bounds unread tasks" "$out"
+fi
+stop
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
