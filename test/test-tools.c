@@ -1721,8 +1721,8 @@ static void check_cut(const char *text, const char *full, size_t max_bytes,
 }
 
 /* C-35 (M-TOOLS-8): a 6000-line test log read with one task_output: at
- * most 30 000 bytes of output, the first lines and the last ones, cut at
- * line ends, and one line naming how many bytes were left out. */
+ * most 10 000 bytes (M-TOOLS-15) of output, the first lines and the last ones,
+ * cut at line ends, and one line naming how many bytes were left out. */
 static void test_c35_big_log(void **state) {
   tfix_t t;
   rec_t r;
@@ -1755,7 +1755,7 @@ static void test_c35_big_log(void **state) {
   assert_non_null(strstr(r.text, " ok .......................................\n"
                                  "[... "));
   assert_non_null(strstr(r.text, " left out ...]\ntest "));
-  assert_int_equal(UVT_TOOLS_MAX_BYTES_DEFAULT, 30000);
+  assert_int_equal(UVT_TOOLS_MAX_BYTES_DEFAULT, 10000); /* M-TOOLS-15 */
   free(full);
   tfix_close(&t);
 }
@@ -2712,6 +2712,152 @@ static void test_write_stdin_allocation_failures(void **state) {
   assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-15: results that survive every host's own cut                   */
+
+/* Output lines of a result: newlines before its status line. */
+static size_t output_lines(const char *text) {
+  size_t n = output_len(text), i, k = 0;
+  for (i = 0; i < n; i++)
+    k += text[i] == '\n';
+  return k;
+}
+
+/* M-TOOLS-15: `seq 1 5000` (24 KB, 5000 lines) fits in 10 000 bytes only
+ * cut, and in 1000 lines: the first lines, the cut line, the last ones and
+ * the status line; with max_lines set, that many lines; a call asking for
+ * more bytes gets proportionally more lines. */
+static void test_m_tools_15_lines(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char *full;
+  size_t n = 0;
+  int i;
+
+  full = malloc(5000 * 6);
+  assert_non_null(full);
+  for (i = 1; i <= 5000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  check_cut(r.text, full, UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "\n5000\n[status: completed, exit code: 0]");
+  assert_int_equal(strncmp(r.text, "1\n2\n3\n", 6), 0);
+  assert_true(output_lines(r.text) <= UVT_TOOLS_MAX_LINES_DEFAULT);
+  assert_true(output_lines(r.text) > UVT_TOOLS_MAX_LINES_DEFAULT / 2);
+
+  /* Twice the default bytes: up to twice the lines. */
+  a.max_bytes = 2 * UVT_TOOLS_MAX_BYTES_DEFAULT;
+  call(&t, &r, &t.a, "run_command", &a);
+  check_cut(r.text, full, 2 * UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "\n5000\n[status: completed, exit code: 0]");
+  assert_true(output_lines(r.text) > UVT_TOOLS_MAX_LINES_DEFAULT);
+  assert_true(output_lines(r.text) <= 2 * UVT_TOOLS_MAX_LINES_DEFAULT);
+  tfix_close(&t);
+
+  /* The option: 100 lines; below the minimum raised to it. */
+  uvt_tools_options_init(&to);
+  to.max_lines = 100;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  check_cut(r.text, full, UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "\n5000\n[status: completed, exit code: 0]");
+  assert_int_equal(output_lines(r.text), 100);
+  tfix_close(&t);
+  to.max_lines = 1;
+  tfix_init_opts(&t, NULL, &to);
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(output_lines(r.text), UVT_TOOLS_MAX_LINES_MIN);
+  assert_int_equal(strncmp(r.text, "1\n2\n3\n", 6), 0);
+  assert_true(ends_with(r.text, "\n5000\n[status: completed, exit code: 0]"));
+  tfix_close(&t);
+  free(full);
+}
+
+/* M-TOOLS-15: a run_command of about 15 MB, far past the 1 MiB cap, shows
+ * its true beginning (kept apart from the ring), one cut line that tells
+ * the bytes it leaves out from the bytes the cap dropped, and its end; the
+ * counts add up to the whole output.  Before the first bytes were kept,
+ * the "head" was the ring's first bytes: a slice from the middle. */
+static void test_m_tools_15_big(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  unsigned long long left, lines, dropped;
+  const char *mark;
+  const char *mark_end;
+  size_t total = 0, head, tail;
+  char num[16];
+  int i;
+
+  for (i = 1; i <= 2000000; i++)
+    total += (size_t)sprintf(num, "%d\n", i);
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 2000000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_int_equal(strncmp(r.text, "1\n2\n3\n4\n5\n", 10), 0);
+  assert_true(
+      ends_with(r.text, "\n2000000\n[status: completed, exit code: 0]"));
+  assert_true(output_len(r.text) <= UVT_TOOLS_MAX_BYTES_DEFAULT);
+  assert_true(output_lines(r.text) <= UVT_TOOLS_MAX_LINES_DEFAULT);
+  /* One cut line, and no other marker. */
+  mark = strstr(r.text, "\n[... ");
+  assert_non_null(mark);
+  mark++;
+  assert_null(strstr(mark + 1, "[... "));
+  assert_int_equal(sscanf(mark,
+                          "[... %llu bytes (%llu lines) left out, and %llu "
+                          "bytes dropped at the output cap ...]",
+                          &left, &lines, &dropped),
+                   3);
+  assert_true(dropped > 10 * 1000 * 1000);
+  mark_end = strchr(mark, '\n') + 1;
+  head = (size_t)(mark - r.text);
+  tail = output_len(r.text) - (size_t)(mark_end - r.text);
+  assert_int_equal(head + left + dropped + tail, total);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-15 through the clip itself: a drop notice left out is counted
+ * apart; one that is shown stays as it is. */
+static void test_m_tools_15_clip_notice(void **state) {
+  uvt__text_t out;
+  char in[4096];
+  size_t n = 0;
+  int i;
+
+  (void)state;
+  for (i = 0; i < 20; i++)
+    n += (size_t)sprintf(in + n, "first %d\n", i);
+  n += (size_t)sprintf(in + n, "[... 123456 bytes dropped ...]\n");
+  for (i = 0; i < 200; i++)
+    n += (size_t)sprintf(in + n, "last %d\n", i);
+  uvt__text_init(&out);
+  uvt__text_clip_lines(&out, in, n, 100000, 30);
+  assert_int_equal(out.err, 0);
+  assert_non_null(strstr(out.base, "first 0\n"));
+  assert_non_null(strstr(out.base, " left out, and 123456 bytes dropped at "
+                                   "the output cap ...]\n"));
+  assert_null(strstr(out.base, "[... 123456 bytes dropped"));
+  assert_true(ends_with(out.base, "last 199\n"));
+  uvt__text_free(&out);
+  /* Room for all the bytes and 100 lines: the notice is shown. */
+  uvt__text_init(&out);
+  uvt__text_clip_lines(&out, in, n, 100000, 100);
+  assert_non_null(strstr(out.base, "\n[... 123456 bytes dropped ...]\n"));
+  uvt__text_free(&out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -2762,6 +2908,9 @@ int main(void) {
       cmocka_unit_test(test_write_stdin_python),
       cmocka_unit_test(test_write_stdin_abort_detach),
       cmocka_unit_test(test_write_stdin_allocation_failures),
+      cmocka_unit_test(test_m_tools_15_lines),
+      cmocka_unit_test(test_m_tools_15_big),
+      cmocka_unit_test(test_m_tools_15_clip_notice),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

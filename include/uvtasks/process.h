@@ -238,8 +238,26 @@ typedef struct {
   uvt_output_cb on_output;
   void *on_output_data;
 
+  /* ---- For tool results (M-TOOLS-12, M-TOOLS-15) ---- */
+
+  /* 1: the child's stderr is a second descriptor of its stdout pipe, so
+   * what it writes to either lands in the stdout stream in the order
+   * written (as a terminal shows it), and reads have no "[stderr]" part.
+   * 0 (the default): kept apart (P-OUT-1, P-RES-1).  Ignored with pty
+   * (already one stream). */
+  int merge_stderr;
+  /* Keep the first this many bytes of each stream apart from its ring
+   * until the stream is first read; 0 (the default) = none.  A stream that
+   * dropped bytes at its cap before its first read then begins, in that
+   * read's text, with those first bytes (up to their last newline; with
+   * none, no character cut at their end and a newline added), then "[... N bytes dropped ...]\n"
+   * counting only what is missing between them and the ring, so the true
+   * beginning of a big output (a build's first error) is not lost.  The
+   * structured read (uvt_process_read) does not show them. */
+  size_t keep_head_bytes;
+
   /* private */
-  void *reserved_[4]; /* for fields to come without an ABI break */
+  void *reserved_[2]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's

@@ -40,13 +40,20 @@
  * filter (and the tools' state for that task no longer matches: mix the two
  * only with care).
  *
- * One result carries at most `max_bytes` bytes of output (M-TOOLS-8): a
+ * One result carries at most `max_bytes` bytes and `max_lines` lines of
+ * output (M-TOOLS-8, M-TOOLS-15; the line budget is split the same way): a
  * larger read keeps its head (2/5) and its tail (3/5, where errors and
  * summaries are), cut at line boundaries where one is near, with one line
  * "[... N bytes (L lines) left out ...]" between them ("[... N bytes left
  * out within one line ...]" when no newline was left out: the head's last
  * line and the tail's first are then one line).  The read consumed
- * those bytes: the line counts them, nothing goes silently.  The status
+ * those bytes: the line counts them, nothing goes silently.  A command
+ * the tools start keeps the first UVT_TOOLS_HEAD_BYTES of each stream
+ * apart from the output cap's ring until its first read (M-TOOLS-15), so
+ * a read after the cap dropped bytes begins with the true beginning; the
+ * cut line then also names the bytes the cap dropped: "[... N bytes (L
+ * lines) left out, and D bytes dropped at the output cap ...]" (a drop
+ * notice of the read that falls in what is left out, summed there).  The status
  * line and the tools' own notes come on top of `max_bytes`.
  *
  * Tool calls are requests in the libuv style: the host allocates a
@@ -88,8 +95,24 @@ extern "C" {
  * (max_bytes) nor the options say, and the least a call may ask for
  * (smaller ones are raised to it, so the head, the tail and the line
  * between them fit). */
-#define UVT_TOOLS_MAX_BYTES_DEFAULT 30000
+#define UVT_TOOLS_MAX_BYTES_DEFAULT 10000
 #define UVT_TOOLS_MAX_BYTES_MIN 256
+
+/* M-TOOLS-15: the most output lines one result shows when the options do
+ * not say, and the least the options may set.  With the byte default
+ * above, a result survives every host's own cut (opencode keeps the first
+ * 2,000 lines of a result, Codex about 12 KB cut in the middle), so the
+ * status line at its end always reaches the model.  A call whose
+ * max_bytes is N times the options' max_bytes may show N times the
+ * lines. */
+#define UVT_TOOLS_MAX_LINES_DEFAULT 1000
+#define UVT_TOOLS_MAX_LINES_MIN 10
+
+/* M-TOOLS-15: the first bytes of each stream of a command the tools start
+ * are kept apart from the cap's ring until the first read
+ * (uvt_process_options_t.keep_head_bytes), so a result after the cap
+ * dropped bytes still begins with the output's true beginning. */
+#define UVT_TOOLS_HEAD_BYTES 16384
 
 /* M-TOOLS-5: write_stdin waits this long for output when the call gives
  * no yield_ms, and at most this long (longer ones are cut to it). */
@@ -154,6 +177,10 @@ typedef struct {
    * a request timeout (uvtasks-mcp: below the 60 s of the official SDK's
    * clients) sets one below it. */
   uint64_t yield_ms;
+  /* M-TOOLS-15: the most output lines one result shows (see
+   * UVT_TOOLS_MAX_LINES_DEFAULT); 0 = that default.  Values below
+   * UVT_TOOLS_MAX_LINES_MIN are raised to it. */
+  size_t max_lines;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -174,6 +201,7 @@ struct uvt_tools_s {
   uint64_t grace_ms_;
   size_t max_bytes_;
   uint64_t yield_ms_;
+  size_t max_lines_;
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
   struct uvt__link carries_; /* per-task filter states kept between reads */

@@ -45,7 +45,9 @@ static const char usage[] =
     "                       goes on in the background (default 45000, below\n"
     "                       the SDK's 60 s request timeout; 0 = to the end)\n"
     "  --max-bytes N        output bytes one tool result shows (default "
-    "30000)\n"
+    "10000)\n"
+    "  --max-lines N        output lines one tool result shows (default\n"
+    "                       1000, at least 10)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
     "  --help               show this text and exit\n"
@@ -270,6 +272,10 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 100000000)
         goto bad;
       c->max_bytes = (size_t)v;
+    } else if (strcmp(a, "--max-lines") == 0) { /* M-TOOLS-15 */
+      if (parse_u64(val, &v) != 0 || v > 100000000)
+        goto bad;
+      c->max_lines = (size_t)v;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -386,7 +392,8 @@ int main(int argc, char **argv) {
   topts.yield_ms = server.config.yield_ms >= 0
                        ? (uint64_t)server.config.yield_ms
                        : MCP_YIELD_DEFAULT_MS;
-  topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
+  topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 10000 */
+  topts.max_lines = server.config.max_lines; /* M-TOOLS-15; 0 = 1000 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == 0) {
     tools_attached = 1;

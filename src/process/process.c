@@ -707,6 +707,7 @@ static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
 
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
   err = uv_pipe_init(p->loop, &s->pipe, 0);
   if (err != 0)
     return err;
@@ -723,6 +724,7 @@ static int open_tty(uvt__proc_t *p, uvt__stream_t *s, int fd) {
 
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
   err = uv_poll_init(p->loop, &s->tty_poll, fd);
   if (err != 0)
     return err;
@@ -801,7 +803,11 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
       goto fail_fds;
     }
   } else {
-    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+    /* M-TOOLS-12: merged, stderr is a second descriptor of stdout's pipe,
+     * so both land in one stream in the order written. */
+    if (pipe2(outp, O_CLOEXEC) != 0 ||
+        (o->merge_stderr ? (errp[1] = fcntl(outp[1], F_DUPFD_CLOEXEC, 3)) < 0
+                         : pipe2(errp, O_CLOEXEC) != 0)) {
       err = UVT__PERR(errno);
       goto fail_fds;
     }
@@ -855,10 +861,15 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = open_pipe(p, &p->out, outp[0]);
     if (err == 0)
       outp[0] = -1;
-    if (err == 0)
+    if (err == 0 && errp[0] >= 0)
       err = open_pipe(p, &p->err, errp[0]);
     if (err == 0)
       errp[0] = -1;
+    if (err == 0 && !p->err.open) {
+      /* M-TOOLS-12: merged into stdout, stderr is never opened. */
+      uvt__outbuf_init(&p->err.buf, o->output_cap_bytes);
+      p->err.closed = 1;
+    }
   }
   if (err == 0 && in_ours >= 0) {
     err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty);

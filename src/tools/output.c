@@ -69,21 +69,22 @@ void uvt__tools_output_free(uvt_tools_t *tools) {
   uvt_watch_stop(&tools->watch_);
 }
 
-/* Length of the drop notice at the start of `s`, or 0. */
-static size_t drop_notice_len(const char *s, size_t n) {
-  static const char pre[] = "[... ";
-  static const char post[] = " bytes dropped ...]\n";
-  size_t i = sizeof(pre) - 1;
-  size_t digits;
+/* Where the first drop notice at a line start lies in `s`, or `n`: a
+ * stream begins with it (P-OUT-2) or, with its first bytes kept
+ * (M-TOOLS-15), has it after them. */
+static size_t find_notice(const char *s, size_t n) {
+  const char *nl;
+  size_t i = 0;
 
-  if (n < i || memcmp(s, pre, i) != 0)
-    return 0;
-  for (digits = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-    digits++;
-  if (digits == 0 || n - i < sizeof(post) - 1 ||
-      memcmp(s + i, post, sizeof(post) - 1) != 0)
-    return 0;
-  return i + sizeof(post) - 1;
+  while (i < n) {
+    if (s[i] == '[' && uvt__drop_notice_len(s + i, n - i, NULL) > 0)
+      return i;
+    nl = memchr(s + i, '\n', n - i);
+    if (nl == NULL)
+      break;
+    i = (size_t)(nl - s) + 1;
+  }
+  return n;
 }
 
 /* Where stderr's part begins (the "[stderr]" line), or `n`. */
@@ -109,9 +110,14 @@ static size_t find_stderr(const char *s, size_t n) {
 /* Filter one stream's part of a read into `t`. */
 static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
                         uvt__text_t *t) {
-  size_t k = drop_notice_len(s, n);
+  size_t at = find_notice(s, n);
+  size_t k = at < n ? uvt__drop_notice_len(s + at, n - at, NULL) : 0;
 
   if (k > 0) {
+    /* The stream's kept first bytes (M-TOOLS-15), a line of their own. */
+    uvt__term_feed(term, s, at, t);
+    s += at;
+    n -= at;
     /* Bytes were lost before these: the unfinished line cannot go on. */
     uvt__term_end(term, UVT__TERM_FINAL, t);
     if (t->len > 0 && t->base[t->len - 1] != '\n')
@@ -125,7 +131,7 @@ static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
 }
 
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
-                       size_t max_bytes, uvt__text_t *t) {
+                       size_t max_bytes, size_t max_lines, uvt__text_t *t) {
   int final = uvt_status_is_terminal(r->snapshot.status);
   carry_t *c = carry_find(tools, id);
   uvt__term_t local[2];
@@ -195,6 +201,6 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   if (all.err != 0)
     t->err = all.err;
   else
-    uvt__text_clip(t, all.base, all.len, max_bytes);
+    uvt__text_clip_lines(t, all.base, all.len, max_bytes, max_lines);
   uvt__text_free(&all);
 }

@@ -49,7 +49,8 @@ static const char *const schema_parts[] = {
     "as a task (read it with task_output, stop it with task_kill). Output "
     "is plain text (terminal escape sequences removed, a progress bar shows "
     "its last state) and at most max_bytes long: beyond it you get the "
-    "beginning and the end, with a line saying how much was left out. For "
+    "beginning and the end, with a line saying how much was left out (the "
+    "true beginning, even when the output was too big to keep whole). For "
     "work you want to check on later, use run_in_background.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"command\":{\"type\":\"string\",\"description\":"
@@ -65,7 +66,8 @@ static const char *const schema_parts[] = {
     "until it ends. Default: set by the server.\"},"
     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"The most bytes of output to return. Default "
-    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "10000 (and at most 1000 lines) unless the server sets another; at "
+    "least 256 is used.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_output\","
@@ -89,7 +91,8 @@ static const char *const schema_parts[] = {
     "at most 600000 (a longer wait is cut to 600000).\"},"
     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"The most bytes of output to return. Default "
-    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "10000 (and at most 1000 lines) unless the server sets another; at "
+    "least 256 is used.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_list\","
@@ -145,7 +148,8 @@ static const char *const schema_parts[] = {
     "returns as soon as a prompt appears or the task ends.\"},"
     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"The most bytes of output to return. Default "
-    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "10000 (and at most 1000 lines) unless the server sets another; at "
+    "least 256 is used.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 };
 
@@ -155,7 +159,7 @@ static const char *const tool_names[] = {
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;
-static char schema_json[16384];
+static char schema_json[32768];
 
 static void schema_build(void) {
   size_t n = 0;

@@ -57,6 +57,17 @@ int uvt__utf8_seq(const unsigned char *s, size_t n);
  * Nothing is appended for len 0. */
 void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
                     size_t max_bytes);
+/* The same with at most `max_lines` lines of output (M-TOOLS-15; at least
+ * UVT_TOOLS_MAX_LINES_MIN is used): the head gets 2/5 and the tail 3/5 of
+ * the lines too.  The process producer's drop notices ("[... N bytes
+ * dropped ...]" lines) among what is left out are summed in the cut line
+ * ("..., and N bytes dropped at the output cap ...]"), not counted as left
+ * out. */
+void uvt__text_clip_lines(uvt__text_t *t, const char *bytes, size_t len,
+                          size_t max_bytes, size_t max_lines);
+/* Length of the drop notice "[... N bytes dropped ...]\n" (P-OUT-2) at the
+ * start of `s` (n bytes), with N in *dropped (may be NULL), or 0. */
+size_t uvt__drop_notice_len(const char *s, size_t n, uint64_t *dropped);
 
 /* ---- term.c: terminal output as text for a model (M-TOOLS-7). */
 
@@ -119,7 +130,7 @@ void uvt__term_plain(const char *bytes, size_t len, uvt__text_t *out);
  * Keeps the filter's state of a task that has not ended for its next read.
  * Allocation failures latch in `t`. */
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
-                       size_t max_bytes, uvt__text_t *t);
+                       size_t max_bytes, size_t max_lines, uvt__text_t *t);
 /* Forget every kept state (detach). */
 void uvt__tools_output_free(uvt_tools_t *tools);
 
@@ -146,6 +157,10 @@ void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
 /* The call's task_id: 0, or -1 after answering that `tool` needs one. */
 int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
                        const char *tool);
+/* The most output lines a result of at most `max_bytes` shows
+ * (M-TOOLS-15): the tools' max_lines, raised in proportion for a call that
+ * asks for more bytes than the tools' default. */
+size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes);
 /* Take the call's max_bytes (M-TOOLS-8): 0, or -1 after answering. */
 int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* The call waits (req->wait_ is armed): on the tools' waiting list. */

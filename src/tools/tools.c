@@ -149,7 +149,8 @@ static void text_output(uvt_tools_call_t *req, const char *id,
                         uvt__text_t *t) {
   size_t before = t->len;
 
-  uvt__tools_output(req->tools, id, r, req->max_bytes_, t);
+  uvt__tools_output(req->tools, id, r, req->max_bytes_,
+                    uvt__tools_max_lines(req->tools, req->max_bytes_), t);
   if (t->len == before && t->err == 0 && empty_note != NULL)
     uvt__text_str(t, empty_note);
 }
@@ -199,6 +200,9 @@ static void tools_process_options(uvt_tools_call_t *req,
     po->output_cap_bytes = tools->output_cap_bytes_;
   if (tools->grace_ms_ > 0)
     po->grace_ms = tools->grace_ms_;
+  /* M-TOOLS-15: a result after the cap dropped bytes still shows the true
+   * beginning. */
+  po->keep_head_bytes = UVT_TOOLS_HEAD_BYTES;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -344,6 +348,14 @@ int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
   uvt__text_printf(&t, "%s needs task_id (a string such as bash-1).", tool);
   uvt__tools_result(req, &t, 1);
   return -1;
+}
+
+size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes) {
+  if (max_bytes <= tools->max_bytes_ || tools->max_bytes_ == 0)
+    return tools->max_lines_;
+  if (tools->max_lines_ > SIZE_MAX / (max_bytes / tools->max_bytes_ + 1))
+    return SIZE_MAX;
+  return tools->max_lines_ * (max_bytes / tools->max_bytes_);
 }
 
 /* The call's max_bytes (M-TOOLS-8) into req->max_bytes_: the options' when
@@ -735,6 +747,10 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   if (tools->max_bytes_ < UVT_TOOLS_MAX_BYTES_MIN)
     tools->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
   tools->yield_ms_ = o->yield_ms;
+  tools->max_lines_ =
+      o->max_lines == 0 ? UVT_TOOLS_MAX_LINES_DEFAULT : o->max_lines;
+  if (tools->max_lines_ < UVT_TOOLS_MAX_LINES_MIN)
+    tools->max_lines_ = UVT_TOOLS_MAX_LINES_MIN;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)

@@ -1,0 +1,170 @@
+// What models ask for, through uvtasks-mcp, the same checks three ways:
+// the official v1 SDK client (2025 era), the v2 client pinned to
+// 2026-07-28, and raw JSON-RPC lines (2025-03-26 through initialize).
+//   M-TOOLS-15  results that survive every host's own cut, the true
+//               beginning past the cap, unknown host arguments ignored
+//
+//   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node hosts-test.mjs
+//
+// Exits 77 (skip) when the SDK is not installed, 1 on any failed check.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { check, fail, finish, server } from './harness.mjs';
+
+const textOf = (res) =>
+  (res?.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('');
+const bodyOf = (text) => text.replace(/^(\[notice\][^\n]*\n)+\n/, '');
+const bytes = (s) => Buffer.byteLength(s, 'utf8');
+const statusRe = /\n\[status: [^\n]*\]$/;
+
+// A client: { name, call(tool, args) -> { text, isError }, close() }.
+async function v1Client(args) {
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+  const transport = new StdioClientTransport({ command: server, args, stderr: 'pipe' });
+  const client = new Client({ name: 'uvtasks-hosts-v1', version: '1.0.0' });
+  await client.connect(transport);
+  return {
+    name: 'v1',
+    call: async (name, a) => {
+      const res = await client.callTool({ name, arguments: a }, undefined, { timeout: 120000 });
+      return { text: bodyOf(textOf(res)), isError: !!res.isError };
+    },
+    close: () => client.close(),
+  };
+}
+
+async function v2Client(args) {
+  if (!existsSync(new URL('./node_modules/@modelcontextprotocol/client', import.meta.url)))
+    return null;
+  const { Client } = await import('@modelcontextprotocol/client');
+  const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
+  const transport = new StdioClientTransport({ command: server, args, stderr: 'pipe' });
+  const client = new Client({ name: 'uvtasks-hosts-v2', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(transport);
+  return {
+    name: 'v2',
+    call: async (name, a) => {
+      const res = await client.callTool({ name, arguments: a }, { timeout: 120000 });
+      return { text: bodyOf(textOf(res)), isError: !!res.isError };
+    },
+    close: () => client.close(),
+  };
+}
+
+// Raw JSON-RPC, one message per line, the 2025-03-26 revision.
+async function rawClient(args) {
+  const child = spawn(server, args, { stdio: ['pipe', 'pipe', 'ignore'] });
+  const waiting = new Map();
+  let buf = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => {
+    buf += d;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      const msg = JSON.parse(line);
+      if (msg.id !== undefined && waiting.has(msg.id)) {
+        waiting.get(msg.id)(msg);
+        waiting.delete(msg.id);
+      }
+    }
+  });
+  let next = 1;
+  const request = (method, params) => new Promise((resolve) => {
+    const id = next++;
+    waiting.set(id, resolve);
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+  });
+  const init = await request('initialize', {
+    protocolVersion: '2025-03-26', capabilities: {},
+    clientInfo: { name: 'uvtasks-hosts-raw', version: '1.0.0' },
+  });
+  if (init.result?.protocolVersion !== '2025-03-26')
+    fail(`raw: initialize answered ${JSON.stringify(init)}`);
+  child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+  return {
+    name: 'raw',
+    request,
+    call: async (name, a) => {
+      const msg = await request('tools/call', { name, arguments: a });
+      if (msg.error)
+        return { text: `JSON-RPC error ${JSON.stringify(msg.error)}`, isError: true };
+      return { text: bodyOf(textOf(msg.result)), isError: !!msg.result.isError };
+    },
+    close: () => new Promise((resolve) => { child.on('exit', resolve); child.stdin.end(); }),
+  };
+}
+
+// The output of a result (before its status line) and its line count.
+function split(text) {
+  const m = statusRe.exec(text);
+  const out = m ? text.slice(0, m.index + 1) : text;
+  return { out, status: m ? m[0].slice(1) : null, lines: out.split('\n').length - 1 };
+}
+
+function seqText(n) {
+  let s = '';
+  for (let i = 1; i <= n; i++) s += `${i}\n`;
+  return s;
+}
+
+/* M-TOOLS-15 */
+async function resultsFitHosts(c) {
+  const n = c.name;
+  // opencode keeps 2,000 lines, Codex about 12 KB: 5,000 lines of seq.
+  let r = await c.call('run_command', { command: 'seq 1 5000' });
+  let s = split(r.text);
+  check(`${n} M-TOOLS-15: seq 1 5000 keeps its status line`,
+    !r.isError && s.status === '[status: completed, exit code: 0]', r.text.slice(-200));
+  check(`${n} M-TOOLS-15: at most 10000 bytes and 1000 lines (${bytes(s.out)} bytes, ${s.lines} lines)`,
+    bytes(s.out) <= 10000 && s.lines <= 1000, s.lines);
+  check(`${n} M-TOOLS-15: its beginning, one cut line, its end`,
+    s.out.startsWith('1\n2\n3\n') && s.out.endsWith('\n4999\n5000\n') &&
+      (s.out.match(/^\[\.\.\. \d+ bytes \(\d+ lines\) left out \.\.\.\]$/mg) || []).length === 1,
+    s.out.slice(0, 100));
+  // The whole text a host gets: status line within its first 2,000 lines
+  // and 12 KB.
+  check(`${n} M-TOOLS-15: the whole result fits opencode's and Codex's cuts`,
+    r.text.split('\n').length < 2000 && bytes(r.text) < 12000, bytes(r.text));
+
+  // About 15 MB: far past the 1 MiB cap.
+  const total = bytes(seqText(2000000));
+  r = await c.call('run_command', { command: 'seq 1 2000000', wait_for_previous: true });
+  s = split(r.text);
+  const m = /^\[\.\.\. (\d+) bytes \((\d+) lines\) left out, and (\d+) bytes dropped at the output cap \.\.\.\]$/m.exec(s.out);
+  check(`${n} M-TOOLS-15: a 15 MB run_command keeps its status line`,
+    !r.isError && s.status === '[status: completed, exit code: 0]', r.text.slice(-200));
+  check(`${n} M-TOOLS-15: its true beginning and its end`,
+    s.out.startsWith('1\n2\n3\n4\n5\n') && s.out.endsWith('\n1999999\n2000000\n'), s.out.slice(0, 60));
+  if (m) {
+    const head = bytes(s.out.slice(0, m.index));
+    const tail = bytes(s.out.slice(m.index + m[0].length + 1));
+    check(`${n} M-TOOLS-15: shown + left out + dropped = the whole ${total} bytes`,
+      head + Number(m[1]) + Number(m[3]) + tail === total, { head, m: m[0], tail });
+  } else {
+    fail(`${n} M-TOOLS-15: one cut line naming the dropped bytes: ${s.out.slice(0, 400)}`);
+  }
+  // Gemini CLI's extra argument (above) is ignored on every tool.
+  r = await c.call('task_list', { wait_for_previous: true });
+  check(`${n} M-TOOLS-15: task_list with wait_for_previous works`, !r.isError, r.text);
+}
+
+const clients = [];
+try {
+  clients.push(await v1Client([]));
+  const v2 = await v2Client([]);
+  if (v2) clients.push(v2);
+  else console.log('note: the v2 client is not installed; its checks are skipped');
+  clients.push(await rawClient([]));
+  for (const c of clients)
+    await resultsFitHosts(c);
+} catch (e) {
+  fail(`unexpected error: ${e?.stack || e}`);
+} finally {
+  for (const c of clients)
+    await c.close();
+}
+finish();
