@@ -155,12 +155,13 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* ---------------------------------------------------------------------- */
 
-/* M-TOOLS-3: the schemas are one JSON array naming the six tools, each
- * with a description and an object input schema. */
+/* M-TOOLS-3: the schemas are one JSON array naming the tools (M-TOOLS-9:
+ * task_wait), each with a description and an object input schema. */
 static void test_schema_json(void **state) {
   const char *s = uvt_tools_schema_json();
   const char *names[] = {"run_in_background", "run_command", "task_output",
-                         "task_list",         "task_kill",   "write_stdin"};
+                         "task_list",         "task_kill",   "write_stdin",
+                         "task_wait"};
   char key[64];
   int depth = 0;
   int in_string = 0;
@@ -190,7 +191,7 @@ static void test_schema_json(void **state) {
   }
   assert_int_equal(depth, 0);
   assert_int_equal(in_string, 0);
-  for (i = 0; i < 6; i++) {
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     snprintf(key, sizeof(key), "{\"name\":\"%s\",\"description\":", names[i]);
     assert_non_null(strstr(s, key));
     assert_true(uvt_tools_has(names[i]));
@@ -2858,6 +2859,176 @@ static void test_m_tools_15_clip_notice(void **state) {
   uvt__text_free(&out);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-9: task_wait                                                     */
+
+/* M-TOOLS-9: one fast and one slow task (it ends when its input does):
+ * "any" answers at the fast one's end with its output and status line, and
+ * the slow one's [status: running] (its output left unread); "all" with a
+ * short timeout shows the slow one still running; once the slow one's
+ * input is closed, "all" answers with its output. */
+static void test_m_tools_9_task_wait(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  const char *ids[2] = {"bash-1", "bash-2"};
+  const char *ids2[2] = {"bash-3", "bash-2"};
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "echo fast";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  uvt_tools_args_init(&a);
+  a.command = "echo slow-start; cat >/dev/null; echo slow-end";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+
+  uvt_tools_args_init(&a);
+  a.task_ids = ids;
+  a.task_ids_len = 2;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "1 of 2 tasks ended.\n"
+                              "--- bash-1 ---\n"
+                              "fast\n"
+                              "[status: completed, exit code: 0]\n"
+                              "--- bash-2 ---\n"
+                              "[status: running]");
+  /* Its end was shown: no notice for bash-1. */
+  assert_int_equal(t.notices, 0);
+
+  uvt_tools_args_init(&a);
+  a.command = "echo second";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  /* Ended (not read) before the wait, so its short timeout decides
+   * nothing about it. */
+  run_until_settled(&t, &t.a, "bash-3");
+  uvt_tools_args_init(&a);
+  a.task_ids = ids2;
+  a.task_ids_len = 2;
+  a.mode = "all";
+  a.timeout_ms = 300;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "1 of 2 tasks ended (waited ", 27) == 0);
+  assert_non_null(strstr(r.text, " ms for all).\n--- bash-3 ---\nsecond\n"
+                                 "[status: completed, exit code: 0]\n"
+                                 "--- bash-2 ---\n[status: running]"));
+
+  /* The slow one's output was not consumed: it comes with its end. */
+  a = args_id("bash-2");
+  a.close_stdin = 1;
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 0);
+  uvt_tools_args_init(&a);
+  a.task_ids = ids2;
+  a.task_ids_len = 2;
+  a.mode = "all";
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text,
+                      "2 of 2 tasks ended.\n--- bash-3 ---\n"
+                      "(no new output)\n[status: completed",
+                      54) == 0);
+  assert_true(ends_with(r.text, "slow-end\n[status: completed, exit code: 0]"));
+  tfix_close(&t);
+}
+
+/* M-TOOLS-9's errors (bad arguments found before any wait), the call's
+ * abort and detach while it waits, and the output budget shared. */
+static void test_m_tools_9_siblings(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  const char *ids[33];
+  const char *dup[2] = {"bash-1", "bash-1"};
+  const char *one[1] = {"bash-1"};
+  const char *nope[2] = {"bash-1", "bash-99"};
+  const char *two[2] = {"bash-2", "bash-3"};
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "cat";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+
+  uvt_tools_args_init(&a);
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "needs task_ids: 1 to 32"));
+  for (i = 0; i < 33; i++)
+    ids[i] = "bash-1";
+  a.task_ids = ids;
+  a.task_ids_len = 33;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  a.task_ids = dup;
+  a.task_ids_len = 2;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "names bash-1 twice"));
+  a.task_ids = one;
+  a.task_ids_len = 1;
+  a.mode = "some";
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "mode must be"));
+  a.mode = NULL;
+  a.timeout_ms = 0;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  a.timeout_ms = -1;
+  a.task_ids = nope;
+  a.task_ids_len = 2;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, "No task bash-99. task_list shows the tasks "
+                              "you can see.");
+  /* Another session's task. */
+  a.task_ids = one;
+  a.task_ids_len = 1;
+  call(&t, &r, &t.b, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "belongs to another session"));
+
+  /* Aborted while it waits. */
+  call_start(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_EABORTED);
+
+  /* Two tasks that ended share max_bytes: each shows its cut. */
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 3000";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  call(&t, &r, &t.a, "run_in_background", &a);
+  uvt_tools_args_init(&a);
+  a.task_ids = two;
+  a.task_ids_len = 2;
+  a.mode = "all";
+  a.max_bytes = 2000;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strlen(r.text) < 2400);
+  assert_non_null(strstr(r.text, "--- bash-2 ---\n1\n2\n"));
+  assert_non_null(strstr(r.text, "--- bash-3 ---\n1\n2\n"));
+  assert_true(ends_with(r.text, "\n3000\n[status: completed, exit code: 0]"));
+
+  /* Detached while it waits: UVT_ECLOSING. */
+  a.task_ids = one;
+  a.task_ids_len = 1;
+  a.max_bytes = -1;
+  call_start(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(uvt_tools_detach(&t.tools, detach_cb), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_ECLOSING);
+  fixture_close(&t.f);
+  assert_int_equal(t.detached, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -2911,6 +3082,8 @@ int main(void) {
       cmocka_unit_test(test_m_tools_15_lines),
       cmocka_unit_test(test_m_tools_15_big),
       cmocka_unit_test(test_m_tools_15_clip_notice),
+      cmocka_unit_test(test_m_tools_9_task_wait),
+      cmocka_unit_test(test_m_tools_9_siblings),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

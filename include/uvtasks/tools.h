@@ -1,6 +1,6 @@
 /* uvtasks/tools.h: the model-facing control surface (SPEC §5, §5b, §5c).
  *
- * A uvt_tools_t attaches a control surface to a registry and offers six
+ * A uvt_tools_t attaches a control surface to a registry and offers its
  * tools to a host that talks to a model:
  *
  *   run_in_background  command, cwd?, label?, stdin?, tty?
@@ -13,6 +13,9 @@
  *   task_kill          task_id, reason?         -> what happened, status line
  *   write_stdin        task_id, chars?, close_stdin?, yield_ms?, max_bytes?
  *                                               -> new output, status line
+ *   task_wait          task_ids, mode?, timeout_ms?, max_bytes?
+ *                                               -> per task: its status
+ *                                                  line, output if it ended
  *
  * Every result is one text of valid UTF-8 (invalid sequences of command
  * output become U+FFFD).  The NUL bytes of command output are kept: a
@@ -124,6 +127,9 @@ extern "C" {
  * looks in a row that find the same unread output are a quiet spell.  See
  * uvt_tools_call(). */
 #define UVT_TOOLS_WRITE_QUIET_MS 50
+
+/* M-TOOLS-9: the most tasks one task_wait call waits for. */
+#define UVT_TOOLS_WAIT_IDS_MAX 32
 
 /* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
 #define UVT_TOOLS_SURFACE_NAME "tools"
@@ -256,6 +262,21 @@ typedef struct {
   int close_stdin;     /* write_stdin: 1 = end the task's input after chars
                           (uvt_process_close_stdin()); -1 = not given,
                           0 = no */
+  /* ---- v3 (M-TOOLS-9, M-TOOLS-12, M-TOOLS-13) ---- */
+  const char *const *task_ids; /* task_wait: task_ids_len ids, 1 to
+                                  UVT_TOOLS_WAIT_IDS_MAX, no id twice */
+  size_t task_ids_len;
+  const char *mode;    /* task_wait: "any" (NULL: the default) answers when
+                          one task ended, "all" when every one did */
+  int merge_stderr;    /* run_command, run_in_background (M-TOOLS-12): 1 =
+                          stderr into stdout's stream, in the order written
+                          (uvt_process_options_t.merge_stderr); -1 = not
+                          given, 0 = no */
+  const char *stdin_text; /* run_command (M-TOOLS-13, the `stdin` string
+                          argument): these bytes, then end of file; NULL =
+                          none (stdin is /dev/null) */
+  size_t stdin_text_len; /* bytes of stdin_text; (size_t)-1 (what
+                          uvt_tools_args_init() sets) = strlen(stdin_text) */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -287,6 +308,7 @@ struct uvt_tools_call_s {
   int status_;
   int aborted_;
   int tool_;
+  void *multi_; /* task_wait: its waits, one per task */
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
@@ -329,7 +351,7 @@ UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
  * Thread: the loop thread; allowed inside any of our callbacks. */
 UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
 
-/* Nonzero if `name` is one of the six tools. Thread: any. */
+/* Nonzero if `name` is one of the tools. Thread: any. */
 UVT_EXTERN int uvt_tools_has(const char *name);
 
 /* The tool schemas as JSON (M-TOOLS-3): an array of objects with "name",
@@ -432,6 +454,20 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    input that is closed (UV_EPIPE: the task ended or is ending, its
  *    program closed its stdin, or an earlier close_stdin ended it); a bad
  *    yield_ms or max_bytes is found before anything is written.
+ *  - task_wait (M-TOOLS-9) waits for the tasks `task_ids` (task_ids_len
+ *    of them, 1 to UVT_TOOLS_WAIT_IDS_MAX, none twice) with one uvt_wait()
+ *    each: mode "any" (or NULL) answers when one ended, "all" when every
+ *    one did, either once `timeout_ms` passes (default
+ *    UVT_TOOLS_WAIT_DEFAULT_MS, at most UVT_TOOLS_WAIT_MAX_MS; a success).
+ *    The text: "N of M tasks ended." (with "(waited T ms for any|all)"
+ *    when the wait ran out), then per task, in the order given, a line
+ *    "--- ID ---", for a task that has ended its new output (uvt_read(),
+ *    shaped as task_output's, max_bytes shared equally between the tasks
+ *    that ended) and its status line, for one still running only its
+ *    status line (uvt_get(): its output stays unread).  An unknown or
+ *    foreign id, an id given twice, a bad mode, timeout_ms or max_bytes is
+ *    a tool error before anything waits.  uvt_tools_call_abort() and
+ *    uvt_tools_detach() stop every wait, as for task_output.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
  *    uvt_get(), so no output is consumed.  Killing a process task that had
  *    ended also stops what it left running in its session (P-KILL-6); the

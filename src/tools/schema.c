@@ -151,11 +151,38 @@ static const char *const schema_parts[] = {
     "10000 (and at most 1000 lines) unless the server sets another; at "
     "least 256 is used.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_wait\","
+    "\"description\":\"Wait for several background tasks at once instead "
+    "of polling them one by one: with mode any (the default) the call "
+    "returns as soon as one of them has ended, with mode all once every "
+    "one has, or when timeout_ms passes. The answer has a section per task, "
+    "in the order given: for a task that ended, its new output (as "
+    "task_output shows it; max_bytes is shared between them) and its status "
+    "line; for one still running, only its status line, [status: running] "
+    "(its output stays unread). Waiting is cheap: prefer one task_wait with "
+    "a long timeout_ms over repeated task_output calls.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_ids\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":32,"
+    "\"items\":{\"type\":\"string\"},\"description\":"
+    "\"The ids of the tasks to wait for (1 to 32), for example "
+    "[\\\"bash-1\\\", \\\"bash-2\\\"].\"},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"any\",\"all\"],"
+    "\"description\":\"any: return when one task ended (default); all: "
+    "when every task ended.\"},"
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"How long to wait, in milliseconds. Default 30000, "
+    "at most 600000 (a longer wait is cut to 600000).\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"The most bytes of output to return, shared by the "
+    "tasks that ended. Default 10000 (and at most 1000 lines) unless the "
+    "server sets another; at least 256 is used.\"}},"
+    "\"required\":[\"task_ids\"],\"additionalProperties\":false}}",
 };
 
 static const char *const tool_names[] = {
-    "run_in_background", "run_command", "task_output",
-    "task_list",         "task_kill",   "write_stdin",
+    "run_in_background", "run_command", "task_output", "task_list",
+    "task_kill",         "write_stdin", "task_wait",
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;

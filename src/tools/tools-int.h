@@ -141,7 +141,7 @@ enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
 /* ABORT_EARLY: write_stdin stops its own wait to answer at a prompt. */
 enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
 
-enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN };
+enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN, TOOL_TASK_WAIT };
 
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
@@ -167,6 +167,25 @@ int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 void uvt__tools_link_waiting(uvt_tools_call_t *req);
 /* The callback of every wait a call makes. */
 void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap);
+
+/* Queue `req` for delivery with `status` (its text, if any, in place). */
+void uvt__tools_ready(uvt_tools_call_t *req, int status);
+/* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`;
+ * 0, or -1 after answering with a tool error. */
+int uvt__tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                       uint64_t default_ms, uint64_t max_ms, uint64_t *out);
+/* The call no longer waits: off the tools' waiting list. */
+void uvt__tools_unlink_waiting(uvt_tools_call_t *req);
+/* A completion notice for `snap` to `owner` (while attached). */
+void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
+                       uvt_agent_t *owner);
+/* Stop the wait(s) of a waiting call. */
+void uvt__tools_wait_abort(uvt_tools_call_t *req);
+
+/* ---- wait.c: task_wait (M-TOOLS-9). */
+
+void uvt__tool_task_wait(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_wait_abort(uvt_tools_call_t *req);
 
 /* ---- write.c: write_stdin (M-TOOLS-5). */
 

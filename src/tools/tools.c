@@ -42,6 +42,8 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   a->tty = -1;
   a->chars_len = (size_t)-1;
   a->close_stdin = -1;
+  a->merge_stderr = -1;
+  a->stdin_text_len = (size_t)-1;
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -832,7 +834,7 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
     next = n->next;
     req = uvt__container_of(n, uvt_tools_call_t, link_);
     req->aborted_ = ABORT_DETACH;
-    uvt_wait_abort(&req->wait_);
+    uvt__tools_wait_abort(req);
   }
   /* Nothing pending: close now; the close callback keeps us out of this
    * call.  Otherwise the last delivery closes. */
@@ -871,6 +873,7 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->status_ = 0;
   req->aborted_ = ABORT_NONE;
   req->tool_ = TOOL_OTHER;
+  req->multi_ = NULL;
   tools->pending_++;
 
   if (strcmp(name, "run_in_background") == 0) {
@@ -885,6 +888,9 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   } else if (strcmp(name, "write_stdin") == 0) {
     req->tool_ = TOOL_WRITE_STDIN;
     uvt__tool_write_stdin(req, args);
+  } else if (strcmp(name, "task_wait") == 0) {
+    req->tool_ = TOOL_TASK_WAIT;
+    uvt__tool_task_wait(req, args);
   } else {
     tool_task_kill(req, args);
   }
@@ -907,7 +913,37 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
                "call cancelled", NULL);
     /* UV_EINVAL here means the wait's callback is already due; it will
      * see aborted_ and end the call as aborted. */
-    uvt_wait_abort(&req->wait_);
+    uvt__tools_wait_abort(req);
   }
   return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* What the tools in other files share (wait.c)                            */
+
+void uvt__tools_ready(uvt_tools_call_t *req, int status) {
+  tools_ready(req, status);
+}
+
+int uvt__tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                       uint64_t default_ms, uint64_t max_ms, uint64_t *out) {
+  return tools_timeout(req, args, default_ms, max_ms, out);
+}
+
+void uvt__tools_unlink_waiting(uvt_tools_call_t *req) {
+  tools_unlink_waiting(req);
+}
+
+void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
+                       uvt_agent_t *owner) {
+  if (tools->state_ == TOOLS_ATTACHED)
+    tools_notice(tools, snap, owner);
+}
+
+/* Stop the wait (or, for task_wait, the waits) of a call. */
+void uvt__tools_wait_abort(uvt_tools_call_t *req) {
+  if (req->tool_ == TOOL_TASK_WAIT)
+    uvt__tool_task_wait_abort(req);
+  else
+    uvt_wait_abort(&req->wait_);
 }

@@ -3,6 +3,7 @@
 // 2026-07-28, and raw JSON-RPC lines (2025-03-26 through initialize).
 //   M-TOOLS-15  results that survive every host's own cut, the true
 //               beginning past the cap, unknown host arguments ignored
+//   M-TOOLS-9   task_wait any/all with one fast and one slow task
 //
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node hosts-test.mjs
 //
@@ -152,6 +153,35 @@ async function resultsFitHosts(c) {
   check(`${n} M-TOOLS-15: task_list with wait_for_previous works`, !r.isError, r.text);
 }
 
+const idOf = (text) => (/Started (bash-\d+)\./.exec(text) || [])[1];
+
+/* M-TOOLS-9 */
+async function taskWait(c) {
+  const n = c.name;
+  const fast = idOf((await c.call('run_in_background', { command: 'echo fast-done' })).text);
+  const slow = idOf((await c.call('run_in_background',
+    { command: 'echo slow-start; cat >/dev/null; echo slow-done', stdin: true })).text);
+  let r = await c.call('task_wait', { task_ids: [fast, slow], mode: 'any' });
+  check(`${n} M-TOOLS-9: any answers at the fast task's end, the slow one running`,
+    !r.isError && r.text === `1 of 2 tasks ended.\n--- ${fast} ---\nfast-done\n` +
+      `[status: completed, exit code: 0]\n--- ${slow} ---\n[status: running]`, r.text);
+  r = await c.call('task_wait', { task_ids: [slow], mode: 'all', timeout_ms: 200 });
+  check(`${n} M-TOOLS-9: a wait that runs out is no error and shows the status`,
+    !r.isError && /^0 of 1 task ended \(waited \d+ ms for all\)\.\n/.test(r.text) &&
+      r.text.endsWith('[status: running]'), r.text);
+  // write_stdin reads what is new (slow-start, if printed by now).
+  const w = await c.call('write_stdin', { task_id: slow, close_stdin: true, yield_ms: 0 });
+  r = await c.call('task_wait', { task_ids: [fast, slow], mode: 'all' });
+  check(`${n} M-TOOLS-9: all answers at the slow task's end with its unread output`,
+    !r.isError && r.text.startsWith('2 of 2 tasks ended.\n') &&
+      r.text.endsWith(`slow-done\n[status: completed, exit code: 0]`) &&
+      (w.text + r.text).includes('slow-start\n'), r.text);
+  r = await c.call('task_wait', { task_ids: [] });
+  check(`${n} M-TOOLS-9: an empty task_ids is a tool error`, r.isError, r.text);
+  r = await c.call('task_wait', { task_ids: [fast, 'bash-999'] });
+  check(`${n} M-TOOLS-9: an unknown id is a tool error`, r.isError && /No task bash-999/.test(r.text), r.text);
+}
+
 const clients = [];
 try {
   clients.push(await v1Client([]));
@@ -159,8 +189,10 @@ try {
   if (v2) clients.push(v2);
   else console.log('note: the v2 client is not installed; its checks are skipped');
   clients.push(await rawClient([]));
-  for (const c of clients)
+  for (const c of clients) {
     await resultsFitHosts(c);
+    await taskWait(c);
+  }
 } catch (e) {
   fail(`unexpected error: ${e?.stack || e}`);
 } finally {
