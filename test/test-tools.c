@@ -3029,6 +3029,74 @@ static void test_m_tools_9_siblings(void **state) {
   assert_int_equal(t.detached, 1);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-12, M-TOOLS-13: merged streams, stdin text                      */
+
+/* M-TOOLS-12: with merge_stderr, stdout and stderr lines come in the
+ * order written, with no [stderr] part; without it they stay apart
+ * (P-RES-1); run_in_background merges too. */
+static void test_m_tools_12_merge_stderr(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char want[8192];
+  size_t n = 0;
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "echo out1; echo err1 >&2; echo out2; echo err2 >&2";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "out1\nout2\n[stderr]\nerr1\nerr2\n"
+                              "[status: completed, exit code: 0]");
+  a.merge_stderr = 1;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "out1\nerr1\nout2\nerr2\n"
+                              "[status: completed, exit code: 0]");
+
+  /* Many alternations, and a background task. */
+  for (i = 1; i <= 200; i++)
+    n += (size_t)sprintf(want + n, "o%d\ne%d\n", i, i);
+  sprintf(want + n, "[status: completed, exit code: 0]");
+  uvt_tools_args_init(&a);
+  a.command = "for i in $(seq 1 200); do echo o$i; echo e$i >&2; done";
+  a.merge_stderr = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  a = args_id("bash-3");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, want);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-13: run_command's stdin text is read, then end of file (cat
+ * ends); its length may hold NUL bytes; without it stdin is empty. */
+static void test_m_tools_13_stdin(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "cat; echo END";
+  a.stdin_text = "line one\nline two\n";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "line one\nline two\nEND\n"
+                              "[status: completed, exit code: 0]");
+  a.stdin_text = "a\0b";
+  a.stdin_text_len = 3;
+  a.command = "wc -c";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "3\n[status: completed, exit code: 0]");
+  uvt_tools_args_init(&a);
+  a.command = "cat; echo END";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "END\n[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -3084,6 +3152,8 @@ int main(void) {
       cmocka_unit_test(test_m_tools_15_clip_notice),
       cmocka_unit_test(test_m_tools_9_task_wait),
       cmocka_unit_test(test_m_tools_9_siblings),
+      cmocka_unit_test(test_m_tools_12_merge_stderr),
+      cmocka_unit_test(test_m_tools_13_stdin),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -3,9 +3,10 @@
  * A uvt_tools_t attaches a control surface to a registry and offers its
  * tools to a host that talks to a model:
  *
- *   run_in_background  command, cwd?, label?, stdin?, tty?
+ *   run_in_background  command, cwd?, label?, stdin?, tty?, merge_stderr?
  *                                               -> the new task id
- *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?
+ *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?,
+ *                      stdin (text)?, merge_stderr?
  *                                               -> its output, status line
  *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
@@ -399,6 +400,10 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    ended.  A host that needs the answer at the end whatever the options
  *    say (uvtasks-mcp's MCP Tasks, whose result is the command's end)
  *    passes yield_ms 0.
+ *    With `merge_stderr` (either tool, M-TOOLS-12) stderr shares stdout's
+ *    pipe (process.h's merge_stderr): one stream in the order written, no
+ *    "[stderr]" part.  run_command's `stdin_text` (M-TOOLS-13) is what the
+ *    command reads, then end of file (process.h's stdin_data).
  *  - task_output reads what is new (uvt_read()); with `wait` (or a
  *    timeout_ms) it first waits until the task ends or the wait's deadline
  *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most

@@ -205,6 +205,8 @@ static void tools_process_options(uvt_tools_call_t *req,
   /* M-TOOLS-15: a result after the cap dropped bytes still shows the true
    * beginning. */
   po->keep_head_bytes = UVT_TOOLS_HEAD_BYTES;
+  /* M-TOOLS-12: stderr in stdout's stream, in the order written. */
+  po->merge_stderr = args->merge_stderr == 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -554,6 +556,12 @@ static void tool_run_command(uvt_tools_call_t *req,
 
   tools_process_options(req, args, &po);
   po.max_runtime_ms = runtime_ms;
+  /* M-TOOLS-13: these bytes, then end of file. */
+  if (args->stdin_text != NULL) {
+    po.stdin_data = args->stdin_text;
+    po.stdin_len = args->stdin_text_len == (size_t)-1 ? strlen(args->stdin_text)
+                                                      : args->stdin_text_len;
+  }
   req->runtime_ms_ = runtime_ms;
   req->started_ns_ = uv_hrtime();
   err = uvt_process_start(tools->registry, &po, req->task_id_);

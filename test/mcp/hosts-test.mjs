@@ -4,6 +4,8 @@
 //   M-TOOLS-15  results that survive every host's own cut, the true
 //               beginning past the cap, unknown host arguments ignored
 //   M-TOOLS-9   task_wait any/all with one fast and one slow task
+//   M-TOOLS-12  merge_stderr: both streams in the order written
+//   M-TOOLS-13  run_command's stdin text, then end of file
 //
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node hosts-test.mjs
 //
@@ -182,6 +184,34 @@ async function taskWait(c) {
   check(`${n} M-TOOLS-9: an unknown id is a tool error`, r.isError && /No task bash-999/.test(r.text), r.text);
 }
 
+/* M-TOOLS-12, M-TOOLS-13 */
+async function streamsAndStdin(c) {
+  const n = c.name;
+  let want = '';
+  for (let i = 1; i <= 100; i++) want += `o${i}\ne${i}\n`;
+  const cmd = 'for i in $(seq 1 100); do echo o$i; echo e$i >&2; done';
+  let r = await c.call('run_command', { command: cmd, merge_stderr: true });
+  check(`${n} M-TOOLS-12: run_command merge_stderr keeps the order written`,
+    !r.isError && r.text === want + '[status: completed, exit code: 0]', r.text.slice(0, 200));
+  r = await c.call('run_command', { command: 'echo a; echo b >&2; echo c' });
+  check(`${n} M-TOOLS-12: without it the streams stay apart`,
+    r.text === 'a\nc\n[stderr]\nb\n[status: completed, exit code: 0]', r.text);
+  const id = idOf((await c.call('run_in_background', { command: cmd, merge_stderr: true })).text);
+  r = await c.call('task_output', { task_id: id, wait: true });
+  check(`${n} M-TOOLS-12: run_in_background merge_stderr too`,
+    r.text === want + '[status: completed, exit code: 0]', r.text.slice(0, 200));
+  r = await c.call('run_command', { command: 'merge_stderr', merge_stderr: 'yes' });
+  check(`${n} M-TOOLS-12: a merge_stderr that is no boolean is a tool error`, r.isError, r.text);
+
+  r = await c.call('run_command', { command: 'cat; echo END', stdin: 'Title\n\nBody ünïcode\n' });
+  check(`${n} M-TOOLS-13: stdin text, then end of file`,
+    !r.isError && r.text === 'Title\n\nBody ünïcode\nEND\n[status: completed, exit code: 0]', r.text);
+  r = await c.call('run_command', { command: 'wc -c', stdin: 'a\u0000b' });
+  check(`${n} M-TOOLS-13: NUL bytes in stdin arrive`, r.text === '3\n[status: completed, exit code: 0]', r.text);
+  r = await c.call('run_command', { command: 'cat', stdin: 5 });
+  check(`${n} M-TOOLS-13: a stdin that is no string is a tool error`, r.isError, r.text);
+}
+
 const clients = [];
 try {
   clients.push(await v1Client([]));
@@ -192,6 +222,7 @@ try {
   for (const c of clients) {
     await resultsFitHosts(c);
     await taskWait(c);
+    await streamsAndStdin(c);
   }
 } catch (e) {
   fail(`unexpected error: ${e?.stack || e}`);
