@@ -2844,7 +2844,7 @@ static void test_m_tools_15_clip_notice(void **state) {
   for (i = 0; i < 200; i++)
     n += (size_t)sprintf(in + n, "last %d\n", i);
   uvt__text_init(&out);
-  uvt__text_clip_lines(&out, in, n, 100000, 30);
+  uvt__text_clip_lines(&out, in, n, 100000, 30, NULL);
   assert_int_equal(out.err, 0);
   assert_non_null(strstr(out.base, "first 0\n"));
   assert_non_null(strstr(out.base, " left out, and 123456 bytes dropped at "
@@ -2854,7 +2854,7 @@ static void test_m_tools_15_clip_notice(void **state) {
   uvt__text_free(&out);
   /* Room for all the bytes and 100 lines: the notice is shown. */
   uvt__text_init(&out);
-  uvt__text_clip_lines(&out, in, n, 100000, 100);
+  uvt__text_clip_lines(&out, in, n, 100000, 100, NULL);
   assert_non_null(strstr(out.base, "\n[... 123456 bytes dropped ...]\n"));
   uvt__text_free(&out);
 }
@@ -3097,6 +3097,173 @@ static void test_m_tools_13_stdin(void **state) {
   tfix_close(&t);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-10: output kept in a spill directory                            */
+
+/* The whole file `path` into a new block (*len bytes). */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long n;
+
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  n = ftell(f);
+  assert_true(n >= 0);
+  rewind(f);
+  buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  buf[n] = '\0';
+  *len = (size_t)n;
+  return buf;
+}
+
+/* M-TOOLS-10: a result that leaves lines out names the task's file (0600,
+ * in a 0700 directory) and the byte range, and the file holds exactly
+ * what was left out; past the cap, the file also holds the dropped bytes,
+ * the output's own first bytes on; a full file says so. */
+static void test_m_tools_10_spill(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char dir[] = "/tmp/uvt-spill-XXXXXX";
+  char path[256];
+  char want[512];
+  char *full;
+  char *file;
+  const char *mark;
+  size_t n = 0, flen, head;
+  unsigned long long b0, b1, b2, b3, left;
+  struct stat st;
+  int i;
+
+  assert_non_null(mkdtemp(dir));
+  full = malloc(2000000 * 8 + 1);
+  assert_non_null(full);
+  for (i = 1; i <= 5000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+
+  uvt_tools_options_init(&to);
+  to.spill_dir = dir;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  mark = strstr(r.text, "\n[... ");
+  assert_non_null(mark);
+  head = (size_t)(mark + 1 - r.text);
+  assert_int_equal(sscanf(mark + 1, "[... %llu bytes", &left), 1);
+  snprintf(want, sizeof(want),
+           "(kept in %s: bytes 0-%llu that this result left out)\n"
+           "[status: completed, exit code: 0]",
+           path, left - 1);
+  assert_true(ends_with(r.text, want));
+  file = slurp(path, &flen);
+  assert_int_equal(flen, left);
+  assert_memory_equal(file, full + head, flen);
+  free(file);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+
+  /* Past the 1 MiB cap: the dropped bytes are the output from its start. */
+  a.command = "seq 1 2000000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  snprintf(path, sizeof(path), "%s/bash-2.log", dir);
+  mark = strstr(r.text, "(kept in ");
+  assert_non_null(mark);
+  assert_int_equal(sscanf(mark + 9 + strlen(path),
+                          ": bytes %llu-%llu as the output cap dropped them; "
+                          "bytes %llu-%llu that this result left out)",
+                          &b0, &b1, &b2, &b3),
+                   4);
+  assert_int_equal(b0, 0);
+  assert_int_equal(b2, b1 + 1);
+  n = 0;
+  for (i = 1; i <= 2000000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+  file = slurp(path, &flen);
+  assert_int_equal(flen, b3 + 1);
+  assert_true(b1 > 10 * 1000 * 1000);
+  assert_memory_equal(file, full, b1 + 1);
+  free(file);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  unlink(path);
+  tfix_close(&t);
+
+  /* A bound: 1000 bytes, and the note says the rest is not kept. */
+  to.spill_max_bytes = 1000;
+  tfix_init_opts(&t, NULL, &to);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_non_null(strstr(r.text, ": bytes 0-999 that this result left out; "
+                                 "the file is full at 1000 bytes, so some is "
+                                 "not kept)\n"));
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 1000);
+  unlink(path);
+  tfix_close(&t);
+  assert_int_equal(rmdir(dir), 0);
+  free(full);
+}
+
+/* M-TOOLS-10: a directory others can enter, a link, or a file is refused
+ * (UV_EPERM); a missing one is made 0700. */
+static void test_m_tools_10_spill_dir(void **state) {
+  fixture_t f;
+  uvt_tools_t tools;
+  uvt_tools_options_t to;
+  char dir[] = "/tmp/uvt-spill-XXXXXX";
+  char sub[300];
+  char link_path[300];
+  struct stat st;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  fixture_init(&f, NULL);
+  uvt_surface_detach(&f.surface);
+  uvt_tools_options_init(&to);
+  to.spill_dir = sub;
+
+  snprintf(sub, sizeof(sub), "%s/open", dir);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(chmod(sub, 0755), 0);
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  assert_int_equal(chmod(sub, 0710), 0);
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  assert_int_equal(rmdir(sub), 0);
+
+  snprintf(sub, sizeof(sub), "%s/file", dir);
+  close(open(sub, O_CREAT | O_WRONLY, 0600));
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  unlink(sub);
+
+  snprintf(link_path, sizeof(link_path), "%s/link", dir);
+  assert_int_equal(symlink(dir, link_path), 0);
+  to.spill_dir = link_path;
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  unlink(link_path);
+
+  snprintf(sub, sizeof(sub), "%s/made", dir);
+  to.spill_dir = sub;
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), 0);
+  assert_int_equal(stat(sub, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+  assert_int_equal(uvt_tools_detach(&tools, NULL), 0);
+  fixture_close(&f);
+  assert_int_equal(rmdir(sub), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -3154,6 +3321,8 @@ int main(void) {
       cmocka_unit_test(test_m_tools_9_siblings),
       cmocka_unit_test(test_m_tools_12_merge_stderr),
       cmocka_unit_test(test_m_tools_13_stdin),
+      cmocka_unit_test(test_m_tools_10_spill),
+      cmocka_unit_test(test_m_tools_10_spill_dir),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -131,6 +131,12 @@ extern "C" {
  * uvt_process_read().  See `on_output`. */
 typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
 
+/* Bytes the output cap is about to drop (M-TOOLS-10): the task's id, the
+ * bytes (valid for the call only) and the options' on_drop_data.  See
+ * `on_drop`. */
+typedef void (*uvt_drop_cb)(const char *id, const char *bytes, size_t len,
+                            void *on_drop_data);
+
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
  * or consumed before it returns). */
@@ -255,6 +261,16 @@ typedef struct {
    * beginning of a big output (a build's first error) is not lost.  The
    * structured read (uvt_process_read) does not show them. */
   size_t keep_head_bytes;
+  /* Optional (M-TOOLS-10): called on the loop thread, in stream order,
+   * with bytes the cap is about to drop (P-OUT-2), so a host can keep
+   * them elsewhere (uvtasks-mcp's --spill-dir); `bytes` is valid for the
+   * call only.  With it, a full stream drops the oldest bytes a read may
+   * overwrite just before that read (they are handed here first), so a
+   * read may find slightly fewer than output_cap_bytes unread.  The
+   * stream's id names the task; both streams come here.  It must not call
+   * back into the library for this task. */
+  uvt_drop_cb on_drop;
+  void *on_drop_data;
 
   /* private */
   void *reserved_[2]; /* for fields to come without an ABI break */

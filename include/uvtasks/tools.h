@@ -129,6 +129,9 @@ extern "C" {
  * uvt_tools_call(). */
 #define UVT_TOOLS_WRITE_QUIET_MS 50
 
+/* M-TOOLS-10: the bytes one task's spill file may hold by default. */
+#define UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT (64ull * 1024 * 1024)
+
 /* M-TOOLS-9: the most tasks one task_wait call waits for. */
 #define UVT_TOOLS_WAIT_IDS_MAX 32
 
@@ -188,6 +191,24 @@ typedef struct {
    * UVT_TOOLS_MAX_LINES_DEFAULT); 0 = that default.  Values below
    * UVT_TOOLS_MAX_LINES_MIN are raised to it. */
   size_t max_lines;
+  /* M-TOOLS-10: NULL = off.  A directory where what a result leaves out
+   * and what the output cap drops is appended, one file per task,
+   * DIR/<id>.log (mode 0600, opened without following links, emptied at
+   * the task's first spill), and the result says so in a line "(kept in
+   * DIR/bash-3.log: bytes A-B as the output cap dropped them; bytes C-D
+   * that this result left out)".  The directory must be a directory owned
+   * by the effective user with no group or other permission bits; it is
+   * made 0700 if it does not exist; otherwise uvt_tools_attach() fails
+   * with UV_EPERM.  The cap's bytes are the raw output, a result's the
+   * text it would have shown.  The tools' tasks call back into `tools`
+   * when their cap drops bytes: with a spill directory, detach only once
+   * the tools' tasks have ended (or the registry is being closed).
+   * Copied. */
+  const char *spill_dir;
+  /* M-TOOLS-10: the most bytes one task's file holds; 0 = 64 MiB
+   * (UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT).  What would go beyond is not
+   * kept, and the note says so. */
+  uint64_t spill_max_bytes;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -209,6 +230,9 @@ struct uvt_tools_s {
   size_t max_bytes_;
   uint64_t yield_ms_;
   size_t max_lines_;
+  char *spill_dir_;          /* M-TOOLS-10 */
+  uint64_t spill_max_bytes_;
+  struct uvt__link spills_;  /* what is known of each task's file */
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
   struct uvt__link carries_; /* per-task filter states kept between reads */

@@ -48,6 +48,11 @@ static const char usage[] =
     "10000)\n"
     "  --max-lines N        output lines one tool result shows (default\n"
     "                       1000, at least 10)\n"
+    "  --spill-dir DIR      keep what results leave out and what the output\n"
+    "                       cap drops in DIR/<task>.log (DIR: yours, mode\n"
+    "                       0700; made if missing)\n"
+    "  --spill-max-bytes N  the most bytes one task's file holds (default\n"
+    "                       67108864)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
     "  --help               show this text and exit\n"
@@ -276,6 +281,14 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 100000000)
         goto bad;
       c->max_lines = (size_t)v;
+    } else if (strcmp(a, "--spill-dir") == 0) { /* M-TOOLS-10 */
+      if (val[0] == '\0')
+        goto bad;
+      c->spill_dir = val;
+    } else if (strcmp(a, "--spill-max-bytes") == 0) {
+      if (parse_u64(val, &v) != 0 || v < 1)
+        goto bad;
+      c->spill_max_bytes = v;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -394,7 +407,14 @@ int main(int argc, char **argv) {
                        : MCP_YIELD_DEFAULT_MS;
   topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 10000 */
   topts.max_lines = server.config.max_lines; /* M-TOOLS-15; 0 = 1000 */
+  topts.spill_dir = server.config.spill_dir; /* M-TOOLS-10 */
+  topts.spill_max_bytes = server.config.spill_max_bytes;
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
+  if (err == UV_EPERM && topts.spill_dir != NULL)
+    fprintf(stderr,
+            "uvtasks-mcp: --spill-dir %s must be a directory you own that "
+            "only you can enter (mode 0700, not a link)\n",
+            topts.spill_dir);
   if (err == 0) {
     tools_attached = 1;
     server.tools.data = &server;

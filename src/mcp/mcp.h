@@ -194,6 +194,8 @@ typedef struct {
   int64_t yield_ms;           /* M-TOOLS-6: run_command's yield; -1 default */
   size_t max_bytes;           /* M-TOOLS-8: output per result; 0 default */
   size_t max_lines;           /* M-TOOLS-15: lines per result; 0 default */
+  const char *spill_dir;      /* M-TOOLS-10: NULL = off */
+  uint64_t spill_max_bytes;   /* M-TOOLS-10: per task file; 0 default */
   int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
 } mcp_config_t;
 

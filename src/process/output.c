@@ -61,10 +61,21 @@ static unsigned char byte_at(const uvt__outbuf_t *b, size_t i) {
 }
 
 static void drop_oldest(uvt__outbuf_t *b, size_t n) {
+  size_t first;
+
   if (n == 0)
     return;
   if (n > b->len)
     n = b->len;
+  if (b->spill != NULL && n > 0) {
+    /* M-TOOLS-10: in order, the ring's two parts. */
+    first = b->alloc - b->head;
+    if (first > n)
+      first = n;
+    b->spill(b->spill_ctx, b->ring + b->head, first);
+    if (n > first)
+      b->spill(b->spill_ctx, b->ring, n - first);
+  }
   b->head = b->alloc ? (b->head + n) % b->alloc : 0;
   b->len -= n;
   b->dropped += n;
@@ -117,6 +128,8 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
   /* Bytes beyond the cap in this very chunk never enter the ring. */
   if (n > b->cap) {
     drop_oldest(b, b->len);
+    if (b->spill != NULL)
+      b->spill(b->spill_ctx, data, n - b->cap);
     b->dropped += n - b->cap;
     b->cut = 1;
     data += n - b->cap;
@@ -124,6 +137,8 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
   }
   room = grow(b, b->len + n > b->cap ? b->cap : b->len + n);
   if (room == 0) {
+    if (b->spill != NULL)
+      b->spill(b->spill_ctx, data, n);
     b->dropped += n;
     b->cut = 1;
     return;
@@ -131,6 +146,8 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
   if (n > room) {
     /* Out of memory below the cap: keep the newest bytes that fit. */
     drop_oldest(b, b->len);
+    if (b->spill != NULL)
+      b->spill(b->spill_ctx, data, n - room);
     b->dropped += n - room;
     data += n - room;
     n = room;
@@ -167,6 +184,11 @@ size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at) {
     grow(b, b->alloc + 1);
   if (b->alloc == 0)
     return 0;
+  if (b->len == b->alloc && b->spill != NULL) {
+    /* M-TOOLS-10: the oldest bytes the read may overwrite are handed on
+     * (and counted dropped) before the read, not lost in it. */
+    drop_oldest(b, b->alloc - b->head < want ? b->alloc - b->head : want);
+  }
   if (b->len == b->alloc) {
     /* Full (at the cap, or out of memory below it): the bytes overwrite the
      * oldest ones, which the commit counts as dropped (P-OUT-2). */

@@ -34,6 +34,9 @@ typedef struct {
   size_t first_len;
   size_t first_cap; /* 0: not kept */
   int was_read;     /* a read consumed bytes of this stream */
+  /* M-TOOLS-10: bytes about to be dropped go here first (NULL = none). */
+  void (*spill)(void *ctx, const char *bytes, size_t len);
+  void *spill_ctx;
 } uvt__outbuf_t;
 
 /* Where collected output goes: 0 or a negative error. */
@@ -225,6 +228,8 @@ struct uvt__proc_s {
   int backpressure; /* output_backpressure (P-OUT-4) */
   uvt_output_cb on_output;
   void *on_output_data;
+  uvt_drop_cb on_drop; /* M-TOOLS-10 */
+  void *on_drop_data;
   struct uvt__link notify_link; /* on the context's list for on_output */
   /* Where the outcome's text holds each stream (settle), for the last
    * structured read; fin_ok once it was recorded. */

@@ -702,12 +702,28 @@ static void hook_release(uvt_task_t *t) {
 
 /* ---- start ------------------------------------------------------------ */
 
+/* M-TOOLS-10: bytes the cap drops go to on_drop first. */
+static void proc_spill(void *ctx, const char *bytes, size_t len) {
+  uvt__proc_t *p = ctx;
+
+  if (p->on_drop != NULL && len > 0)
+    p->on_drop(p->id, bytes, len, p->on_drop_data);
+}
+
+static void proc_spill_init(uvt__proc_t *p, uvt__outbuf_t *b) {
+  if (p->on_drop != NULL) {
+    b->spill = proc_spill;
+    b->spill_ctx = p;
+  }
+}
+
 static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   int err;
 
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
   uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
+  proc_spill_init(p, &s->buf);
   err = uv_pipe_init(p->loop, &s->pipe, 0);
   if (err != 0)
     return err;
@@ -725,6 +741,7 @@ static int open_tty(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
   uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
+  proc_spill_init(p, &s->buf);
   err = uv_poll_init(p->loop, &s->tty_poll, fd);
   if (err != 0)
     return err;
@@ -1099,6 +1116,8 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->backpressure = o->output_backpressure != 0;
   p->on_output = o->on_output;
   p->on_output_data = o->on_output_data;
+  p->on_drop = o->on_drop;
+  p->on_drop_data = o->on_drop_data;
   uvt__list_init(&p->notify_link);
   uvt__list_init(&p->unreaped_link);
   uvt__list_init(&p->sweep_link);

@@ -198,9 +198,13 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
     }
   }
 
-  if (all.err != 0)
+  if (all.err != 0) {
     t->err = all.err;
-  else
-    uvt__text_clip_lines(t, all.base, all.len, max_bytes, max_lines);
+  } else {
+    size_t cut[2];
+    uvt__text_clip_lines(t, all.base, all.len, max_bytes, max_lines, cut);
+    /* M-TOOLS-10: what was left out (and what the cap dropped) is kept. */
+    uvt__spill_result(tools, id, all.base + cut[0], cut[1] - cut[0], t);
+  }
   uvt__text_free(&all);
 }

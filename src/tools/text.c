@@ -240,17 +240,19 @@ size_t uvt__drop_notice_len(const char *s, size_t n, uint64_t *dropped) {
 
 void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
                     size_t max_bytes) {
-  uvt__text_clip_lines(t, bytes, len, max_bytes, SIZE_MAX);
+  uvt__text_clip_lines(t, bytes, len, max_bytes, SIZE_MAX, NULL);
 }
 
 void uvt__text_clip_lines(uvt__text_t *t, const char *bytes, size_t len,
-                          size_t max_bytes, size_t max_lines) {
+                          size_t max_bytes, size_t max_lines, size_t *cut) {
   const unsigned char *s = (const unsigned char *)bytes;
   int add_nl = len > 0 && bytes[len - 1] != '\n';
   size_t avail, head_max, tail_max, head_lines, tail_lines;
   size_t head, tail, i, nl, k, lines, left;
   uint64_t dropped, d;
 
+  if (cut != NULL)
+    cut[0] = cut[1] = 0;
   if (len == 0)
     return;
   if (max_lines < UVT_TOOLS_MAX_LINES_MIN)
@@ -335,6 +337,10 @@ void uvt__text_clip_lines(uvt__text_t *t, const char *bytes, size_t len,
     nl += s[i] == '\n';
   }
 
+  if (cut != NULL) {
+    cut[0] = head;
+    cut[1] = tail;
+  }
   uvt__text_raw(t, bytes, head);
   if (head > 0 && s[head - 1] != '\n')
     uvt__text_raw(t, "\n", 1);

@@ -62,9 +62,10 @@ void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
  * the lines too.  The process producer's drop notices ("[... N bytes
  * dropped ...]" lines) among what is left out are summed in the cut line
  * ("..., and N bytes dropped at the output cap ...]"), not counted as left
- * out. */
+ * out.  `cut` (NULL = not wanted) gets where what was left out begins and
+ * ends in `bytes` (both 0 when nothing was). */
 void uvt__text_clip_lines(uvt__text_t *t, const char *bytes, size_t len,
-                          size_t max_bytes, size_t max_lines);
+                          size_t max_bytes, size_t max_lines, size_t *cut);
 /* Length of the drop notice "[... N bytes dropped ...]\n" (P-OUT-2) at the
  * start of `s` (n bytes), with N in *dropped (may be NULL), or 0. */
 size_t uvt__drop_notice_len(const char *s, size_t n, uint64_t *dropped);
@@ -181,6 +182,21 @@ void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
                        uvt_agent_t *owner);
 /* Stop the wait(s) of a waiting call. */
 void uvt__tools_wait_abort(uvt_tools_call_t *req);
+
+/* ---- spill.c: output kept in files (M-TOOLS-10). */
+
+/* The spill directory is the user's own and closed to others (made 0700
+ * if missing): 0, UV_EPERM, or an error of mkdir()/lstat(). */
+int uvt__spill_check_dir(const char *dir);
+/* The process producer's on_drop for the tools' tasks. */
+void uvt__spill_drop_cb(const char *id, const char *bytes, size_t len,
+                        void *data);
+/* A result of task `id` left `left_len` bytes out: append them to its
+ * file, then a note naming the file and what it got since the last note
+ * (dropped, left out) to `t`.  Nothing without a spill directory. */
+void uvt__spill_result(uvt_tools_t *tools, const char *id, const char *left,
+                       size_t left_len, uvt__text_t *t);
+void uvt__spill_free(uvt_tools_t *tools);
 
 /* ---- wait.c: task_wait (M-TOOLS-9). */
 

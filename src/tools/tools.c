@@ -205,6 +205,11 @@ static void tools_process_options(uvt_tools_call_t *req,
   /* M-TOOLS-15: a result after the cap dropped bytes still shows the true
    * beginning. */
   po->keep_head_bytes = UVT_TOOLS_HEAD_BYTES;
+  /* M-TOOLS-10: what the cap drops is kept. */
+  if (tools->spill_dir_ != NULL) {
+    po->on_drop = uvt__spill_drop_cb;
+    po->on_drop_data = tools;
+  }
   /* M-TOOLS-12: stderr in stdout's stream, in the order written. */
   po->merge_stderr = args->merge_stderr == 1;
 }
@@ -748,6 +753,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   uvt__list_init(&tools->ready_);
   uvt__list_init(&tools->waiting_);
   uvt__list_init(&tools->carries_);
+  uvt__list_init(&tools->spills_);
   tools->registry = reg;
   tools->notice_cb_ = o->notice_cb;
   tools->output_cap_bytes_ = o->output_cap_bytes;
@@ -765,6 +771,19 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)
       return UV_ENOMEM;
+  }
+  tools->spill_max_bytes_ = o->spill_max_bytes == 0
+                                ? UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT
+                                : o->spill_max_bytes;
+  if (o->spill_dir != NULL) {
+    err = uvt__spill_check_dir(o->spill_dir);
+    if (err == 0) {
+      tools->spill_dir_ = tools_strdup(o->spill_dir);
+      if (tools->spill_dir_ == NULL)
+        err = UV_ENOMEM;
+    }
+    if (err != 0)
+      goto fail;
   }
   name = o->surface_name != NULL ? o->surface_name : UVT_TOOLS_SURFACE_NAME;
   err = uvt_surface_attach(reg, &tools->surface_, name);
@@ -794,6 +813,8 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
 fail:
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_free(tools->spill_dir_);
+  tools->spill_dir_ = NULL;
   tools->registry = NULL;
   return err;
 }
@@ -806,6 +827,9 @@ static void tools_handle_closed(uv_handle_t *h) {
     return;
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_free(tools->spill_dir_);
+  tools->spill_dir_ = NULL;
+  uvt__spill_free(tools);
   uvt__tools_output_free(tools);
   tools->state_ = TOOLS_DETACHED;
   tools->registry = NULL;

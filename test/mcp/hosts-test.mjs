@@ -6,12 +6,13 @@
 //   M-TOOLS-9   task_wait any/all with one fast and one slow task
 //   M-TOOLS-12  merge_stderr: both streams in the order written
 //   M-TOOLS-13  run_command's stdin text, then end of file
+//   M-TOOLS-10  --spill-dir: a file per task, its mode and its content
 //
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node hosts-test.mjs
 //
 // Exits 77 (skip) when the SDK is not installed, 1 on any failed check.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { check, fail, finish, server } from './harness.mjs';
 
 const textOf = (res) =>
@@ -212,6 +213,33 @@ async function streamsAndStdin(c) {
   check(`${n} M-TOOLS-13: a stdin that is no string is a tool error`, r.isError, r.text);
 }
 
+/* M-TOOLS-10 */
+async function spill(make, name) {
+  const dir = mkdtempSync('/tmp/uvt-hosts-spill-');
+  const c = await make(['--spill-dir', dir]);
+  try {
+    const r = await c.call('run_command', { command: 'seq 1 5000' });
+    const m = /^\(kept in (.*): bytes 0-(\d+) that this result left out\)$/m.exec(r.text);
+    check(`${name} M-TOOLS-10: the result names the file and the byte range`,
+      !!m && m[1] === `${dir}/bash-1.log` && r.text.endsWith('\n[status: completed, exit code: 0]'), r.text.slice(-300));
+    if (m) {
+      const st = statSync(m[1]);
+      check(`${name} M-TOOLS-10: the file is 0600 in a 0700 directory`,
+        (st.mode & 0o777) === 0o600 && (statSync(dir).mode & 0o777) === 0o700, st.mode.toString(8));
+      const file = readFileSync(m[1], 'utf8');
+      const cut = /^\[\.\.\. (\d+) bytes/m.exec(r.text);
+      const head = r.text.slice(0, cut.index);
+      const full = seqText(5000);
+      check(`${name} M-TOOLS-10: it holds exactly what was left out`,
+        file.length === Number(m[2]) + 1 && file.length === Number(cut[1]) &&
+          full.slice(head.length, head.length + file.length) === file, file.slice(0, 40));
+    }
+  } finally {
+    await c.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const clients = [];
 try {
   clients.push(await v1Client([]));
@@ -224,6 +252,9 @@ try {
     await taskWait(c);
     await streamsAndStdin(c);
   }
+  await spill(v1Client, 'v1');
+  if (clients.some((c) => c.name === 'v2')) await spill(v2Client, 'v2');
+  await spill(rawClient, 'raw');
 } catch (e) {
   fail(`unexpected error: ${e?.stack || e}`);
 } finally {
