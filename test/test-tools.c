@@ -161,7 +161,7 @@ static void test_schema_json(void **state) {
   const char *s = uvt_tools_schema_json();
   const char *names[] = {"run_in_background", "run_command", "task_output",
                          "task_list",         "task_kill",   "write_stdin",
-                         "task_wait"};
+                         "task_wait",         "task_screen"};
   char key[64];
   int depth = 0;
   int in_string = 0;
@@ -3264,6 +3264,101 @@ static void test_m_tools_10_spill_dir(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-11: the screen of a terminal task                               */
+
+#define SCREEN_PROG                                                            \
+  "printf '\\033[?1049h\\033[H\\033[2J'; printf '\\033[5;10HHELLO'; "          \
+  "printf '\\033[10;1Hbottom line'; printf '\\033[3;4H'; read x; "             \
+  "printf '\\033[?1049l'; echo left with $x"
+
+/* M-TOOLS-11: a full-screen program (the alternate screen, cursor moves):
+ * task_screen shows its rows with the text at its row and column, the
+ * cursor and the flag; write_stdin and task_output show that screen, not
+ * the transcript; once it leaves the alternate screen the transcript is
+ * back.  A task without a terminal has no screen (a tool error, nothing
+ * consumed). */
+static void test_m_tools_11_screen(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  const char *row;
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = SCREEN_PROG;
+  a.tty = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  /* Wait (by polls that show what is new) for the program to draw. */
+  for (i = 0; i < 200; i++) {
+    a = args_id("bash-1");
+    a.yield_ms = 100;
+    call(&t, &r, &t.a, "write_stdin", &a);
+    if (strstr(r.text, "bottom line") != NULL)
+      break;
+  }
+  assert_non_null(strstr(r.text, "bottom line"));
+  /* write_stdin showed the screen, no escape sequence. */
+  assert_true(strncmp(r.text,
+                      "[screen 80x24, alternate screen, cursor at "
+                      "row 3, column 4;",
+                      55) == 0);
+  assert_null(strchr(r.text, '\033'));
+
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text,
+                      "[screen 80x24, alternate screen, cursor at "
+                      "row 3, column 4; rows and columns count from "
+                      "1]\n",
+                      89) == 0);
+  /* Row 5, column 10: HELLO; row 10, column 1: bottom line. */
+  row = strchr(r.text, '\n') + 1;
+  for (i = 1; i < 5; i++)
+    row = strchr(row, '\n') + 1;
+  assert_int_equal(strncmp(row, "         HELLO\n", 15), 0);
+  for (i = 5; i < 10; i++)
+    row = strchr(row, '\n') + 1;
+  assert_int_equal(strncmp(row, "bottom line\n[status: running]", 29), 0);
+
+  /* task_output shows the screen too, with nothing new. */
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_non_null(strstr(r.text, "alternate screen"));
+  assert_non_null(strstr(r.text, "         HELLO\n"));
+
+  /* The program leaves the alternate screen: the transcript is back. */
+  a = args_id("bash-1");
+  a.chars = "bye\r";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  a = args_id("bash-1");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_null(strstr(r.text, "[screen "));
+  assert_non_null(strstr(r.text, "left with bye\n"));
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "[screen 80x24, main screen,", 27) == 0);
+
+  /* No terminal, no screen; its output stays unread. */
+  uvt_tools_args_init(&a);
+  a.command = "echo plain";
+  call(&t, &r, &t.a, "run_command", &a);
+  a = args_id("bash-2");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "does not run on a terminal"));
+  a = args_id("bash-99");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 1);
+  tfix_close(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -3323,6 +3418,7 @@ int main(void) {
       cmocka_unit_test(test_m_tools_13_stdin),
       cmocka_unit_test(test_m_tools_10_spill),
       cmocka_unit_test(test_m_tools_10_spill_dir),
+      cmocka_unit_test(test_m_tools_11_screen),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

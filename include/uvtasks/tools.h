@@ -17,6 +17,8 @@
  *   task_wait          task_ids, mode?, timeout_ms?, max_bytes?
  *                                               -> per task: its status
  *                                                  line, output if it ended
+ *   task_screen        task_id                  -> a terminal task's
+ *                                                  screen, status line
  *
  * Every result is one text of valid UTF-8 (invalid sequences of command
  * output become U+FFFD).  The NUL bytes of command output are kept: a
@@ -233,6 +235,7 @@ struct uvt_tools_s {
   char *spill_dir_;          /* M-TOOLS-10 */
   uint64_t spill_max_bytes_;
   struct uvt__link spills_;  /* what is known of each task's file */
+  struct uvt__link screens_; /* M-TOOLS-11: terminal tasks' screens */
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
   struct uvt__link carries_; /* per-task filter states kept between reads */
@@ -497,6 +500,19 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    foreign id, an id given twice, a bad mode, timeout_ms or max_bytes is
  *    a tool error before anything waits.  uvt_tools_call_abort() and
  *    uvt_tools_detach() stop every wait, as for task_output.
+ *  - task_screen (M-TOOLS-11) shows the screen of a task run_in_background
+ *    started with `tty`: the tools feed every read of such a task to a
+ *    terminal emulator of its size (libvterm), so this reads what is new
+ *    (uvt_read(): it is consumed, it is on the screen) and answers
+ *    "[screen 80x24, alternate|main screen, cursor at row R, column C;
+ *    rows and columns count from 1]", the rows up to the last one that
+ *    shows something (trailing blanks cut), then the status line.  While
+ *    the program is on the alternate screen, task_output and write_stdin
+ *    show this screen instead of the transcript (and task_screen is the
+ *    same).  A task without a terminal (another tool's, or one started
+ *    without tty) is a tool error and nothing of it is read.  The screen
+ *    lives until the task's record is dropped or the tools detach; bytes
+ *    the output cap dropped between reads never reach it.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
  *    uvt_get(), so no output is consumed.  Killing a process task that had
  *    ended also stops what it left running in its session (P-KILL-6); the

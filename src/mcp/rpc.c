@@ -595,7 +595,7 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
   return 1;
 }
 
-/* The v3 arguments (M-TOOLS-9, M-TOOLS-12, M-TOOLS-13), in one place:
+/* The v3 arguments (M-TOOLS-9..13), in one place: task_screen's task_id,
  * task_wait's task_ids (into `ids`, which must hold
  * UVT_TOOLS_WAIT_IDS_MAX), mode, timeout_ms and max_bytes; merge_stderr of
  * the two starting tools; run_command's stdin string.  0, or -1 after
@@ -622,6 +622,19 @@ static int tools_args_v3(mcp_server_t *server, json_t *id, json_t *args,
       }
       a->stdin_text = json_string_value(v);
       a->stdin_text_len = json_string_length(v);
+    }
+    return 0;
+  }
+  if (strcmp(name, "task_screen") == 0) { /* M-TOOLS-11 */
+    if (arg_string(server, id, args, name, "task_id", &a->task_id) != 0)
+      return -1;
+    if (a->task_id != NULL && mcp_task_find(server, a->task_id) != NULL) {
+      snprintf(buf, sizeof(buf),
+               "task_screen: %.100s is an MCP task; use tasks/get or "
+               "tasks/result.",
+               a->task_id);
+      tool_error_result(server, id, buf);
+      return -1;
     }
     return 0;
   }

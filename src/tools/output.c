@@ -57,7 +57,8 @@ static void carry_watch_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
   c = carry_find(tools, snap->id);
   if (c != NULL)
     carry_free(c);
-  if (uvt__list_empty(&tools->carries_))
+  uvt__screen_forget(tools, snap->id); /* M-TOOLS-11 */
+  if (uvt__list_empty(&tools->carries_) && uvt__list_empty(&tools->screens_))
     uvt_watch_stop(&tools->watch_);
 }
 
@@ -66,7 +67,19 @@ void uvt__tools_output_free(uvt_tools_t *tools) {
 
   while ((n = uvt__list_pop(&tools->carries_)) != NULL)
     carry_free(uvt__container_of(n, carry_t, link));
+  uvt__screen_free_all(tools);
   uvt_watch_stop(&tools->watch_);
+}
+
+void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
+                           struct uvt__link *link) {
+  if (uvt__list_empty(&tools->carries_) && uvt__list_empty(&tools->screens_)) {
+    tools->watch_.data = tools;
+    /* Without the watch (the registry is closing) the state is freed by
+     * the task's last read or by detach. */
+    uvt_watch_start(tools->registry, &tools->watch_, carry_watch_cb);
+  }
+  uvt__list_insert_tail(list, link);
 }
 
 /* Where the first drop notice at a line start lies in `s`, or `n`: a
@@ -136,6 +149,7 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   carry_t *c = carry_find(tools, id);
   uvt__term_t local[2];
   uvt__term_t *term;
+  uvt__screen_t *scr;
   uvt__text_t all;
   size_t split;
   size_t mark;
@@ -148,6 +162,16 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
     term = local;
   }
   uvt__text_init(&all);
+  /* M-TOOLS-11: a terminal task's screen sees every byte read (a drop
+   * notice is no output of the terminal). */
+  scr = uvt__screen_find(tools, id);
+  if (scr != NULL) {
+    size_t at = find_notice(r->text, r->len);
+    size_t k =
+        at < r->len ? uvt__drop_notice_len(r->text + at, r->len - at, NULL) : 0;
+    uvt__screen_feed(scr, r->text, at);
+    uvt__screen_feed(scr, r->text + at + k, r->len - at - k);
+  }
   split = find_stderr(r->text, r->len);
   filter_part(&term[0], r->text, split, final, &all);
   if (split < r->len) {
@@ -171,7 +195,8 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   if (final || (!uvt__term_carries(&term[0]) && !uvt__term_carries(&term[1]))) {
     if (c != NULL) {
       carry_free(c);
-      if (uvt__list_empty(&tools->carries_))
+      if (uvt__list_empty(&tools->carries_) &&
+          uvt__list_empty(&tools->screens_))
         uvt_watch_stop(&tools->watch_);
     } else {
       uvt__term_free(&local[0]);
@@ -188,16 +213,16 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
       strcpy(c->id, id);
       c->term[0] = local[0];
       c->term[1] = local[1];
-      if (uvt__list_empty(&tools->carries_)) {
-        tools->watch_.data = tools;
-        /* Without the watch (the registry is closing) the state is freed
-         * by the task's last read or by detach. */
-        uvt_watch_start(tools->registry, &tools->watch_, carry_watch_cb);
-      }
-      uvt__list_insert_tail(&tools->carries_, &c->link);
+      uvt__tools_keep_state(tools, &tools->carries_, &c->link);
     }
   }
 
+  /* M-TOOLS-11: on the alternate screen the screen is what a model needs,
+   * not the transcript of its redraws. */
+  if (scr != NULL && uvt__screen_alt(scr) && all.err == 0) {
+    all.len = 0;
+    uvt__screen_render(scr, &all);
+  }
   if (all.err != 0) {
     t->err = all.err;
   } else {

@@ -188,11 +188,26 @@ static const char *const schema_parts[] = {
     "tasks that ended. Default 10000 (and at most 1000 lines) unless the "
     "server sets another; at least 256 is used.\"}},"
     "\"required\":[\"task_ids\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_screen\","
+    "\"description\":\"Show the current screen of a task started with tty "
+    "(run_in_background): a line naming its size, whether the program is on "
+    "the alternate screen (full-screen programs such as top, vim, less, "
+    "htop), and the cursor's row and column, then its rows of text as a "
+    "terminal shows them (rows and columns count from 1). Use it to see a "
+    "full-screen program instead of the transcript of its redraws; while a "
+    "program is on the alternate screen, task_output and write_stdin show "
+    "this screen too. Consumes the task's new output (it is on the "
+    "screen).\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_id\":{\"type\":\"string\",\"description\":"
+    "\"The id of a task started with tty: true, for example bash-1.\"}},"
+    "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 };
 
 static const char *const tool_names[] = {
     "run_in_background", "run_command", "task_output", "task_list",
-    "task_kill",         "write_stdin", "task_wait",
+    "task_kill",         "write_stdin", "task_wait",   "task_screen",
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;

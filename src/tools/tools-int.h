@@ -142,7 +142,12 @@ enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
 /* ABORT_EARLY: write_stdin stops its own wait to answer at a prompt. */
 enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
 
-enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN, TOOL_TASK_WAIT };
+enum {
+  TOOL_OTHER = 0,
+  TOOL_RUN_COMMAND,
+  TOOL_WRITE_STDIN,
+  TOOL_TASK_WAIT
+};
 
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
@@ -197,6 +202,31 @@ void uvt__spill_drop_cb(const char *id, const char *bytes, size_t len,
 void uvt__spill_result(uvt_tools_t *tools, const char *id, const char *left,
                        size_t left_len, uvt__text_t *t);
 void uvt__spill_free(uvt_tools_t *tools);
+
+/* Put a per-task state on `list` (the carries or the screens), starting
+ * the watch that drops the state of a dropped record if neither list held
+ * one. */
+void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
+                           struct uvt__link *link);
+
+/* ---- screen.c: the screen of a terminal task (M-TOOLS-11). */
+
+typedef struct uvt__screen_s uvt__screen_t;
+/* A screen of rows x cols for task `id` (started with tty); none when
+ * memory runs out (its results then stay a transcript). */
+void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols);
+uvt__screen_t *uvt__screen_find(uvt_tools_t *tools, const char *id);
+void uvt__screen_feed(uvt__screen_t *s, const char *bytes, size_t len);
+/* Nonzero while the program is on the alternate screen. */
+int uvt__screen_alt(const uvt__screen_t *s);
+/* A line "[screen COLSxROWS, alternate|main screen, cursor at row R,
+ * column C; ...]", then the rows up to the last that shows something,
+ * trailing blanks cut. */
+void uvt__screen_render(uvt__screen_t *s, uvt__text_t *t);
+void uvt__screen_forget(uvt_tools_t *tools, const char *id);
+void uvt__screen_free_all(uvt_tools_t *tools);
+void uvt__tool_task_screen(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args);
 
 /* ---- wait.c: task_wait (M-TOOLS-9). */
 

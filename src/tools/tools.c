@@ -239,6 +239,10 @@ static void tool_run_in_background(uvt_tools_call_t *req,
 
   err = uvt_process_start(req->tools->registry, &po, id);
   if (err == 0) {
+    /* M-TOOLS-11: a terminal's screen, kept from its first byte. */
+    if (po.pty)
+      uvt__screen_add(req->tools, id, UVT_PROCESS_PTY_ROWS,
+                      UVT_PROCESS_PTY_COLS);
     uvt__text_printf(&t, "Started %s.", id);
     if (po.pty)
       uvt__text_str(&t, " It runs on a terminal: write_stdin types into it "
@@ -754,6 +758,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   uvt__list_init(&tools->waiting_);
   uvt__list_init(&tools->carries_);
   uvt__list_init(&tools->spills_);
+  uvt__list_init(&tools->screens_);
   tools->registry = reg;
   tools->notice_cb_ = o->notice_cb;
   tools->output_cap_bytes_ = o->output_cap_bytes;
@@ -923,6 +928,8 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   } else if (strcmp(name, "task_wait") == 0) {
     req->tool_ = TOOL_TASK_WAIT;
     uvt__tool_task_wait(req, args);
+  } else if (strcmp(name, "task_screen") == 0) {
+    uvt__tool_task_screen(req, args);
   } else {
     tool_task_kill(req, args);
   }

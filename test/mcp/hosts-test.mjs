@@ -7,6 +7,8 @@
 //   M-TOOLS-12  merge_stderr: both streams in the order written
 //   M-TOOLS-13  run_command's stdin text, then end of file
 //   M-TOOLS-10  --spill-dir: a file per task, its mode and its content
+//   M-TOOLS-11  task_screen of a full-screen program, and its screen in
+//               write_stdin's and task_output's results
 //
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node hosts-test.mjs
 //
@@ -213,6 +215,38 @@ async function streamsAndStdin(c) {
   check(`${n} M-TOOLS-13: a stdin that is no string is a tool error`, r.isError, r.text);
 }
 
+/* M-TOOLS-11 */
+async function screen(c) {
+  const n = c.name;
+  const prog = "printf '\\033[?1049h\\033[H\\033[2J'; printf '\\033[5;10HHELLO'; " +
+    "printf '\\033[10;1Hbottom line'; printf '\\033[3;4H'; read x; " +
+    "printf '\\033[?1049l'; echo left with $x";
+  const id = idOf((await c.call('run_in_background', { command: prog, tty: true })).text);
+  let r;
+  for (let i = 0; i < 200; i++) {
+    r = await c.call('write_stdin', { task_id: id, yield_ms: 100 });
+    if (r.text.includes('bottom line')) break;
+  }
+  check(`${n} M-TOOLS-11: write_stdin shows the alternate screen, not the transcript`,
+    r.text.startsWith('[screen 80x24, alternate screen, cursor at row 3, column 4;') &&
+      !r.text.includes('\u001b'), r.text);
+  r = await c.call('task_screen', { task_id: id });
+  const rows = r.text.split('\n').slice(1);
+  check(`${n} M-TOOLS-11: task_screen: HELLO at row 5, column 10; the cursor; the flag`,
+    !r.isError && r.text.startsWith('[screen 80x24, alternate screen, cursor at row 3, column 4;') &&
+      rows[4] === '         HELLO' && rows[9] === 'bottom line' && rows[10] === '[status: running]', r.text);
+  r = await c.call('task_output', { task_id: id });
+  check(`${n} M-TOOLS-11: task_output shows the screen too`, r.text.includes('\n         HELLO\n'), r.text);
+  await c.call('write_stdin', { task_id: id, chars: 'bye\r', yield_ms: 0 });
+  r = await c.call('task_output', { task_id: id, wait: true });
+  check(`${n} M-TOOLS-11: after the alternate screen, the transcript`,
+    !r.text.includes('[screen ') && r.text.includes('left with bye\n'), r.text);
+  const plain = idOf((await c.call('run_in_background', { command: 'echo plain' })).text);
+  r = await c.call('task_screen', { task_id: plain });
+  check(`${n} M-TOOLS-11: a task without a terminal has no screen`,
+    r.isError && r.text.includes('does not run on a terminal'), r.text);
+}
+
 /* M-TOOLS-10 */
 async function spill(make, name) {
   const dir = mkdtempSync('/tmp/uvt-hosts-spill-');
@@ -251,6 +285,7 @@ try {
     await resultsFitHosts(c);
     await taskWait(c);
     await streamsAndStdin(c);
+    await screen(c);
   }
   await spill(v1Client, 'v1');
   if (clients.some((c) => c.name === 'v2')) await spill(v2Client, 'v2');
