@@ -715,6 +715,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     goto out;
   }
 
+  /* Only the arguments a schema names are looked at: those a host adds
+   * (Gemini CLI's wait_for_previous) are ignored (M-TOOLS-15). */
   uvt_tools_args_init(&a);
   if (strcmp(name, "run_in_background") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
