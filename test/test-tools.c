@@ -3364,6 +3364,110 @@ static void test_m_tools_11_screen(void **state) {
   tfix_close(&t);
 }
 
+/* ---------------------------------------------------------------------- */
+/* The process producer's side of M-TOOLS-10, -12, -15                     */
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  char *got; /* what on_drop handed over, in order */
+  size_t len;
+  size_t cap;
+} drops_t;
+
+static void drop_rec(const char *id, const char *bytes, size_t len,
+                     void *data) {
+  drops_t *d = data;
+  assert_string_equal(id, d->id);
+  assert_true(d->len + len <= d->cap);
+  memcpy(d->got + d->len, bytes, len);
+  d->len += len;
+}
+
+static int task_ended(void *arg) {
+  drops_t *d = arg;
+  uvt_snapshot_t s;
+  int done;
+  assert_int_equal(uvt_get(d->f->reg, d->id, NULL, &s), 0);
+  done = uvt_status_is_terminal(s.status);
+  uvt_snapshot_cleanup(&s);
+  return done;
+}
+
+/* M-TOOLS-15, M-TOOLS-10, M-TOOLS-12 in the process producer:
+ * uvt_process_options_t's keep_head_bytes, on_drop and merge_stderr
+ * directly: a 4 KiB cap and 100 000 lines; on_drop gets exactly the bytes
+ * the read does not show, from the first on, in order; the read begins
+ * with the kept first bytes (whole lines), then the notice counting what
+ * is missing between them and the ring; merged, both streams are one. */
+static void test_process_head_drop_merge(void **state) {
+  fixture_t f;
+  uvt_process_options_t po;
+  uvt_read_t r;
+  drops_t d;
+  char id[UVT_ID_MAX];
+  char *full;
+  size_t n = 0;
+  unsigned long long missing;
+  const char *notice;
+  int i;
+
+  (void)state;
+  full = malloc(100000 * 7);
+  assert_non_null(full);
+  for (i = 1; i <= 100000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+  fixture_init(&f, NULL);
+  memset(&d, 0, sizeof(d));
+  d.f = &f;
+  d.cap = n;
+  d.got = malloc(n);
+  assert_non_null(d.got);
+  uvt_process_options_init(&po);
+  po.command = "seq 1 100000";
+  po.output_cap_bytes = 4096;
+  po.keep_head_bytes = 100;
+  po.on_drop = drop_rec;
+  po.on_drop_data = &d;
+  assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
+  d.id = id;
+  fixture_run_until(&f, task_ended, &d);
+  /* The dropped bytes are the output's own, from its first byte. */
+  assert_true(d.len > n - 4096 - 4);
+  assert_memory_equal(d.got, full, d.len);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(uvt_read(f.reg, id, NULL, &r), 0);
+  /* The first 100 bytes up to their last newline, then the notice. */
+  notice = strstr(r.text, "[... ");
+  assert_non_null(notice);
+  assert_true(notice > r.text && notice[-1] == '\n');
+  assert_memory_equal(r.text, full, (size_t)(notice - r.text));
+  assert_true(notice - r.text <= 100 && notice - r.text > 90);
+  assert_int_equal(sscanf(notice, "[... %llu bytes dropped ...]", &missing), 1);
+  /* First bytes + missing + the ring = the whole output. */
+  assert_int_equal((size_t)(notice - r.text) + missing +
+                       strlen(strchr(notice, '\n') + 1),
+                   n);
+  assert_true(ends_with(r.text, "\n100000\n"));
+  uvt_read_cleanup(&r);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+
+  /* merge_stderr: one stream in write order. */
+  uvt_process_options_init(&po);
+  po.command = "echo a; echo b >&2; echo c";
+  po.merge_stderr = 1;
+  assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
+  d.id = id;
+  fixture_run_until(&f, task_ended, &d);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(uvt_read(f.reg, id, NULL, &r), 0);
+  assert_string_equal(r.text, "a\nb\nc\n");
+  uvt_read_cleanup(&r);
+  fixture_close(&f);
+  free(d.got);
+  free(full);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -3424,6 +3528,7 @@ int main(void) {
       cmocka_unit_test(test_m_tools_10_spill),
       cmocka_unit_test(test_m_tools_10_spill_dir),
       cmocka_unit_test(test_m_tools_11_screen),
+      cmocka_unit_test(test_process_head_drop_merge),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));
