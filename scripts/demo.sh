@@ -175,6 +175,25 @@ else
     "script installs it)"
 fi
 
+# started: the id a run_in_background answer ($REPLY_LINE) names.
+started() { field text "$REPLY_LINE" | sed -n 's/^Started \(bash-[0-9]*\)\..*/\1/p'; }
+
+say "Wait for several tasks in one call (M-TOOLS-9) instead of polling each:" \
+  "task_wait answers at the first end, with its output; the other stays unread."
+tool run_in_background '{"command":"sleep 2; echo unit tests passed","label":"tests"}'
+t1=$(started)
+tool run_in_background '{"command":"sleep 30; echo lint clean","label":"lint"}'
+t2=$(started)
+tool task_wait "{\"task_ids\":[\"$t1\",\"$t2\"],\"mode\":\"any\"}"
+tool task_kill "{\"task_id\":\"$t2\"}"
+
+say "stderr in the order written (M-TOOLS-12), and text for a command's stdin (M-TOOLS-13)."
+tool run_command '{"command":"echo compiling; echo \"warning: unused x\" >&2; echo linking","merge_stderr":true}'
+tool run_command '{"command":"wc -l","stdin":"first line\nsecond line\n"}'
+
+say "A big output keeps its true beginning and its end, within max_bytes (M-TOOLS-15)."
+tool run_command '{"command":"seq 1 2000000 | sed \"s/^/line /\"","max_bytes":600}'
+
 say "Closing stdin ends the session: every task's process group is stopped and the server exits 0."
 exec {SRV_IN}>&-
 rc=0

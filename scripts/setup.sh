@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
-pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev)
+pkgs=(gcc libc6-dev meson ninja-build pkg-config libuv1-dev libjansson-dev
+  libvterm-dev)
 if [ "$mode" = "--demo" ]; then
   pkgs+=(python3)
 elif [ "$mode" != "--build" ]; then

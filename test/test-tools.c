@@ -158,12 +158,13 @@ static int ends_with(const char *s, const char *suffix) {
 
 /* ---------------------------------------------------------------------- */
 
-/* M-TOOLS-3: the schemas are one JSON array naming the six tools, each
- * with a description and an object input schema. */
+/* M-TOOLS-3: the schemas are one JSON array naming the tools (M-TOOLS-9:
+ * task_wait), each with a description and an object input schema. */
 static void test_schema_json(void **state) {
   const char *s = uvt_tools_schema_json();
   const char *names[] = {"run_in_background", "run_command", "task_output",
-                         "task_list",         "task_kill",   "write_stdin"};
+                         "task_list",         "task_kill",   "write_stdin",
+                         "task_wait",         "task_screen"};
   char key[64];
   int depth = 0;
   int in_string = 0;
@@ -193,7 +194,7 @@ static void test_schema_json(void **state) {
   }
   assert_int_equal(depth, 0);
   assert_int_equal(in_string, 0);
-  for (i = 0; i < 6; i++) {
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
     snprintf(key, sizeof(key), "{\"name\":\"%s\",\"description\":", names[i]);
     assert_non_null(strstr(s, key));
     assert_true(uvt_tools_has(names[i]));
@@ -1724,8 +1725,8 @@ static void check_cut(const char *text, const char *full, size_t max_bytes,
 }
 
 /* C-35 (M-TOOLS-8): a 6000-line test log read with one task_output: at
- * most 30 000 bytes of output, the first lines and the last ones, cut at
- * line ends, and one line naming how many bytes were left out. */
+ * most 10 000 bytes (M-TOOLS-15) of output, the first lines and the last ones,
+ * cut at line ends, and one line naming how many bytes were left out. */
 static void test_c35_big_log(void **state) {
   tfix_t t;
   rec_t r;
@@ -1758,7 +1759,7 @@ static void test_c35_big_log(void **state) {
   assert_non_null(strstr(r.text, " ok .......................................\n"
                                  "[... "));
   assert_non_null(strstr(r.text, " left out ...]\ntest "));
-  assert_int_equal(UVT_TOOLS_MAX_BYTES_DEFAULT, 30000);
+  assert_int_equal(UVT_TOOLS_MAX_BYTES_DEFAULT, 10000); /* M-TOOLS-15 */
   free(full);
   tfix_close(&t);
 }
@@ -3010,6 +3011,761 @@ static void test_run_command_timeout_term_ignorer(void **state) {
   tfix_close(&t);
 }
 
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-15: results that survive every host's own cut                   */
+
+/* Output lines of a result: newlines before its status line. */
+static size_t output_lines(const char *text) {
+  size_t n = output_len(text), i, k = 0;
+  for (i = 0; i < n; i++)
+    k += text[i] == '\n';
+  return k;
+}
+
+/* M-TOOLS-15: `seq 1 5000` (24 KB, 5000 lines) fits in 10 000 bytes only
+ * cut, and in 1000 lines: the first lines, the cut line, the last ones and
+ * the status line; with max_lines set, that many lines; a call asking for
+ * more bytes gets proportionally more lines. */
+static void test_m_tools_15_lines(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char *full;
+  size_t n = 0;
+  int i;
+
+  full = malloc(5000 * 6);
+  assert_non_null(full);
+  for (i = 1; i <= 5000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  check_cut(r.text, full, UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "\n5000\n[status: completed, exit code: 0]");
+  assert_int_equal(strncmp(r.text, "1\n2\n3\n", 6), 0);
+  assert_true(output_lines(r.text) <= UVT_TOOLS_MAX_LINES_DEFAULT);
+  assert_true(output_lines(r.text) > UVT_TOOLS_MAX_LINES_DEFAULT / 2);
+
+  /* Twice the default bytes: up to twice the lines. */
+  a.max_bytes = 2 * UVT_TOOLS_MAX_BYTES_DEFAULT;
+  call(&t, &r, &t.a, "run_command", &a);
+  check_cut(r.text, full, 2 * UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "\n5000\n[status: completed, exit code: 0]");
+  assert_true(output_lines(r.text) > UVT_TOOLS_MAX_LINES_DEFAULT);
+  assert_true(output_lines(r.text) <= 2 * UVT_TOOLS_MAX_LINES_DEFAULT);
+  tfix_close(&t);
+
+  /* The option: 100 lines; below the minimum raised to it. */
+  uvt_tools_options_init(&to);
+  to.max_lines = 100;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  check_cut(r.text, full, UVT_TOOLS_MAX_BYTES_DEFAULT,
+            "\n5000\n[status: completed, exit code: 0]");
+  assert_int_equal(output_lines(r.text), 100);
+  tfix_close(&t);
+  to.max_lines = 1;
+  tfix_init_opts(&t, NULL, &to);
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(output_lines(r.text), UVT_TOOLS_MAX_LINES_MIN);
+  assert_int_equal(strncmp(r.text, "1\n2\n3\n", 6), 0);
+  assert_true(ends_with(r.text, "\n5000\n[status: completed, exit code: 0]"));
+  tfix_close(&t);
+  free(full);
+}
+
+/* M-TOOLS-15: a run_command of 1.3 MB, 20 times a 64 KiB cap (the 15 MB
+ * under the default 1 MiB cap is test/mcp/hosts-test.mjs's; this one stays
+ * quick under valgrind), shows its true beginning (kept apart from the
+ * ring), one cut line that tells the bytes it leaves out from the bytes
+ * the cap dropped, and its end; the counts add up to the whole output.
+ * Before the first bytes were kept, the "head" was the ring's first bytes:
+ * a slice from the middle. */
+static void test_m_tools_15_big(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  unsigned long long left, lines, dropped;
+  const char *mark;
+  const char *mark_end;
+  size_t total = 0, head, tail;
+  char num[16];
+  int i;
+
+  for (i = 1; i <= 200000; i++)
+    total += (size_t)sprintf(num, "%d\n", i);
+  uvt_tools_options_init(&to);
+  to.output_cap_bytes = 65536;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 200000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_int_equal(strncmp(r.text, "1\n2\n3\n4\n5\n", 10), 0);
+  assert_true(ends_with(r.text, "\n200000\n[status: completed, exit code: 0]"));
+  assert_true(output_len(r.text) <= UVT_TOOLS_MAX_BYTES_DEFAULT);
+  assert_true(output_lines(r.text) <= UVT_TOOLS_MAX_LINES_DEFAULT);
+  /* One cut line, and no other marker. */
+  mark = strstr(r.text, "\n[... ");
+  assert_non_null(mark);
+  mark++;
+  assert_null(strstr(mark + 1, "[... "));
+  assert_int_equal(sscanf(mark,
+                          "[... %llu bytes (%llu lines) left out, and %llu "
+                          "bytes dropped at the output cap ...]",
+                          &left, &lines, &dropped),
+                   3);
+  assert_true(dropped > 1000 * 1000);
+  mark_end = strchr(mark, '\n') + 1;
+  head = (size_t)(mark - r.text);
+  tail = output_len(r.text) - (size_t)(mark_end - r.text);
+  assert_int_equal(head + left + dropped + tail, total);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-15 through the clip itself: a drop notice left out is counted
+ * apart; one that is shown stays as it is. */
+static void test_m_tools_15_clip_notice(void **state) {
+  uvt__text_t out;
+  char in[4096];
+  size_t n = 0;
+  int i;
+
+  (void)state;
+  for (i = 0; i < 20; i++)
+    n += (size_t)sprintf(in + n, "first %d\n", i);
+  n += (size_t)sprintf(in + n, "[... 123456 bytes dropped ...]\n");
+  for (i = 0; i < 200; i++)
+    n += (size_t)sprintf(in + n, "last %d\n", i);
+  uvt__text_init(&out);
+  uvt__text_clip_lines(&out, in, n, 100000, 30, NULL);
+  assert_int_equal(out.err, 0);
+  assert_non_null(strstr(out.base, "first 0\n"));
+  assert_non_null(strstr(out.base, " left out, and 123456 bytes dropped at "
+                                   "the output cap ...]\n"));
+  assert_null(strstr(out.base, "[... 123456 bytes dropped"));
+  assert_true(ends_with(out.base, "last 199\n"));
+  uvt__text_free(&out);
+  /* Room for all the bytes and 100 lines: the notice is shown. */
+  uvt__text_init(&out);
+  uvt__text_clip_lines(&out, in, n, 100000, 100, NULL);
+  assert_non_null(strstr(out.base, "\n[... 123456 bytes dropped ...]\n"));
+  uvt__text_free(&out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-9: task_wait                                                     */
+
+/* M-TOOLS-9: one fast and one slow task (it ends when its input does):
+ * "any" answers at the fast one's end with its output and status line, and
+ * the slow one's [status: running] (its output left unread); "all" with a
+ * short timeout shows the slow one still running; once the slow one's
+ * input is closed, "all" answers with its output. */
+static void test_m_tools_9_task_wait(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  const char *ids[2] = {"bash-1", "bash-2"};
+  const char *ids2[2] = {"bash-3", "bash-2"};
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "echo fast";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  uvt_tools_args_init(&a);
+  a.command = "echo slow-start; cat >/dev/null; echo slow-end";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+
+  uvt_tools_args_init(&a);
+  a.task_ids = ids;
+  a.task_ids_len = 2;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "1 of 2 tasks ended.\n"
+                              "--- bash-1 ---\n"
+                              "fast\n"
+                              "[status: completed, exit code: 0]\n"
+                              "--- bash-2 ---\n"
+                              "[status: running]");
+  /* Its end was shown: no notice for bash-1. */
+  assert_int_equal(t.notices, 0);
+
+  uvt_tools_args_init(&a);
+  a.command = "echo second";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  /* Ended (not read) before the wait, so its short timeout decides
+   * nothing about it. */
+  run_until_settled(&t, &t.a, "bash-3");
+  uvt_tools_args_init(&a);
+  a.task_ids = ids2;
+  a.task_ids_len = 2;
+  a.mode = "all";
+  a.timeout_ms = 300;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "1 of 2 tasks ended (waited ", 27) == 0);
+  assert_non_null(strstr(r.text, " ms for all).\n--- bash-3 ---\nsecond\n"
+                                 "[status: completed, exit code: 0]\n"
+                                 "--- bash-2 ---\n[status: running]"));
+
+  /* The slow one's output was not consumed: it comes with its end. */
+  a = args_id("bash-2");
+  a.close_stdin = 1;
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 0);
+  uvt_tools_args_init(&a);
+  a.task_ids = ids2;
+  a.task_ids_len = 2;
+  a.mode = "all";
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text,
+                      "2 of 2 tasks ended.\n--- bash-3 ---\n"
+                      "(no new output)\n[status: completed",
+                      54) == 0);
+  assert_true(ends_with(r.text, "slow-end\n[status: completed, exit code: 0]"));
+  tfix_close(&t);
+}
+
+/* M-TOOLS-9's errors (bad arguments found before any wait), the call's
+ * abort and detach while it waits, and the output budget shared. */
+static void test_m_tools_9_siblings(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  const char *ids[33];
+  const char *dup[2] = {"bash-1", "bash-1"};
+  const char *one[1] = {"bash-1"};
+  const char *nope[2] = {"bash-1", "bash-99"};
+  const char *two[2] = {"bash-2", "bash-3"};
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "cat";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+
+  uvt_tools_args_init(&a);
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "needs task_ids: 1 to 32"));
+  for (i = 0; i < 33; i++)
+    ids[i] = "bash-1";
+  a.task_ids = ids;
+  a.task_ids_len = 33;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  a.task_ids = dup;
+  a.task_ids_len = 2;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "names bash-1 twice"));
+  a.task_ids = one;
+  a.task_ids_len = 1;
+  a.mode = "some";
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "mode must be"));
+  a.mode = NULL;
+  a.timeout_ms = 0;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  a.timeout_ms = -1;
+  a.task_ids = nope;
+  a.task_ids_len = 2;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, "No task bash-99. task_list shows the tasks "
+                              "you can see.");
+  /* Another session's task. */
+  a.task_ids = one;
+  a.task_ids_len = 1;
+  call(&t, &r, &t.b, "task_wait", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "belongs to another session"));
+
+  /* Aborted while it waits. */
+  call_start(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(uvt_tools_call_abort(&r.req), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_EABORTED);
+
+  /* Two tasks that ended share max_bytes: each shows its cut. */
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 3000";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  call(&t, &r, &t.a, "run_in_background", &a);
+  uvt_tools_args_init(&a);
+  a.task_ids = two;
+  a.task_ids_len = 2;
+  a.mode = "all";
+  a.max_bytes = 2000;
+  call(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strlen(r.text) < 2400);
+  assert_non_null(strstr(r.text, "--- bash-2 ---\n1\n2\n"));
+  assert_non_null(strstr(r.text, "--- bash-3 ---\n1\n2\n"));
+  assert_true(ends_with(r.text, "\n3000\n[status: completed, exit code: 0]"));
+
+  /* Detached while it waits: UVT_ECLOSING. */
+  a.task_ids = one;
+  a.task_ids_len = 1;
+  a.max_bytes = -1;
+  call_start(&t, &r, &t.a, "task_wait", &a);
+  assert_int_equal(uvt_tools_detach(&t.tools, detach_cb), 0);
+  fixture_run_until(&t.f, rec_done, &r);
+  assert_int_equal(r.status, UVT_ECLOSING);
+  fixture_close(&t.f);
+  assert_int_equal(t.detached, 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-12, M-TOOLS-13: merged streams, stdin text                      */
+
+/* M-TOOLS-12: with merge_stderr, stdout and stderr lines come in the
+ * order written, with no [stderr] part; without it they stay apart
+ * (P-RES-1); run_in_background merges too. */
+static void test_m_tools_12_merge_stderr(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char want[8192];
+  size_t n = 0;
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "echo out1; echo err1 >&2; echo out2; echo err2 >&2";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "out1\nout2\n[stderr]\nerr1\nerr2\n"
+                              "[status: completed, exit code: 0]");
+  a.merge_stderr = 1;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "out1\nerr1\nout2\nerr2\n"
+                              "[status: completed, exit code: 0]");
+
+  /* Many alternations, and a background task. */
+  for (i = 1; i <= 200; i++)
+    n += (size_t)sprintf(want + n, "o%d\ne%d\n", i, i);
+  sprintf(want + n, "[status: completed, exit code: 0]");
+  uvt_tools_args_init(&a);
+  a.command = "for i in $(seq 1 200); do echo o$i; echo e$i >&2; done";
+  a.merge_stderr = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  a = args_id("bash-3");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, want);
+  tfix_close(&t);
+}
+
+/* M-TOOLS-13: run_command's stdin text is read, then end of file (cat
+ * ends); its length may hold NUL bytes; without it stdin is empty. */
+static void test_m_tools_13_stdin(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "cat; echo END";
+  a.stdin_text = "line one\nline two\n";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_string_equal(r.text, "line one\nline two\nEND\n"
+                              "[status: completed, exit code: 0]");
+  a.stdin_text = "a\0b";
+  a.stdin_text_len = 3;
+  a.command = "wc -c";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "3\n[status: completed, exit code: 0]");
+  uvt_tools_args_init(&a);
+  a.command = "cat; echo END";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_string_equal(r.text, "END\n[status: completed, exit code: 0]");
+  tfix_close(&t);
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-10: output kept in a spill directory                            */
+
+/* The whole file `path` into a new block (*len bytes). */
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *buf;
+  long n;
+
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  n = ftell(f);
+  assert_true(n >= 0);
+  rewind(f);
+  buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  buf[n] = '\0';
+  *len = (size_t)n;
+  return buf;
+}
+
+/* M-TOOLS-10: a result that leaves lines out names the task's file (0600,
+ * in a 0700 directory) and the byte range, and the file holds exactly
+ * what was left out; past the cap, the file also holds the dropped bytes,
+ * the output's own first bytes on; a full file says so. */
+static void test_m_tools_10_spill(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char dir[] = "/tmp/uvt-spill-XXXXXX";
+  char path[256];
+  char want[512];
+  char *full;
+  char *file;
+  const char *mark;
+  size_t n = 0, flen, head;
+  unsigned long long b0, b1, b2, b3, left;
+  struct stat st;
+  int i;
+
+  assert_non_null(mkdtemp(dir));
+  full = malloc(200000 * 7 + 1);
+  assert_non_null(full);
+  for (i = 1; i <= 5000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+
+  uvt_tools_options_init(&to);
+  to.spill_dir = dir;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  mark = strstr(r.text, "\n[... ");
+  assert_non_null(mark);
+  head = (size_t)(mark + 1 - r.text);
+  assert_int_equal(sscanf(mark + 1, "[... %llu bytes", &left), 1);
+  snprintf(want, sizeof(want),
+           "(kept in %s: bytes 0-%llu that this result left out)\n"
+           "[status: completed, exit code: 0]",
+           path, left - 1);
+  assert_true(ends_with(r.text, want));
+  file = slurp(path, &flen);
+  assert_int_equal(flen, left);
+  assert_memory_equal(file, full + head, flen);
+  free(file);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  assert_int_equal(stat(dir, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+
+  /* Past the 1 MiB cap: the dropped bytes are the output from its start
+   * (the 15 MB case is test/mcp/hosts-test.mjs's). */
+  a.command = "seq 1 200000"; /* 1.3 MB, past the 1 MiB cap */
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  snprintf(path, sizeof(path), "%s/bash-2.log", dir);
+  mark = strstr(r.text, "(kept in ");
+  assert_non_null(mark);
+  assert_int_equal(sscanf(mark + 9 + strlen(path),
+                          ": bytes %llu-%llu as the output cap dropped them; "
+                          "bytes %llu-%llu that this result left out)",
+                          &b0, &b1, &b2, &b3),
+                   4);
+  assert_int_equal(b0, 0);
+  assert_int_equal(b2, b1 + 1);
+  n = 0;
+  for (i = 1; i <= 200000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+  file = slurp(path, &flen);
+  assert_int_equal(flen, b3 + 1);
+  assert_true(b1 > 100 * 1000);
+  assert_memory_equal(file, full, b1 + 1);
+  free(file);
+  unlink(path);
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  unlink(path);
+  tfix_close(&t);
+
+  /* A bound: 1000 bytes, and the note says the rest is not kept. */
+  to.spill_max_bytes = 1000;
+  tfix_init_opts(&t, NULL, &to);
+  a.command = "seq 1 5000";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_non_null(strstr(r.text, ": bytes 0-999 that this result left out; "
+                                 "the file is full at 1000 bytes, so some is "
+                                 "not kept)\n"));
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 1000);
+  unlink(path);
+  tfix_close(&t);
+  assert_int_equal(rmdir(dir), 0);
+  free(full);
+}
+
+/* M-TOOLS-10: a directory others can enter, a link, or a file is refused
+ * (UV_EPERM); a missing one is made 0700. */
+static void test_m_tools_10_spill_dir(void **state) {
+  fixture_t f;
+  uvt_tools_t tools;
+  uvt_tools_options_t to;
+  char dir[] = "/tmp/uvt-spill-XXXXXX";
+  char sub[300];
+  char link_path[300];
+  struct stat st;
+
+  (void)state;
+  assert_non_null(mkdtemp(dir));
+  fixture_init(&f, NULL);
+  uvt_surface_detach(&f.surface);
+  uvt_tools_options_init(&to);
+  to.spill_dir = sub;
+
+  snprintf(sub, sizeof(sub), "%s/open", dir);
+  assert_int_equal(mkdir(sub, 0700), 0);
+  assert_int_equal(chmod(sub, 0755), 0);
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  assert_int_equal(chmod(sub, 0710), 0);
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  assert_int_equal(rmdir(sub), 0);
+
+  snprintf(sub, sizeof(sub), "%s/file", dir);
+  close(open(sub, O_CREAT | O_WRONLY, 0600));
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  unlink(sub);
+
+  snprintf(link_path, sizeof(link_path), "%s/link", dir);
+  assert_int_equal(symlink(dir, link_path), 0);
+  to.spill_dir = link_path;
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), UV_EPERM);
+  unlink(link_path);
+
+  snprintf(sub, sizeof(sub), "%s/made", dir);
+  to.spill_dir = sub;
+  assert_int_equal(uvt_tools_attach(f.reg, &tools, &to), 0);
+  assert_int_equal(stat(sub, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+  assert_int_equal(uvt_tools_detach(&tools, NULL), 0);
+  fixture_close(&f);
+  assert_int_equal(rmdir(sub), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* M-TOOLS-11: the screen of a terminal task                               */
+
+#define SCREEN_PROG                                                            \
+  "printf '\\033[?1049h\\033[H\\033[2J'; printf '\\033[5;10HHELLO'; "          \
+  "printf '\\033[10;1Hbottom line'; printf '\\033[3;4H'; read x; "             \
+  "printf '\\033[?1049l'; echo left with $x"
+
+/* M-TOOLS-11: a full-screen program (the alternate screen, cursor moves):
+ * task_screen shows its rows with the text at its row and column, the
+ * cursor and the flag; write_stdin and task_output show that screen, not
+ * the transcript; once it leaves the alternate screen the transcript is
+ * back.  A task without a terminal has no screen (a tool error, nothing
+ * consumed). */
+static void test_m_tools_11_screen(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  const char *row;
+  int i;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = SCREEN_PROG;
+  a.tty = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 0);
+  /* Wait (by polls that show what is new) for the program to draw. */
+  for (i = 0; i < 200; i++) {
+    a = args_id("bash-1");
+    a.yield_ms = 100;
+    call(&t, &r, &t.a, "write_stdin", &a);
+    if (strstr(r.text, "bottom line") != NULL)
+      break;
+  }
+  assert_non_null(strstr(r.text, "bottom line"));
+  /* write_stdin showed the screen, no escape sequence. */
+  assert_true(strncmp(r.text,
+                      "[screen 80x24, alternate screen, cursor at "
+                      "row 3, column 4;",
+                      55) == 0);
+  assert_null(strchr(r.text, '\033'));
+
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text,
+                      "[screen 80x24, alternate screen, cursor at "
+                      "row 3, column 4; rows and columns count from "
+                      "1]\n",
+                      89) == 0);
+  /* Row 5, column 10: HELLO; row 10, column 1: bottom line. */
+  row = strchr(r.text, '\n') + 1;
+  for (i = 1; i < 5; i++)
+    row = strchr(row, '\n') + 1;
+  assert_int_equal(strncmp(row, "         HELLO\n", 15), 0);
+  for (i = 5; i < 10; i++)
+    row = strchr(row, '\n') + 1;
+  assert_int_equal(strncmp(row, "bottom line\n[status: running]", 29), 0);
+
+  /* task_output shows the screen too, with nothing new. */
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_non_null(strstr(r.text, "alternate screen"));
+  assert_non_null(strstr(r.text, "         HELLO\n"));
+
+  /* The program leaves the alternate screen: the transcript is back. */
+  a = args_id("bash-1");
+  a.chars = "bye\r";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  a = args_id("bash-1");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_null(strstr(r.text, "[screen "));
+  assert_non_null(strstr(r.text, "left with bye\n"));
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "[screen 80x24, main screen,", 27) == 0);
+
+  /* No terminal, no screen; its output stays unread. */
+  uvt_tools_args_init(&a);
+  a.command = "echo plain";
+  call(&t, &r, &t.a, "run_command", &a);
+  a = args_id("bash-2");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "does not run on a terminal"));
+  a = args_id("bash-99");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_int_equal(r.is_error, 1);
+  tfix_close(&t);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The process producer's side of M-TOOLS-10, -12, -15                     */
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  char *got; /* what on_drop handed over, in order */
+  size_t len;
+  size_t cap;
+} drops_t;
+
+static void drop_rec(const char *id, const char *bytes, size_t len,
+                     void *data) {
+  drops_t *d = data;
+  assert_string_equal(id, d->id);
+  assert_true(d->len + len <= d->cap);
+  memcpy(d->got + d->len, bytes, len);
+  d->len += len;
+}
+
+static int task_ended(void *arg) {
+  drops_t *d = arg;
+  uvt_snapshot_t s;
+  int done;
+  assert_int_equal(uvt_get(d->f->reg, d->id, NULL, &s), 0);
+  done = uvt_status_is_terminal(s.status);
+  uvt_snapshot_cleanup(&s);
+  return done;
+}
+
+/* M-TOOLS-15, M-TOOLS-10, M-TOOLS-12 in the process producer:
+ * uvt_process_options_t's keep_head_bytes, on_drop and merge_stderr
+ * directly: a 4 KiB cap and 100 000 lines; on_drop gets exactly the bytes
+ * the read does not show, from the first on, in order; the read begins
+ * with the kept first bytes (whole lines), then the notice counting what
+ * is missing between them and the ring; merged, both streams are one. */
+static void test_process_head_drop_merge(void **state) {
+  fixture_t f;
+  uvt_process_options_t po;
+  uvt_read_t r;
+  drops_t d;
+  char id[UVT_ID_MAX];
+  char *full;
+  size_t n = 0;
+  unsigned long long missing;
+  const char *notice;
+  int i;
+
+  (void)state;
+  full = malloc(100000 * 7);
+  assert_non_null(full);
+  for (i = 1; i <= 100000; i++)
+    n += (size_t)sprintf(full + n, "%d\n", i);
+  fixture_init(&f, NULL);
+  memset(&d, 0, sizeof(d));
+  d.f = &f;
+  d.cap = n;
+  d.got = malloc(n);
+  assert_non_null(d.got);
+  uvt_process_options_init(&po);
+  po.command = "seq 1 100000";
+  po.output_cap_bytes = 4096;
+  po.keep_head_bytes = 100;
+  po.on_drop = drop_rec;
+  po.on_drop_data = &d;
+  assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
+  d.id = id;
+  fixture_run_until(&f, task_ended, &d);
+  /* The dropped bytes are the output's own, from its first byte. */
+  assert_true(d.len > n - 4096 - 4);
+  assert_memory_equal(d.got, full, d.len);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(uvt_read(f.reg, id, NULL, &r), 0);
+  /* The first 100 bytes up to their last newline, then the notice. */
+  notice = strstr(r.text, "[... ");
+  assert_non_null(notice);
+  assert_true(notice > r.text && notice[-1] == '\n');
+  assert_memory_equal(r.text, full, (size_t)(notice - r.text));
+  assert_true(notice - r.text <= 100 && notice - r.text > 90);
+  assert_int_equal(sscanf(notice, "[... %llu bytes dropped ...]", &missing), 1);
+  /* First bytes + missing + the ring = the whole output. */
+  assert_int_equal((size_t)(notice - r.text) + missing +
+                       strlen(strchr(notice, '\n') + 1),
+                   n);
+  assert_true(ends_with(r.text, "\n100000\n"));
+  uvt_read_cleanup(&r);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+
+  /* merge_stderr: one stream in write order. */
+  uvt_process_options_init(&po);
+  po.command = "echo a; echo b >&2; echo c";
+  po.merge_stderr = 1;
+  assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
+  d.id = id;
+  fixture_run_until(&f, task_ended, &d);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(uvt_read(f.reg, id, NULL, &r), 0);
+  assert_string_equal(r.text, "a\nb\nc\n");
+  uvt_read_cleanup(&r);
+  fixture_close(&f);
+  free(d.got);
+  free(full);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -3064,6 +3820,17 @@ int main(void) {
       cmocka_unit_test(test_write_stdin_python),
       cmocka_unit_test(test_write_stdin_abort_detach),
       cmocka_unit_test(test_write_stdin_allocation_failures),
+      cmocka_unit_test(test_m_tools_15_lines),
+      cmocka_unit_test(test_m_tools_15_big),
+      cmocka_unit_test(test_m_tools_15_clip_notice),
+      cmocka_unit_test(test_m_tools_9_task_wait),
+      cmocka_unit_test(test_m_tools_9_siblings),
+      cmocka_unit_test(test_m_tools_12_merge_stderr),
+      cmocka_unit_test(test_m_tools_13_stdin),
+      cmocka_unit_test(test_m_tools_10_spill),
+      cmocka_unit_test(test_m_tools_10_spill_dir),
+      cmocka_unit_test(test_m_tools_11_screen),
+      cmocka_unit_test(test_process_head_drop_merge),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -260,6 +260,11 @@ typedef struct {
   /* UVT_SANDBOX_NET_NONE (0) or UVT_SANDBOX_NET_HOST (1). */
   int network;
 } uvt_sandbox_t;
+/* Bytes the output cap is about to drop (M-TOOLS-10): the task's id, the
+ * bytes (valid for the call only) and the options' on_drop_data.  See
+ * `on_drop`. */
+typedef void (*uvt_drop_cb)(const char *id, const char *bytes, size_t len,
+                            void *on_drop_data);
 
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
@@ -388,8 +393,36 @@ typedef struct {
    * UV_ENOTSUP (S-3). */
   const uvt_sandbox_t *sandbox;
 
+  /* ---- For tool results (M-TOOLS-12, M-TOOLS-15) ---- */
+
+  /* 1: the child's stderr is a second descriptor of its stdout pipe, so
+   * what it writes to either lands in the stdout stream in the order
+   * written (as a terminal shows it), and reads have no "[stderr]" part.
+   * 0 (the default): kept apart (P-OUT-1, P-RES-1).  Ignored with pty
+   * (already one stream). */
+  int merge_stderr;
+  /* Keep the first this many bytes of each stream apart from its ring
+   * until the stream is first read; 0 (the default) = none.  A stream that
+   * dropped bytes at its cap before its first read then begins, in that
+   * read's text, with those first bytes (up to their last newline; with
+   * none, no character cut at their end and a newline added), then "[... N bytes dropped ...]\n"
+   * counting only what is missing between them and the ring, so the true
+   * beginning of a big output (a build's first error) is not lost.  The
+   * structured read (uvt_process_read) does not show them. */
+  size_t keep_head_bytes;
+  /* Optional (M-TOOLS-10): called on the loop thread, in stream order,
+   * with bytes the cap is about to drop (P-OUT-2), so a host can keep
+   * them elsewhere (uvtasks-mcp's --spill-dir); `bytes` is valid for the
+   * call only.  With it, a full stream drops the oldest bytes a read may
+   * overwrite just before that read (they are handed here first), so a
+   * read may find slightly fewer than output_cap_bytes unread.  The
+   * stream's id names the task; both streams come here.  It must not call
+   * back into the library for this task. */
+  uvt_drop_cb on_drop;
+  void *on_drop_data;
+
   /* private */
-  void *reserved_[3]; /* for fields to come without an ABI break */
+  void *reserved_[2]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
 
 /* Fill `o` with the defaults: no command, kind "bash", unowned, the host's

@@ -1,11 +1,12 @@
 /* uvtasks/tools.h: the model-facing control surface (SPEC §5, §5b, §5c).
  *
- * A uvt_tools_t attaches a control surface to a registry and offers six
+ * A uvt_tools_t attaches a control surface to a registry and offers its
  * tools to a host that talks to a model:
  *
- *   run_in_background  command, cwd?, label?, stdin?, tty?
+ *   run_in_background  command, cwd?, label?, stdin?, tty?, merge_stderr?
  *                                               -> the new task id
- *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?
+ *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?,
+ *                      stdin (text)?, merge_stderr?
  *                                               -> its output, status line
  *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
@@ -14,6 +15,11 @@
  *                      signal?
  *   write_stdin        task_id, chars?, close_stdin?, yield_ms?, max_bytes?
  *                                               -> new output, status line
+ *   task_wait          task_ids, mode?, timeout_ms?, max_bytes?
+ *                                               -> per task: its status
+ *                                                  line, output if it ended
+ *   task_screen        task_id                  -> a terminal task's
+ *                                                  screen, status line
  *
  * Every result is one text of valid UTF-8 (invalid sequences of command
  * output become U+FFFD).  The NUL bytes of command output are kept: a
@@ -41,13 +47,20 @@
  * filter (and the tools' state for that task no longer matches: mix the two
  * only with care).
  *
- * One result carries at most `max_bytes` bytes of output (M-TOOLS-8): a
+ * One result carries at most `max_bytes` bytes and `max_lines` lines of
+ * output (M-TOOLS-8, M-TOOLS-15; the line budget is split the same way): a
  * larger read keeps its head (2/5) and its tail (3/5, where errors and
  * summaries are), cut at line boundaries where one is near, with one line
  * "[... N bytes (L lines) left out ...]" between them ("[... N bytes left
  * out within one line ...]" when no newline was left out: the head's last
  * line and the tail's first are then one line).  The read consumed
- * those bytes: the line counts them, nothing goes silently.  The status
+ * those bytes: the line counts them, nothing goes silently.  A command
+ * the tools start keeps the first UVT_TOOLS_HEAD_BYTES of each stream
+ * apart from the output cap's ring until its first read (M-TOOLS-15), so
+ * a read after the cap dropped bytes begins with the true beginning; the
+ * cut line then also names the bytes the cap dropped: "[... N bytes (L
+ * lines) left out, and D bytes dropped at the output cap ...]" (a drop
+ * notice of the read that falls in what is left out, summed there).  The status
  * line and the tools' own notes come on top of `max_bytes`.
  *
  * Tool calls are requests in the libuv style: the host allocates a
@@ -90,8 +103,24 @@ extern "C" {
  * (max_bytes) nor the options say, and the least a call may ask for
  * (smaller ones are raised to it, so the head, the tail and the line
  * between them fit). */
-#define UVT_TOOLS_MAX_BYTES_DEFAULT 30000
+#define UVT_TOOLS_MAX_BYTES_DEFAULT 10000
 #define UVT_TOOLS_MAX_BYTES_MIN 256
+
+/* M-TOOLS-15: the most output lines one result shows when the options do
+ * not say, and the least the options may set.  With the byte default
+ * above, a result survives every host's own cut (opencode keeps the first
+ * 2,000 lines of a result, Codex about 12 KB cut in the middle), so the
+ * status line at its end always reaches the model.  A call whose
+ * max_bytes is N times the options' max_bytes may show N times the
+ * lines. */
+#define UVT_TOOLS_MAX_LINES_DEFAULT 1000
+#define UVT_TOOLS_MAX_LINES_MIN 10
+
+/* M-TOOLS-15: the first bytes of each stream of a command the tools start
+ * are kept apart from the cap's ring until the first read
+ * (uvt_process_options_t.keep_head_bytes), so a result after the cap
+ * dropped bytes still begins with the output's true beginning. */
+#define UVT_TOOLS_HEAD_BYTES 16384
 
 /* M-TOOLS-5: write_stdin waits this long for output when the call gives
  * no yield_ms, and at most this long (longer ones are cut to it). */
@@ -103,6 +132,12 @@ extern "C" {
  * looks in a row that find the same unread output are a quiet spell.  See
  * uvt_tools_call(). */
 #define UVT_TOOLS_WRITE_QUIET_MS 50
+
+/* M-TOOLS-10: the bytes one task's spill file may hold by default. */
+#define UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT (64ull * 1024 * 1024)
+
+/* M-TOOLS-9: the most tasks one task_wait call waits for. */
+#define UVT_TOOLS_WAIT_IDS_MAX 32
 
 /* The surface name attached when uvt_tools_options_t.surface_name is NULL. */
 #define UVT_TOOLS_SURFACE_NAME "tools"
@@ -166,6 +201,28 @@ typedef struct {
    * it (and its lists) must stay valid while the tools are attached.  A
    * start that cannot make it answers with a tool error saying so. */
   const uvt_sandbox_t *sandbox;
+  /* M-TOOLS-15: the most output lines one result shows (see
+   * UVT_TOOLS_MAX_LINES_DEFAULT); 0 = that default.  Values below
+   * UVT_TOOLS_MAX_LINES_MIN are raised to it. */
+  size_t max_lines;
+  /* M-TOOLS-10: NULL = off.  A directory where what a result leaves out
+   * and what the output cap drops is appended, one file per task,
+   * DIR/<id>.log (mode 0600, opened without following links, emptied at
+   * the task's first spill), and the result says so in a line "(kept in
+   * DIR/bash-3.log: bytes A-B as the output cap dropped them; bytes C-D
+   * that this result left out)".  The directory must be a directory owned
+   * by the effective user with no group or other permission bits; it is
+   * made 0700 if it does not exist; otherwise uvt_tools_attach() fails
+   * with UV_EPERM.  The cap's bytes are the raw output, a result's the
+   * text it would have shown.  The tools' tasks call back into `tools`
+   * when their cap drops bytes: with a spill directory, detach only once
+   * the tools' tasks have ended (or the registry is being closed).
+   * Copied. */
+  const char *spill_dir;
+  /* M-TOOLS-10: the most bytes one task's file holds; 0 = 64 MiB
+   * (UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT).  What would go beyond is not
+   * kept, and the note says so. */
+  uint64_t spill_max_bytes;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -188,6 +245,11 @@ struct uvt_tools_s {
   size_t max_bytes_;
   uint64_t yield_ms_;
   const uvt_sandbox_t *sandbox_;
+  size_t max_lines_;
+  char *spill_dir_;          /* M-TOOLS-10 */
+  uint64_t spill_max_bytes_;
+  struct uvt__link spills_;  /* what is known of each task's file */
+  struct uvt__link screens_; /* M-TOOLS-11: terminal tasks' screens */
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
   struct uvt__link carries_; /* per-task filter states kept between reads */
@@ -246,6 +308,21 @@ typedef struct {
                           else one signal of uvt_process_signal()'s list
                           by name ("SIGINT", or "INT"), sent to every
                           process of its session without stopping it */
+  /* ---- v3 (M-TOOLS-9, M-TOOLS-12, M-TOOLS-13) ---- */
+  const char *const *task_ids; /* task_wait: task_ids_len ids, 1 to
+                                  UVT_TOOLS_WAIT_IDS_MAX, no id twice */
+  size_t task_ids_len;
+  const char *mode;    /* task_wait: "any" (NULL: the default) answers when
+                          one task ended, "all" when every one did */
+  int merge_stderr;    /* run_command, run_in_background (M-TOOLS-12): 1 =
+                          stderr into stdout's stream, in the order written
+                          (uvt_process_options_t.merge_stderr); -1 = not
+                          given, 0 = no */
+  const char *stdin_text; /* run_command (M-TOOLS-13, the `stdin` string
+                          argument): these bytes, then end of file; NULL =
+                          none (stdin is /dev/null) */
+  size_t stdin_text_len; /* bytes of stdin_text; (size_t)-1 (what
+                          uvt_tools_args_init() sets) = strlen(stdin_text) */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -277,6 +354,7 @@ struct uvt_tools_call_s {
   int status_;
   int aborted_;
   int tool_;
+  void *multi_; /* task_wait: its waits, one per task */
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
@@ -319,7 +397,7 @@ UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
  * Thread: the loop thread; allowed inside any of our callbacks. */
 UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
 
-/* Nonzero if `name` is one of the six tools. Thread: any. */
+/* Nonzero if `name` is one of the tools. Thread: any. */
 UVT_EXTERN int uvt_tools_has(const char *name);
 
 /* The tool schemas as JSON (M-TOOLS-3): an array of objects with "name",
@@ -367,6 +445,10 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    ended.  A host that needs the answer at the end whatever the options
  *    say (uvtasks-mcp's MCP Tasks, whose result is the command's end)
  *    passes yield_ms 0.
+ *    With `merge_stderr` (either tool, M-TOOLS-12) stderr shares stdout's
+ *    pipe (process.h's merge_stderr): one stream in the order written, no
+ *    "[stderr]" part.  run_command's `stdin_text` (M-TOOLS-13) is what the
+ *    command reads, then end of file (process.h's stdin_data).
  *  - task_output reads what is new (uvt_read()); with `wait` (or a
  *    timeout_ms) it first waits until the task ends or the wait's deadline
  *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most
@@ -422,6 +504,33 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    input that is closed (UV_EPIPE: the task ended or is ending, its
  *    program closed its stdin, or an earlier close_stdin ended it); a bad
  *    yield_ms or max_bytes is found before anything is written.
+ *  - task_wait (M-TOOLS-9) waits for the tasks `task_ids` (task_ids_len
+ *    of them, 1 to UVT_TOOLS_WAIT_IDS_MAX, none twice) with one uvt_wait()
+ *    each: mode "any" (or NULL) answers when one ended, "all" when every
+ *    one did, either once `timeout_ms` passes (default
+ *    UVT_TOOLS_WAIT_DEFAULT_MS, at most UVT_TOOLS_WAIT_MAX_MS; a success).
+ *    The text: "N of M tasks ended." (with "(waited T ms for any|all)"
+ *    when the wait ran out), then per task, in the order given, a line
+ *    "--- ID ---", for a task that has ended its new output (uvt_read(),
+ *    shaped as task_output's, max_bytes shared equally between the tasks
+ *    that ended) and its status line, for one still running only its
+ *    status line (uvt_get(): its output stays unread).  An unknown or
+ *    foreign id, an id given twice, a bad mode, timeout_ms or max_bytes is
+ *    a tool error before anything waits.  uvt_tools_call_abort() and
+ *    uvt_tools_detach() stop every wait, as for task_output.
+ *  - task_screen (M-TOOLS-11) shows the screen of a task run_in_background
+ *    started with `tty`: the tools feed every read of such a task to a
+ *    terminal emulator of its size (libvterm), so this reads what is new
+ *    (uvt_read(): it is consumed, it is on the screen) and answers
+ *    "[screen 80x24, alternate|main screen, cursor at row R, column C;
+ *    rows and columns count from 1]", the rows up to the last one that
+ *    shows something (trailing blanks cut), then the status line.  While
+ *    the program is on the alternate screen, task_output and write_stdin
+ *    show this screen instead of the transcript (and task_screen is the
+ *    same).  A task without a terminal (another tool's, or one started
+ *    without tty) is a tool error and nothing of it is read.  The screen
+ *    lives until the task's record is dropped or the tools detach; bytes
+ *    the output cap dropped between reads never reach it.
  *  - task_kill kills (uvt_kill()) and shows the status line taken with
  *    uvt_get(), so no output is consumed.  Killing a process task that had
  *    ended also stops what it left running in its session (P-KILL-6); the

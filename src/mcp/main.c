@@ -47,7 +47,14 @@ static const char usage[] =
     "                       goes on in the background (default 45000, below\n"
     "                       the SDK's 60 s request timeout; 0 = to the end)\n"
     "  --max-bytes N        output bytes one tool result shows (default "
-    "30000)\n"
+    "10000)\n"
+    "  --max-lines N        output lines one tool result shows (default\n"
+    "                       1000, at least 10)\n"
+    "  --spill-dir DIR      keep what results leave out and what the output\n"
+    "                       cap drops in DIR/<task>.log (DIR: yours, mode\n"
+    "                       0700; made if missing)\n"
+    "  --spill-max-bytes N  the most bytes one task's file holds (default\n"
+    "                       67108864)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
     "  --sandbox PROFILE    run every command in a bubblewrap sandbox:\n"
@@ -71,6 +78,7 @@ static const char usage[] =
     "                       too; needs a writable cgroup v2 directory (the\n"
     "                       server's own): if the host has none the server\n"
     "                       says so on stderr at start and runs without\n"
+    "                       them\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -332,6 +340,18 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 100000000)
         goto bad;
       c->max_bytes = (size_t)v;
+    } else if (strcmp(a, "--max-lines") == 0) { /* M-TOOLS-15 */
+      if (parse_u64(val, &v) != 0 || v > 100000000)
+        goto bad;
+      c->max_lines = (size_t)v;
+    } else if (strcmp(a, "--spill-dir") == 0) { /* M-TOOLS-10 */
+      if (val[0] == '\0')
+        goto bad;
+      c->spill_dir = val;
+    } else if (strcmp(a, "--spill-max-bytes") == 0) {
+      if (parse_u64(val, &v) != 0 || v < 1)
+        goto bad;
+      c->spill_max_bytes = v;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -539,11 +559,19 @@ int main(int argc, char **argv) {
   topts.yield_ms = server.config.yield_ms >= 0
                        ? (uint64_t)server.config.yield_ms
                        : MCP_YIELD_DEFAULT_MS;
-  topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 30000 */
+  topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 10000 */
+  topts.max_lines = server.config.max_lines; /* M-TOOLS-15; 0 = 1000 */
+  topts.spill_dir = server.config.spill_dir; /* M-TOOLS-10 */
+  topts.spill_max_bytes = server.config.spill_max_bytes;
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
   topts.env = mcp_pass_env(&server.config);  /* M-MCP-14 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
+  if (err == UV_EPERM && topts.spill_dir != NULL)
+    fprintf(stderr,
+            "uvtasks-mcp: --spill-dir %s must be a directory you own that "
+            "only you can enter (mode 0700, not a link)\n",
+            topts.spill_dir);
   if (err == 0) {
     tools_attached = 1;
     server.tools.data = &server;

@@ -209,6 +209,9 @@ typedef struct {
   uint64_t shutdown_grace_ms; /* M-MCP-6: TERM -> KILL at shutdown */
   int64_t yield_ms;           /* M-TOOLS-6: run_command's yield; -1 default */
   size_t max_bytes;           /* M-TOOLS-8: output per result; 0 default */
+  size_t max_lines;           /* M-TOOLS-15: lines per result; 0 default */
+  const char *spill_dir;      /* M-TOOLS-10: NULL = off */
+  uint64_t spill_max_bytes;   /* M-TOOLS-10: per task file; 0 default */
   int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
   /* S-4 (sandbox.c): --sandbox, --allow-net, --writable. */
   int sandbox_on;

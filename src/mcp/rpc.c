@@ -608,6 +608,86 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
   return 1;
 }
 
+/* The v3 arguments (M-TOOLS-9..13), in one place: task_screen's task_id,
+ * task_wait's task_ids (into `ids`, which must hold
+ * UVT_TOOLS_WAIT_IDS_MAX), mode, timeout_ms and max_bytes; merge_stderr of
+ * the two starting tools; run_command's stdin string.  0, or -1 after
+ * answering with a tool error. */
+static int tools_args_v3(mcp_server_t *server, json_t *id, json_t *args,
+                         const char *name, uvt_tools_args_t *a,
+                         const char **ids) {
+  json_t *v;
+  json_t *item;
+  size_t i;
+  char buf[200];
+
+  if (strcmp(name, "run_command") == 0 ||
+      strcmp(name, "run_in_background") == 0) {
+    if (arg_bool(server, id, args, name, "merge_stderr", &a->merge_stderr) != 0)
+      return -1;
+    v = json_object_get(args, "stdin");
+    if (strcmp(name, "run_command") == 0 && v != NULL && !json_is_null(v)) {
+      if (!json_is_string(v)) {
+        tool_error_result(server, id,
+                          "run_command: stdin must be a string (the bytes "
+                          "the command reads, then end of file).");
+        return -1;
+      }
+      a->stdin_text = json_string_value(v);
+      a->stdin_text_len = json_string_length(v);
+    }
+    return 0;
+  }
+  if (strcmp(name, "task_screen") == 0) { /* M-TOOLS-11 */
+    if (arg_string(server, id, args, name, "task_id", &a->task_id) != 0)
+      return -1;
+    if (a->task_id != NULL && mcp_task_find(server, a->task_id) != NULL) {
+      snprintf(buf, sizeof(buf),
+               "task_screen: %.100s is an MCP task; use tasks/get or "
+               "tasks/result.",
+               a->task_id);
+      tool_error_result(server, id, buf);
+      return -1;
+    }
+    return 0;
+  }
+  if (strcmp(name, "task_wait") != 0)
+    return 0;
+  v = json_object_get(args, "task_ids");
+  if (!json_is_array(v) || json_array_size(v) == 0 ||
+      json_array_size(v) > UVT_TOOLS_WAIT_IDS_MAX) {
+    snprintf(buf, sizeof(buf),
+             "task_wait: task_ids must be an array of 1 to %d task ids.",
+             UVT_TOOLS_WAIT_IDS_MAX);
+    tool_error_result(server, id, buf);
+    return -1;
+  }
+  json_array_foreach(v, i, item) {
+    if (!json_is_string(item)) {
+      tool_error_result(server, id,
+                        "task_wait: every task id must be a string.");
+      return -1;
+    }
+    ids[i] = json_string_value(item);
+    /* An MCP task's output belongs to its tasks/result. */
+    if (mcp_task_find(server, ids[i]) != NULL) {
+      snprintf(buf, sizeof(buf),
+               "task_wait: %.100s is an MCP task; use tasks/get or "
+               "tasks/result.",
+               ids[i]);
+      tool_error_result(server, id, buf);
+      return -1;
+    }
+  }
+  a->task_ids = ids;
+  a->task_ids_len = json_array_size(v);
+  if (arg_string(server, id, args, name, "mode", &a->mode) != 0 ||
+      arg_timeout(server, id, args, name, &a->timeout_ms) != 0 ||
+      arg_max_bytes(server, id, args, name, &a->max_bytes) != 0)
+    return -1;
+  return 0;
+}
+
 static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   json_t *jname = json_object_get(params, "name");
   json_t *args = json_object_get(params, "arguments");
@@ -615,6 +695,7 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   const char *name;
   const char *started;
   uvt_tools_args_t a;
+  const char *ids[UVT_TOOLS_WAIT_IDS_MAX];
   mcp_call_t *call;
   char buf[256];
   double ttl;
@@ -647,6 +728,8 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     goto out;
   }
 
+  /* Only the arguments a schema names are looked at: those a host adds
+   * (Gemini CLI's wait_for_previous) are ignored (M-TOOLS-15). */
   uvt_tools_args_init(&a);
   if (strcmp(name, "run_in_background") == 0) {
     if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
@@ -704,6 +787,9 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
         goto out;
     }
   }
+
+  if (tools_args_v3(server, id, args, name, &a, ids) != 0)
+    goto out;
 
   if (strcmp(name, "run_in_background") == 0 ||
       strcmp(name, "run_command") == 0) {

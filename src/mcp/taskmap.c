@@ -66,7 +66,8 @@ const char *mcp_tool_task_support(const char *tool) {
     return "optional";
   if (strcmp(tool, "run_in_background") == 0 ||
       strcmp(tool, "task_output") == 0 || strcmp(tool, "task_list") == 0 ||
-      strcmp(tool, "task_kill") == 0 || strcmp(tool, "write_stdin") == 0)
+      strcmp(tool, "task_kill") == 0 || strcmp(tool, "write_stdin") == 0 ||
+      strcmp(tool, "task_wait") == 0 || strcmp(tool, "task_screen") == 0)
     return "forbidden";
   return NULL;
 }

@@ -13,7 +13,41 @@ void uvt__outbuf_init(uvt__outbuf_t *b, size_t cap) {
   b->cap = cap;
 }
 
+void uvt__outbuf_keep_first(uvt__outbuf_t *b, size_t n) {
+  b->first_cap = n;
+}
+
+/* The kept first bytes are of no use once a read consumed some. */
+static void first_free(uvt__outbuf_t *b) {
+  uvt__free(b->first);
+  b->first = NULL;
+  b->first_len = 0;
+  b->first_cap = 0;
+}
+
+/* M-TOOLS-15: copy what of `n` new bytes at `data` belongs to the stream's
+ * first bytes.  Out of memory: they are not kept. */
+static void keep_first(uvt__outbuf_t *b, const char *data, size_t n) {
+  size_t k;
+
+  if (b->first_len >= b->first_cap || b->was_read || n == 0)
+    return;
+  if (b->first == NULL) {
+    b->first = uvt__malloc(b->first_cap);
+    if (b->first == NULL) {
+      b->first_cap = 0;
+      return;
+    }
+  }
+  k = b->first_cap - b->first_len;
+  if (k > n)
+    k = n;
+  memcpy(b->first + b->first_len, data, k);
+  b->first_len += k;
+}
+
 void uvt__outbuf_free(uvt__outbuf_t *b) {
+  first_free(b);
   uvt__free(b->ring);
   b->ring = NULL;
   b->alloc = 0;
@@ -27,10 +61,21 @@ static unsigned char byte_at(const uvt__outbuf_t *b, size_t i) {
 }
 
 static void drop_oldest(uvt__outbuf_t *b, size_t n) {
+  size_t first;
+
   if (n == 0)
     return;
   if (n > b->len)
     n = b->len;
+  if (b->spill != NULL && n > 0) {
+    /* M-TOOLS-10: in order, the ring's two parts. */
+    first = b->alloc - b->head;
+    if (first > n)
+      first = n;
+    b->spill(b->spill_ctx, b->ring + b->head, first);
+    if (n > first)
+      b->spill(b->spill_ctx, b->ring, n - first);
+  }
   b->head = b->alloc ? (b->head + n) % b->alloc : 0;
   b->len -= n;
   b->dropped += n;
@@ -79,9 +124,12 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
 
   if (n == 0)
     return;
+  keep_first(b, data, n);
   /* Bytes beyond the cap in this very chunk never enter the ring. */
   if (n > b->cap) {
     drop_oldest(b, b->len);
+    if (b->spill != NULL)
+      b->spill(b->spill_ctx, data, n - b->cap);
     b->dropped += n - b->cap;
     b->cut = 1;
     data += n - b->cap;
@@ -89,6 +137,8 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
   }
   room = grow(b, b->len + n > b->cap ? b->cap : b->len + n);
   if (room == 0) {
+    if (b->spill != NULL)
+      b->spill(b->spill_ctx, data, n);
     b->dropped += n;
     b->cut = 1;
     return;
@@ -96,6 +146,8 @@ void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n) {
   if (n > room) {
     /* Out of memory below the cap: keep the newest bytes that fit. */
     drop_oldest(b, b->len);
+    if (b->spill != NULL)
+      b->spill(b->spill_ctx, data, n - room);
     b->dropped += n - room;
     data += n - room;
     n = room;
@@ -132,6 +184,11 @@ size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at) {
     grow(b, b->alloc + 1);
   if (b->alloc == 0)
     return 0;
+  if (b->len == b->alloc && b->spill != NULL) {
+    /* M-TOOLS-10: the oldest bytes the read may overwrite are handed on
+     * (and counted dropped) before the read, not lost in it. */
+    drop_oldest(b, b->alloc - b->head < want ? b->alloc - b->head : want);
+  }
   if (b->len == b->alloc) {
     /* Full (at the cap, or out of memory below it): the bytes overwrite the
      * oldest ones, which the commit counts as dropped (P-OUT-2). */
@@ -148,6 +205,12 @@ size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at) {
 void uvt__outbuf_commit(uvt__outbuf_t *b, size_t n) {
   if (n == 0)
     return;
+  /* Where uvt__outbuf_space put them: at the oldest byte when full. */
+  if (b->first_len < b->first_cap && !b->was_read)
+    keep_first(b,
+               b->ring + (b->len == b->alloc ? b->head
+                                             : (b->head + b->len) % b->alloc),
+               n);
   if (b->len + n > b->alloc)
     drop_oldest(b, b->len + n - b->alloc);
   b->len += n;
@@ -232,9 +295,55 @@ static int emit_notice(uint64_t dropped, uvt__sink_fn sink, void *ctx) {
   return sink(ctx, line, (size_t)n);
 }
 
+/* M-TOOLS-15: a stream that dropped bytes before its first read begins
+ * with its kept first bytes (up to their last newline, else no character
+ * cut at their end), then a newline if they lack one and the notice of what is
+ * still missing between them and the ring.  Without kept bytes just the notice.
+ */
+static int emit_first(const uvt__outbuf_t *b, const plan_t *p,
+                      uvt__sink_fn sink, void *ctx) {
+  size_t shown = 0;
+  size_t i;
+  unsigned char c;
+  int err;
+
+  if (!b->was_read && b->first_len > 0 && p->dropped > 0) {
+    shown = b->first_len < p->dropped ? b->first_len : (size_t)p->dropped;
+    /* A character cut at the end waits for nothing: it goes. */
+    for (i = 1; i <= 3 && i <= shown; i++) {
+      c = (unsigned char)b->first[shown - i];
+      if (is_cont(c))
+        continue;
+      if (seq_len(c) > i)
+        shown -= i;
+      break;
+    }
+  }
+  /* Whole lines where there is one: the rest counts as dropped, so no
+   * newline is added to the stream's own bytes. */
+  if (shown < p->dropped)
+    for (i = shown; i > 0; i--)
+      if (b->first[i - 1] == '\n') {
+        shown = i;
+        break;
+      }
+  if (shown == 0)
+    return emit_notice(p->dropped, sink, ctx);
+  err = sink(ctx, b->first, shown);
+  if (err == 0 && p->dropped > shown && b->first[shown - 1] != '\n')
+    err = sink(ctx, "\n", 1);
+  if (err == 0)
+    err = emit_notice(p->dropped - shown, sink, ctx);
+  return err;
+}
+
 static void consume(uvt__outbuf_t *b, const plan_t *p) {
   size_t n = p->skip + p->emit;
 
+  if (n > 0 || p->dropped > 0) {
+    b->was_read = 1;
+    first_free(b);
+  }
   if (n > 0)
     b->head = (b->head + n) % b->alloc;
   b->len -= n;
@@ -278,6 +387,8 @@ int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
    * next read from the pipe: by then the reader has often freed this text,
    * and the allocator hands the same, cache-warm memory back. */
   out->hint = out->alloc;
+  out->was_read = 1;
+  first_free(out);
   out->ring = ring;
   if (ring == NULL)
     out->alloc = 0;
@@ -320,7 +431,7 @@ int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
   l.dropped[0] = po.dropped;
   l.dropped[1] = pe.dropped;
 
-  rc = emit_notice(po.dropped, count_sink, &c);
+  rc = emit_first(out, &po, count_sink, &c);
   l.off[0] = c.pos;
   l.len[0] = po.emit;
   if (rc == 0)
@@ -335,7 +446,7 @@ int uvt__output_collect(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
     if (rc == 0)
       rc = count_sink(&c, "[stderr]\n", 9);
     if (rc == 0)
-      rc = emit_notice(pe.dropped, count_sink, &c);
+      rc = emit_first(err, &pe, count_sink, &c);
     l.off[1] = c.pos;
     l.len[1] = pe.emit;
     if (rc == 0)

@@ -27,12 +27,25 @@ typedef struct {
   uint64_t dropped; /* bytes dropped since the last read */
   int cut;          /* a drop moved `head`; it may sit inside a character */
   size_t hint;      /* size for the next ring after uvt__output_take */
+  /* M-TOOLS-15: the stream's first bytes, kept apart from the ring until
+   * the first read (keep_head_bytes), so a read after a drop still shows
+   * the true beginning. */
+  char *first;
+  size_t first_len;
+  size_t first_cap; /* 0: not kept */
+  int was_read;     /* a read consumed bytes of this stream */
+  /* M-TOOLS-10: bytes about to be dropped go here first (NULL = none). */
+  void (*spill)(void *ctx, const char *bytes, size_t len);
+  void *spill_ctx;
 } uvt__outbuf_t;
 
 /* Where collected output goes: 0 or a negative error. */
 typedef int (*uvt__sink_fn)(void *ctx, const void *bytes, size_t len);
 
 void uvt__outbuf_init(uvt__outbuf_t *b, size_t cap);
+/* M-TOOLS-15: keep the first `n` bytes of the stream apart from the ring
+ * until the first read (0 = none); call after uvt__outbuf_init. */
+void uvt__outbuf_keep_first(uvt__outbuf_t *b, size_t n);
 /* Append `n` bytes, dropping the oldest unread ones beyond the cap.  Never
  * fails: when memory runs out the bytes that do not fit are dropped. */
 void uvt__outbuf_push(uvt__outbuf_t *b, const char *data, size_t n);
@@ -215,6 +228,8 @@ struct uvt__proc_s {
   int backpressure; /* output_backpressure (P-OUT-4) */
   uvt_output_cb on_output;
   void *on_output_data;
+  uvt_drop_cb on_drop; /* M-TOOLS-10 */
+  void *on_drop_data;
   struct uvt__link notify_link; /* on the context's list for on_output */
   /* Where the outcome's text holds each stream (settle), for the last
    * structured read; fin_ok once it was recorded. */

@@ -806,11 +806,28 @@ static void hook_release(uvt_task_t *t) {
 
 /* ---- start ------------------------------------------------------------ */
 
+/* M-TOOLS-10: bytes the cap drops go to on_drop first. */
+static void proc_spill(void *ctx, const char *bytes, size_t len) {
+  uvt__proc_t *p = ctx;
+
+  if (p->on_drop != NULL && len > 0)
+    p->on_drop(p->id, bytes, len, p->on_drop_data);
+}
+
+static void proc_spill_init(uvt__proc_t *p, uvt__outbuf_t *b) {
+  if (p->on_drop != NULL) {
+    b->spill = proc_spill;
+    b->spill_ctx = p;
+  }
+}
+
 static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   int err;
 
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
+  proc_spill_init(p, &s->buf);
   err = uv_pipe_init(p->loop, &s->pipe, 0);
   if (err != 0)
     return err;
@@ -827,6 +844,8 @@ static int open_tty(uvt__proc_t *p, uvt__stream_t *s, int fd) {
 
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
+  proc_spill_init(p, &s->buf);
   err = uv_poll_init(p->loop, &s->tty_poll, fd);
   if (err != 0)
     return err;
@@ -905,7 +924,11 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
       goto fail_fds;
     }
   } else {
-    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+    /* M-TOOLS-12: merged, stderr is a second descriptor of stdout's pipe,
+     * so both land in one stream in the order written. */
+    if (pipe2(outp, O_CLOEXEC) != 0 ||
+        (o->merge_stderr ? (errp[1] = fcntl(outp[1], F_DUPFD_CLOEXEC, 3)) < 0
+                         : pipe2(errp, O_CLOEXEC) != 0)) {
       err = UVT__PERR(errno);
       goto fail_fds;
     }
@@ -963,10 +986,15 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     err = open_pipe(p, &p->out, outp[0]);
     if (err == 0)
       outp[0] = -1;
-    if (err == 0)
+    if (err == 0 && errp[0] >= 0)
       err = open_pipe(p, &p->err, errp[0]);
     if (err == 0)
       errp[0] = -1;
+    if (err == 0 && !p->err.open) {
+      /* M-TOOLS-12: merged into stdout, stderr is never opened. */
+      uvt__outbuf_init(&p->err.buf, o->output_cap_bytes);
+      p->err.closed = 1;
+    }
   }
   if (err == 0 && in_ours >= 0) {
     err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty);
@@ -1198,6 +1226,8 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->backpressure = o->output_backpressure != 0;
   p->on_output = o->on_output;
   p->on_output_data = o->on_output_data;
+  p->on_drop = o->on_drop;
+  p->on_drop_data = o->on_drop_data;
   uvt__list_init(&p->notify_link);
   uvt__list_init(&p->unreaped_link);
   uvt__list_init(&p->sweep_link);

@@ -57,7 +57,8 @@ static void carry_watch_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
   c = carry_find(tools, snap->id);
   if (c != NULL)
     carry_free(c);
-  if (uvt__list_empty(&tools->carries_))
+  uvt__screen_forget(tools, snap->id); /* M-TOOLS-11 */
+  if (uvt__list_empty(&tools->carries_) && uvt__list_empty(&tools->screens_))
     uvt_watch_stop(&tools->watch_);
 }
 
@@ -66,24 +67,37 @@ void uvt__tools_output_free(uvt_tools_t *tools) {
 
   while ((n = uvt__list_pop(&tools->carries_)) != NULL)
     carry_free(uvt__container_of(n, carry_t, link));
+  uvt__screen_free_all(tools);
   uvt_watch_stop(&tools->watch_);
 }
 
-/* Length of the drop notice at the start of `s`, or 0. */
-static size_t drop_notice_len(const char *s, size_t n) {
-  static const char pre[] = "[... ";
-  static const char post[] = " bytes dropped ...]\n";
-  size_t i = sizeof(pre) - 1;
-  size_t digits;
+void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
+                           struct uvt__link *link) {
+  if (uvt__list_empty(&tools->carries_) && uvt__list_empty(&tools->screens_)) {
+    tools->watch_.data = tools;
+    /* Without the watch (the registry is closing) the state is freed by
+     * the task's last read or by detach. */
+    uvt_watch_start(tools->registry, &tools->watch_, carry_watch_cb);
+  }
+  uvt__list_insert_tail(list, link);
+}
 
-  if (n < i || memcmp(s, pre, i) != 0)
-    return 0;
-  for (digits = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-    digits++;
-  if (digits == 0 || n - i < sizeof(post) - 1 ||
-      memcmp(s + i, post, sizeof(post) - 1) != 0)
-    return 0;
-  return i + sizeof(post) - 1;
+/* Where the first drop notice at a line start lies in `s`, or `n`: a
+ * stream begins with it (P-OUT-2) or, with its first bytes kept
+ * (M-TOOLS-15), has it after them. */
+static size_t find_notice(const char *s, size_t n) {
+  const char *nl;
+  size_t i = 0;
+
+  while (i < n) {
+    if (s[i] == '[' && uvt__drop_notice_len(s + i, n - i, NULL) > 0)
+      return i;
+    nl = memchr(s + i, '\n', n - i);
+    if (nl == NULL)
+      break;
+    i = (size_t)(nl - s) + 1;
+  }
+  return n;
 }
 
 /* Where stderr's part begins (the "[stderr]" line), or `n`. */
@@ -109,9 +123,14 @@ static size_t find_stderr(const char *s, size_t n) {
 /* Filter one stream's part of a read into `t`. */
 static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
                         uvt__text_t *t) {
-  size_t k = drop_notice_len(s, n);
+  size_t at = find_notice(s, n);
+  size_t k = at < n ? uvt__drop_notice_len(s + at, n - at, NULL) : 0;
 
   if (k > 0) {
+    /* The stream's kept first bytes (M-TOOLS-15), a line of their own. */
+    uvt__term_feed(term, s, at, t);
+    s += at;
+    n -= at;
     /* Bytes were lost before these: the unfinished line cannot go on. */
     uvt__term_end(term, UVT__TERM_FINAL, t);
     if (t->len > 0 && t->base[t->len - 1] != '\n')
@@ -125,11 +144,12 @@ static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
 }
 
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
-                       size_t max_bytes, uvt__text_t *t) {
+                       size_t max_bytes, size_t max_lines, uvt__text_t *t) {
   int final = uvt_status_is_terminal(r->snapshot.status);
   carry_t *c = carry_find(tools, id);
   uvt__term_t local[2];
   uvt__term_t *term;
+  uvt__screen_t *scr;
   uvt__text_t all;
   size_t split;
   size_t mark;
@@ -142,6 +162,16 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
     term = local;
   }
   uvt__text_init(&all);
+  /* M-TOOLS-11: a terminal task's screen sees every byte read (a drop
+   * notice is no output of the terminal). */
+  scr = uvt__screen_find(tools, id);
+  if (scr != NULL) {
+    size_t at = find_notice(r->text, r->len);
+    size_t k =
+        at < r->len ? uvt__drop_notice_len(r->text + at, r->len - at, NULL) : 0;
+    uvt__screen_feed(scr, r->text, at);
+    uvt__screen_feed(scr, r->text + at + k, r->len - at - k);
+  }
   split = find_stderr(r->text, r->len);
   filter_part(&term[0], r->text, split, final, &all);
   if (split < r->len) {
@@ -165,7 +195,8 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   if (final || (!uvt__term_carries(&term[0]) && !uvt__term_carries(&term[1]))) {
     if (c != NULL) {
       carry_free(c);
-      if (uvt__list_empty(&tools->carries_))
+      if (uvt__list_empty(&tools->carries_) &&
+          uvt__list_empty(&tools->screens_))
         uvt_watch_stop(&tools->watch_);
     } else {
       uvt__term_free(&local[0]);
@@ -182,19 +213,23 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
       strcpy(c->id, id);
       c->term[0] = local[0];
       c->term[1] = local[1];
-      if (uvt__list_empty(&tools->carries_)) {
-        tools->watch_.data = tools;
-        /* Without the watch (the registry is closing) the state is freed
-         * by the task's last read or by detach. */
-        uvt_watch_start(tools->registry, &tools->watch_, carry_watch_cb);
-      }
-      uvt__list_insert_tail(&tools->carries_, &c->link);
+      uvt__tools_keep_state(tools, &tools->carries_, &c->link);
     }
   }
 
-  if (all.err != 0)
+  /* M-TOOLS-11: on the alternate screen the screen is what a model needs,
+   * not the transcript of its redraws. */
+  if (scr != NULL && uvt__screen_alt(scr) && all.err == 0) {
+    all.len = 0;
+    uvt__screen_render(scr, &all);
+  }
+  if (all.err != 0) {
     t->err = all.err;
-  else
-    uvt__text_clip(t, all.base, all.len, max_bytes);
+  } else {
+    size_t cut[2];
+    uvt__text_clip_lines(t, all.base, all.len, max_bytes, max_lines, cut);
+    /* M-TOOLS-10: what was left out (and what the cap dropped) is kept. */
+    uvt__spill_result(tools, id, all.base + cut[0], cut[1] - cut[0], t);
+  }
   uvt__text_free(&all);
 }

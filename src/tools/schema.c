@@ -34,7 +34,10 @@ static const char *const schema_parts[] = {
     "stdout and stderr come as one stream, and what you type is echoed. "
     "A program that reads whole lines from a terminal gets at most 4095 "
     "bytes of a line (the rest is lost, though the echo shows it): send "
-    "long input with stdin instead. Default false.\"}},"
+    "long input with stdin instead. Default false.\"},"
+    "\"merge_stderr\":{\"type\":\"boolean\",\"description\":"
+    "\"Put stderr into stdout's stream, in the order written (as a terminal "
+    "shows them), with no [stderr] part. Default false.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"run_command\","
@@ -42,14 +45,16 @@ static const char *const schema_parts[] = {
     "then return its output (stdout, then stderr after a [stderr] line) and "
     "its status line, for example [status: completed, exit code: 0]. A "
     "non-zero exit code is shown in the status line, not reported as a tool "
-    "error. The command runs in its own process group with no input and is "
-    "stopped (SIGTERM, then SIGKILL) if it runs longer than timeout_ms. If "
+    "error. The command runs in its own process group with no input (or "
+    "the stdin text, then end of file) and is stopped (SIGTERM, then SIGKILL) "
+    "if it runs longer than timeout_ms. If "
     "it is still running after yield_ms, the call returns its output so "
     "far with [status: running] and the command goes on in the background "
     "as a task (read it with task_output, stop it with task_kill). Output "
     "is plain text (terminal escape sequences removed, a progress bar shows "
     "its last state) and at most max_bytes long: beyond it you get the "
-    "beginning and the end, with a line saying how much was left out. For "
+    "beginning and the end, with a line saying how much was left out (the "
+    "true beginning, even when the output was too big to keep whole). For "
     "work you want to check on later, use run_in_background.\","
     "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
     "\"command\":{\"type\":\"string\",\"description\":"
@@ -63,9 +68,16 @@ static const char *const schema_parts[] = {
     "\"description\":\"Return after this many milliseconds if the "
     "command is still running; it then goes on in the background. 0 waits "
     "until it ends. Default: set by the server.\"},"
+    "\"stdin\":{\"type\":\"string\",\"description\":"
+    "\"Text the command reads on its stdin, then end of file (for example "
+    "the body of gh pr create --body-file -). Default: no input.\"},"
+    "\"merge_stderr\":{\"type\":\"boolean\",\"description\":"
+    "\"Put stderr into stdout's stream, in the order written (as a terminal "
+    "shows them), with no [stderr] part. Default false.\"},"
     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"The most bytes of output to return. Default "
-    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "10000 (and at most 1000 lines) unless the server sets another; at "
+    "least 256 is used.\"}},"
     "\"required\":[\"command\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_output\","
@@ -89,7 +101,8 @@ static const char *const schema_parts[] = {
     "at most 600000 (a longer wait is cut to 600000).\"},"
     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"The most bytes of output to return. Default "
-    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "10000 (and at most 1000 lines) unless the server sets another; at "
+    "least 256 is used.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 
     "{\"name\":\"task_list\","
@@ -153,17 +166,60 @@ static const char *const schema_parts[] = {
     "returns as soon as a prompt appears or the task ends.\"},"
     "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
     "\"description\":\"The most bytes of output to return. Default "
-    "30000 unless the server sets another; at least 256 is used.\"}},"
+    "10000 (and at most 1000 lines) unless the server sets another; at "
+    "least 256 is used.\"}},"
+    "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_wait\","
+    "\"description\":\"Wait for several background tasks at once instead "
+    "of polling them one by one: with mode any (the default) the call "
+    "returns as soon as one of them has ended, with mode all once every "
+    "one has, or when timeout_ms passes. The answer has a section per task, "
+    "in the order given: for a task that ended, its new output (as "
+    "task_output shows it; max_bytes is shared between them) and its status "
+    "line; for one still running, only its status line, [status: running] "
+    "(its output stays unread). Waiting is cheap: prefer one task_wait with "
+    "a long timeout_ms over repeated task_output calls.\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_ids\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":32,"
+    "\"items\":{\"type\":\"string\"},\"description\":"
+    "\"The ids of the tasks to wait for (1 to 32), for example "
+    "[\\\"bash-1\\\", \\\"bash-2\\\"].\"},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"any\",\"all\"],"
+    "\"description\":\"any: return when one task ended (default); all: "
+    "when every task ended.\"},"
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"How long to wait, in milliseconds. Default 30000, "
+    "at most 600000 (a longer wait is cut to 600000).\"},"
+    "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
+    "\"description\":\"The most bytes of output to return, shared by the "
+    "tasks that ended. Default 10000 (and at most 1000 lines) unless the "
+    "server sets another; at least 256 is used.\"}},"
+    "\"required\":[\"task_ids\"],\"additionalProperties\":false}}",
+
+    "{\"name\":\"task_screen\","
+    "\"description\":\"Show the current screen of a task started with tty "
+    "(run_in_background): a line naming its size, whether the program is on "
+    "the alternate screen (full-screen programs such as top, vim, less, "
+    "htop), and the cursor's row and column, then its rows of text as a "
+    "terminal shows them (rows and columns count from 1). Use it to see a "
+    "full-screen program instead of the transcript of its redraws; while a "
+    "program is on the alternate screen, task_output and write_stdin show "
+    "this screen too. Consumes the task's new output (it is on the "
+    "screen).\","
+    "\"inputSchema\":{\"type\":\"object\",\"properties\":{"
+    "\"task_id\":{\"type\":\"string\",\"description\":"
+    "\"The id of a task started with tty: true, for example bash-1.\"}},"
     "\"required\":[\"task_id\"],\"additionalProperties\":false}}",
 };
 
 static const char *const tool_names[] = {
-    "run_in_background", "run_command", "task_output",
-    "task_list",         "task_kill",   "write_stdin",
+    "run_in_background", "run_command", "task_output", "task_list",
+    "task_kill",         "write_stdin", "task_wait",   "task_screen",
 };
 
 static uv_once_t schema_once = UV_ONCE_INIT;
-static char schema_json[16384];
+static char schema_json[32768];
 
 static void schema_build(void) {
   size_t n = 0;

@@ -208,24 +208,60 @@ void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap) {
 /* Result size (M-TOOLS-8)                                                 */
 
 /* Room kept for the line between the head and the tail: "[... " and
- * " bytes (" and " lines) left out ...]\n" with two 20-digit numbers is 75
- * bytes, plus the newline that ends a head cut inside a line. */
-#define CLIP_MARK_ROOM 80
+ * " bytes (" and " lines) left out, and " " bytes dropped at the output
+ * cap ...]\n" with three 20-digit numbers is 125 bytes, plus the newline
+ * that ends a head cut inside a line. */
+#define CLIP_MARK_ROOM 130
 
 static int is_cont(unsigned char c) {
   return (c & 0xC0) == 0x80;
 }
 
+size_t uvt__drop_notice_len(const char *s, size_t n, uint64_t *dropped) {
+  static const char pre[] = "[... ";
+  static const char post[] = " bytes dropped ...]\n";
+  size_t i = sizeof(pre) - 1;
+  size_t digits;
+  uint64_t v = 0;
+
+  if (n < i || memcmp(s, pre, i) != 0)
+    return 0;
+  for (digits = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+    digits++;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  if (digits == 0 || digits > 19 || n - i < sizeof(post) - 1 ||
+      memcmp(s + i, post, sizeof(post) - 1) != 0)
+    return 0;
+  if (dropped != NULL)
+    *dropped = v;
+  return i + sizeof(post) - 1;
+}
+
 void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
                     size_t max_bytes) {
+  uvt__text_clip_lines(t, bytes, len, max_bytes, SIZE_MAX, NULL);
+}
+
+void uvt__text_clip_lines(uvt__text_t *t, const char *bytes, size_t len,
+                          size_t max_bytes, size_t max_lines, size_t *cut) {
   const unsigned char *s = (const unsigned char *)bytes;
   int add_nl = len > 0 && bytes[len - 1] != '\n';
-  size_t avail, head_max, tail_max;
-  size_t head, tail, i, nl;
+  size_t avail, head_max, tail_max, head_lines, tail_lines;
+  size_t head, tail, i, nl, k, lines, left;
+  uint64_t dropped, d;
 
+  if (cut != NULL)
+    cut[0] = cut[1] = 0;
   if (len == 0)
     return;
-  if (len + (size_t)add_nl <= max_bytes) {
+  if (max_lines < UVT_TOOLS_MAX_LINES_MIN)
+    max_lines = UVT_TOOLS_MAX_LINES_MIN;
+  lines = (size_t)add_nl;
+  if (len + (size_t)add_nl <= max_bytes)
+    for (i = 0; i < len && lines <= max_lines; i++)
+      lines += s[i] == '\n';
+  if (len + (size_t)add_nl <= max_bytes && lines <= max_lines) {
     uvt__text_raw(t, bytes, len);
     if (add_nl)
       uvt__text_raw(t, "\n", 1);
@@ -233,20 +269,34 @@ void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
   }
   if (max_bytes < UVT_TOOLS_MAX_BYTES_MIN)
     max_bytes = UVT_TOOLS_MAX_BYTES_MIN;
-  /* The head gets 2/5 and the tail 3/5 of what the line leaves: the end
-   * of a log (the failure, the summary) usually matters more. */
+  /* The head gets 2/5 and the tail 3/5 of what the line leaves, in bytes
+   * and in lines (M-TOOLS-15): the end of a log (the failure, the
+   * summary) usually matters more. */
   avail = max_bytes - CLIP_MARK_ROOM - (size_t)add_nl;
   head_max = avail * 2 / 5;
   tail_max = avail - head_max;
+  head_lines = (max_lines - 1) * 2 / 5;
+  tail_lines = max_lines - 1 - head_lines;
+  if (head_max > len)
+    head_max = len;
+  if (tail_max > len)
+    tail_max = len;
 
   /* The head ends after a newline in its second half, else at the last
    * character boundary that fits. */
   head = head_max;
-  while (head > 0 && is_cont(s[head]))
+  while (head > 0 && head < len && is_cont(s[head]))
     head--;
   for (i = head; i > head_max / 2; i--) {
     if (s[i - 1] == '\n') {
       head = i;
+      break;
+    }
+  }
+  /* ... and after its head_lines-th line at the latest. */
+  for (i = 0, k = 0; i < head; i++) {
+    if (s[i] == '\n' && ++k == head_lines) {
+      head = i + 1;
       break;
     }
   }
@@ -256,24 +306,53 @@ void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
   while (tail < len && is_cont(s[tail]))
     tail++;
   for (i = tail; i < len - tail_max / 2; i++) {
-    if (s[i - 1] == '\n') {
+    if (i > 0 && s[i - 1] == '\n') {
       tail = i;
       break;
     }
   }
+  /* ... and holds tail_lines lines at most. */
+  for (i = add_nl ? len : len - 1, k = 0; i > tail; i--) {
+    if (s[i - 1] == '\n' && ++k == tail_lines) {
+      tail = i;
+      break;
+    }
+  }
+  if (tail < head)
+    tail = head;
+  /* What is left out: its lines, and the drop notices of the process
+   * producer among them (M-TOOLS-15: bytes the cap dropped are told apart
+   * from bytes this result leaves out). */
   nl = 0;
-  for (i = head; i < tail; i++)
+  dropped = 0;
+  left = tail - head;
+  for (i = head; i < tail; i++) {
+    if ((i == 0 || s[i - 1] == '\n') && s[i] == '[' &&
+        (k = uvt__drop_notice_len(bytes + i, tail - i, &d)) > 0) {
+      dropped += d;
+      left -= k;
+      i += k - 1;
+      continue;
+    }
     nl += s[i] == '\n';
+  }
 
+  if (cut != NULL) {
+    cut[0] = head;
+    cut[1] = tail;
+  }
   uvt__text_raw(t, bytes, head);
   if (head > 0 && s[head - 1] != '\n')
     uvt__text_raw(t, "\n", 1);
   if (nl == 0) /* the head and the tail are one line: "(0 lines)" misleads */
-    uvt__text_printf(t, "[... %zu bytes left out within one line ...]\n",
-                     tail - head);
+    uvt__text_printf(t, "[... %zu bytes left out within one line", left);
   else
-    uvt__text_printf(t, "[... %zu bytes (%zu line%s) left out ...]\n",
-                     tail - head, nl, nl == 1 ? "" : "s");
+    uvt__text_printf(t, "[... %zu bytes (%zu line%s) left out", left, nl,
+                     nl == 1 ? "" : "s");
+  if (dropped > 0)
+    uvt__text_printf(t, ", and %llu bytes dropped at the output cap",
+                     (unsigned long long)dropped);
+  uvt__text_str(t, " ...]\n");
   uvt__text_raw(t, bytes + tail, len - tail);
   if (add_nl)
     uvt__text_raw(t, "\n", 1);

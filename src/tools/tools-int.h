@@ -72,6 +72,18 @@ int uvt__utf8_seq(const unsigned char *s, size_t n);
  * Nothing is appended for len 0. */
 void uvt__text_clip(uvt__text_t *t, const char *bytes, size_t len,
                     size_t max_bytes);
+/* The same with at most `max_lines` lines of output (M-TOOLS-15; at least
+ * UVT_TOOLS_MAX_LINES_MIN is used): the head gets 2/5 and the tail 3/5 of
+ * the lines too.  The process producer's drop notices ("[... N bytes
+ * dropped ...]" lines) among what is left out are summed in the cut line
+ * ("..., and N bytes dropped at the output cap ...]"), not counted as left
+ * out.  `cut` (NULL = not wanted) gets where what was left out begins and
+ * ends in `bytes` (both 0 when nothing was). */
+void uvt__text_clip_lines(uvt__text_t *t, const char *bytes, size_t len,
+                          size_t max_bytes, size_t max_lines, size_t *cut);
+/* Length of the drop notice "[... N bytes dropped ...]\n" (P-OUT-2) at the
+ * start of `s` (n bytes), with N in *dropped (may be NULL), or 0. */
+size_t uvt__drop_notice_len(const char *s, size_t n, uint64_t *dropped);
 
 /* ---- term.c: terminal output as text for a model (M-TOOLS-7). */
 
@@ -134,7 +146,7 @@ void uvt__term_plain(const char *bytes, size_t len, uvt__text_t *out);
  * Keeps the filter's state of a task that has not ended for its next read.
  * Allocation failures latch in `t`. */
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
-                       size_t max_bytes, uvt__text_t *t);
+                       size_t max_bytes, size_t max_lines, uvt__text_t *t);
 /* Forget every kept state (detach). */
 void uvt__tools_output_free(uvt_tools_t *tools);
 
@@ -145,7 +157,12 @@ enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
 /* ABORT_EARLY: write_stdin stops its own wait to answer at a prompt. */
 enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
 
-enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN };
+enum {
+  TOOL_OTHER = 0,
+  TOOL_RUN_COMMAND,
+  TOOL_WRITE_STDIN,
+  TOOL_TASK_WAIT
+};
 
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
@@ -161,12 +178,75 @@ void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
 /* The call's task_id: 0, or -1 after answering that `tool` needs one. */
 int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
                        const char *tool);
+/* The most output lines a result of at most `max_bytes` shows
+ * (M-TOOLS-15): the tools' max_lines, raised in proportion for a call that
+ * asks for more bytes than the tools' default. */
+size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes);
 /* Take the call's max_bytes (M-TOOLS-8): 0, or -1 after answering. */
 int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* The call waits (req->wait_ is armed): on the tools' waiting list. */
 void uvt__tools_link_waiting(uvt_tools_call_t *req);
 /* The callback of every wait a call makes. */
 void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap);
+
+/* Queue `req` for delivery with `status` (its text, if any, in place). */
+void uvt__tools_ready(uvt_tools_call_t *req, int status);
+/* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`;
+ * 0, or -1 after answering with a tool error. */
+int uvt__tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                       uint64_t default_ms, uint64_t max_ms, uint64_t *out);
+/* The call no longer waits: off the tools' waiting list. */
+void uvt__tools_unlink_waiting(uvt_tools_call_t *req);
+/* A completion notice for `snap` to `owner` (while attached). */
+void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
+                       uvt_agent_t *owner);
+/* Stop the wait(s) of a waiting call. */
+void uvt__tools_wait_abort(uvt_tools_call_t *req);
+
+/* ---- spill.c: output kept in files (M-TOOLS-10). */
+
+/* The spill directory is the user's own and closed to others (made 0700
+ * if missing): 0, UV_EPERM, or an error of mkdir()/lstat(). */
+int uvt__spill_check_dir(const char *dir);
+/* The process producer's on_drop for the tools' tasks. */
+void uvt__spill_drop_cb(const char *id, const char *bytes, size_t len,
+                        void *data);
+/* A result of task `id` left `left_len` bytes out: append them to its
+ * file, then a note naming the file and what it got since the last note
+ * (dropped, left out) to `t`.  Nothing without a spill directory. */
+void uvt__spill_result(uvt_tools_t *tools, const char *id, const char *left,
+                       size_t left_len, uvt__text_t *t);
+void uvt__spill_free(uvt_tools_t *tools);
+
+/* Put a per-task state on `list` (the carries or the screens), starting
+ * the watch that drops the state of a dropped record if neither list held
+ * one. */
+void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
+                           struct uvt__link *link);
+
+/* ---- screen.c: the screen of a terminal task (M-TOOLS-11). */
+
+typedef struct uvt__screen_s uvt__screen_t;
+/* A screen of rows x cols for task `id` (started with tty); none when
+ * memory runs out (its results then stay a transcript). */
+void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols);
+uvt__screen_t *uvt__screen_find(uvt_tools_t *tools, const char *id);
+void uvt__screen_feed(uvt__screen_t *s, const char *bytes, size_t len);
+/* Nonzero while the program is on the alternate screen. */
+int uvt__screen_alt(const uvt__screen_t *s);
+/* A line "[screen COLSxROWS, alternate|main screen, cursor at row R,
+ * column C; ...]", then the rows up to the last that shows something,
+ * trailing blanks cut. */
+void uvt__screen_render(uvt__screen_t *s, uvt__text_t *t);
+void uvt__screen_forget(uvt_tools_t *tools, const char *id);
+void uvt__screen_free_all(uvt_tools_t *tools);
+void uvt__tool_task_screen(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args);
+
+/* ---- wait.c: task_wait (M-TOOLS-9). */
+
+void uvt__tool_task_wait(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_wait_abort(uvt_tools_call_t *req);
 
 /* ---- write.c: write_stdin (M-TOOLS-5). */
 

@@ -42,6 +42,8 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   a->tty = -1;
   a->chars_len = (size_t)-1;
   a->close_stdin = -1;
+  a->merge_stderr = -1;
+  a->stdin_text_len = (size_t)-1;
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -149,7 +151,8 @@ static void text_output(uvt_tools_call_t *req, const char *id,
                         uvt__text_t *t) {
   size_t before = t->len;
 
-  uvt__tools_output(req->tools, id, r, req->max_bytes_, t);
+  uvt__tools_output(req->tools, id, r, req->max_bytes_,
+                    uvt__tools_max_lines(req->tools, req->max_bytes_), t);
   if (t->len == before && t->err == 0 && empty_note != NULL)
     uvt__text_str(t, empty_note);
 }
@@ -208,6 +211,16 @@ static void tools_process_options(uvt_tools_call_t *req,
   if (tools->grace_ms_ > 0)
     po->grace_ms = tools->grace_ms_;
   po->sandbox = tools->sandbox_; /* S-4 */
+  /* M-TOOLS-15: a result after the cap dropped bytes still shows the true
+   * beginning. */
+  po->keep_head_bytes = UVT_TOOLS_HEAD_BYTES;
+  /* M-TOOLS-10: what the cap drops is kept. */
+  if (tools->spill_dir_ != NULL) {
+    po->on_drop = uvt__spill_drop_cb;
+    po->on_drop_data = tools;
+  }
+  /* M-TOOLS-12: stderr in stdout's stream, in the order written. */
+  po->merge_stderr = args->merge_stderr == 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -235,6 +248,10 @@ static void tool_run_in_background(uvt_tools_call_t *req,
 
   err = uvt_process_start(req->tools->registry, &po, id);
   if (err == 0) {
+    /* M-TOOLS-11: a terminal's screen, kept from its first byte. */
+    if (po.pty)
+      uvt__screen_add(req->tools, id, UVT_PROCESS_PTY_ROWS,
+                      UVT_PROCESS_PTY_COLS);
     uvt__text_printf(&t, "Started %s.", id);
     if (po.pty)
       uvt__text_str(&t, " It runs on a terminal: write_stdin types into it "
@@ -354,6 +371,14 @@ int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
   uvt__text_printf(&t, "%s needs task_id (a string such as bash-1).", tool);
   uvt__tools_result(req, &t, 1);
   return -1;
+}
+
+size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes) {
+  if (max_bytes <= tools->max_bytes_ || tools->max_bytes_ == 0)
+    return tools->max_lines_;
+  if (tools->max_lines_ > SIZE_MAX / (max_bytes / tools->max_bytes_ + 1))
+    return SIZE_MAX;
+  return tools->max_lines_ * (max_bytes / tools->max_bytes_);
 }
 
 /* The call's max_bytes (M-TOOLS-8) into req->max_bytes_: the options' when
@@ -550,6 +575,12 @@ static void tool_run_command(uvt_tools_call_t *req,
 
   tools_process_options(req, args, &po);
   po.max_runtime_ms = runtime_ms;
+  /* M-TOOLS-13: these bytes, then end of file. */
+  if (args->stdin_text != NULL) {
+    po.stdin_data = args->stdin_text;
+    po.stdin_len = args->stdin_text_len == (size_t)-1 ? strlen(args->stdin_text)
+                                                      : args->stdin_text_len;
+  }
   req->runtime_ms_ = runtime_ms;
   req->started_ns_ = uv_hrtime();
   err = uvt_process_start(tools->registry, &po, req->task_id_);
@@ -744,6 +775,8 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   uvt__list_init(&tools->ready_);
   uvt__list_init(&tools->waiting_);
   uvt__list_init(&tools->carries_);
+  uvt__list_init(&tools->spills_);
+  uvt__list_init(&tools->screens_);
   tools->registry = reg;
   tools->notice_cb_ = o->notice_cb;
   tools->output_cap_bytes_ = o->output_cap_bytes;
@@ -755,10 +788,27 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   tools->yield_ms_ = o->yield_ms;
   tools->sandbox_ = o->sandbox;
   tools->env_ = o->env;
+  tools->max_lines_ =
+      o->max_lines == 0 ? UVT_TOOLS_MAX_LINES_DEFAULT : o->max_lines;
+  if (tools->max_lines_ < UVT_TOOLS_MAX_LINES_MIN)
+    tools->max_lines_ = UVT_TOOLS_MAX_LINES_MIN;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
     if (tools->cwd_ == NULL)
       return UV_ENOMEM;
+  }
+  tools->spill_max_bytes_ = o->spill_max_bytes == 0
+                                ? UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT
+                                : o->spill_max_bytes;
+  if (o->spill_dir != NULL) {
+    err = uvt__spill_check_dir(o->spill_dir);
+    if (err == 0) {
+      tools->spill_dir_ = tools_strdup(o->spill_dir);
+      if (tools->spill_dir_ == NULL)
+        err = UV_ENOMEM;
+    }
+    if (err != 0)
+      goto fail;
   }
   name = o->surface_name != NULL ? o->surface_name : UVT_TOOLS_SURFACE_NAME;
   err = uvt_surface_attach(reg, &tools->surface_, name);
@@ -788,6 +838,8 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
 fail:
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_free(tools->spill_dir_);
+  tools->spill_dir_ = NULL;
   tools->registry = NULL;
   return err;
 }
@@ -800,6 +852,9 @@ static void tools_handle_closed(uv_handle_t *h) {
     return;
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_free(tools->spill_dir_);
+  tools->spill_dir_ = NULL;
+  uvt__spill_free(tools);
   uvt__tools_output_free(tools);
   tools->state_ = TOOLS_DETACHED;
   tools->registry = NULL;
@@ -839,7 +894,7 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
     next = n->next;
     req = uvt__container_of(n, uvt_tools_call_t, link_);
     req->aborted_ = ABORT_DETACH;
-    uvt_wait_abort(&req->wait_);
+    uvt__tools_wait_abort(req);
   }
   /* Nothing pending: close now; the close callback keeps us out of this
    * call.  Otherwise the last delivery closes. */
@@ -881,6 +936,7 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->status_ = 0;
   req->aborted_ = ABORT_NONE;
   req->tool_ = TOOL_OTHER;
+  req->multi_ = NULL;
   tools->pending_++;
 
   if (strcmp(name, "run_in_background") == 0) {
@@ -895,6 +951,11 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   } else if (strcmp(name, "write_stdin") == 0) {
     req->tool_ = TOOL_WRITE_STDIN;
     uvt__tool_write_stdin(req, args);
+  } else if (strcmp(name, "task_wait") == 0) {
+    req->tool_ = TOOL_TASK_WAIT;
+    uvt__tool_task_wait(req, args);
+  } else if (strcmp(name, "task_screen") == 0) {
+    uvt__tool_task_screen(req, args);
   } else {
     tool_task_kill(req, args);
   }
@@ -920,7 +981,37 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
                "call cancelled", NULL);
     /* UV_EINVAL here means the wait's callback is already due; it will
      * see aborted_ and end the call as aborted. */
-    uvt_wait_abort(&req->wait_);
+    uvt__tools_wait_abort(req);
   }
   return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* What the tools in other files share (wait.c)                            */
+
+void uvt__tools_ready(uvt_tools_call_t *req, int status) {
+  tools_ready(req, status);
+}
+
+int uvt__tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                       uint64_t default_ms, uint64_t max_ms, uint64_t *out) {
+  return tools_timeout(req, args, default_ms, max_ms, out);
+}
+
+void uvt__tools_unlink_waiting(uvt_tools_call_t *req) {
+  tools_unlink_waiting(req);
+}
+
+void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
+                       uvt_agent_t *owner) {
+  if (tools->state_ == TOOLS_ATTACHED)
+    tools_notice(tools, snap, owner);
+}
+
+/* Stop the wait (or, for task_wait, the waits) of a call. */
+void uvt__tools_wait_abort(uvt_tools_call_t *req) {
+  if (req->tool_ == TOOL_TASK_WAIT)
+    uvt__tool_task_wait_abort(req);
+  else
+    uvt_wait_abort(&req->wait_);
 }

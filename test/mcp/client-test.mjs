@@ -60,9 +60,10 @@ try {
   // tools/list (M-TOOLS-3 through MCP).
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  check('tools/list names the six tools',
+  check('tools/list names the tools (M-TOOLS-9: task_wait, M-TOOLS-11: task_screen)',
     JSON.stringify(names) ===
-      JSON.stringify(['run_command', 'run_in_background', 'task_kill', 'task_list', 'task_output', 'write_stdin']),
+      JSON.stringify(['run_command', 'run_in_background', 'task_kill', 'task_list', 'task_output',
+        'task_screen', 'task_wait', 'write_stdin']),
     names);
   check('tools/list gives object input schemas',
     tools.every((t) => t.inputSchema?.type === 'object' && t.description), tools);

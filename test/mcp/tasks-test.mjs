@@ -111,7 +111,8 @@ try {
   check('tools/list: run_command optional, the others forbidden',
     support.run_command === 'optional' && support.run_in_background === 'forbidden' &&
       support.task_output === 'forbidden' && support.task_list === 'forbidden' &&
-      support.task_kill === 'forbidden' && support.write_stdin === 'forbidden', support);
+      support.task_kill === 'forbidden' && support.write_stdin === 'forbidden' &&
+      support.task_wait === 'forbidden' && support.task_screen === 'forbidden', support);
 
   // A task-augmented run_command through callToolStream: created, polled,
   // result.  A non-zero exit is a completed task with isError false.
@@ -289,7 +290,7 @@ try {
   check('2025-06-18: no tasks capability', old.getServerCapabilities()?.tasks === undefined,
     old.getServerCapabilities());
   const oldTools = (await old.listTools()).tools;
-  check('2025-06-18: no execution fields', oldTools.length === 6 &&
+  check('2025-06-18: no execution fields', oldTools.length === 8 &&
     oldTools.every((t) => t.execution === undefined), oldTools);
   res = await old.callTool({ name: 'run_command', arguments: { command: 'echo old; exit 1' } });
   check('2025-06-18: run_command runs synchronously',

@@ -57,9 +57,10 @@ try {
       Number.isInteger(disc.ttlMs) && disc.cacheScope === 'public', disc);
 
   const { tools } = await client.listTools();
-  check('tools/list: the six tools, no execution field',
+  check('tools/list: the tools (M-TOOLS-9, M-TOOLS-11), no execution field',
     tools.map((t) => t.name).sort().join(',') ===
-      'run_command,run_in_background,task_kill,task_list,task_output,write_stdin' &&
+      'run_command,run_in_background,task_kill,task_list,task_output,task_screen,task_wait,' +
+      'write_stdin' &&
       tools.every((t) => t.execution === undefined), tools);
 
   let res = await call('run_in_background', { command: 'echo one; sleep 0.3; echo two', label: 'v2 job' });

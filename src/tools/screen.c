@@ -1,0 +1,201 @@
+/* The screen of a terminal task (M-TOOLS-11), kept by libvterm: every read
+ * of a task the tools started with `tty` is also fed to a terminal
+ * emulator of the terminal's size, so task_screen can show its current
+ * rows of text, the cursor and whether the alternate screen is on; while a
+ * program is on the alternate screen (top, vim, less), the results of
+ * task_output and write_stdin show that screen instead of the transcript
+ * of its redraws (output.c). */
+#include <string.h>
+#include <vterm.h>
+
+#include "tools-int.h"
+#include "uvt-internal.h"
+
+/* Bytes of one row's text: up to 4 bytes per cell and per combining
+ * character libvterm keeps. */
+#define ROW_TEXT_MAX(cols) ((size_t)(cols)*4 * VTERM_MAX_CHARS_PER_CELL + 1)
+
+struct uvt__screen_s {
+  struct uvt__link link; /* on the tools' screens_ */
+  char id[UVT_ID_MAX];
+  VTerm *vt;
+  VTermScreen *screen;
+  int rows;
+  int cols;
+  int alt; /* the alternate screen is on */
+};
+
+static int on_termprop(VTermProp prop, VTermValue *val, void *user) {
+  uvt__screen_t *s = user;
+
+  if (prop == VTERM_PROP_ALTSCREEN)
+    s->alt = val->boolean != 0;
+  return 1;
+}
+
+static const VTermScreenCallbacks screen_cbs = {
+    .settermprop = on_termprop,
+};
+
+uvt__screen_t *uvt__screen_find(uvt_tools_t *tools, const char *id) {
+  struct uvt__link *n;
+  uvt__screen_t *s;
+
+  for (n = tools->screens_.next; n != &tools->screens_; n = n->next) {
+    s = uvt__container_of(n, uvt__screen_t, link);
+    if (strcmp(s->id, id) == 0)
+      return s;
+  }
+  return NULL;
+}
+
+void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols) {
+  uvt__screen_t *s;
+
+  if (strlen(id) >= UVT_ID_MAX)
+    return;
+  s = uvt__tools_malloc(sizeof(*s));
+  if (s == NULL)
+    return; /* no screen: its results stay a transcript */
+  memset(s, 0, sizeof(*s));
+  s->vt = vterm_new(rows, cols);
+  if (s->vt == NULL) {
+    uvt__tools_free(s);
+    return;
+  }
+  strcpy(s->id, id);
+  s->rows = rows;
+  s->cols = cols;
+  vterm_set_utf8(s->vt, 1);
+  s->screen = vterm_obtain_screen(s->vt);
+  vterm_screen_set_callbacks(s->screen, &screen_cbs, s);
+  vterm_screen_enable_altscreen(s->screen, 1);
+  vterm_screen_reset(s->screen, 1);
+  uvt__tools_keep_state(tools, &tools->screens_, &s->link);
+}
+
+static void screen_free(uvt__screen_t *s) {
+  uvt__list_remove(&s->link);
+  vterm_free(s->vt);
+  uvt__tools_free(s);
+}
+
+void uvt__screen_forget(uvt_tools_t *tools, const char *id) {
+  uvt__screen_t *s = uvt__screen_find(tools, id);
+
+  if (s != NULL)
+    screen_free(s);
+}
+
+void uvt__screen_free_all(uvt_tools_t *tools) {
+  struct uvt__link *n;
+
+  while ((n = uvt__list_pop(&tools->screens_)) != NULL) {
+    uvt__list_init(n);
+    screen_free(uvt__container_of(n, uvt__screen_t, link));
+  }
+}
+
+void uvt__screen_feed(uvt__screen_t *s, const char *bytes, size_t len) {
+  if (len > 0)
+    vterm_input_write(s->vt, bytes, len);
+}
+
+int uvt__screen_alt(const uvt__screen_t *s) {
+  return s->alt;
+}
+
+void uvt__screen_render(uvt__screen_t *s, uvt__text_t *t) {
+  VTermState *state = vterm_obtain_state(s->vt);
+  VTermPos cursor;
+  VTermRect rect;
+  size_t cap = ROW_TEXT_MAX(s->cols);
+  size_t n;
+  char *buf;
+  int last = -1;
+  int r;
+
+  vterm_state_get_cursorpos(state, &cursor);
+  uvt__text_printf(t,
+                   "[screen %dx%d, %s screen, cursor at row %d, column %d; "
+                   "rows and columns count from 1]\n",
+                   s->cols, s->rows, s->alt ? "alternate" : "main",
+                   cursor.row + 1, cursor.col + 1);
+  buf = uvt__tools_malloc(cap);
+  if (buf == NULL) {
+    t->err = UV_ENOMEM;
+    return;
+  }
+  /* Rows up to the last one that shows something. */
+  for (r = 0; r < s->rows; r++) {
+    rect.start_row = r;
+    rect.end_row = r + 1;
+    rect.start_col = 0;
+    rect.end_col = s->cols;
+    if (vterm_screen_get_text(s->screen, buf, cap - 1, rect) > 0)
+      last = r;
+  }
+  for (r = 0; r <= last; r++) {
+    rect.start_row = r;
+    rect.end_row = r + 1;
+    rect.start_col = 0;
+    rect.end_col = s->cols;
+    n = vterm_screen_get_text(s->screen, buf, cap - 1, rect);
+    if (n > cap - 1)
+      n = cap - 1;
+    /* The row's own trailing blanks go. */
+    while (n > 0 && buf[n - 1] == ' ')
+      n--;
+    uvt__text_utf8(t, buf, n);
+    uvt__text_raw(t, "\n", 1);
+  }
+  uvt__tools_free(buf);
+}
+
+void uvt__tool_task_screen(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args) {
+  uvt_tools_t *tools = req->tools;
+  uvt__screen_t *s;
+  uvt_read_t r;
+  uvt__text_t t;
+  uvt__text_t scratch;
+  int err;
+
+  if (uvt__tools_need_id(req, args, "task_screen") != 0)
+    return;
+  uvt__text_init(&t);
+  memset(&r, 0, sizeof(r));
+  /* The read feeds the screen (output.c) and consumes what it shows; a
+   * task without a screen is looked at (uvt_get), not read. */
+  err =
+      uvt__screen_find(tools, args->task_id) != NULL
+          ? uvt_read(tools->registry, args->task_id, req->caller_, &r)
+          : uvt_get(tools->registry, args->task_id, req->caller_, &r.snapshot);
+  if (err != 0) {
+    uvt__tools_task_error(&t, "read", args->task_id, err);
+    uvt__tools_result(req, &t, 1);
+    return;
+  }
+  s = uvt__screen_find(tools, args->task_id);
+  if (s == NULL) {
+    uvt_snapshot_cleanup(&r.snapshot);
+    uvt__text_str(&t, "task_screen: ");
+    uvt__text_oneline(&t, args->task_id, UVT_ID_MAX);
+    uvt__text_str(&t, " does not run on a terminal (start it with "
+                      "run_in_background and tty: true); task_output shows "
+                      "its output.");
+    uvt__tools_result(req, &t, 1);
+    return;
+  }
+  uvt__text_init(&scratch);
+  uvt__tools_output(tools, args->task_id, &r, SIZE_MAX, SIZE_MAX, &scratch);
+  uvt__text_free(&scratch);
+  /* The read may have been the task's last: the screen stays until its
+   * record goes. */
+  s = uvt__screen_find(tools, args->task_id);
+  if (s != NULL)
+    uvt__screen_render(s, &t);
+  uvt__text_status(&t, &r.snapshot);
+  uvt_read_cleanup(&r);
+  uvt__tools_result(req, &t, 0);
+}
