@@ -25,7 +25,10 @@ static const char usage[] =
     "an MCP task (tools/call with params.task; tasks/get, tasks/result,\n"
     "tasks/list, tasks/cancel; notifications/tasks/status), and with\n"
     "2026-07-28 through the io.modelcontextprotocol/tasks extension.\n"
-    "\n"
+    "\n";
+/* The options, apart: one string literal may hold at most 4095 bytes in
+ * ISO C. */
+static const char usage_options[] =
     "Options:\n"
     "  --cwd DIR            directory commands run in (default: the current)\n"
     "  --output-cap BYTES   unread output kept per stream of a task\n"
@@ -298,6 +301,7 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
 
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
+      fputs(usage_options, stdout);
       return 1;
     }
     if (strcmp(a, "--version") == 0) {
