@@ -273,6 +273,10 @@ void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
                       int detail_static) {
   uvt_registry_t *reg = t->reg;
   t->status = status;
+  /* A producer may have shown a detail while live (the Slurm engine's
+   * pending reason). */
+  if (t->detail != NULL && !t->detail_static)
+    uvt__free(t->detail);
   t->detail = detail;
   t->detail_static = detail_static ? 1 : 0;
   t->finished_at_ms = uvt__now_ms();
