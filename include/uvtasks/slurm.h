@@ -53,9 +53,10 @@ typedef struct {
   uint64_t poll_ms;
   /* Partition for tasks that name none; NULL = the cluster's default. */
   const char *partition;
-  /* E-6: 1 = closing the registry drops the records of live jobs without
-   * cancelling them (they keep running; a journal finds them again).
-   * 0 (default) = a close cancels them like any task. */
+  /* E-6: 1 = closing the registry (or disposing the tasks' owner) drops
+   * the records of live jobs without cancelling them (they keep running;
+   * a journal finds them again).  0 (default) = a close cancels them like
+   * any task. */
   int detach_on_close;
   /* E-7: the job's wrapper touches its heartbeat file every
    * heartbeat_ms (default 1000, in whole seconds, at least 1 s); a running

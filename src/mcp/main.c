@@ -48,6 +48,12 @@ static const char usage[] =
     "30000)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
+    "  --slurm              add the tool submit_job: Slurm batch jobs as\n"
+    "                       tasks slurm-N (SLURM_CONF; output under\n"
+    "                       $UVTASKS_SLURM_OUT, shared with the nodes)\n"
+    "  --slurm-journal FILE with --slurm: keep the jobs in FILE; they\n"
+    "                       outlive the server and a server started on the\n"
+    "                       same FILE takes them back\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -81,6 +87,9 @@ static void on_registry_closed(void *data) {
     server->shutdown_timer_open = 0;
   }
   mcp_out_close(&server->out);
+#ifdef UVT_MCP_SLURM
+  mcp_slurm_close(server); /* after the registry: E-6 */
+#endif
 }
 
 static void on_agent_disposed(uvt_agent_t *agent) {
@@ -110,9 +119,14 @@ static void kill_all_tasks(mcp_server_t *server) {
   if (server->reg == NULL ||
       uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
     return;
-  for (i = 0; i < n; i++)
+  for (i = 0; i < n; i++) {
+    /* E-8: journalled Slurm jobs outlive the server (E-6). */
+    if (server->config.slurm_journal != NULL &&
+        strcmp(snaps[i].kind, "slurm") == 0)
+      continue;
     uvt_kill(server->reg, snaps[i].id, &server->agent, "server shutting down",
              NULL);
+  }
   uvt_snapshots_free(snaps, n);
 }
 
@@ -270,6 +284,12 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v > 100000000)
         goto bad;
       c->max_bytes = (size_t)v;
+    } else if (strcmp(a, "--slurm") == 0) {
+      c->slurm = 1;
+      i += 1;
+      continue;
+    } else if (strcmp(a, "--slurm-journal") == 0) {
+      c->slurm_journal = val;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -330,6 +350,16 @@ int main(int argc, char **argv) {
   err = parse_args(argc, argv, &server.config);
   if (err != 0)
     return err == 1 ? 0 : 2;
+#ifndef UVT_MCP_SLURM
+  if (server.config.slurm) {
+    fprintf(stderr, "uvtasks-mcp: --slurm: built without libslurm\n");
+    return 2;
+  }
+#endif
+  if (server.config.slurm_journal != NULL && !server.config.slurm) {
+    fprintf(stderr, "uvtasks-mcp: --slurm-journal needs --slurm\n");
+    return 2;
+  }
   if (server.config.cwd != NULL) {
     err = uv_fs_stat(NULL, &stat_req, server.config.cwd, NULL);
     if (err == 0 && !S_ISDIR(stat_req.statbuf.st_mode))
@@ -396,6 +426,10 @@ int main(int argc, char **argv) {
     err = uvt_agent_register(server.reg, &server.agent, "mcp-client",
                              server.session);
   }
+#ifdef UVT_MCP_SLURM
+  if (err == 0 && server.config.slurm)
+    err = mcp_slurm_init(&server);
+#endif
   if (err == 0)
     err = mcp_tasks_init(&server);
   if (err == 0)

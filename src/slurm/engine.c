@@ -523,7 +523,9 @@ static int slurm_cancel(uvt_task_t *t, const char *reason) {
   uvt_slurm_engine_t *e = j->e;
   (void)reason;
   uv_mutex_lock(&e->mutex);
-  if (e->detach_on_close && t->reg->closing && !j->settling) {
+  if (e->detach_on_close && !j->settling &&
+      (t->reg->closing ||
+       (t->owner != NULL && t->owner->state_ == UVT__AGENT_DISPOSING))) {
     /* E-6: the job keeps running; the record goes. */
     uvt_outcome_t o;
     char detail[96];
