@@ -269,6 +269,102 @@ static void slurm_stream(void **state) {
   env_close(&v);
 }
 
+/* E-2: one read takes at most output_cap_bytes of each stream; the file
+ * keeps the rest for the next read, nothing is dropped. */
+typedef struct {
+  env_t *v;
+  const char *id;
+  size_t total, max_read;
+  int reads;
+} capread_t;
+
+static int cap_read_all(void *arg) {
+  capread_t *c = arg;
+  uvt_read_t r;
+  assert_int_equal(uvt_read(c->v->f.reg, c->id, NULL, &r), 0);
+  c->total += r.len;
+  c->reads += r.len > 0;
+  if (r.len > c->max_read)
+    c->max_read = r.len;
+  uvt_read_cleanup(&r);
+  return c->total >= 10000;
+}
+
+static void slurm_output_cap(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], cmd[1024], gate[4096];
+  uvt_slurm_options_t o;
+  capread_t c;
+  FILE *fp;
+  (void)state;
+  case_path(gate, sizeof(gate), "gate");
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  snprintf(cmd, sizeof(cmd),
+           "head -c 10000 /dev/zero | tr '\\0' x; "
+           "while [ ! -e %s ]; do sleep 0.05; done",
+           gate);
+  o.command = cmd;
+  o.output_cap_bytes = 4096;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  memset(&c, 0, sizeof(c));
+  c.v = &v;
+  c.id = id;
+  run_until(&v, cap_read_all, &c, 60000);
+  assert_int_equal(c.total, 10000);
+  assert_true(c.max_read <= 4096);
+  assert_true(c.reads >= 3);
+  fp = fopen(gate, "w");
+  assert_non_null(fp);
+  fclose(fp);
+  wait_end(&v, id, 60000);
+  assert_int_equal(cap_read_all(&c), 1);
+  assert_int_equal(c.total, 10000); /* nothing more, nothing twice */
+  env_close(&v);
+}
+
+/* E-1: what uvt_slurm_start refuses before anything is registered. */
+static void slurm_start_refused(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX];
+  uvt_slurm_options_t o;
+  const char *argv[] = {"true", NULL};
+  const char *empty[] = {NULL};
+  uvt_metrics_t m;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL); /* neither */
+  o.command = "true";
+  o.argv = argv;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL); /* both */
+  o.argv = NULL;
+  o.command = "  ";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
+  o.command = NULL;
+  o.argv = empty;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
+  o.argv = argv;
+  o.output_cap_bytes = 3;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
+  assert_int_equal(uvt_slurm_start(NULL, &o, id), UV_EINVAL);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), UV_EINVAL); /* no journal */
+  uvt_registry_metrics(v.f.reg, &m);
+  assert_int_equal(m.started, 0);
+  /* argv runs as given. */
+  o.output_cap_bytes = 0;
+  {
+    const char *echo[] = {"echo", "it's", "one arg", NULL};
+    char acc[256] = "";
+    o.argv = echo;
+    assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+    wait_end(&v, id, 60000);
+    read_into(&v, id, acc, sizeof(acc));
+    assert_string_equal(acc, "it's one arg\n");
+  }
+  env_close(&v);
+}
+
 /* ---- E-3: a kill ends every process of the job ------------------------- */
 
 /* A process that still runs: a zombie (dead, waiting for this machine's
@@ -297,10 +393,13 @@ static int pids_gone(const char *path) {
   return alive;
 }
 
+static int job_state_is(uint32_t job, const char *states);
+
 static void slurm_kill_all(void **state) {
   env_t v;
   char id[UVT_ID_MAX], pids[4096], cmd[2048], detail[160];
   uvt_kill_result_t kr;
+  uint32_t job = 0;
   lines_t lw;
   (void)state;
   case_path(pids, sizeof(pids), "pids");
@@ -321,6 +420,8 @@ static void slurm_kill_all(void **state) {
   assert_int_equal(status_of(&v, id, NULL, 0), UVT_STOPPING);
   wait_end(&v, id, 60000);
   /* Settled only once Slurm no longer holds it COMPLETING: nothing left. */
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_true(job_state_is(job, "gone CA"));
   assert_int_equal(pids_gone(pids), 0);
   assert_int_equal(status_of(&v, id, detail, sizeof(detail)), UVT_KILLED);
   assert_non_null(strstr(detail, "CANCELLED"));
@@ -723,6 +824,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(slurm_start_and_output, setup),
       cmocka_unit_test_setup(slurm_stream, setup),
+      cmocka_unit_test_setup(slurm_output_cap, setup),
+      cmocka_unit_test_setup(slurm_start_refused, setup),
       cmocka_unit_test_setup(slurm_kill_all, setup),
       cmocka_unit_test_setup(slurm_kill_early, setup),
       cmocka_unit_test(slurm_outcome_map),

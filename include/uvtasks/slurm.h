@@ -73,10 +73,12 @@ UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
 
 /* Start an engine for `reg` (its loop).  Creates out_dir (mode 0700 if
  * missing), opens (creates) the journal, starts the engine thread.  The
- * engine lives until uvt_slurm_engine_close() or the registry's close,
- * whichever comes first... the host closes the engine after the registry.
- * Returns 0, UV_EINVAL (NULL reg, o, out, or out_dir), UV_ENOMEM, or the
- * error of creating out_dir / opening the journal / starting the thread.
+ * host closes the engine after the registry (see below).
+ * Returns 0, UV_EINVAL (NULL reg, o, out, or out_dir), UV_ENOENT or
+ * UV_EACCES (no readable slurm.conf at `conf`, $SLURM_CONF or
+ * /etc/slurm/slurm.conf: libslurm would end the process), UV_ENOMEM, or
+ * the error of creating out_dir / opening the journal / starting the
+ * thread.
  * Thread: loop. */
 UVT_EXTERN int uvt_slurm_engine_new(uvt_registry_t *reg,
                                     const uvt_slurm_engine_options_t *o,

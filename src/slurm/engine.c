@@ -221,15 +221,18 @@ static void handle_requests(uvt_slurm_engine_t *e) {
     }
     if (j->kills > 0 && j->job != 0) {
       uint32_t job = j->job;
+      int rc;
       j->kills = 0;
       uv_mutex_unlock(&e->mutex);
       /* E-3: a cancel ends every process of the job (the controller sends
        * SIGTERM, then SIGKILL after KillWait). */
-      if (slurm_kill_job(job, SIGKILL, 0) != 0 &&
-          slurm_get_errno() != ESLURM_ALREADY_DONE)
-        uvt__log(e->reg, 1, "slurm: cancel of job %u failed: %s", job,
-                 slurm_strerror(slurm_get_errno()));
+      rc = slurm_kill_job(job, SIGKILL, 0) != 0 &&
+           slurm_get_errno() != ESLURM_ALREADY_DONE;
       uv_mutex_lock(&e->mutex);
+      /* The controller did not take it (down, busy): the next poll sends
+       * it again. */
+      if (rc)
+        j->kills++;
     }
     uvt__sjob_unref_locked(j);
   }
@@ -243,7 +246,7 @@ static void set_pending(uvt__sjob_t *j, const char *reason) {
     uvt__free(j->live_detail);
     j->live_detail = NULL;
   } else {
-    snprintf(buf, sizeof(buf), "pending: %s", reason);
+    snprintf(buf, sizeof(buf), reason[0] ? "pending: %s" : "pending", reason);
     if (j->live_detail != NULL && strcmp(j->live_detail, buf) == 0)
       return;
     uvt__free(j->live_detail);
@@ -305,11 +308,8 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
   uv_mutex_unlock(&e->mutex);
   rc = slurm_load_job_user(&msg, getuid(), SHOW_ALL);
   uv_mutex_lock(&e->mutex);
-  if (rc != 0) {
-    uvt__log(e->reg, 2, "slurm: loading jobs failed: %s",
-             slurm_strerror(slurm_get_errno()));
-    return;
-  }
+  if (rc != 0)
+    return; /* the controller did not answer: the next poll asks again */
   now = mono_ms();
   for (l = e->polled.next; l != &e->polled; l = next) {
     uvt__sjob_t *j = uvt__container_of(l, uvt__sjob_t, poll_link);
@@ -324,6 +324,8 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
     }
     if (j->job == 0)
       continue;
+    if (j->kills > 0 || j->want_find)
+      uvt__sjob_queue_request(j); /* a cancel or a look-up to retry */
     for (i = 0; i < msg->record_count; i++)
       if (msg->job_array[i].job_id == j->job) {
         info = &msg->job_array[i];
@@ -339,13 +341,16 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
     }
     base = info->job_state & JOB_STATE_BASE;
     if (base == JOB_PENDING) {
-      set_pending(j, slurm_job_reason_string(info->state_reason));
-    } else if (base == JOB_RUNNING || base == JOB_SUSPENDED) {
+      const char *why = slurm_job_reason_string(info->state_reason);
+      set_pending(j, why != NULL && strcmp(why, "None") != 0 ? why : "");
+    } else if (base == JOB_SUSPENDED) {
+      j->hb_seen_ms = 0; /* E-7: a suspended job does not beat */
+    } else if (base == JOB_RUNNING) {
       int lost;
       uint64_t silent = 0;
       set_pending(j, NULL);
       check_heartbeat(e, j, now, &lost, &silent);
-      if (lost && base == JOB_RUNNING) {
+      if (lost) {
         char detail[96];
         uint32_t job = j->job;
         snprintf(detail, sizeof(detail), "lost (no heartbeat for %llu s)",
@@ -467,7 +472,7 @@ static void engine_closed(uv_handle_t *h) {
 static void engine_async(uv_async_t *h) {
   uvt_slurm_engine_t *e = h->data;
   struct uvt__link *l;
-  int done;
+  int done, journal_err;
   uv_mutex_lock(&e->mutex);
   while ((l = uvt__list_pop(&e->to_loop)) != NULL) {
     uvt__sjob_t *j = uvt__container_of(l, uvt__sjob_t, loop_link);
@@ -482,8 +487,15 @@ static void engine_async(uv_async_t *h) {
     }
     uvt__sjob_unref_locked(j);
   }
+  journal_err = e->journal_err;
+  e->journal_err = 0;
   done = e->thread_done && e->closing && !e->thread_joined;
   uv_mutex_unlock(&e->mutex);
+  if (journal_err != 0)
+    uvt__log(e->reg, UVT_LOG_WARN,
+             "slurm: journal write failed (%s): a restart may not find "
+             "every job",
+             uv_strerror(journal_err));
   if (done) {
     e->thread_joined = 1;
     uv_thread_join(&e->thread); /* it has returned: no wait */
@@ -655,6 +667,15 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
       o->out_dir[0] == '\0')
     return UV_EINVAL;
   *out = NULL;
+  /* libslurm ends the process when it cannot read its configuration:
+   * check first that there is one to read. */
+  {
+    const char *conf = o->conf != NULL ? o->conf : getenv("SLURM_CONF");
+    if (conf == NULL)
+      conf = "/etc/slurm/slurm.conf";
+    if (access(conf, R_OK) != 0)
+      return uv_translate_sys_error(errno);
+  }
   if (mkdir(o->out_dir, 0700) != 0 && errno != EEXIST)
     return uv_translate_sys_error(errno);
   uv_once(&lib_once, lib_mutex_init);

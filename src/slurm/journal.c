@@ -33,9 +33,11 @@ void uvt__journal_line(uvt_slurm_engine_t *e, const char *fmt, ...) {
   do
     w = write(e->journal_fd, line, (size_t)n);
   while (w < 0 && errno == EINTR);
-  if (w != n)
-    uvt__log(e->reg, 1, "slurm: journal write failed: %s",
-             w < 0 ? strerror(errno) : "short write");
+  if (w != n) {
+    /* Told on the loop thread (engine.c), whichever thread wrote. */
+    e->journal_err = w < 0 ? uv_translate_sys_error(errno) : UV_EIO;
+    uv_async_send(&e->async);
+  }
   e->journal_sync = 1;
 }
 

@@ -36,6 +36,7 @@ struct uvt_slurm_engine_s {
   int thread_done;
   int journal_sync; /* the journal has lines to fsync before a submit */
   size_t jobs;      /* jobs not freed yet */
+  int journal_err;  /* a journal write failed: logged on the loop */
   int closed;       /* the async handle closed: free at jobs == 0 */
   /* Loop thread only. */
   int closing;
