@@ -205,7 +205,32 @@ down() {
   fi
   stop_pids "$dir/slurmd-n1.pid" "$dir/slurmd-n2.pid" "$dir/slurmctld.pid" \
     "$dir/munge/pid"
+  reap_jobs
   return 0
+}
+
+# What a test left behind when it failed half-way (a job frozen to play a
+# lost node, a job whose slurmd was killed): thaw every job cgroup of the
+# nodes n1 and n2 and SIGKILL what is in it, slurmstepd included.
+reap_jobs() {
+  local cg st pid
+  for cg in /sys/fs/cgroup/freezer/slurm_n1/*/job_* \
+    /sys/fs/cgroup/freezer/slurm_n2/*/job_*; do
+    [ -d "$cg" ] || continue
+    for st in "$cg"/freezer.state "$cg"/*/freezer.state; do
+      [ -f "$st" ] && echo THAWED >"$st" 2>/dev/null
+    done
+    for pid in $(cat "$cg"/tasks "$cg"/*/tasks 2>/dev/null); do
+      kill -KILL "$pid" 2>/dev/null
+    done
+  done
+  for pid in $(pgrep -x slurmstepd); do
+    # Only the steps of this cluster's spool.
+    if grep -qs "$dir" "/proc/$pid/environ" ||
+      ls -l "/proc/$pid/cwd" 2>/dev/null | grep -q "$dir"; then
+      kill -KILL "$pid" 2>/dev/null
+    fi
+  done
 }
 
 status() {

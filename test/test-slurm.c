@@ -32,7 +32,8 @@ typedef struct {
   uvt_slurm_engine_t *e;
   int engine_closed;
   uvt_listener_t l;
-  int notices;
+  int notices; /* ends not reported (a host's completion notices) */
+  int ends;    /* every end a listener heard of */
   char last_notice[UVT_ID_MAX];
 } env_t;
 
@@ -40,7 +41,10 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
                     uvt_agent_t *owner) {
   env_t *v = l->data;
   (void)owner;
-  v->notices++;
+  /* A host tells its user of an end nobody saw: reported == 0. */
+  v->ends++;
+  if (!snap->reported)
+    v->notices++;
   snprintf(v->last_notice, sizeof(v->last_notice), "%s", snap->id);
 }
 
@@ -659,11 +663,39 @@ static void slurm_close_cancels(void **state) {
   assert_true(job_state_is(job, "gone CA"));
 }
 
+static void agent_disposed(uvt_agent_t *a) {
+  (*(int *)a->data)++;
+}
+
+typedef struct {
+  env_t *v;
+  uvt_agent_t *owner;
+  const char *id;
+} ownedarg_t;
+
+static int owned_has_hb(void *arg) {
+  ownedarg_t *o = arg;
+  uvt_task_t *t;
+  char path[4096];
+  if (uvt__lookup(o->v->f.reg, o->id, o->owner, &t) != 0)
+    return 0;
+  snprintf(path, sizeof(path), "%s/%s.hb", out_dir,
+           ((uvt__sjob_t *)uvt_task_arg(t))->key);
+  return access(path, F_OK) == 0;
+}
+
+static void run_until_owned(env_t *v, uvt_agent_t *owner, const char *id) {
+  ownedarg_t o = {v, owner, id};
+  run_until(v, owned_has_hb, &o, 60000);
+}
+
+/* E-6 */
 static void slurm_close_detached(void **state) {
   env_t v;
-  char id[UVT_ID_MAX], journal[4096], d[160];
+  char id[UVT_ID_MAX], id2[UVT_ID_MAX], journal[4096], d[160];
   idarg_t a;
-  uint32_t job, job2;
+  uvt_agent_t owner;
+  uint32_t job, job2, job3 = 0;
   uvt_kill_result_t kr;
   (void)state;
   case_path(journal, sizeof(journal), "journal");
@@ -673,20 +705,49 @@ static void slurm_close_detached(void **state) {
   a.id = id;
   run_until(&v, has_job, &a, 60000);
   assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  /* A task of an agent that is disposed is detached too. */
+  {
+    uvt_slurm_options_t o;
+    idarg_t a2;
+    int disposed = 0;
+    uvt_snapshot_t s;
+    uvt_slurm_options_init(&o);
+    o.command = "sleep 300";
+    o.owner = &owner;
+    memset(&owner, 0, sizeof(owner));
+    assert_int_equal(uvt_agent_register(v.f.reg, &owner, "A", "s1"), 0);
+    owner.data = &disposed;
+    assert_int_equal(uvt_slurm_start(v.e, &o, id2), 0);
+    a2.v = &v;
+    a2.id = id2;
+    run_until_owned(&v, &owner, id2);
+    assert_int_equal(uvt_slurm_job_id(v.f.reg, id2, &owner, &job3), 0);
+    assert_int_equal(uvt_agent_dispose(&owner, agent_disposed), 0);
+    while (!disposed)
+      uv_run(&v.f.loop, UV_RUN_ONCE);
+    assert_int_equal(uvt_get(v.f.reg, id2, NULL, &s), UVT_ENOTASK);
+    assert_true(job_state_is(job3, "R PD"));
+    (void)a2;
+  }
   env_close(&v);
   assert_int_equal(v.notices, 0);
   assert_true(job_state_is(job, "R PD"));
-  /* E-5: a new host on the same journal gets it back under its id. */
+  /* E-5: a new host on the same journal gets both back under their ids. */
   env_open(&v, journal, 0, 0);
-  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 1);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 2);
   assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job2), 0);
   assert_int_equal(job2, job);
-  /* R-START-6: a second adoption finds the id live. */
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id2, NULL, &job2), 0);
+  assert_int_equal(job2, job3);
+  /* R-START-6: a second adoption finds the ids live. */
   assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), UV_EEXIST);
   assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  assert_int_equal(uvt_kill(v.f.reg, id2, NULL, "t", &kr), 0);
   wait_end(&v, id, 60000);
+  wait_end(&v, id2, 60000);
   assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
-  assert_int_equal(v.notices, 1);
+  assert_int_equal(v.ends, 2);
+  assert_int_equal(v.notices, 0); /* the kills reported them */
   env_close(&v);
 }
 
@@ -794,6 +855,12 @@ static void slurm_lost_node(void **state) {
   char id[UVT_ID_MAX], d[160];
   uint32_t job;
   (void)state;
+  /* The "dead node" is played by freezing the job's cgroup v1 freezer. */
+  if (access("/sys/fs/cgroup/freezer/slurm_n1", F_OK) != 0 &&
+      access("/sys/fs/cgroup/freezer", W_OK) != 0) {
+    print_message("no cgroup v1 freezer here: the lost node is not played\n");
+    skip();
+  }
   env_open(&v, NULL, 0, 3000);
   assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
   run_until(&v, hb_exists, (void *)key_of(&v, id), 60000);
@@ -843,5 +910,8 @@ int main(void) {
   } else {
     cluster_dir = NULL;
   }
+  /* UVT_SLURM_ONLY=pattern runs only the matching tests. */
+  if (getenv("UVT_SLURM_ONLY") != NULL)
+    cmocka_set_test_filter(getenv("UVT_SLURM_ONLY"));
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -158,6 +158,8 @@ static int do_submit(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint32_t *job,
   d.requeue = 0; /* E-1 */
   if (slurm_submit_batch_job(&d, &resp) != 0) {
     snprintf(why, why_size, "%s", slurm_strerror(slurm_get_errno()));
+    if (resp != NULL)
+      slurm_free_submit_response_response_msg(resp);
     return -1;
   }
   *job = resp->job_id;
@@ -526,7 +528,9 @@ static void engine_watch(uvt_watch_t *w, const uvt_snapshot_t *snap,
   if (j->e != e)
     return;
   uv_mutex_lock(&e->mutex);
-  uvt__journal_line(e, "D %s", j->id);
+  /* A detached job did not end: a later host adopts it (E-6). */
+  if (!j->detached)
+    uvt__journal_line(e, "D %s", j->id);
   uv_mutex_unlock(&e->mutex);
 }
 
