@@ -120,20 +120,24 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * exists when this returns; the submission itself happens on the engine
  * thread: a refusal settles the task `failed` "sbatch failed: REASON".
  * With a journal, the task is written (and fsync'd) before the job is
- * submitted.  The job: requeue off, name "uvt-<id>", output files
- * <out_dir>/<job key>.out and .err.  Until the job runs, the snapshot's
- * detail says why it is pending ("pending: Resources").
+ * submitted.  The job: requeue off, name "uvt-<key>" (key: "slurm-" and
+ * 8 random hex digits), a wrapper script handed to Slurm that runs the
+ * command and writes <out_dir>/<key>.hb (heartbeat) and <key>.rc (exit
+ * code); output in <key>.out and <key>.err.  Until the job runs, the
+ * snapshot's detail says why it is pending ("pending: Resources").
  * Returns uvt_start()'s errors, UV_EINVAL (NULL e or o, none or both of
  * command and argv, an empty command or argv, output_cap_bytes < 4),
- * UVT_ECLOSING (the engine is closing), UV_ENOMEM, or the error of writing
- * the job's files or the journal.  Thread: loop. */
+ * UVT_ECLOSING (the engine is closing), UV_ENOMEM, or the error of
+ * reading the working directory.  Thread: loop. */
 UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
                                const uvt_slurm_options_t *o,
                                char id_out[UVT_ID_MAX]);
 
 /* E-5: register every job of the journal that has not been reported as
  * ended, under its old id (R-START-6), owned by `owner` (NULL =
- * unowned).  Output resumes at the consumed offsets; a job that ended
+ * unowned), labelled "slurm job N (adopted)".  Call it before starting
+ * new tasks: a new task may otherwise take a journalled id first (then
+ * that job's adoption fails with UV_EEXIST).  Output resumes at the consumed offsets; a job that ended
  * while no host watched settles from what the controller (or, once the
  * controller forgot it, the job's exit-code file) says.  A job whose end
  * was already delivered to listeners is not registered again.
