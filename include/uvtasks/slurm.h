@@ -72,7 +72,9 @@ typedef struct {
 UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
 
 /* Start an engine for `reg` (its loop).  Creates out_dir (mode 0700 if
- * missing), opens (creates) the journal, starts the engine thread.  The
+ * missing), opens (creates) the journal, starts the engine thread and
+ * waits for its libslurm set-up (which reads slurm.conf and writes the
+ * process environment, so no thread may read it meanwhile).  The
  * host closes the engine after the registry (see below).
  * Returns 0, UV_EINVAL (NULL reg, o, out, or out_dir), UV_ENOENT or
  * UV_EACCES (no readable slurm.conf at `conf`, $SLURM_CONF or

@@ -387,6 +387,8 @@ static void engine_main(void *arg) {
   uv_mutex_unlock(&lib_mutex);
 
   uv_mutex_lock(&e->mutex);
+  e->ready = 1; /* uvt_slurm_engine_new waits for this (see there) */
+  uv_cond_broadcast(&e->cond);
   while (!e->stop) {
     uint64_t now;
     handle_requests(e);
@@ -731,6 +733,13 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
     uv_close((uv_handle_t *)&e->async, engine_closed);
     return err;
   }
+  /* libslurm's set-up writes the process environment (setenv), which no
+   * other thread may read meanwhile: the host's thread waits for it here
+   * (a local file is read; no controller is asked). */
+  uv_mutex_lock(&e->mutex);
+  while (!e->ready)
+    uv_cond_wait(&e->cond, &e->mutex);
+  uv_mutex_unlock(&e->mutex);
   *out = e;
   return 0;
 fail:

@@ -33,6 +33,7 @@ struct uvt_slurm_engine_s {
   struct uvt__link polled;   /* jobs whose state the thread follows */
   struct uvt__link to_loop;  /* jobs with news for the loop thread */
   int stop;
+  int ready; /* the thread's libslurm set-up is done */
   int thread_done;
   int journal_sync; /* the journal has lines to fsync before a submit */
   size_t jobs;      /* jobs not freed yet */
