@@ -613,8 +613,15 @@ typedef struct {
    * or a close begun in here. */
   int (*run)(uvt_task_t *t, void *arg, uvt_hooks_t *hooks_out);
   void *arg;
+  /* R-START-6 (v3): NULL = the kind's next number.  A producer that
+   * re-adopts work (the Slurm engine's adopt_all) names the id it had, of
+   * its own kind: "<kind>-<n>", n a decimal from 1 with no leading zero.
+   * Refused with UV_EEXIST while a record (live, or terminal and not yet
+   * dropped) has it; once committed, the kind's counter never hands that
+   * number out again. */
+  const char *id;
   /* private: zero it (designated initialisers, memset) */
-  void *reserved_[4]; /* for fields to come without an ABI break */
+  void *reserved_[3]; /* for fields to come without an ABI break */
 } uvt_spec_t;
 
 /* Register and start a task (R-START-1..5).  Every check runs before `run`:
@@ -634,7 +641,8 @@ typedef struct {
  *
  * Returns, in the order checked: UV_EINVAL (NULL reg or spec), UVT_ECLOSING
  * (the registry is being disposed), UVT_ENOSURFACE, UV_EINVAL (bad kind or
- * label, NULL run), UVT_ECLOSING (the owner is being disposed) or
+ * label, NULL run, a spec->id not of the form "<kind>-<n>"), UV_EEXIST
+ * (spec->id names a record that exists, R-START-6), UVT_ECLOSING (the owner is being disposed) or
  * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ELIMIT
  * (R-LIMIT-1), UV_ENOMEM, the error `run` returned; else 0.  On error
  * nothing is registered and no id number is used.

@@ -85,7 +85,7 @@ lane_tsan() {
     tests=$(existing_tests build-tsan "${names[@]}")
   else
     tests=$(existing_tests build-tsan thread loopthread listener fuzz-registry process-spawner \
-      process-stdin process-pty process-events)
+      process-stdin process-pty process-events slurm)
   fi
   if [ -z "$tests" ]; then
     echo "lanes.sh tsan: none of the cross-thread tests is built" >&2

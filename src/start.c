@@ -90,6 +90,25 @@ static uvt_task_t *task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec) {
   return t;
 }
 
+/* R-START-6: a requested id is "<kind>-<n>" with n from 1, no leading
+ * zero, fitting 64 bits.  Returns n, or 0 if the id is not of that form. */
+static uint64_t requested_number(const char *kind, const char *id) {
+  size_t k = strlen(kind);
+  const char *p;
+  uint64_t n = 0;
+  if (strncmp(id, kind, k) != 0 || id[k] != '-')
+    return 0;
+  p = id + k + 1;
+  if (*p < '1' || *p > '9')
+    return 0;
+  for (; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9' || n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+      return 0;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  return n;
+}
+
 static void write_id_number(uvt_task_t *t, uint64_t n) {
   char digits[21];
   int len = 0;
@@ -111,6 +130,7 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   uvt_task_t *t;
   uvt_agent_t *owner;
   unsigned live;
+  uint64_t wanted = 0;
   int err;
 
   if (reg == NULL || spec == NULL)
@@ -123,6 +143,12 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   if (spec->kind == NULL || !valid_kind(spec->kind) || spec->label == NULL ||
       spec->label[0] == '\0' || spec->run == NULL)
     return UV_EINVAL;
+  if (spec->id != NULL) {
+    if ((wanted = requested_number(spec->kind, spec->id)) == 0)
+      return UV_EINVAL;
+    if (uvt__index_find(&reg->tasks_by_id, spec->id) != NULL)
+      return UV_EEXIST;
+  }
   owner = spec->owner;
   if (owner != NULL && (err = check_owner(reg, owner)) != 0)
     return err;
@@ -166,7 +192,14 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   }
 
   /* The commit: nothing below allocates or fails (R-START-3, R-START-4). */
-  write_id_number(t, ++kind->counter);
+  if (wanted != 0) {
+    /* R-START-6: the counter never hands this number out afterwards. */
+    write_id_number(t, wanted);
+    if (kind->counter < wanted)
+      kind->counter = wanted;
+  } else {
+    write_id_number(t, ++kind->counter);
+  }
   uvt__index_insert(&reg->tasks_by_id, &t->hentry, uvt__task_id(t));
   t->seq = ++reg->next_seq;
   t->started_at_ms = uvt__now_ms();
@@ -242,6 +275,10 @@ void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
                       int detail_static) {
   uvt_registry_t *reg = t->reg;
   t->status = status;
+  /* A producer may have shown a detail while live (the Slurm engine's
+   * pending reason). */
+  if (t->detail != NULL && !t->detail_static)
+    uvt__free(t->detail);
   t->detail = detail;
   t->detail_static = detail_static ? 1 : 0;
   t->finished_at_ms = uvt__now_ms();

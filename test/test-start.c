@@ -677,6 +677,83 @@ static void start_ids_per_kind(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* R-START-6: a producer may ask for a given id of its own kind; refused with
+ * UV_EEXIST while a record has it; the counter never hands it out again. */
+
+static int start_with_id(fixture_t *f, fake_t *fk, const char *kind,
+                         const char *want, char id[UVT_ID_MAX]) {
+  memset(fk, 0, sizeof(*fk));
+  fk->settle_on_cancel = 1;
+  return fake_start_id(f->reg, fk, kind, want, id);
+}
+
+static void start_given_id(void **state) {
+  fixture_t f;
+  fake_t fk[8];
+  fake_t bad;
+  char id[UVT_ID_MAX];
+  uvt_snapshot_t s;
+  uint64_t before;
+  const char *malformed[] = {"slurm-0",
+                             "slurm-07",
+                             "slurm-",
+                             "slurm-1x",
+                             "other-3",
+                             "slurm3",
+                             "slurm-99999999999999999999",
+                             "slurm--1"};
+  size_t i;
+  (void)state;
+  fixture_init(&f, NULL);
+  assert_int_equal(start_kind(&f, &fk[0], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-1");
+  /* A number above the counter: taken as asked. */
+  assert_int_equal(start_with_id(&f, &fk[1], "slurm", "slurm-7", id), 0);
+  assert_string_equal(id, "slurm-7");
+  assert_int_equal(uvt_get(f.reg, "slurm-7", NULL, &s), 0);
+  assert_string_equal(s.kind, "slurm");
+  assert_string_equal(s.label, "an adopted fake task");
+  uvt_snapshot_cleanup(&s);
+  /* Live: refused before run, nothing registered. */
+  before = records(f.reg);
+  assert_int_equal(start_with_id(&f, &bad, "slurm", "slurm-7", id), UV_EEXIST);
+  assert_int_equal(bad.runs, 0);
+  assert_int_equal(start_with_id(&f, &bad, "slurm", "slurm-1", id), UV_EEXIST);
+  assert_int_equal(bad.runs, 0);
+  assert_int_equal(records(f.reg), before);
+  /* Malformed or of another kind: UV_EINVAL before run. */
+  for (i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
+    assert_int_equal(start_with_id(&f, &bad, "slurm", malformed[i], id),
+                     UV_EINVAL);
+    assert_int_equal(bad.runs, 0);
+  }
+  assert_int_equal(records(f.reg), before);
+  /* The counter went past 7: the next plain start is slurm-8. */
+  assert_int_equal(start_kind(&f, &fk[2], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-8");
+  /* A number below the counter that no record has: taken, and the counter
+   * does not move back. */
+  assert_int_equal(start_with_id(&f, &fk[3], "slurm", "slurm-4", id), 0);
+  assert_string_equal(id, "slurm-4");
+  assert_int_equal(start_kind(&f, &fk[4], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-9");
+  /* A terminal record still holds its id until it is dropped. */
+  assert_int_equal(fake_settle(&fk[3], UVT_COMPLETED, NULL, NULL), 0);
+  tc_run_settled(&f, &fk[3]);
+  assert_int_equal(start_with_id(&f, &bad, "slurm", "slurm-4", id), UV_EEXIST);
+  assert_int_equal(uvt_forget(f.reg, "slurm-4", NULL), 0);
+  assert_int_equal(start_with_id(&f, &fk[5], "slurm", "slurm-4", id), 0);
+  assert_string_equal(id, "slurm-4");
+  /* A run that fails uses no number: the counter stays at 9. */
+  memset(&bad, 0, sizeof(bad));
+  bad.run_error = UV_EIO;
+  assert_int_equal(fake_start_id(f.reg, &bad, "slurm", "slurm-50", id), UV_EIO);
+  assert_int_equal(start_kind(&f, &fk[6], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-10");
+  fixture_close(&f);
+}
+
+/* ---------------------------------------------------------------------- */
 /* R-START-5, C-14: the record exists when uvt_start returns; get, read,
  * wait and kill work in the same loop turn (before the first uv_run, and
  * inside a callback). */
@@ -949,6 +1026,7 @@ int main(void) {
       TC_TEST(start_alloc_failures),
       TC_TEST(start_alloc_failures_other_calls),
       TC_TEST(start_ids_per_kind),
+      TC_TEST(start_given_id),
       TC_TEST(start_same_turn),
       TC_TEST(start_limit),
       TC_TEST(start_limit_zero),

@@ -233,6 +233,18 @@ int fake_start(uvt_registry_t *reg, fake_t *fk, const char *kind,
   return uvt_start(reg, &spec, id);
 }
 
+int fake_start_id(uvt_registry_t *reg, fake_t *fk, const char *kind,
+                  const char *id_wanted, char id[UVT_ID_MAX]) {
+  uvt_spec_t spec;
+  memset(&spec, 0, sizeof(spec));
+  spec.kind = kind ? kind : "fake";
+  spec.label = "an adopted fake task";
+  spec.run = fake_run;
+  spec.arg = fk;
+  spec.id = id_wanted;
+  return uvt_start(reg, &spec, id);
+}
+
 int fake_settle(fake_t *fk, uvt_status_t status, const char *detail,
                 const char *output) {
   uvt_outcome_t o;

@@ -87,6 +87,10 @@ struct fake_s {
 /* Start a fake task; returns uvt_start's result.  kind NULL = "fake". */
 int fake_start(uvt_registry_t *reg, fake_t *fk, const char *kind,
                const char *label, uvt_agent_t *owner, char id[UVT_ID_MAX]);
+/* The same, asking for a given id (R-START-6); label "an adopted fake
+ * task", unowned. */
+int fake_start_id(uvt_registry_t *reg, fake_t *fk, const char *kind,
+                  const char *id_wanted, char id[UVT_ID_MAX]);
 /* Settle a fake task with `status` and `detail`/`output` (may be NULL). */
 int fake_settle(fake_t *fk, uvt_status_t status, const char *detail,
                 const char *output);

@@ -82,6 +82,12 @@ static const char usage_options[] =
     "                       server's own): if the host has none the server\n"
     "                       says so on stderr at start and runs without\n"
     "                       them\n"
+    "  --slurm              add the tool submit_job: Slurm batch jobs as\n"
+    "                       tasks slurm-N (SLURM_CONF; output under\n"
+    "                       $UVTASKS_SLURM_OUT, shared with the nodes)\n"
+    "  --slurm-journal FILE with --slurm: keep the jobs in FILE; they\n"
+    "                       outlive the server and a server started on the\n"
+    "                       same FILE takes them back\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -112,6 +118,9 @@ static void on_registry_closed(void *data) {
       uv_close((uv_handle_t *)&server->signals[i], NULL);
     server->signals_open = 0;
   }
+#ifdef UVT_MCP_SLURM
+  mcp_slurm_close(server); /* after the registry: E-6 */
+#endif
   /* M-MCP-10: the hard limit stays armed until stdout is closed: a client
    * that holds it open and never reads would otherwise keep the pending
    * writes, and so the loop, alive for ever. */
@@ -164,9 +173,14 @@ static void kill_all_tasks(mcp_server_t *server) {
   if (server->reg == NULL ||
       uvt_list(server->reg, &server->agent, &snaps, &n) != 0)
     return;
-  for (i = 0; i < n; i++)
+  for (i = 0; i < n; i++) {
+    /* E-8: journalled Slurm jobs outlive the server (E-6). */
+    if (server->config.slurm_journal != NULL &&
+        strcmp(snaps[i].kind, "slurm") == 0)
+      continue;
     uvt_kill(server->reg, snaps[i].id, &server->agent, "server shutting down",
              NULL);
+  }
   uvt_snapshots_free(snaps, n);
 }
 
@@ -356,6 +370,12 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v < 1)
         goto bad;
       c->spill_max_bytes = v;
+    } else if (strcmp(a, "--slurm") == 0) {
+      c->slurm = 1;
+      i += 1;
+      continue;
+    } else if (strcmp(a, "--slurm-journal") == 0) {
+      c->slurm_journal = val;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -485,6 +505,16 @@ int main(int argc, char **argv) {
                     "read-only or workspace\n");
     return 2;
   }
+#ifndef UVT_MCP_SLURM
+  if (server.config.slurm) {
+    fprintf(stderr, "uvtasks-mcp: --slurm: built without libslurm\n");
+    return 2;
+  }
+#endif
+  if (server.config.slurm_journal != NULL && !server.config.slurm) {
+    fprintf(stderr, "uvtasks-mcp: --slurm-journal needs --slurm\n");
+    return 2;
+  }
   if (server.config.cwd != NULL) {
     err = uv_fs_stat(NULL, &stat_req, server.config.cwd, NULL);
     if (err == 0 && !S_ISDIR(stat_req.statbuf.st_mode))
@@ -584,6 +614,10 @@ int main(int argc, char **argv) {
     err = uvt_agent_register(server.reg, &server.agent, "mcp-client",
                              server.session);
   }
+#ifdef UVT_MCP_SLURM
+  if (err == 0 && server.config.slurm)
+    err = mcp_slurm_init(&server);
+#endif
   if (err == 0)
     err = mcp_tasks_init(&server);
   if (err == 0)

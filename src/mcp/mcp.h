@@ -222,6 +222,8 @@ typedef struct {
   size_t pass_env_n;
   int cgroups;             /* M-MCP-15: --cgroups */
   size_t max_unread_bytes; /* M-MCP-11: unread bytes of ended tasks */
+  int slurm;                  /* E-8: --slurm */
+  const char *slurm_journal;  /* E-8: --slurm-journal FILE */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -230,6 +232,7 @@ struct mcp_server_s {
   uvt_registry_t *reg;
   uvt_tools_t tools;
   uvt_agent_t agent;
+  void *slurm; /* E-8: the Slurm engine (uvt_slurm_engine_t), or NULL */
   char session[64];
   mcp_in_t in;
   mcp_out_t out;
@@ -299,6 +302,13 @@ int mcp_out_abort(mcp_out_t *out);
 void mcp_rpc_send(mcp_server_t *server, json_t *msg);
 /* Answer `id` with `result` (released). */
 void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result);
+
+/* slurm.c (E-8), built with the Slurm engine (UVT_MCP_SLURM). */
+int mcp_slurm_init(mcp_server_t *server);
+void mcp_slurm_close(mcp_server_t *server);
+json_t *mcp_slurm_schema(void);
+int mcp_slurm_submit(mcp_server_t *server, json_t *args, char *buf,
+                     size_t size);
 /* Answer with an error; `id` NULL means null. */
 void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
                    const char *message);

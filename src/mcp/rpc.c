@@ -709,6 +709,21 @@ static void rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     return;
   }
   name = json_string_value(jname);
+#ifdef UVT_MCP_SLURM
+  /* E-8: submit_job, with --slurm. */
+  if (server->slurm != NULL && strcmp(name, "submit_job") == 0) {
+    json_t *result;
+    char text[512];
+    int is_error = mcp_slurm_submit(server, args, text, sizeof(text));
+    result = mcp_rpc_tool_result(server, text, strlen(text), is_error, 1);
+    if (result == NULL)
+      mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
+                    "Internal error: out of memory");
+    else
+      mcp_rpc_result(server, id, result);
+    return;
+  }
+#endif
   if (!uvt_tools_has(name)) {
     rpc_errorf(server, id, RPC_INVALID_PARAMS, "Unknown tool: %.200s", name);
     return;
@@ -949,6 +964,10 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
     mcp_tasks_tools_list(server, tools);
   }
   mcp_sandbox_describe(server, tools); /* S-4 */
+#ifdef UVT_MCP_SLURM
+  if (server->slurm != NULL)
+    json_array_append_new(tools, mcp_slurm_schema());
+#endif
   json_object_set_new(result, "tools", tools);
   mcp_rpc_result(server, id, result);
 }

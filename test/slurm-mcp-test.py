@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""E-8: uvtasks-mcp --slurm against the suite's cluster.
+
+submit_job gives slurm-N; task_output, task_list and task_kill work on it;
+a server started again on the same journal takes a running job back under
+its id.  Run by test/slurm-suite.sh (SLURM_CONF and UVT_SLURM_DIR set).
+usage: slurm-mcp-test.py UVTASKS_MCP
+"""
+import json
+import os
+import subprocess
+import sys
+
+mcp = sys.argv[1]
+base = os.environ["UVT_SLURM_DIR"]
+journal = os.path.join(base, "mcp.journal")
+env = dict(os.environ, UVTASKS_SLURM_OUT=os.path.join(base, "mcp-out"))
+
+
+class Server:
+    def __init__(self):
+        self.p = subprocess.Popen(
+            [mcp, "--slurm", "--slurm-journal", journal, "--no-guardian"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        self.n = 0
+        r = self.rpc("initialize", {"protocolVersion": "2025-06-18",
+                                    "capabilities": {},
+                                    "clientInfo": {"name": "t", "version": "1"}})
+        assert "serverInfo" in r, r
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg):
+        self.p.stdin.write(json.dumps(msg) + "\n")
+        self.p.stdin.flush()
+
+    def rpc(self, method, params):
+        self.n += 1
+        self.send({"jsonrpc": "2.0", "id": self.n, "method": method,
+                   "params": params})
+        while True:
+            line = self.p.stdout.readline()
+            assert line, "server closed its output"
+            msg = json.loads(line)
+            if msg.get("id") == self.n:
+                assert "result" in msg, msg
+                return msg["result"]
+
+    def call(self, tool, args):
+        r = self.rpc("tools/call", {"name": tool, "arguments": args})
+        return r["content"][0]["text"], r.get("isError", False)
+
+    def stop(self):
+        self.p.stdin.close()
+        assert self.p.wait(timeout=120) == 0
+
+
+# E-8: the tool is listed and submits.
+s = Server()
+names = [t["name"] for t in s.rpc("tools/list", {})["tools"]]
+assert "submit_job" in names, names
+text, err = s.call("submit_job", {"command": "echo hi-from-slurm; exit 4",
+                                  "label": "greeting"})
+assert not err and "slurm-1" in text, text
+text, err = s.call("task_output", {"task_id": "slurm-1", "wait": True,
+                                   "timeout_ms": 60000})
+assert "hi-from-slurm" in text and "exit code: 4" in text, text
+text, err = s.call("submit_job", {"cpus": 2})
+assert err, text
+# A running job outlives the server (journal) ...
+text, err = s.call("submit_job", {"command": "echo started; sleep 300"})
+assert not err and "slurm-2" in text, text
+while True:
+    text, err = s.call("task_output", {"task_id": "slurm-2", "wait": True,
+                                       "timeout_ms": 200})
+    if "started" in text:
+        break
+s.stop()
+# ... and the next server takes it back under its id.
+s = Server()
+text, err = s.call("task_list", {})
+assert "slurm-2" in text and "slurm-1" not in text, text
+text, err = s.call("task_kill", {"task_id": "slurm-2"})
+assert not err, text
+text, err = s.call("task_output", {"task_id": "slurm-2", "wait": True,
+                                   "timeout_ms": 60000})
+assert "killed" in text, text
+s.stop()
+print("slurm-mcp-test: ok")

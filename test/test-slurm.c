@@ -1,0 +1,917 @@
+/* The Slurm engine (E-1..E-7, R-START-6) against a live 2-node cluster:
+ * test/slurm-suite.sh brings it up (scripts/slurm-cluster.sh), exports
+ * SLURM_CONF and UVT_SLURM_DIR, runs this, and stops it.  Without them
+ * every test is skipped. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test-util.h"
+#include "uvtasks/slurm.h"
+
+#include <slurm/slurm.h>
+
+#include "../src/slurm/slurm-internal.h"
+
+static const char *cluster_dir;
+static char out_dir[4096];
+static int case_no;
+
+/* ---- Harness ------------------------------------------------------------ */
+
+typedef struct {
+  fixture_t f;
+  uvt_slurm_engine_t *e;
+  int engine_closed;
+  uvt_listener_t l;
+  int notices; /* ends not reported (a host's completion notices) */
+  int ends;    /* every end a listener heard of */
+  char last_notice[UVT_ID_MAX];
+} env_t;
+
+static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                    uvt_agent_t *owner) {
+  env_t *v = l->data;
+  (void)owner;
+  /* A host tells its user of an end nobody saw: reported == 0. */
+  v->ends++;
+  if (!snap->reported)
+    v->notices++;
+  snprintf(v->last_notice, sizeof(v->last_notice), "%s", snap->id);
+}
+
+static void env_open(env_t *v, const char *journal, int detach,
+                     uint64_t lost_after_ms) {
+  uvt_slurm_engine_options_t eo;
+  memset(v, 0, sizeof(*v));
+  fixture_init(&v->f, NULL);
+  uvt_slurm_engine_options_init(&eo);
+  eo.out_dir = out_dir;
+  eo.journal = journal;
+  eo.poll_ms = 100;
+  eo.detach_on_close = detach;
+  eo.lost_after_ms = lost_after_ms;
+  assert_int_equal(uvt_slurm_engine_new(v->f.reg, &eo, &v->e), 0);
+  v->l.data = v;
+  assert_int_equal(uvt_listener_start(v->f.reg, &v->l, on_done), 0);
+}
+
+static void engine_closed(void *data) {
+  (*(int *)data)++;
+}
+
+static void registry_closed(void *data) {
+  (*(int *)data)++;
+}
+
+/* The registry first (it cancels or detaches the jobs, through the
+ * engine), then the engine; then nothing of ours is left on the loop. */
+static void env_close(env_t *v) {
+  int closed = 0;
+  uvt_listener_stop(&v->l);
+  assert_int_equal(uvt_registry_close(v->f.reg, registry_closed, &closed), 0);
+  v->f.reg = NULL;
+  while (closed == 0)
+    uv_run(&v->f.loop, UV_RUN_ONCE);
+  uvt_slurm_engine_close(v->e, engine_closed, &v->engine_closed);
+  assert_int_equal(uv_run(&v->f.loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(v->engine_closed, 1);
+  assert_int_equal(uv_loop_close(&v->f.loop), 0);
+}
+
+typedef struct {
+  env_t *v;
+  int (*pred)(void *arg);
+  void *arg;
+} poll_t;
+
+static void poll_tick(uv_timer_t *h) {
+  poll_t *p = h->data;
+  if (p->pred(p->arg))
+    uv_stop(h->loop);
+}
+
+/* Run the loop until pred holds (checked every 20 ms); fail after
+ * max_ms, a bound far beyond what the condition needs. */
+static void run_until(env_t *v, int (*pred)(void *), void *arg,
+                      uint64_t max_ms) {
+  uv_timer_t timer;
+  poll_t p = {v, pred, arg};
+  uint64_t start = uv_hrtime();
+  uv_timer_init(&v->f.loop, &timer);
+  timer.data = &p;
+  uv_timer_start(&timer, poll_tick, 20, 20);
+  while (!pred(arg)) {
+    assert_true((uv_hrtime() - start) / 1000000u < max_ms);
+    uv_run(&v->f.loop, UV_RUN_ONCE);
+  }
+  uv_close((uv_handle_t *)&timer, NULL);
+  uv_run(&v->f.loop, UV_RUN_NOWAIT);
+}
+
+typedef struct {
+  env_t *v;
+  const char *id;
+} idarg_t;
+
+static int is_terminal(void *arg) {
+  idarg_t *a = arg;
+  uvt_snapshot_t s;
+  int t;
+  if (uvt_get(a->v->f.reg, a->id, NULL, &s) != 0)
+    return 0;
+  t = uvt_status_is_terminal(s.status);
+  uvt_snapshot_cleanup(&s);
+  return t;
+}
+
+static void wait_end(env_t *v, const char *id, uint64_t max_ms) {
+  idarg_t a = {v, id};
+  run_until(v, is_terminal, &a, max_ms);
+}
+
+static uvt_status_t status_of(env_t *v, const char *id, char *detail,
+                              size_t size) {
+  uvt_snapshot_t s;
+  uvt_status_t st;
+  assert_int_equal(uvt_get(v->f.reg, id, NULL, &s), 0);
+  st = s.status;
+  if (detail != NULL)
+    snprintf(detail, size, "%s", s.detail != NULL ? s.detail : "");
+  uvt_snapshot_cleanup(&s);
+  return st;
+}
+
+/* Append everything a read returns to `acc`. */
+static void read_into(env_t *v, const char *id, char *acc, size_t size) {
+  uvt_read_t r;
+  size_t have = strlen(acc);
+  assert_int_equal(uvt_read(v->f.reg, id, NULL, &r), 0);
+  assert_true(have + r.len < size);
+  memcpy(acc + have, r.text, r.len);
+  acc[have + r.len] = '\0';
+  uvt_read_cleanup(&r);
+}
+
+static int start_cmd(env_t *v, const char *cmd, char id[UVT_ID_MAX]) {
+  uvt_slurm_options_t o;
+  uvt_slurm_options_init(&o);
+  o.command = cmd;
+  return uvt_slurm_start(v->e, &o, id);
+}
+
+static int file_lines(const char *path) {
+  FILE *fp = fopen(path, "r");
+  int c, n = 0;
+  if (fp == NULL)
+    return 0;
+  while ((c = fgetc(fp)) != EOF)
+    n += c == '\n';
+  fclose(fp);
+  return n;
+}
+
+typedef struct {
+  const char *path;
+  int lines;
+} lines_t;
+
+static int has_lines(void *arg) {
+  lines_t *l = arg;
+  return file_lines(l->path) >= l->lines;
+}
+
+static void case_path(char *buf, size_t size, const char *name) {
+  snprintf(buf, size, "%s/case%d-%s", out_dir, case_no, name);
+}
+
+static int setup(void **state) {
+  (void)state;
+  if (cluster_dir == NULL)
+    skip();
+  case_no++;
+  return 0;
+}
+
+/* ---- E-1, E-2: start, outcome, stdout and stderr apart ----------------- */
+
+static void slurm_start_and_output(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[4096] = "", detail[160];
+  uint32_t job = 0;
+  uvt_snapshot_t s;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  /* E-1 */
+  assert_int_equal(start_cmd(&v, "echo out-1; echo err-1 >&2; exit 3", id), 0);
+  assert_string_equal(id, "slurm-1");
+  assert_int_equal(uvt_get(v.f.reg, id, NULL, &s), 0);
+  assert_string_equal(s.kind, "slurm");
+  assert_int_equal(s.status, UVT_RUNNING);
+  uvt_snapshot_cleanup(&s);
+  wait_end(&v, id, 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_true(job > 0);
+  /* E-4: exit N -> completed "exit code: N" */
+  assert_int_equal(status_of(&v, id, detail, sizeof(detail)), UVT_COMPLETED);
+  assert_string_equal(detail, "exit code: 3");
+  /* E-2, P-OUT-1's shape */
+  read_into(&v, id, acc, sizeof(acc));
+  assert_string_equal(acc, "out-1\n[stderr]\nerr-1\n");
+  assert_int_equal(v.notices, 1);
+  env_close(&v);
+}
+
+/* E-2: reads while the job runs return what is new, consumed once. */
+static void slurm_stream(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[8192] = "", cmd[1024], gate[4096], marks[4096];
+  lines_t lw;
+  int i;
+  (void)state;
+  case_path(gate, sizeof(gate), "gate");
+  case_path(marks, sizeof(marks), "marks");
+  env_open(&v, NULL, 0, 0);
+  /* Line i, then wait for gate line i before the next. */
+  snprintf(cmd, sizeof(cmd),
+           "for i in 1 2 3 4 5; do echo line-$i; echo $i >> %s; "
+           "while [ $(wc -l < %s 2>/dev/null || echo 0) -lt $i ]; do "
+           "sleep 0.05; done; done",
+           marks, gate);
+  assert_int_equal(start_cmd(&v, cmd, id), 0);
+  for (i = 1; i <= 5; i++) {
+    char want[64];
+    FILE *fp;
+    lw.path = marks;
+    lw.lines = i;
+    run_until(&v, has_lines, &lw, 60000);
+    read_into(&v, id, acc, sizeof(acc));
+    snprintf(want, sizeof(want), "line-%d\n", i);
+    assert_non_null(strstr(acc, want));
+    /* Nothing new until the gate opens: a second read is empty. */
+    {
+      size_t before = strlen(acc);
+      read_into(&v, id, acc, sizeof(acc));
+      assert_int_equal(strlen(acc), before);
+    }
+    fp = fopen(gate, "a");
+    assert_non_null(fp);
+    fprintf(fp, "%d\n", i);
+    fclose(fp);
+  }
+  wait_end(&v, id, 60000);
+  read_into(&v, id, acc, sizeof(acc));
+  assert_string_equal(acc, "line-1\nline-2\nline-3\nline-4\nline-5\n");
+  env_close(&v);
+}
+
+/* E-2: one read takes at most output_cap_bytes of each stream; the file
+ * keeps the rest for the next read, nothing is dropped. */
+typedef struct {
+  env_t *v;
+  const char *id;
+  size_t total, max_read;
+  int reads;
+} capread_t;
+
+static int cap_read_all(void *arg) {
+  capread_t *c = arg;
+  uvt_read_t r;
+  assert_int_equal(uvt_read(c->v->f.reg, c->id, NULL, &r), 0);
+  c->total += r.len;
+  c->reads += r.len > 0;
+  if (r.len > c->max_read)
+    c->max_read = r.len;
+  uvt_read_cleanup(&r);
+  return c->total >= 10000;
+}
+
+static void slurm_output_cap(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], cmd[1024], gate[4096];
+  uvt_slurm_options_t o;
+  capread_t c;
+  FILE *fp;
+  (void)state;
+  case_path(gate, sizeof(gate), "gate");
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  snprintf(cmd, sizeof(cmd),
+           "head -c 10000 /dev/zero | tr '\\0' x; "
+           "while [ ! -e %s ]; do sleep 0.05; done",
+           gate);
+  o.command = cmd;
+  o.output_cap_bytes = 4096;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  memset(&c, 0, sizeof(c));
+  c.v = &v;
+  c.id = id;
+  run_until(&v, cap_read_all, &c, 60000);
+  assert_int_equal(c.total, 10000);
+  assert_true(c.max_read <= 4096);
+  assert_true(c.reads >= 3);
+  fp = fopen(gate, "w");
+  assert_non_null(fp);
+  fclose(fp);
+  wait_end(&v, id, 60000);
+  assert_int_equal(cap_read_all(&c), 1);
+  assert_int_equal(c.total, 10000); /* nothing more, nothing twice */
+  env_close(&v);
+}
+
+/* E-1: what uvt_slurm_start refuses before anything is registered. */
+static void slurm_start_refused(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX];
+  uvt_slurm_options_t o;
+  const char *argv[] = {"true", NULL};
+  const char *empty[] = {NULL};
+  uvt_metrics_t m;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL); /* neither */
+  o.command = "true";
+  o.argv = argv;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL); /* both */
+  o.argv = NULL;
+  o.command = "  ";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
+  o.command = NULL;
+  o.argv = empty;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
+  o.argv = argv;
+  o.output_cap_bytes = 3;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
+  assert_int_equal(uvt_slurm_start(NULL, &o, id), UV_EINVAL);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), UV_EINVAL); /* no journal */
+  uvt_registry_metrics(v.f.reg, &m);
+  assert_int_equal(m.started, 0);
+  /* argv runs as given. */
+  o.output_cap_bytes = 0;
+  {
+    const char *echo[] = {"echo", "it's", "one arg", NULL};
+    char acc[256] = "";
+    o.argv = echo;
+    assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+    wait_end(&v, id, 60000);
+    read_into(&v, id, acc, sizeof(acc));
+    assert_string_equal(acc, "it's one arg\n");
+  }
+  env_close(&v);
+}
+
+/* ---- E-3: a kill ends every process of the job ------------------------- */
+
+/* A process that still runs: a zombie (dead, waiting for this machine's
+ * init to reap it, which under load takes a while) does not count. */
+static int running(int pid) {
+  char path[64], buf[512], *p;
+  FILE *fp;
+  size_t n;
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  if ((fp = fopen(path, "r")) == NULL)
+    return 0;
+  n = fread(buf, 1, sizeof(buf) - 1, fp);
+  fclose(fp);
+  buf[n] = '\0';
+  p = strrchr(buf, ')');
+  return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+static int pids_gone(const char *path) {
+  FILE *fp = fopen(path, "r");
+  int pid, alive = 0;
+  assert_non_null(fp);
+  while (fscanf(fp, "%d", &pid) == 1)
+    alive += running(pid);
+  fclose(fp);
+  return alive;
+}
+
+static int job_state_is(uint32_t job, const char *states);
+
+static void slurm_kill_all(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], pids[4096], cmd[2048], detail[160];
+  uvt_kill_result_t kr;
+  uint32_t job = 0;
+  lines_t lw;
+  (void)state;
+  case_path(pids, sizeof(pids), "pids");
+  env_open(&v, NULL, 0, 0);
+  /* A TERM-ignorer and a setsid child, each writing its pid. */
+  snprintf(cmd, sizeof(cmd),
+           "bash -c 'trap \"\" TERM; echo $$ >> %s; while :; do sleep 0.2; "
+           "done' & setsid bash -c 'echo $$ >> %s; exec sleep 300' & "
+           "wait",
+           pids, pids);
+  assert_int_equal(start_cmd(&v, cmd, id), 0);
+  lw.path = pids;
+  lw.lines = 2;
+  run_until(&v, has_lines, &lw, 60000);
+  assert_int_equal(pids_gone(pids), 2);
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "test", &kr), 0);
+  assert_int_equal(kr, UVT_KILL_REQUESTED);
+  assert_int_equal(status_of(&v, id, NULL, 0), UVT_STOPPING);
+  wait_end(&v, id, 60000);
+  /* Settled only once Slurm no longer holds it COMPLETING: nothing left. */
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_true(job_state_is(job, "gone CA"));
+  assert_int_equal(pids_gone(pids), 0);
+  assert_int_equal(status_of(&v, id, detail, sizeof(detail)), UVT_KILLED);
+  assert_non_null(strstr(detail, "CANCELLED"));
+  env_close(&v);
+}
+
+/* E-3: a kill before the job id is known is sent when it arrives. */
+static void slurm_kill_early(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], detail[160];
+  uvt_kill_result_t kr;
+  uint32_t job = 0;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "early", &kr), 0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, detail, sizeof(detail)), UVT_KILLED);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_true(job > 0);
+  env_close(&v);
+}
+
+/* ---- E-4: the outcomes this cluster can cause -------------------------- */
+
+static int has_job(void *arg) {
+  idarg_t *a = arg;
+  uint32_t job;
+  return uvt_slurm_job_id(a->v->f.reg, a->id, NULL, &job) == 0;
+}
+
+static int hb_exists(void *arg) {
+  const char *key = arg;
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s.hb", out_dir, key);
+  return access(path, F_OK) == 0;
+}
+
+static const char *key_of(env_t *v, const char *id) {
+  uvt_task_t *t;
+  assert_int_equal(uvt__lookup(v->f.reg, id, NULL, &t), 0);
+  return ((uvt__sjob_t *)uvt_task_arg(t))->key;
+}
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof(cmd), fmt, ap);
+  va_end(ap);
+  return system(cmd);
+}
+
+static void slurm_outcomes(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], d[160], full[UVT_ID_MAX * 3];
+  uvt_slurm_options_t o;
+  idarg_t a;
+  uint32_t job;
+  int i;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  /* exit 0 */
+  assert_int_equal(start_cmd(&v, "true", id), 0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_COMPLETED);
+  assert_string_equal(d, "exit code: 0");
+  /* a signal -> killed "signal: SIGKILL" */
+  assert_int_equal(start_cmd(&v, "kill -KILL $$", id), 0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  assert_string_equal(d, "signal: SIGKILL");
+  /* CANCELLED by someone else (scancel) -> killed */
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  a.v = &v;
+  a.id = id;
+  run_until(&v, has_job, &a, 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_int_equal(sh("scancel %u", job), 0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  snprintf(full, sizeof(full), "slurm CANCELLED (job %u) by someone else", job);
+  assert_string_equal(d, full);
+  /* E-1: a refused submission settles failed "sbatch failed: REASON" */
+  uvt_slurm_options_init(&o);
+  o.command = "true";
+  o.partition = "no-such-partition";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_FAILED);
+  assert_true(strncmp(d, "sbatch failed: ", 15) == 0);
+  assert_non_null(strstr(d, "partition"));
+  /* PENDING shows its reason: two jobs take every CPU of both nodes, a
+   * third waits. */
+  {
+    char big[3][UVT_ID_MAX];
+    uvt_kill_result_t kr;
+    uvt_slurm_options_init(&o);
+    o.command = "sleep 300";
+    o.cpus = 32;
+    for (i = 0; i < 3; i++)
+      assert_int_equal(uvt_slurm_start(v.e, &o, big[i]), 0);
+    for (;;) {
+      int pending = -1;
+      for (i = 0; i < 3; i++) {
+        status_of(&v, big[i], d, sizeof(d));
+        if (strncmp(d, "pending: ", 9) == 0 && strcmp(d, "pending: None") != 0)
+          pending = i;
+      }
+      if (pending >= 0)
+        break;
+      uv_run(&v.f.loop, UV_RUN_ONCE);
+    }
+    assert_true(strstr(d, "Resources") != NULL ||
+                strstr(d, "Priority") != NULL);
+    for (i = 0; i < 3; i++)
+      assert_int_equal(uvt_kill(v.f.reg, big[i], NULL, "t", &kr), 0);
+    for (i = 0; i < 3; i++)
+      wait_end(&v, big[i], 60000);
+  }
+  /* NODE_FAIL: the node goes down under a running job. */
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  run_until(&v, hb_exists, (void *)key_of(&v, id), 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_int_equal(
+      sh("n=$(squeue -h -j %u -o %%N); scontrol update nodename=$n "
+         "state=down reason=uvt-test && echo $n > %s/downed",
+         job, out_dir),
+      0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_FAILED);
+  snprintf(full, sizeof(full), "slurm NODE_FAIL (job %u)", job);
+  assert_string_equal(d, full);
+  /* Back to idle (ReturnToService may have done it already). */
+  assert_int_equal(sh("scontrol update nodename=$(cat %s/downed) "
+                      "state=resume 2>/dev/null; %s/scripts/slurm-cluster.sh "
+                      "up %s >/dev/null",
+                      out_dir, getenv("UVT_SOURCE_ROOT"), cluster_dir),
+                   0);
+  env_close(&v);
+}
+
+/* E-4: the states this cluster cannot cause, through the mapping itself. */
+static void slurm_outcome_map(void **state) {
+  uvt__slurm_end_t end;
+  static const struct {
+    uint32_t state;
+    const char *name;
+  } failed[] = {{JOB_TIMEOUT, "TIMEOUT"},     {JOB_NODE_FAIL, "NODE_FAIL"},
+                {JOB_PREEMPTED, "PREEMPTED"}, {JOB_OOM, "OUT_OF_MEMORY"},
+                {JOB_BOOT_FAIL, "BOOT_FAIL"}, {JOB_DEADLINE, "DEADLINE"}};
+  size_t i;
+  char want[96];
+  (void)state;
+  for (i = 0; i < sizeof(failed) / sizeof(failed[0]); i++) {
+    uvt__slurm_map_end(failed[i].state, 0, 42, 0, &end);
+    assert_int_equal(end.status, UVT_FAILED);
+    snprintf(want, sizeof(want), "slurm %s (job 42)", failed[i].name);
+    assert_string_equal(end.detail, want);
+  }
+  uvt__slurm_map_end(JOB_FAILED, 7 << 8, 42, 0, &end);
+  assert_int_equal(end.status, UVT_COMPLETED);
+  assert_string_equal(end.detail, "exit code: 7");
+  uvt__slurm_map_end(JOB_FAILED, SIGTERM, 42, 0, &end);
+  assert_int_equal(end.status, UVT_KILLED);
+  assert_string_equal(end.detail, "signal: SIGTERM");
+  uvt__slurm_map_end(JOB_CANCELLED, 0, 42, 1, &end);
+  assert_int_equal(end.status, UVT_KILLED);
+  assert_string_equal(end.detail, "slurm CANCELLED (job 42)");
+  /* Forgotten by the controller: the wrapper's exit-code file. */
+  uvt__slurm_map_rc(1, 5, 42, 0, &end);
+  assert_string_equal(end.detail, "exit code: 5");
+  uvt__slurm_map_rc(1, 128 + SIGINT, 42, 0, &end);
+  assert_int_equal(end.status, UVT_KILLED);
+  assert_string_equal(end.detail, "signal: SIGINT");
+  uvt__slurm_map_rc(0, 0, 42, 0, &end);
+  assert_int_equal(end.status, UVT_FAILED);
+}
+
+/* ---- Many at once ------------------------------------------------------- */
+
+static void slurm_fifty(void **state) {
+  env_t v;
+  char ids[50][UVT_ID_MAX], cmd[64], acc[256], want[64];
+  int i;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  for (i = 0; i < 50; i++) {
+    snprintf(cmd, sizeof(cmd), "echo job-%d", i);
+    assert_int_equal(start_cmd(&v, cmd, ids[i]), 0);
+  }
+  for (i = 0; i < 50; i++)
+    wait_end(&v, ids[i], 120000);
+  for (i = 0; i < 50; i++) {
+    acc[0] = '\0';
+    assert_int_equal(status_of(&v, ids[i], NULL, 0), UVT_COMPLETED);
+    read_into(&v, ids[i], acc, sizeof(acc));
+    snprintf(want, sizeof(want), "job-%d\n", i);
+    assert_string_equal(acc, want);
+  }
+  assert_int_equal(v.notices, 50);
+  env_close(&v);
+}
+
+/* ---- E-6: registry close ------------------------------------------------ */
+
+static int job_state_is(uint32_t job, const char *states) {
+  char cmd[256], buf[64] = "";
+  FILE *p;
+  snprintf(cmd, sizeof(cmd), "squeue -h -j %u -o %%t 2>/dev/null", job);
+  p = popen(cmd, "r");
+  if (p == NULL)
+    return 0;
+  if (fgets(buf, sizeof(buf), p) == NULL)
+    buf[0] = '\0';
+  pclose(p);
+  buf[strcspn(buf, "\n")] = '\0';
+  return strstr(states, buf[0] ? buf : "gone") != NULL;
+}
+
+static void slurm_close_cancels(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX];
+  idarg_t a;
+  uint32_t job;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  a.v = &v;
+  a.id = id;
+  run_until(&v, has_job, &a, 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  env_close(&v); /* waits for the settlement: the job is gone */
+  assert_true(job_state_is(job, "gone CA"));
+}
+
+static void agent_disposed(uvt_agent_t *a) {
+  (*(int *)a->data)++;
+}
+
+typedef struct {
+  env_t *v;
+  uvt_agent_t *owner;
+  const char *id;
+} ownedarg_t;
+
+static int owned_has_hb(void *arg) {
+  ownedarg_t *o = arg;
+  uvt_task_t *t;
+  char path[4096];
+  if (uvt__lookup(o->v->f.reg, o->id, o->owner, &t) != 0)
+    return 0;
+  snprintf(path, sizeof(path), "%s/%s.hb", out_dir,
+           ((uvt__sjob_t *)uvt_task_arg(t))->key);
+  return access(path, F_OK) == 0;
+}
+
+static void run_until_owned(env_t *v, uvt_agent_t *owner, const char *id) {
+  ownedarg_t o = {v, owner, id};
+  run_until(v, owned_has_hb, &o, 60000);
+}
+
+/* E-6 */
+static void slurm_close_detached(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], id2[UVT_ID_MAX], journal[4096], d[160];
+  idarg_t a;
+  uvt_agent_t owner;
+  uint32_t job, job2, job3 = 0;
+  uvt_kill_result_t kr;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  env_open(&v, journal, 1, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  a.v = &v;
+  a.id = id;
+  run_until(&v, has_job, &a, 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  /* A task of an agent that is disposed is detached too. */
+  {
+    uvt_slurm_options_t o;
+    idarg_t a2;
+    int disposed = 0;
+    uvt_snapshot_t s;
+    uvt_slurm_options_init(&o);
+    o.command = "sleep 300";
+    o.owner = &owner;
+    memset(&owner, 0, sizeof(owner));
+    assert_int_equal(uvt_agent_register(v.f.reg, &owner, "A", "s1"), 0);
+    owner.data = &disposed;
+    assert_int_equal(uvt_slurm_start(v.e, &o, id2), 0);
+    a2.v = &v;
+    a2.id = id2;
+    run_until_owned(&v, &owner, id2);
+    assert_int_equal(uvt_slurm_job_id(v.f.reg, id2, &owner, &job3), 0);
+    assert_int_equal(uvt_agent_dispose(&owner, agent_disposed), 0);
+    while (!disposed)
+      uv_run(&v.f.loop, UV_RUN_ONCE);
+    assert_int_equal(uvt_get(v.f.reg, id2, NULL, &s), UVT_ENOTASK);
+    assert_true(job_state_is(job3, "R PD"));
+    (void)a2;
+  }
+  env_close(&v);
+  assert_int_equal(v.notices, 0);
+  assert_true(job_state_is(job, "R PD"));
+  /* E-5: a new host on the same journal gets both back under their ids. */
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 2);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job2), 0);
+  assert_int_equal(job2, job);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id2, NULL, &job2), 0);
+  assert_int_equal(job2, job3);
+  /* R-START-6: a second adoption finds the ids live. */
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), UV_EEXIST);
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  assert_int_equal(uvt_kill(v.f.reg, id2, NULL, "t", &kr), 0);
+  wait_end(&v, id, 60000);
+  wait_end(&v, id2, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  assert_int_equal(v.ends, 2);
+  assert_int_equal(v.notices, 0); /* the kills reported them */
+  env_close(&v);
+}
+
+/* ---- E-5: a host that dies mid-output; another takes over ------------- */
+
+static void slurm_readopt(void **state) {
+  char journal[4096], gate[4096], marks[4096], cmd[1024];
+  int fds[2];
+  pid_t pid;
+  char got_child[8192] = "", acc[8192] = "", id[UVT_ID_MAX] = "",
+       done_id[UVT_ID_MAX] = "";
+  env_t v;
+  int status, i;
+  ssize_t n;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  case_path(gate, sizeof(gate), "gate");
+  case_path(marks, sizeof(marks), "marks");
+  snprintf(cmd, sizeof(cmd),
+           "for i in $(seq 1 40); do echo line-$i; echo $i >> %s; "
+           "if [ $i = 20 ]; then while [ ! -e %s ]; do sleep 0.05; done; fi; "
+           "done",
+           marks, gate);
+  assert_int_equal(pipe(fds), 0);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    /* The first host: one job that ends and is reported, one that runs;
+     * it reads part of the running one's output and dies without any
+     * cleanup. */
+    env_t c;
+    char jid[UVT_ID_MAX], did[UVT_ID_MAX], part[8192] = "";
+    lines_t lw;
+    close(fds[0]);
+    env_open(&c, journal, 0, 0);
+    if (start_cmd(&c, "echo finished", did) != 0)
+      _exit(2);
+    wait_end(&c, did, 60000);
+    if (c.notices != 1)
+      _exit(3);
+    if (start_cmd(&c, cmd, jid) != 0)
+      _exit(4);
+    lw.path = marks;
+    lw.lines = 10;
+    run_until(&c, has_lines, &lw, 60000);
+    read_into(&c, jid, part, sizeof(part));
+    dprintf(fds[1], "%s %s\n%s", did, jid, part);
+    _exit(0);
+  }
+  close(fds[1]);
+  while ((n = read(fds[0], got_child + strlen(got_child),
+                   sizeof(got_child) - strlen(got_child) - 1)) > 0)
+    got_child[strlen(got_child) + (size_t)n] = '\0';
+  close(fds[0]);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(sscanf(got_child, "%64s %64s", done_id, id), 2);
+  /* The second host adopts: the running job only (the ended one's end was
+   * delivered, it is not reported again). */
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 1);
+  {
+    uvt_snapshot_t s;
+    assert_int_equal(uvt_get(v.f.reg, done_id, NULL, &s), UVT_ENOTASK);
+    assert_int_equal(uvt_get(v.f.reg, id, NULL, &s), 0);
+    uvt_snapshot_cleanup(&s);
+  }
+  /* The counter moved past the adopted number (R-START-6). */
+  {
+    char nid[UVT_ID_MAX];
+    unsigned a, b;
+    assert_int_equal(start_cmd(&v, "true", nid), 0);
+    sscanf(id, "slurm-%u", &a);
+    sscanf(nid, "slurm-%u", &b);
+    assert_true(b > a);
+    wait_end(&v, nid, 60000);
+  }
+  {
+    FILE *fp = fopen(gate, "w");
+    assert_non_null(fp);
+    fclose(fp);
+  }
+  wait_end(&v, id, 60000);
+  read_into(&v, id, acc, sizeof(acc));
+  /* What the first host read, then what the second read: every line once,
+   * in order. */
+  {
+    char whole[16384], want[16384] = "";
+    const char *part = strchr(got_child, '\n') + 1;
+    snprintf(whole, sizeof(whole), "%s%s", part, acc);
+    for (i = 1; i <= 40; i++)
+      snprintf(want + strlen(want), sizeof(want) - strlen(want), "line-%d\n",
+               i);
+    assert_string_equal(whole, want);
+  }
+  /* One notice for the adopted job, none for the one reported before. */
+  assert_int_equal(v.notices, 2);
+  env_close(&v);
+}
+
+/* ---- E-7: a node lost under a running job ------------------------------ */
+
+static void slurm_lost_node(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], d[160];
+  uint32_t job;
+  (void)state;
+  /* The "dead node" is played by freezing the job's cgroup v1 freezer. */
+  if (access("/sys/fs/cgroup/freezer/slurm_n1", F_OK) != 0 &&
+      access("/sys/fs/cgroup/freezer", W_OK) != 0) {
+    print_message("no cgroup v1 freezer here: the lost node is not played\n");
+    skip();
+  }
+  env_open(&v, NULL, 0, 3000);
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  run_until(&v, hb_exists, (void *)key_of(&v, id), 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  /* The node "dies": its slurmd is killed and the job's processes stop
+   * (frozen: a machine that is gone runs nothing), so the controller still
+   * holds the job RUNNING. */
+  assert_int_equal(
+      sh("n=$(squeue -h -j %u -o %%N); echo $n > %s/lost; "
+         "kill -KILL $(cat %s/slurmd-$n.pid) && "
+         "echo FROZEN > /sys/fs/cgroup/freezer/slurm_$n/uid_$(id -u)/"
+         "job_%u/freezer.state",
+         job, out_dir, cluster_dir, job),
+      0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_FAILED);
+  assert_true(strncmp(d, "lost (no heartbeat for ", 23) == 0);
+  /* Bring the node back: thaw, restart its slurmd. */
+  assert_int_equal(sh("n=$(cat %s/lost); echo THAWED > /sys/fs/cgroup/freezer/"
+                      "slurm_$n/uid_$(id -u)/job_%u/freezer.state; "
+                      "%s/scripts/slurm-cluster.sh up %s >/dev/null",
+                      out_dir, job, getenv("UVT_SOURCE_ROOT"), cluster_dir),
+                   0);
+  env_close(&v);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(slurm_start_and_output, setup),
+      cmocka_unit_test_setup(slurm_stream, setup),
+      cmocka_unit_test_setup(slurm_output_cap, setup),
+      cmocka_unit_test_setup(slurm_start_refused, setup),
+      cmocka_unit_test_setup(slurm_kill_all, setup),
+      cmocka_unit_test_setup(slurm_kill_early, setup),
+      cmocka_unit_test(slurm_outcome_map),
+      cmocka_unit_test_setup(slurm_outcomes, setup),
+      cmocka_unit_test_setup(slurm_fifty, setup),
+      cmocka_unit_test_setup(slurm_close_cancels, setup),
+      cmocka_unit_test_setup(slurm_close_detached, setup),
+      cmocka_unit_test_setup(slurm_readopt, setup),
+      cmocka_unit_test_setup(slurm_lost_node, setup),
+  };
+  cluster_dir = getenv("UVT_SLURM_DIR");
+  if (cluster_dir != NULL && getenv("SLURM_CONF") != NULL) {
+    snprintf(out_dir, sizeof(out_dir), "%s/out-%d", cluster_dir, (int)getpid());
+    mkdir(out_dir, 0700);
+  } else {
+    cluster_dir = NULL;
+  }
+  /* UVT_SLURM_ONLY=pattern runs only the matching tests. */
+  if (getenv("UVT_SLURM_ONLY") != NULL)
+    cmocka_set_test_filter(getenv("UVT_SLURM_ONLY"));
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
