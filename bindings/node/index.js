@@ -4,11 +4,11 @@
 // one library callback.
 'use strict'
 
-const path = require('node:path')
 const { constants: { signals } } = require('node:os')
 const { isMainThread } = require('node:worker_threads')
 
-const native = require(path.join(__dirname, 'build', 'uvtasks.node'))
+// build/uvtasks.node or a prebuilt addon (loader.js, N-5).
+const native = require('./loader.js').load()
 
 const UVT_EWAITTIMEOUT = -20007
 const UVT_EABORTED = -20008
