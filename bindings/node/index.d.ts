@@ -41,7 +41,11 @@ export interface TaskHooks {
   cancel(reason: string): void
   /** Settles at quiescence; a rejection settles `failed` with String(error). */
   done: PromiseLike<TaskOutcome>
-  /** Stream kinds: what was produced since the last call (R-READ-1). */
+  /**
+   * Stream kinds: what was produced since the last call (R-READ-1).  N-9:
+   * called once more when done settles; what it returns comes out before
+   * the outcome's output.
+   */
   readOutput?(): string | Uint8Array | undefined | null
 }
 
@@ -198,10 +202,15 @@ export class TaskRegistry {
   /**
    * The terminal snapshot, or the live one once timeoutMs passed (R-WAIT-4).
    * An abort rejects with code 'UVT_EABORTED' unless the task already
-   * settled (R-WAIT-5).
+   * settled (R-WAIT-5).  N-9: a timeout of 0, below 0, NaN or
+   * +-Infinity rejects with EINVAL; undefined or null waits with no
+   * deadline (until the task ends, the abort, or close()).
    */
-  wait(id: string, timeoutMs: number, caller?: Agent, signal?: AbortSignal): Promise<TaskSnapshot>
-  /** R-DONE-3: exactly once per terminal task; returns unsubscribe(). */
+  wait(id: string, timeoutMs?: number | null, caller?: Agent, signal?: AbortSignal): Promise<TaskSnapshot>
+  /**
+   * R-DONE-3: exactly once per terminal task; returns unsubscribe().
+   * N-9: a listener that throws is logged to stderr; the others still run.
+   */
   onTaskDone(listener: (snapshot: TaskSnapshot, owner?: Agent) => void): () => void
   /** R-FEED-1: every transition; `dropped` for a record's removal. */
   watch(callback: (snapshot: TaskSnapshot, dropped: boolean) => void): () => void

@@ -107,7 +107,31 @@ class Agent {
 
 // ---- the registry -----------------------------------------------------------
 
-function settleOutcome(task, outcome) {
+// Bytes or text of a producer as one Buffer or string.
+function joinOutput(held, output) {
+  if (held === undefined || held === null || held.length === 0) return output
+  if (output === undefined || output === null || output.length === 0) return held
+  if (typeof held === 'string' && typeof output === 'string') return held + output
+  return Buffer.concat([Buffer.from(held), Buffer.from(output)])
+}
+
+// N-9 (D3): what a stream producer still holds when done settles is read
+// once more, as the origin does, and delivered before the outcome's own
+// output.  A readOutput that throws then is logged; the task settles.
+function heldOutput(hooks) {
+  if (hooks.readOutput === undefined) return undefined
+  try {
+    const held = hooks.readOutput()
+    if (held === undefined || held === null || typeof held === 'string' ||
+        held instanceof Uint8Array) return held
+    throw new TypeError('readOutput() must return a string or a Buffer')
+  } catch (err) {
+    console.error('uvtasks: readOutput() threw at settlement:', err)
+    return undefined
+  }
+}
+
+function settleOutcome(task, outcome, held) {
   try {
     if (outcome === null || typeof outcome !== 'object') {
       throw new TypeError('done must resolve to { status, detail?, output? }')
@@ -120,9 +144,9 @@ function settleOutcome(task, outcome) {
     if (detail !== undefined && detail !== null && typeof detail !== 'string') {
       throw new TypeError('outcome.detail must be a string')
     }
-    native.settle(task, status, detail, output)
+    native.settle(task, status, detail, joinOutput(held, output))
   } catch (err) {
-    native.settle(task, 'failed', String(err))
+    native.settle(task, 'failed', String(err), held)
   }
 }
 
@@ -174,8 +198,8 @@ class TaskRegistry {
         checkFunction(hooks.readOutput, 'the hooks\' readOutput')
       }
       Promise.resolve(hooks.done).then(
-        (outcome) => settleOutcome(task, outcome),
-        (err) => native.settle(task, 'failed', String(err)))
+        (outcome) => settleOutcome(task, outcome, heldOutput(hooks)),
+        (err) => native.settle(task, 'failed', String(err), heldOutput(hooks)))
       return {
         cancel: (reason) => { hooks.cancel(reason) },
         readOutput: hooks.readOutput && (() => hooks.readOutput()),
@@ -201,8 +225,18 @@ class TaskRegistry {
 
   // R-WAIT-*: the terminal snapshot, or the live one when timeoutMs passed;
   // an abort rejects with UVT_EABORTED unless the task already settled.
+  //
+  // N-9 (D5): a timeout that is not a positive number (0, negative, NaN,
+  // +-Infinity) is the library's EINVAL, after its id checks; a fraction
+  // is rounded up.  No timeout (undefined or null) waits until the end.
   wait(id, timeoutMs, caller, signal) {
     return new Promise((resolve, reject) => {
+      if (timeoutMs === undefined || timeoutMs === null) {
+        timeoutMs = Number.MAX_SAFE_INTEGER // the library saturates: never
+      } else if (typeof timeoutMs === 'number') {
+        timeoutMs = timeoutMs > 0 && timeoutMs !== Infinity
+          ? Math.min(Math.ceil(timeoutMs), Number.MAX_SAFE_INTEGER) : 0
+      }
       if (signal !== undefined && signal !== null &&
           (typeof signal.addEventListener !== 'function' ||
            typeof signal.aborted !== 'boolean')) {
@@ -224,9 +258,17 @@ class TaskRegistry {
   }
 
   // R-DONE-3: once per terminal task, with its owner agent (or undefined).
+  // N-9 (D4): a listener that throws is contained, as in the origin: the
+  // error is logged, the other listeners run, the host goes on.
   onTaskDone(listener) {
     checkFunction(listener, 'listener')
-    const l = native.listen(this.#r, listener)
+    const l = native.listen(this.#r, (snapshot, owner) => {
+      try {
+        listener(snapshot, owner)
+      } catch (err) {
+        console.error(`uvtasks: an onTaskDone listener threw (task ${snapshot.id}):`, err)
+      }
+    })
     return () => native.unlisten(l)
   }
 
