@@ -6,9 +6,11 @@
 
 const { constants: { signals } } = require('node:os')
 const { isMainThread } = require('node:worker_threads')
+const { Readable } = require('node:stream')
 
 // build/uvtasks.node or a prebuilt addon (loader.js, N-5).
 const native = require('./loader.js').load()
+const { OutputPump, stdinWritable } = require('./streams.js')
 
 const UVT_EWAITTIMEOUT = -20007
 const UVT_EABORTED = -20008
@@ -153,6 +155,7 @@ function settleOutcome(task, outcome, held) {
 class TaskRegistry {
   #r
   #closing = null
+  #pumps = new Map() // id -> OutputPump of a live task with onData/streams (N-6)
 
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') {
@@ -161,6 +164,47 @@ class TaskRegistry {
     const { teardownGraceMs, maxLivePerOwner } = options
     this.#r = native.create({ teardownGraceMs, maxLivePerOwner }, this)
     registryOpened()
+    // The package's own listener, first of all: per-task end hooks (N-7).
+    native.listen(this.#r, (snap) => this.#ended(snap))
+  }
+
+  #endHooks = new Map() // id -> function run at the task's end (N-7)
+  #clean = new Set() // ended process tasks with no leftovers: none will come
+
+  #ended(snap) {
+    const hook = this.#endHooks.get(snap.id)
+    if (hook !== undefined) {
+      this.#endHooks.delete(snap.id)
+      hook()
+    }
+  }
+
+  // N-7: a process task's snapshot also says how it ended, without a read:
+  // exitCode (0..255) or signal ('SIGTERM') once it ended (both null while
+  // it runs or when there is no status), and leftovers, the processes of
+  // its session still running after its end (P-LEFT-1; 0 while it runs).
+  #status(snap, caller) {
+    if (snap === undefined || snap === null) return snap
+    const ended = snap.status === 'completed' || snap.status === 'killed' ||
+                  snap.status === 'failed'
+    let st
+    try {
+      st = native.procStatus(this.#r, snap.id, caller,
+                             ended && !this.#clean.has(snap.id))
+    } catch {
+      return snap // dropped meanwhile
+    }
+    if (st === undefined) return snap // not a process task
+    snap.exitCode = st.exitCode ?? null
+    snap.signal = st.termSignal === undefined || st.termSignal === null
+      ? null : signalName(st.termSignal)
+    if (st.leftovers === undefined) {
+      snap.leftovers = 0
+    } else {
+      snap.leftovers = st.leftovers
+      if (st.leftovers === 0) this.#clean.add(snap.id)
+    }
+    return snap
   }
 
   // R-SURF-1: a control surface; starts are refused while none is attached.
@@ -208,15 +252,20 @@ class TaskRegistry {
   }
 
   get(id, caller) {
-    return native.get(this.#r, id, handleOf(caller))
+    const h = handleOf(caller)
+    return this.#status(native.get(this.#r, id, h), h)
   }
 
   list(caller) {
-    return native.list(this.#r, handleOf(caller))
+    const h = handleOf(caller)
+    return native.list(this.#r, h).map((snap) => this.#status(snap, h))
   }
 
   read(id, caller) {
-    return native.read(this.#r, id, handleOf(caller))
+    const h = handleOf(caller)
+    const r = native.read(this.#r, id, h)
+    this.#status(r.snapshot, h)
+    return r
   }
 
   kill(id, caller, reason) {
@@ -243,10 +292,11 @@ class TaskRegistry {
         throw codedTypeError('signal must be an AbortSignal')
       }
       let onAbort = null
-      const w = native.wait(this.#r, id, timeoutMs, handleOf(caller),
+      const h = handleOf(caller)
+      const w = native.wait(this.#r, id, timeoutMs, h,
         (status, snapshot) => {
           if (onAbort !== null) signal.removeEventListener('abort', onAbort)
-          if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(snapshot)
+          if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(this.#status(snapshot, h))
           else reject(abortedError(signal))
         })
       if (signal !== undefined && signal !== null) {
@@ -264,7 +314,7 @@ class TaskRegistry {
     checkFunction(listener, 'listener')
     const l = native.listen(this.#r, (snapshot, owner) => {
       try {
-        listener(snapshot, owner)
+        listener(this.#status(snapshot), owner)
       } catch (err) {
         console.error(`uvtasks: an onTaskDone listener threw (task ${snapshot.id}):`, err)
       }
@@ -275,12 +325,14 @@ class TaskRegistry {
   // R-FEED-1: every transition of every task.
   watch(callback) {
     checkFunction(callback, 'callback')
-    const w = native.watch(this.#r, callback)
+    const w = native.watch(this.#r, (snapshot, dropped) =>
+      callback(dropped ? snapshot : this.#status(snapshot), dropped))
     return () => native.unwatch(w)
   }
 
   forget(id, caller) {
     native.forget(this.#r, id, handleOf(caller))
+    this.#clean.delete(id)
   }
 
   // The process producer (SPEC §3, §3b).
@@ -305,7 +357,146 @@ class TaskRegistry {
     }
     if (options.stdin === 'null') o.stdin = undefined
     if (options.onOutput !== undefined) checkFunction(options.onOutput, 'options.onOutput')
-    return native.spawn(this.#r, o)
+    if (options.onData !== undefined) checkFunction(options.onData, 'options.onData')
+    if (options.streams !== undefined && typeof options.streams !== 'boolean') {
+      throw codedTypeError('options.streams must be a boolean')
+    }
+    // N-6: the host is the reader; backpressure instead of drops.
+    let pump = null
+    if (options.onData !== undefined || options.streams === true) {
+      const r = this.#r
+      const onOutput = options.onOutput
+      pump = new OutputPump(() => native.readProcess(r, pump.id, undefined),
+                            options.onData)
+      o.outputBackpressure = true
+      o.outputAtEnd = true
+      o.onOutput = (id, atEnd) => {
+        if (atEnd === true) {
+          this.#pumps.delete(id)
+          pump.pull(true)
+        } else {
+          pump.pull(false)
+          if (onOutput !== undefined) onOutput(id)
+        }
+      }
+    }
+    const signal = options.signal
+    if (signal !== undefined && signal !== null &&
+        (typeof signal.addEventListener !== 'function' ||
+         typeof signal.aborted !== 'boolean')) {
+      throw codedTypeError('options.signal must be an AbortSignal')
+    }
+    delete o.onData
+    delete o.streams
+    delete o.signal
+    const id = native.spawn(this.#r, o)
+    if (pump !== null) {
+      pump.id = id
+      this.#pumps.set(id, pump)
+    }
+    if (signal !== undefined && signal !== null) this.#killOnAbort(id, o.owner, signal)
+    return id
+  }
+
+  // N-7: an abort kills the task (as kill() does: its whole session,
+  // grace, then SIGKILL), with the abort's reason as the kill's reason.
+  #killOnAbort(id, owner, signal) {
+    const onAbort = () => {
+      this.#endHooks.delete(id)
+      const reason = signal.reason instanceof Error ? signal.reason.message
+        : signal.reason === undefined ? 'aborted' : String(signal.reason)
+      try {
+        native.kill(this.#r, id, owner, `aborted: ${reason}`)
+      } catch {} // ended or forgotten meanwhile, or the registry closed
+    }
+    if (signal.aborted) {
+      onAbort()
+      return
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    this.#endHooks.set(id, () => signal.removeEventListener('abort', onAbort))
+  }
+
+  // N-7: resolves with { pid } once the task's process exists, or rejects
+  // with the error that kept it from existing (the spawn's, as 'ENOENT';
+  // ESRCH when a kill came first).  The library has no event for it: the
+  // pid is looked at once per loop turn, then every few ms.
+  spawned(id, caller) {
+    const h = handleOf(caller)
+    return new Promise((resolve, reject) => {
+      let turns = 0
+      const again = () => {
+        if (++turns < 20) setImmediate(check)
+        else setTimeout(check, Math.min(turns - 18, 10))
+      }
+      const check = () => {
+        let pid
+        try {
+          pid = native.pid(this.#r, id, h)
+        } catch (err) {
+          // A failed spawn is known before the task settles with its name.
+          const e = this.#spawnError(id, h, err)
+          if (e !== null) reject(e)
+          else again()
+          return
+        }
+        if (pid !== undefined) resolve({ pid })
+        else again()
+      }
+      check()
+    })
+  }
+
+  // The error for spawned() to reject with, or null: not known yet.
+  #spawnError(id, h, err) {
+    if (err.code !== 'ESRCH') return err
+    let snap
+    try {
+      snap = native.get(this.#r, id, h)
+    } catch (e) {
+      return e
+    }
+    if (snap.status === 'running' || snap.status === 'stopping') return null
+    const m = /^spawn failed: ([A-Z0-9_]+)/.exec(snap.detail || '')
+    if (m === null) return err
+    const e = new Error(`${m[1]}: spawn of ${id} failed`)
+    e.code = m[1]
+    e.syscall = 'spawn'
+    return e
+  }
+
+  // N-6: the task's stdout / stderr as a Readable (one per task and
+  // stream), for a task spawned with onData or streams: true.  Ends at the
+  // task's end, after its last bytes.
+  stdout(id, caller) {
+    return this.#readable(id, caller, 'stdout')
+  }
+
+  stderr(id, caller) {
+    return this.#readable(id, caller, 'stderr')
+  }
+
+  #readable(id, caller, stream) {
+    const snap = native.get(this.#r, id, handleOf(caller)) // ENOTASK, EFOREIGN
+    const pump = this.#pumps.get(id)
+    if (pump !== undefined) return pump.readable(stream)
+    if (snap.status === 'running' || snap.status === 'stopping') {
+      const e = new Error(`EINVAL: ${id} was not spawned with onData or ` +
+                          `streams: true, so its ${stream} is read with read()`)
+      e.code = 'EINVAL'
+      throw e
+    }
+    // Ended: an empty stream (its bytes went to onData or are read()'s).
+    return Readable.from([])
+  }
+
+  // N-6: the task's stdin (stdin 'pipe' or tty) as a Writable with 'drain';
+  // end() is closeStdin().
+  stdin(id, caller) {
+    const h = handleOf(caller)
+    native.write(this.#r, id, h, '') // checks the task: EINVAL without stdin
+    return stdinWritable((bytes) => native.write(this.#r, id, h, bytes),
+                         () => native.closeStdin(this.#r, id, h))
   }
 
   // P-RES-1: what is new on stdout and stderr apart (Buffers), the bytes
@@ -322,7 +513,7 @@ class TaskRegistry {
       exited: r.exited,
       exitCode: r.exitCode,
       signal: r.termSignal === null ? null : signalName(r.termSignal),
-      snapshot: r.snapshot,
+      snapshot: this.#status(r.snapshot, handleOf(caller)),
     }
   }
 

@@ -210,7 +210,8 @@ static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
 }
 
 /* A task reached its terminal transition: the library calls its
- * on_output no more (P-EVT-1), so its JS function can go.  Calls no JS. */
+ * on_output no more (P-EVT-1), so its JS function can go.  Calls JS only
+ * for an onData pump's last read (N-6, uvtn_outputs_done()). */
 static void on_task_ended(uvt_listener_t *l, const uvt_snapshot_t *snap,
                           uvt_agent_t *owner) {
   uvtn_outputs_done(l->data, snap->id);
@@ -378,6 +379,7 @@ NAPI_MODULE_INIT() {
       {"resize", uvtn_resize},
       {"stopAllNow", uvtn_stop_all_now},
       {"readProcess", uvtn_read_process},
+      {"procStatus", uvtn_proc_status},
       {"outputRefs", uvtn_output_refs},
       {"jsUnsettled", uvtn_js_unsettled},
   };
