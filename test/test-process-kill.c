@@ -169,7 +169,9 @@ static void test_kill_after_exit(void **state) {
   assert_true(run_until(&f, leader_gone, &pid, 10000));
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: the holder is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
   assert_int_equal(w.snap.reported, 1);
   assert_int_equal(group_live(pid), 1);
   wait_end(&w);
@@ -242,7 +244,9 @@ static void test_c02_dispose(void **state) {
       0);
   d.pgid = task_pid(&f, id, &a);
   wait_task(&f, &w, id, 5000, &a);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 3 processes still running");
   assert_true(group_live(d.pgid) >= 3);
   wait_end(&w);
   assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
@@ -275,7 +279,9 @@ static void test_quiesce_ignore_term(void **state) {
                    0);
   d.pgid = task_pid(&f, id, &a);
   wait_task(&f, &w, id, 5000, &a);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
   assert_int_equal(group_live(d.pgid), 1);
   wait_end(&w);
   t0 = now_ms();
@@ -324,7 +330,9 @@ static void test_forget_quiesce(void **state) {
                    0);
   pgid = task_pid(&f, id, NULL);
   wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
   wait_end(&w);
   assert_int_equal(group_live(pgid), 1);
   assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
@@ -384,7 +392,9 @@ static void test_c29_set_m_jobs(void **state) {
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   sid = task_pid(&f, id, &a);
   wait_task(&f, &w, id, 5000, &a);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 2 processes still running");
   assert_true(session_has(&f, sid, "sleep 300", 2));
   wait_end(&w);
   memset(&d, 0, sizeof(d));
@@ -460,7 +470,9 @@ static void test_leftovers(void **state) {
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   sid = task_pid(&f, id, NULL);
   wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 2 processes still running");
   wait_end(&w);
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 2);
   assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
@@ -491,7 +503,9 @@ static void test_quiesce_hook_after_end(void **state) {
   o.command = "sleep 300 & set -m; sleep 300 & echo started";
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 2 processes still running");
   wait_end(&w);
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 2);
   p = proc_of(&f, id, &t);
@@ -504,7 +518,9 @@ static void test_quiesce_hook_after_end(void **state) {
   run_for(&f, 30);
   assert_int_equal(p->quiescing, 0);
   assert_int_equal(uvt_get(f.reg, id, NULL, &s), 0);
-  assert_outcome(&s, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: the detail it settled with stays as it was. */
+  assert_outcome(&s, UVT_COMPLETED,
+                 "exit code: 0; 2 processes still running");
   uvt_snapshot_cleanup(&s);
   assert_int_equal(t->hooks.quiesce(t), 0);
 
@@ -515,7 +531,9 @@ static void test_quiesce_hook_after_end(void **state) {
                                 id),
                    0);
   wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
   wait_end(&w);
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 1);
   p = proc_of(&f, id, &t);
@@ -553,7 +571,9 @@ static void test_c30_kill_ended(void **state) {
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   sid = task_pid(&f, id, &a);
   wait_task(&f, &w, id, 5000, &a);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: what it left is named. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
   wait_end(&w);
   assert_int_equal(uvt_process_leftovers(f.reg, id, &a), 1);
   assert_int_equal(uvt__lookup(f.reg, id, &a, &t), 0);
@@ -570,7 +590,9 @@ static void test_c30_kill_ended(void **state) {
   assert_true(run_until(&f, leftovers_at_most, &lw, 3000));
   assert_int_equal(session_live(sid, NULL), 0);
   assert_int_equal(uvt_get(f.reg, id, &a, &s), 0);
-  assert_outcome(&s, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: the detail it settled with stays as it was. */
+  assert_outcome(&s, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
   uvt_snapshot_cleanup(&s);
   fixture_close(&f);
 }
@@ -643,7 +665,9 @@ static void test_cgroup_setsid(void **state) {
   o.command = cmd;
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  /* P-LEFT-1: its cgroup's members count too. */
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 2 processes still running");
   wait_end(&w);
   /* The escaped sleep ignores SIGTERM before the forget's SIGTERM comes,
    * however slow its start: the 0.2 s the leader waits are no promise. */

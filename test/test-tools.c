@@ -2712,6 +2712,88 @@ static void test_write_stdin_allocation_failures(void **state) {
   assert_int_equal(uvt_replace_allocator(malloc, realloc, calloc, free), 0);
 }
 
+/* P-LEFT-1 through the tool surface: an ended task whose session still
+ * runs says so, with the count of this moment and how to stop it, in the
+ * end notice, task_output, run_command's result and task_list; shapes:
+ * a plain `&` job, a `set -m` job (a group of its own) and `nohup timeout`
+ * (GNU timeout puts itself in a group of its own).  Once they are stopped
+ * the lines say that what it left has ended. */
+static int left_gone(void *arg) {
+  tfix_t *t = arg;
+  return uvt_process_leftovers(t->f.reg, "bash-1", &t->a) == 0;
+}
+
+static void test_leftovers_in_texts(void **state) {
+  /* The `timeout` shape waits until timeout has started its child, so the
+   * count (2) is known. */
+  static const struct {
+    const char *cmd;
+    const char *left;
+    const char *pronoun;
+    const char *stopping;
+  } cases[] = {
+      {"sleep 300 & echo started", "1 process", "it", "1 process"},
+      {"set -m; sleep 300 & echo started", "1 process", "it", "1 process"},
+      {"nohup timeout 3600 sleep 999 >/dev/null 2>&1 & while [ -z \"$(cat "
+       "/proc/$!/task/$!/children 2>/dev/null)\" ]; do sleep 0.01; done; "
+       "echo started",
+       "2 processes", "them", "2 processes"},
+  };
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  char want[512];
+  size_t i;
+  (void)state;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    tfix_init(&t);
+    uvt_tools_args_init(&a);
+    a.command = cases[i].cmd;
+    call(&t, &r, &t.a, "run_in_background", &a);
+    assert_string_equal(r.text, "Started bash-1.\n[status: running]");
+    run_until_settled(&t, &t.a, "bash-1");
+    fixture_run_until(&t.f, notice_seen, &t);
+    assert_int_equal(t.notices, 1);
+    snprintf(want, sizeof(want),
+             "[status: completed, exit code: 0; %s still running; task_kill "
+             "bash-1 stops %s]",
+             cases[i].left, cases[i].pronoun);
+    assert_true(ends_with(t.notice, want));
+    a = args_id("bash-1");
+    call(&t, &r, &t.a, "task_output", &a);
+    assert_true(ends_with(r.text, want));
+    assert_true(strncmp(r.text, "started\n[status:", 16) == 0);
+    call(&t, &r, &t.a, "task_list", NULL);
+    snprintf(want, sizeof(want),
+             "bash-1  bash  completed (exit code: 0; %s still running; "
+             "task_kill bash-1 stops %s)",
+             cases[i].left, cases[i].pronoun);
+    assert_non_null(strstr(r.text, want));
+    /* run_command says it too. */
+    uvt_tools_args_init(&a);
+    a.command = "sleep 300 & echo two";
+    call(&t, &r, &t.a, "run_command", &a);
+    assert_string_equal(r.text, "two\n[status: completed, exit code: 0; 1 "
+                                "process still running; task_kill bash-2 "
+                                "stops it]");
+    /* Stopped: the lines say what it left has ended. */
+    a = args_id("bash-1");
+    call(&t, &r, &t.a, "task_kill", &a);
+    snprintf(want, sizeof(want),
+             "bash-1 had already ended; stopping the %s it left running.\n"
+             "[status: completed, exit code: 0]",
+             cases[i].stopping);
+    assert_string_equal(r.text, want);
+    fixture_run_until(&t.f, left_gone, &t);
+    call(&t, &r, &t.a, "task_output", &a);
+    assert_string_equal(r.text,
+                        "(no new output)\n[status: completed, exit code: 0; "
+                        "what it left running has ended]");
+    tfix_close(&t);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -2734,6 +2816,7 @@ int main(void) {
       cmocka_unit_test(test_allocation_failures),
       cmocka_unit_test(test_run_in_background),
       cmocka_unit_test(test_c30_kill_ended_leftovers),
+      cmocka_unit_test(test_leftovers_in_texts),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),

@@ -93,10 +93,13 @@
  *  - uvt_process_leftovers() (what a kill of an ended task will stop) and
  *    uvt_process_cgroups() (an optional cgroup per task, P-KILL-5's "may")
  *    are additions.
- *  - A kill's SIGKILL after grace_ms goes out only while the leader is
- *    unreaped (P-KILL-1, P-KILL-3): a `set -m` job that ignores SIGTERM
- *    and outlives its leader is stopped by a kill of the ended task
- *    (P-KILL-6) or by disposal, not by the first kill's grace.
+ *  - A kill, the runtime limit and disposal end with nothing of the task
+ *    left (P-KILL-7): after grace_ms every process still in the session
+ *    (and cgroup) gets SIGKILL, leader reaped or not, again every 10 ms
+ *    until none is left, and the task settles only then.  While the
+ *    leader is gone and the grace runs, the session is looked at every
+ *    10 ms (one batched pass over /proc), so a task whose members all
+ *    die of SIGTERM settles at once.
  *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
  *  - SPEC.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
  *    write to a child that closed its end is UV_EPIPE and never SIGPIPE
@@ -289,9 +292,11 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * Every duration (max_runtime_ms, grace_ms, drain_ms, the grace of
  * disposal's stop) counts from the call or event that starts it, even
  * when the host blocked its loop before calling (R-TIME-1).  A kill (the
- * cancel hook) sends SIGTERM to the session and SIGKILL after grace_ms
- * unless the leader exited; a second kill sends SIGKILL at once (P-KILL-1,
- * P-KILL-5).
+ * cancel hook) sends SIGTERM to the session and, once grace_ms has passed,
+ * SIGKILL to every process still in it, repeated until none is left,
+ * whether or not the leader exited; a second kill sends SIGKILL at once
+ * (P-KILL-1, P-KILL-5, P-KILL-7).  A killed task settles only when nothing
+ * of its session is left: at most about grace_ms + 1 s after the kill.
  *
  * Reads (uvt_read) return the new stdout bytes, then, if stderr has new
  * bytes, a line "[stderr]" (preceded by a newline when the stdout part
@@ -396,6 +401,27 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * Ownership: nothing is allocated.  Thread: the loop thread. */
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
+
+/* Send `signum` to every process of a live task's session (P-KILL-8), as
+ * a terminal's Ctrl-C (SIGINT) or a supervisor's reload (SIGHUP) would:
+ * the leader's process group at once, the session's other groups (`set
+ * -m` jobs) from the next pass over /proc, the task's cgroup too where it
+ * has one.  No escalation follows: the task stays live unless the signal
+ * ends it, and then it settles as a death by that signal ("signal: NAME",
+ * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).
+ *
+ * Allowed: SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
+ * SIGCONT, SIGSTOP, SIGWINCH.
+ *
+ * Returns 0 (sent), UV_EINVAL (a signal outside that list, NULL reg or
+ * id, or a task that is not a process task), UVT_ENOTASK, UVT_EFOREIGN
+ * (R-OWN-2, the fence of uvt_kill()), UV_ESRCH (the task ended, or its
+ * leader exited and it is ending: P-KILL-3 forbids signalling it; a kill
+ * of the ended task stops what it left), UV_EAGAIN (the spawn is still
+ * out, P-SPAWN-6: there is no process yet), UV_EPERM (the kernel refused).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_signal(uvt_registry_t *reg, const char *id,
+                                  const uvt_agent_t *caller, int signum);
 
 /* Write `len` bytes to the task's stdin (P-IN-1): its pipe (stdin_pipe)
  * or its terminal (pty).  The bytes are copied; they go out in the order of

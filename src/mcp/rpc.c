@@ -313,23 +313,26 @@ static void tool_error_result(mcp_server_t *server, json_t *id,
   mcp_rpc_result(server, id, result);
 }
 
+/* P-LEFT-1: does ended task `id` still have processes running in its
+ * session (or cgroup), whatever their process group (`set -m` jobs,
+ * `nohup timeout 3600 cmd &`)?  Such a record is never forgotten by
+ * retention: the model sees the count in its status lines, and a
+ * forget would stop them without a word. */
+static int rpc_has_leftovers(mcp_server_t *server, const char *id) {
+  return uvt_process_leftovers(server->reg, id, &server->agent) > 0;
+}
+
 /* Long sessions: beyond the --keep-finished count, forget the oldest
  * finished tasks whose end the model has seen (reported), so memory stays
  * bounded (R-FORGET-1).  Tasks with an unseen end are kept, and so are
- * tasks whose process group still has members (`sleep 30 &`): disposal
- * stops those through the record (P-KILL-4), a forgotten record would
- * leave them running.  Signal 0 only asks; a reused group id merely keeps
- * a record a little longer. */
+ * tasks that left processes running (rpc_has_leftovers). */
 static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
-  int pid;
-
   if (!uvt_status_is_terminal(s->status) || !s->reported)
     return 0;
   /* MCP tasks keep their records for their ttl. */
   if (mcp_task_find(server, s->id) != NULL)
     return 0;
-  pid = uvt_process_pid(server->reg, s->id, &server->agent);
-  return !(pid > 0 && kill(-pid, 0) == 0);
+  return !rpc_has_leftovers(server, s->id);
 }
 
 static void rpc_bound_retention(mcp_server_t *server) {

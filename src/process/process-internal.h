@@ -260,6 +260,7 @@ struct uvt__proc_s {
   int quiescing;          /* the quiesce hook is waiting for the group */
   int kill_timer_closing; /* its close callback has not run yet */
   uint64_t quiesce_start_ns;
+  uint64_t kill_start_ns; /* uv_hrtime() of the first stop request */
   uint64_t start_ns;     /* uv_hrtime() of the uvt_process_start call */
   uint64_t timed_out_ms; /* from the start call to the runtime's SIGTERM */
 };

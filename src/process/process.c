@@ -26,6 +26,9 @@
 #define DRAIN_LIMIT (1024 * 1024)
 /* How often disposal checks whether a group is gone. */
 #define QUIESCE_POLL_MS 10
+/* How often a kill whose leader is gone (or whose grace passed) looks at
+ * the session, and sends SIGKILL again after the grace (P-KILL-7). */
+#define KILL_POLL_MS 10
 
 int uvt__process_no_pidfd;
 
@@ -172,10 +175,21 @@ static void close_stream(uvt__stream_t *s) {
     uv_close((uv_handle_t *)&s->pipe, uvt__proc_on_close);
 }
 
+/* P-KILL-7: a kill (or the runtime limit) was asked for and the task's
+ * session (and cgroup) may still hold a process: the task may not settle
+ * yet. */
+static int kill_pending(uvt__proc_t *p) {
+  return p->kill_requested && p->pid > 0 && !uvt__session_known_empty(p);
+}
+
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
  * left and settle when the last close callback has run. */
 static void maybe_finish(uvt__proc_t *p) {
   if (p->finishing || !p->reaped || p->out.open || p->err.open)
+    return;
+  /* P-KILL-7: a kill ends with nothing of the task left; the kill timer
+   * (or a pass finding the session empty) calls again. */
+  if (kill_pending(p))
     return;
   p->finishing = 1;
   /* Input nobody will read any more is dropped (P-IN-1: later writes get
@@ -377,9 +391,22 @@ static void on_drain_timer(uv_timer_t *timer) {
 
 /* There is no leader any more (reaped, or never made): no kill or runtime
  * limit is due, and the pipes get the drain's time to end (P-OUT-3). */
+static void on_kill_timer(uv_timer_t *timer);
+
+/* There is no leader any more (reaped, or never made): no runtime limit is
+ * due, and the pipes get the drain's time to end (P-OUT-3).  A kill in
+ * progress goes on until the session is empty (P-KILL-7): its timer now
+ * looks every KILL_POLL_MS (a pass over /proc, batched), sending SIGKILL
+ * from the end of the grace on. */
 static void no_leader(uvt__proc_t *p) {
-  if (p->live & UVT__H_KILL)
-    uv_timer_stop(&p->kill_timer);
+  if (p->live & UVT__H_KILL) {
+    if (kill_pending(p)) {
+      uv_update_time(p->loop);
+      uv_timer_start(&p->kill_timer, on_kill_timer, 0, KILL_POLL_MS);
+    } else {
+      uv_timer_stop(&p->kill_timer);
+    }
+  }
   if (p->live & UVT__H_RUNTIME)
     uv_timer_stop(&p->runtime_timer);
   if (p->out.open || p->err.open)
@@ -425,13 +452,36 @@ static void on_exit_poll(uv_poll_t *poll, int status, int events) {
   }
 }
 
+/* P-KILL-7 (replacing P-KILL-1's "if the leader has not exited"): once
+ * grace_ms has passed since the kill, every process still in the session
+ * (and cgroup) gets SIGKILL, leader reaped or not, and again on every tick
+ * until none is left, so that what a fork bomb forks between two passes is
+ * stopped too.  Each pass checks membership as P-KILL-3 asks (session.c).
+ * Before the grace has passed (the leader died of SIGTERM), the ticks only
+ * look, so the task settles as soon as its session is empty. */
 static void on_kill_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
-  /* P-KILL-1: the leader outlived the grace. */
-  if (!uvt__proc_check_leader(p) && !p->killed_now) {
+  uvt__proc_check_leader(p);
+  if (p->finishing)
+    return; /* the reap found nothing left: the timer is closing */
+  if (!kill_pending(p)) {
+    uv_timer_stop(timer);
+    maybe_finish(p);
+    return;
+  }
+  if (p->killed_now || ms_since(p->kill_start_ns) >= p->grace_ms) {
     p->killed_now = 1;
     uvt__session_signal(p, SIGKILL);
+  } else {
+    uvt__session_check(p);
+  }
+  /* A pass run at once (the context is closing) may have finished. */
+  if (p->finishing || !(p->live & UVT__H_KILL))
+    return;
+  if (uv_timer_get_repeat(timer) == 0) {
+    uv_update_time(p->loop);
+    uv_timer_start(timer, on_kill_timer, KILL_POLL_MS, KILL_POLL_MS);
   }
 }
 
@@ -442,6 +492,7 @@ static int request_stop(uvt__proc_t *p) {
   if (err != 0)
     return err;
   p->kill_requested = 1;
+  p->kill_start_ns = uv_hrtime();
   /* P-SPAWN-6: a kill before the child exists: it is never spawned (or,
    * if the spawner got there first, signalled when the answer comes). */
   if (p->spawning)
@@ -544,6 +595,16 @@ static void settle(uvt__proc_t *p) {
       snprintf(detail, sizeof(detail), "exit code: %d", code);
     }
   }
+  /* P-LEFT-1: what the task left running is named in the detail it settles
+   * with (a kill leaves nothing, P-KILL-7). */
+  if (!p->not_started && p->pid > 0 && !p->kill_requested &&
+      !uvt__session_known_empty(p)) {
+    int left = uvt__session_count(p, 0);
+    size_t used = strlen(detail);
+    if (left > 0)
+      snprintf(detail + used, sizeof(detail) - used,
+               "; %d process%s still running", left, left == 1 ? "" : "es");
+  }
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
    * it to later reads, uvt_process_read() through the layout (P-RES-1). */
@@ -574,9 +635,15 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
   uvt__proc_t *p = uvt_task_arg(t);
 
   /* P-KILL-2/3: a leader that already exited keeps its outcome and is not
-   * signalled. */
-  if (uvt__proc_check_leader(p))
+   * signalled; but a kill in progress that is waiting for the rest of the
+   * session, asked again, means "stop now" (R-KILL-3, P-KILL-7). */
+  if (uvt__proc_check_leader(p)) {
+    if (!p->finishing && kill_pending(p)) {
+      p->killed_now = 1;
+      uvt__session_signal(p, SIGKILL);
+    }
     return 0;
+  }
   p->cancels++;
   if (!p->kill_requested)
     return request_stop(p);
@@ -584,8 +651,11 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
   if (p->timed_out && p->cancels == 1)
     return 0;
-  if (p->live & UVT__H_KILL)
-    uv_timer_stop(&p->kill_timer);
+  /* SIGKILL now, and again on every tick until nothing is left. */
+  if (p->live & UVT__H_KILL) {
+    uv_update_time(p->loop);
+    uv_timer_start(&p->kill_timer, on_kill_timer, KILL_POLL_MS, KILL_POLL_MS);
+  }
   p->killed_now = 1;
   return uvt__session_signal(p, SIGKILL);
 }
@@ -632,6 +702,9 @@ void uvt__proc_swept(uvt__proc_t *p) {
    * reaps them, P-REAP-1). */
   if (p->quiescing && p->pass_live == 0)
     quiesce_done(p);
+  /* P-KILL-7: a kill whose leader was reaped waits for this. */
+  if (p->kill_requested && p->reaped && !p->settled)
+    maybe_finish(p);
 }
 
 static void on_quiesce_timer(uv_timer_t *timer) {

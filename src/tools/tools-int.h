@@ -42,6 +42,21 @@ void uvt__text_oneline(uvt__text_t *t, const char *s, size_t max_bytes);
 /* Append the status line of `snap`: "[status: S]" or "[status: S, DETAIL]". */
 void uvt__text_status(uvt__text_t *t, const uvt_snapshot_t *snap);
 
+/* P-LEFT-1 (leftovers.c): the status line of `snap` as uvt__text_status
+ * gives it, and the detail alone (cut to max_bytes), with what an ended
+ * process task left running as `mode` asks: UVT__DETAIL_LIVE replaces the
+ * count at its end by the count now and how to stop them ("exit code: 0;
+ * 2 processes still running; task_kill bash-3 stops them"),
+ * UVT__DETAIL_WITHOUT_COUNT drops it (a kill of the ended task says what
+ * it stops in its own words), UVT__DETAIL_AS_IS keeps the detail.  `caller`
+ * is the fence of the count.  Loop thread. */
+enum { UVT__DETAIL_LIVE, UVT__DETAIL_WITHOUT_COUNT, UVT__DETAIL_AS_IS };
+void uvt__tools_status(uvt_tools_t *tools, const uvt_agent_t *caller,
+                       uvt__text_t *t, const uvt_snapshot_t *snap, int mode);
+void uvt__tools_detail(uvt_tools_t *tools, const uvt_agent_t *caller,
+                       uvt__text_t *t, const uvt_snapshot_t *snap, int mode,
+                       size_t max_bytes);
+
 /* Length of the well-formed UTF-8 sequence at `s` (1-4), or, if it is not
  * well formed, minus the length of its maximal invalid subpart (-1..-3).
  * `n` > 0.  NUL is a well-formed sequence of 1. */

@@ -161,7 +161,8 @@ static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
   if (timed_out_ms > 0 && !uvt_status_is_terminal(r->snapshot.status))
     uvt__text_printf(t, "(waited %llu ms; the task has not ended)\n",
                      (unsigned long long)timed_out_ms);
-  uvt__text_status(t, &r->snapshot);
+  uvt__tools_status(req->tools, req->caller_, t, &r->snapshot,
+                    UVT__DETAIL_LIVE);
 }
 
 /* Why a command did not start. */
@@ -326,7 +327,8 @@ static void tools_run_result(uvt_tools_call_t *req, int status,
     uvt__text_str(&t, "(the command did not end in time; it is being "
                       "stopped)\n");
   }
-  uvt__text_status(&t, &r.snapshot);
+  uvt__tools_status(req->tools, req->caller_, &t, &r.snapshot,
+                    UVT__DETAIL_LIVE);
   err = !promoted && r.snapshot.status != UVT_COMPLETED;
   uvt_read_cleanup(&r);
   uvt__tools_result(req, &t, err);
@@ -600,7 +602,8 @@ static void tool_task_list(uvt_tools_call_t *req) {
     uvt__text_str(&t, uvt_status_name(snaps[i].status));
     if (snaps[i].detail != NULL && snaps[i].detail[0] != '\0') {
       uvt__text_str(&t, " (");
-      uvt__text_oneline(&t, snaps[i].detail, 200);
+      uvt__tools_detail(req->tools, req->caller_, &t, &snaps[i],
+                        UVT__DETAIL_LIVE, 200);
       uvt__text_str(&t, ")");
     }
     uvt__text_str(&t, "  ");
@@ -658,7 +661,8 @@ static void tool_task_kill(uvt_tools_call_t *req,
   memset(&snap, 0, sizeof(snap));
   err = uvt_get(reg, args->task_id, req->caller_, &snap);
   if (err == 0) {
-    uvt__text_status(&t, &snap);
+    uvt__tools_status(req->tools, req->caller_, &t, &snap,
+                      UVT__DETAIL_WITHOUT_COUNT);
     uvt_snapshot_cleanup(&snap);
   } else {
     uvt__text_str(&t, res == UVT_KILL_REQUESTED ? "[status: stopping]"
@@ -685,7 +689,7 @@ static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
   uvt__text_str(&t, ": ");
   uvt__text_oneline(&t, snap->label, TOOLS_LABEL_MAX);
   uvt__text_str(&t, ") ended; task_output shows its output. ");
-  uvt__text_status(&t, snap);
+  uvt__tools_status(tools, owner, &t, snap, UVT__DETAIL_LIVE);
   line = uvt__text_take(&t);
   /* Out of memory: the notice cannot be built; there is nowhere to say so
    * but the host's notice, which needs the memory too. */

@@ -24,7 +24,7 @@ static void text_status_of(uvt_tools_call_t *req, const char *id,
   if (uvt_get(req->tools->registry, id, req->caller_, &snap) != 0)
     return;
   uvt__text_str(t, "\n");
-  uvt__text_status(t, &snap);
+  uvt__tools_status(req->tools, req->caller_, t, &snap, UVT__DETAIL_LIVE);
   uvt_snapshot_cleanup(&snap);
 }
 

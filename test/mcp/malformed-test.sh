@@ -319,7 +319,7 @@ check "keep-finished: lookups say so" '{"jsonrpc":"2.0","id":6,"method":"tools/c
 # A finished task whose group still has a member is kept, so that the end
 # of the session still stops that member (P-KILL-4).
 check "keep-finished: a task leaving a survivor" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"sleep 30 & echo $!"}}}' 7 'Started bash-3.'
-check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0]'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0; 1 process still running; task_kill bash-3 stops it]'
 pid=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
 check "keep-finished: one more task" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 9 'Started bash-4.'
 check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","wait":true}}}' 10 'c\n[status: completed, exit code: 0]'
@@ -331,6 +331,37 @@ if [ -n "$pid" ] && ! alive "$pid"; then
   ok "keep-finished: end of input stops the survivor $pid"
 else
   bad "keep-finished: end of input stops the survivor '$pid'"
+fi
+
+# P-LEFT-1: retention keeps a task whose SESSION still has members, even
+# when they are in a process group of their own (`set -m` jobs, GNU
+# timeout), and every look shows them.
+start_server --keep-finished 1
+check "left: initialize" '{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 99 '"result"'
+check "left: a set -m job" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"set -m; sleep 300 & echo $!"}}}' 1 'Started bash-1.'
+check "left: its end names the job" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 '[status: completed, exit code: 0; 1 process still running; task_kill bash-1 stops it]'
+pid1=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+check "left: nohup timeout" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"nohup timeout 3600 sleep 999 >/dev/null 2>&1 & p=$!; while [ -z \"$(cat /proc/$p/task/$p/children 2>/dev/null)\" ]; do sleep 0.01; done; echo $p"}}}' 3 'Started bash-2.'
+check "left: its end names timeout and its child" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true}}}' 4 '[status: completed, exit code: 0; 2 processes still running; task_kill bash-2 stops them]'
+pid2=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
+for i in 5 7 9; do
+  check "left: another task" '{"jsonrpc":"2.0","id":'"$i"',"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo x'"$i"'"}}}' "$i" 'x'"$i"'\n[status: completed, exit code: 0]'
+  check "left: and another" '{"jsonrpc":"2.0","id":'"$((i + 1))"',"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"}}}' "$((i + 1))" '[status: completed, exit code: 0]'
+done
+check "left: both are kept and listed with their count" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_list"}}' 11 'bash-1  bash  completed (exit code: 0; 1 process still running; task_kill bash-1 stops it)' 'bash-2  bash  completed (exit code: 0; 2 processes still running; task_kill bash-2 stops them)'
+if [ -n "$pid1" ] && alive "$pid1" && [ -n "$pid2" ] && alive "$pid2"; then
+  ok "left: the set -m job $pid1 and timeout $pid2 still run"
+else
+  bad "left: the set -m job '$pid1' and timeout '$pid2' still run"
+fi
+check "left: task_kill stops them and says so" '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"task_kill","arguments":{"task_id":"bash-2"}}}' 12 'bash-2 had already ended; stopping the 2 processes it left running.'
+srv=$SRV_PID
+exec {SRV_IN}>&-
+wait "$srv" || true
+if [ -n "$pid1" ] && ! alive "$pid1" && [ -n "$pid2" ] && ! alive "$pid2"; then
+  ok "left: end of input stops what the tasks left"
+else
+  bad "left: end of input stops what the tasks left ('$pid1' '$pid2')"
 fi
 
 # M-MCP-8, C-37: a batch under 2025-03-26 gets one array of answers; the

@@ -1,0 +1,75 @@
+/* P-LEFT-1 in the tools' texts: an ended task whose session still has
+ * processes says how many are running now, and how to stop them, in
+ * every status line and task_list line.  The detail the task settled with
+ * names the count at its end ("exit code: 0; 2 processes still running",
+ * process.h); that part is replaced here by the count of this moment. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools-int.h"
+#include "uvtasks/process.h"
+
+/* The length of `detail` without a trailing "; N process(es) still
+ * running" (the count at the end), or strlen(detail) if it has none. */
+static size_t without_count(const char *detail) {
+  const char *p = strrchr(detail, ';');
+  const char *q;
+
+  if (p == NULL || p[1] != ' ')
+    return strlen(detail);
+  q = p + 2;
+  if (*q < '0' || *q > '9')
+    return strlen(detail);
+  while (*q >= '0' && *q <= '9')
+    q++;
+  if (strcmp(q, " process still running") != 0 &&
+      strcmp(q, " processes still running") != 0)
+    return strlen(detail);
+  return (size_t)(p - detail);
+}
+
+void uvt__tools_detail(uvt_tools_t *tools, const uvt_agent_t *caller,
+                       uvt__text_t *t, const uvt_snapshot_t *snap, int mode,
+                       size_t max_bytes) {
+  char base[512];
+  size_t len;
+  int left = -1;
+
+  if (snap->detail == NULL)
+    return;
+  len = without_count(snap->detail);
+  if (mode == UVT__DETAIL_AS_IS || len == strlen(snap->detail) ||
+      !uvt_status_is_terminal(snap->status)) {
+    uvt__text_oneline(t, snap->detail, max_bytes);
+    if (mode != UVT__DETAIL_LIVE || !uvt_status_is_terminal(snap->status))
+      return;
+  } else {
+    if (len >= sizeof(base))
+      len = sizeof(base) - 1;
+    memcpy(base, snap->detail, len);
+    base[len] = '\0';
+    uvt__text_oneline(t, base, max_bytes);
+    if (mode == UVT__DETAIL_WITHOUT_COUNT)
+      return;
+  }
+  /* The count now (a pass over /proc unless the session is known empty;
+   * an error, for a task that is not a process task, says nothing). */
+  left = uvt_process_leftovers(tools->registry, snap->id, caller);
+  if (left > 0)
+    uvt__text_printf(t, "; %d process%s still running; task_kill %s stops %s",
+                     left, left == 1 ? "" : "es", snap->id,
+                     left == 1 ? "it" : "them");
+  else if (left == 0 && len != strlen(snap->detail))
+    uvt__text_str(t, "; what it left running has ended");
+}
+
+void uvt__tools_status(uvt_tools_t *tools, const uvt_agent_t *caller,
+                       uvt__text_t *t, const uvt_snapshot_t *snap, int mode) {
+  uvt__text_str(t, "[status: ");
+  uvt__text_str(t, uvt_status_name(snap->status));
+  if (snap->detail != NULL && snap->detail[0] != '\0') {
+    uvt__text_str(t, ", ");
+    uvt__tools_detail(tools, caller, t, snap, mode, 400);
+  }
+  uvt__text_str(t, "]");
+}
