@@ -322,6 +322,15 @@ export class TaskRegistry {
    * UVT_EFOREIGN, EINVAL (not a process task).
    */
   spawned(id: string, caller?: Agent): Promise<{ pid: number }>
+  /**
+   * N-7 / P-KILL-8: send one signal to every process of the live task's
+   * session (SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
+   * SIGCONT, SIGSTOP, SIGWINCH, by name or number), with no escalation:
+   * the task stays live unless the signal ends it.  Throws EINVAL (another
+   * signal, not a process task), ESRCH (the task ended), EAGAIN (its spawn
+   * is still out: await spawned(id) first), UVT_ENOTASK, UVT_EFOREIGN.
+   */
+  signal(id: string, signal: NodeJS.Signals | number, caller?: Agent): void
   metrics(): RegistryMetrics
   /**
    * R-CLOSE-1: stop every task, then resolve.  Once closing, a second

@@ -417,6 +417,18 @@ class TaskRegistry {
     this.#endHooks.set(id, () => signal.removeEventListener('abort', onAbort))
   }
 
+  // N-7 / P-KILL-8: one signal ('SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1',
+  // 'SIGUSR2', 'SIGTERM', 'SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGWINCH', or
+  // its number) to every process of the live task's session; no
+  // escalation: the task stays live unless the signal ends it.
+  signal(id, sig, caller) {
+    let n
+    if (typeof sig === 'number') n = Number.isInteger(sig) ? sig : 0
+    else if (typeof sig === 'string') n = signals[sig] ?? 0
+    else throw codedTypeError('signal must be a name (\'SIGINT\') or a number')
+    native.signal(this.#r, id, handleOf(caller), n)
+  }
+
   // N-7: resolves with { pid } once the task's process exists, or rejects
   // with the error that kept it from existing (the spawn's, as 'ENOENT';
   // ESRCH when a kill came first).  The library has no event for it: the

@@ -380,6 +380,7 @@ NAPI_MODULE_INIT() {
       {"stopAllNow", uvtn_stop_all_now},
       {"readProcess", uvtn_read_process},
       {"procStatus", uvtn_proc_status},
+      {"signal", uvtn_signal},
       {"outputRefs", uvtn_output_refs},
       {"jsUnsettled", uvtn_js_unsettled},
   };

@@ -577,3 +577,30 @@ out:
   uvtn_leave(st);
   return result;
 }
+
+/* signal(reg, id, caller, signum) (P-KILL-8, N-7): one signal to every
+ * process of the live task's session, no escalation.  index.js turns a
+ * name into its number (an unknown name into 0, which the library
+ * refuses with EINVAL). */
+napi_value uvtn_signal(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4] = {NULL, NULL, NULL, NULL};
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  char *id = NULL;
+  int32_t signum = 0;
+  int err;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  napi_get_value_int32(env, argv[3], &signum);
+  err = uvt_process_signal(r->reg, id, caller, signum);
+  if (err != 0)
+    uvtn_throw(env, err, "signal", id);
+out:
+  free(id);
+  uvtn_leave(st);
+  return NULL;
+}

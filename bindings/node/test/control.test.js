@@ -11,6 +11,23 @@ const { fixture, sessionMembers, eventually } = require('./helpers.js')
 
 const codeOf = (code) => (e) => e.code === code
 
+test('N-7: an aborted spawn signal kills the whole task (P-KILL-7)', async () => {
+  const { tasks } = fixture()
+  const ac = new AbortController()
+  // A grandchild that ignores SIGTERM: the kill's SIGKILL ends it too.
+  const id = tasks.spawn({ command: "(trap '' TERM; sleep 30) & sleep 30",
+                           graceMs: 200, signal: ac.signal })
+  const { pid } = await tasks.spawned(id)
+  await eventually(() => sessionMembers(pid).length === 3)
+  assert.equal(getEventListeners(ac.signal, 'abort').length, 1)
+  ac.abort(new Error('user left'))
+  const snap = await tasks.wait(id, 10000)
+  assert.equal(snap.status, 'killed')
+  assert.equal(snap.killReason, 'aborted: user left')
+  assert.deepEqual(sessionMembers(pid), [])
+  await tasks.close()
+})
+
 test('N-7: an already aborted signal kills at once; an ended task lets go of its signal', async () => {
   const { tasks } = fixture()
   const id = tasks.spawn({ command: 'sleep 30', signal: AbortSignal.abort('no') })
@@ -93,5 +110,39 @@ test('N-7: spawned(id) resolves { pid } once the process exists, rejects with th
   const r = await tasks.spawned(early).then((v) => v, (e) => e)
   assert.ok(r.pid > 0 || r.code === 'ESRCH', String(r))
   await assert.rejects(tasks.spawned('bash-99'), codeOf('UVT_ENOTASK'))
+  await tasks.close()
+})
+
+test('N-7: signal(id, name) sends one signal to the whole session, no escalation (P-KILL-8)', async () => {
+  const { tasks } = fixture()
+  // The leader and a set -m job (a group of its own) both trap SIGUSR1
+  // and SIGINT and report them; SIGINT is not a kill: the task lives on.
+  const id = tasks.spawn({
+    command: "set -m; (trap 'echo job-usr1' USR1; trap 'echo job-int' INT; " +
+             "while :; do sleep 0.05; done) & trap 'echo leader-usr1' USR1; " +
+             "trap 'echo leader-int' INT; while :; do sleep 0.05; done",
+    streams: true, graceMs: 200,
+  })
+  const { pid } = await tasks.spawned(id)
+  await eventually(() => sessionMembers(pid).length >= 2)
+  let out = ''
+  tasks.stdout(id).on('data', (c) => { out += c })
+  tasks.signal(id, 'SIGUSR1')
+  await eventually(() => /leader-usr1/.test(out) && /job-usr1/.test(out))
+  tasks.signal(id, 2) // SIGINT by number
+  await eventually(() => /leader-int/.test(out) && /job-int/.test(out))
+  assert.equal(tasks.get(id).status, 'running')
+  assert.throws(() => tasks.signal(id, 'SIGSEGV'), codeOf('EINVAL'))
+  assert.throws(() => tasks.signal(id, 'SIGNOPE'), codeOf('EINVAL'))
+  assert.throws(() => tasks.signal(id, {}), codeOf('ERR_INVALID_ARG_TYPE'))
+  assert.throws(() => tasks.signal('bash-99', 'SIGINT'), codeOf('UVT_ENOTASK'))
+  // A signal that ends it: a death by that signal, not a kill.
+  const t = tasks.spawn({ command: 'sleep 30' })
+  await tasks.spawned(t)
+  tasks.signal(t, 'SIGHUP')
+  const snap = await tasks.wait(t, 10000)
+  assert.equal(snap.signal, 'SIGHUP')
+  assert.throws(() => tasks.signal(t, 'SIGINT'), codeOf('ESRCH'))
+  tasks.kill(id)
   await tasks.close()
 })
