@@ -188,6 +188,24 @@ export interface RegistryOptions {
   teardownGraceMs?: number
   /** Live tasks one owner may hold; default 0 = no limit (R-LIMIT-1). */
   maxLivePerOwner?: number
+  /**
+   * N-8: ended tasks kept; past it the oldest whose end was reported (by
+   * a wait, a read, or onData's last read) and that left no process
+   * running (P-LEFT-1) are forgotten.  Default 100; Infinity keeps all.
+   */
+  keepFinished?: number
+  /**
+   * N-8: output bytes the ended tasks' records may hold, bounded the same
+   * way.  Default 16 MiB; Infinity for no bound.
+   */
+  maxUnreadBytes?: number
+  /**
+   * N-10: start (once per host process) a guardian process that, when this
+   * process ends in any way, SIGKILL included, stops every process of this
+   * registry's tasks (those that kept UVTASKS_GUARDIAN in their
+   * environment) within a second.  Costs one small Node process.
+   */
+  guardian?: boolean
 }
 
 export interface RegistryMetrics {

@@ -89,6 +89,30 @@ function registryClosed() {
   for (const s of SIGNALS) process.removeListener(s, onSignal)
 }
 
+// ---- the guardian (N-10) ----------------------------------------------------
+// One per host process, started for the first registry with
+// { guardian: true } and shared by all of them: guardian.js.  Its stdin is
+// a pipe only this process writes to; the pipe ends when the process
+// does, however it ends, and the guardian then stops every process whose
+// environment carries the token.
+let guardianToken = null
+
+function startGuardian() {
+  if (guardianToken !== null) return guardianToken
+  const { spawn } = require('node:child_process')
+  const token = `${process.pid}-${require('node:crypto').randomBytes(8).toString('hex')}`
+  const child = spawn(process.execPath,
+    ['--max-old-space-size=16', require('node:path').join(__dirname, 'guardian.js'), token],
+    { stdio: ['pipe', 'ignore', 'ignore'], detached: true, env: {} })
+  child.on('error', (err) => console.error('uvtasks: the guardian did not start:', err))
+  // Neither it nor its pipe keeps the host alive.
+  child.unref()
+  child.stdin.on('error', () => {})
+  if (typeof child.stdin.unref === 'function') child.stdin.unref()
+  guardianToken = token
+  return token
+}
+
 // ---- agents ---------------------------------------------------------------
 
 class Agent {
@@ -152,6 +176,22 @@ function settleOutcome(task, outcome, held) {
   }
 }
 
+// N-8: what a registry keeps of ended tasks by default: the server's count
+// (uvtasks-mcp --keep-finished), and at most this much of their output.
+const KEEP_FINISHED = 100
+const MAX_UNREAD_BYTES = 16 * 1024 * 1024
+
+function bound(v, name, dflt) {
+  if (v === undefined || v === null) return dflt
+  if (typeof v !== 'number') throw codedTypeError(`options.${name} must be a number`)
+  if (!(v >= 0) || (v !== Infinity && !Number.isInteger(v))) {
+    const e = new RangeError(`options.${name} must be an integer >= 0, or Infinity`)
+    e.code = 'ERR_OUT_OF_RANGE'
+    throw e
+  }
+  return v
+}
+
 class TaskRegistry {
   #r
   #closing = null
@@ -162,20 +202,94 @@ class TaskRegistry {
       throw codedTypeError('options must be an object')
     }
     const { teardownGraceMs, maxLivePerOwner } = options
+    if (options.guardian !== undefined && typeof options.guardian !== 'boolean') {
+      throw codedTypeError('options.guardian must be a boolean')
+    }
+    this.#guard = options.guardian === true ? startGuardian() : null
+    this.#keep = bound(options.keepFinished, 'keepFinished', KEEP_FINISHED)
+    this.#maxBytes = bound(options.maxUnreadBytes, 'maxUnreadBytes', MAX_UNREAD_BYTES)
     this.#r = native.create({ teardownGraceMs, maxLivePerOwner }, this)
     registryOpened()
-    // The package's own listener, first of all: per-task end hooks (N-7).
+    // The package's own listener, first of all: per-task end hooks (N-7)
+    // and retention (N-8).
     native.listen(this.#r, (snap) => this.#ended(snap))
   }
 
+  #guard = null // the guardian's token (N-10), or null
   #endHooks = new Map() // id -> function run at the task's end (N-7)
   #clean = new Set() // ended process tasks with no leftovers: none will come
+  #keep
+  #maxBytes
+  #finished = new Map() // id -> output bytes held, ended tasks in end order (N-8)
+  #finishedBytes = 0
+  #sweepQueued = false
 
   #ended(snap) {
     const hook = this.#endHooks.get(snap.id)
     if (hook !== undefined) {
       this.#endHooks.delete(snap.id)
       hook()
+    }
+    if (this.#keep === Infinity && this.#maxBytes === Infinity) return
+    let bytes = 0
+    try {
+      bytes = native.heldBytes(this.#r, snap.id)
+    } catch {}
+    this.#finished.set(snap.id, bytes)
+    this.#finishedBytes += bytes
+    this.#queueSweep()
+  }
+
+  #unfinish(id) {
+    const bytes = this.#finished.get(id)
+    if (bytes === undefined) return
+    this.#finished.delete(id)
+    this.#finishedBytes -= bytes
+    this.#clean.delete(id)
+  }
+
+  #over() {
+    return this.#finished.size > this.#keep || this.#finishedBytes > this.#maxBytes
+  }
+
+  // After the dispatch that ended a task (its waits have reported it by
+  // then), not inside it.
+  #queueSweep() {
+    if (this.#sweepQueued || !this.#over()) return
+    this.#sweepQueued = true
+    setImmediate(() => {
+      this.#sweepQueued = false
+      this.#sweep()
+    })
+  }
+
+  // N-8: past either bound, forget the oldest ended tasks whose end was
+  // reported (R-READ-3) and that left no process running (P-LEFT-1);
+  // the others stay until they are.
+  #sweep() {
+    for (const id of this.#finished.keys()) {
+      if (!this.#over()) return
+      let snap
+      try {
+        snap = native.get(this.#r, id, undefined)
+      } catch {
+        this.#unfinish(id) // forgotten or dropped otherwise, or closed
+        continue
+      }
+      if (!snap.reported) continue
+      let st
+      try {
+        st = native.procStatus(this.#r, id, undefined, !this.#clean.has(id))
+      } catch {
+        continue
+      }
+      if (st !== undefined && st.leftovers > 0) continue
+      try {
+        native.forget(this.#r, id, undefined)
+      } catch {
+        continue
+      }
+      this.#unfinish(id)
     }
   }
 
@@ -265,6 +379,7 @@ class TaskRegistry {
     const h = handleOf(caller)
     const r = native.read(this.#r, id, h)
     this.#status(r.snapshot, h)
+    this.#queueSweep()
     return r
   }
 
@@ -296,6 +411,7 @@ class TaskRegistry {
       const w = native.wait(this.#r, id, timeoutMs, h,
         (status, snapshot) => {
           if (onAbort !== null) signal.removeEventListener('abort', onAbort)
+          this.#queueSweep()
           if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(this.#status(snapshot, h))
           else reject(abortedError(signal))
         })
@@ -332,6 +448,7 @@ class TaskRegistry {
 
   forget(id, caller) {
     native.forget(this.#r, id, handleOf(caller))
+    this.#unfinish(id)
     this.#clean.delete(id)
   }
 
@@ -354,6 +471,10 @@ class TaskRegistry {
           }
           return `${k}=${String(v)}`
         })
+    }
+    if (this.#guard !== null) {
+      // N-10: the mark the guardian looks for; last, so it wins.
+      o.env = [...(o.env || []), `UVTASKS_GUARDIAN=${this.#guard}`]
     }
     if (options.stdin === 'null') o.stdin = undefined
     if (options.onOutput !== undefined) checkFunction(options.onOutput, 'options.onOutput')
@@ -517,6 +638,7 @@ class TaskRegistry {
   // spawn failed or a kill came first).  Shares read()'s cursor.
   readProcess(id, caller) {
     const r = native.readProcess(this.#r, id, handleOf(caller))
+    this.#queueSweep()
     return {
       stdout: r.stdout,
       stderr: r.stderr,

@@ -335,6 +335,31 @@ out:
   return obj;
 }
 
+/* heldBytes(reg, id) -> the output bytes the record holds (N-8,
+ * uvt_held_bytes()); throws UVT_ENOTASK once it is gone. */
+napi_value uvtn_held_bytes(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {NULL, NULL, NULL}, result = NULL;
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  char *id = NULL;
+  int64_t n;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  n = uvt_held_bytes(r->reg, id, caller);
+  if (n < 0)
+    uvtn_throw(env, (int)n, "heldBytes", id);
+  else
+    napi_create_double(env, (double)n, &result);
+out:
+  free(id);
+  uvtn_leave(st);
+  return result;
+}
+
 /* ---- module ----------------------------------------------------------- */
 
 static void env_finalize(napi_env env, void *data, void *hint) {
@@ -381,6 +406,7 @@ NAPI_MODULE_INIT() {
       {"readProcess", uvtn_read_process},
       {"procStatus", uvtn_proc_status},
       {"signal", uvtn_signal},
+      {"heldBytes", uvtn_held_bytes},
       {"outputRefs", uvtn_output_refs},
       {"jsUnsettled", uvtn_js_unsettled},
   };
