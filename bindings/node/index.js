@@ -212,7 +212,7 @@ class TaskRegistry {
     registryOpened()
     // The package's own listener, first of all: per-task end hooks (N-7)
     // and retention (N-8).
-    native.listen(this.#r, (snap) => this.#ended(snap))
+    native.listen(this.#r, (snap, owner) => this.#ended(snap, owner))
   }
 
   #guard = null // the guardian's token (N-10), or null
@@ -224,7 +224,17 @@ class TaskRegistry {
   #finishedBytes = 0
   #sweepQueued = false
 
-  #ended(snap) {
+  // The handle to look at a task with: its caller's, else one of its
+  // owner's session (R-OWN-2 fences a task off from other sessions).
+  #as(snap, caller) {
+    if (caller !== undefined || snap.ownerSession === undefined) return caller
+    return this.#sessionAgents.get(snap.ownerSession)
+  }
+
+  #sessionAgents = new Map() // session -> the handle of its latest agent
+
+  #ended(snap, owner) {
+    const h = owner === undefined ? undefined : agentHandles.get(owner)
     const hook = this.#endHooks.get(snap.id)
     if (hook !== undefined) {
       this.#endHooks.delete(snap.id)
@@ -233,18 +243,18 @@ class TaskRegistry {
     if (this.#keep === Infinity && this.#maxBytes === Infinity) return
     let bytes = 0
     try {
-      bytes = native.heldBytes(this.#r, snap.id)
+      bytes = native.heldBytes(this.#r, snap.id, h)
     } catch {}
-    this.#finished.set(snap.id, bytes)
+    this.#finished.set(snap.id, { bytes, h })
     this.#finishedBytes += bytes
     this.#queueSweep()
   }
 
   #unfinish(id) {
-    const bytes = this.#finished.get(id)
-    if (bytes === undefined) return
+    const f = this.#finished.get(id)
+    if (f === undefined) return
     this.#finished.delete(id)
-    this.#finishedBytes -= bytes
+    this.#finishedBytes -= f.bytes
     this.#clean.delete(id)
   }
 
@@ -267,11 +277,11 @@ class TaskRegistry {
   // reported (R-READ-3) and that left no process running (P-LEFT-1);
   // the others stay until they are.
   #sweep() {
-    for (const id of this.#finished.keys()) {
+    for (const [id, { h }] of this.#finished) {
       if (!this.#over()) return
       let snap
       try {
-        snap = native.get(this.#r, id, undefined)
+        snap = native.get(this.#r, id, h)
       } catch {
         this.#unfinish(id) // forgotten or dropped otherwise, or closed
         continue
@@ -279,13 +289,13 @@ class TaskRegistry {
       if (!snap.reported) continue
       let st
       try {
-        st = native.procStatus(this.#r, id, undefined, !this.#clean.has(id))
+        st = native.procStatus(this.#r, id, h, !this.#clean.has(id))
       } catch {
         continue
       }
       if (st !== undefined && st.leftovers > 0) continue
       try {
-        native.forget(this.#r, id, undefined)
+        native.forget(this.#r, id, h)
       } catch {
         continue
       }
@@ -303,7 +313,7 @@ class TaskRegistry {
                   snap.status === 'failed'
     let st
     try {
-      st = native.procStatus(this.#r, snap.id, caller,
+      st = native.procStatus(this.#r, snap.id, this.#as(snap, caller),
                              ended && !this.#clean.has(snap.id))
     } catch {
       return snap // dropped meanwhile
@@ -331,7 +341,9 @@ class TaskRegistry {
   registerAgent(agentId, sessionId) {
     // The C side keeps the object, to hand it to onTaskDone as the owner.
     const agent = new Agent(agentId, sessionId)
-    agentHandles.set(agent, native.registerAgent(this.#r, agentId, sessionId, agent))
+    const h = native.registerAgent(this.#r, agentId, sessionId, agent)
+    agentHandles.set(agent, h)
+    this.#sessionAgents.set(sessionId, h)
     return agent
   }
 
@@ -430,7 +442,7 @@ class TaskRegistry {
     checkFunction(listener, 'listener')
     const l = native.listen(this.#r, (snapshot, owner) => {
       try {
-        listener(this.#status(snapshot), owner)
+        listener(this.#status(snapshot, owner && agentHandles.get(owner)), owner)
       } catch (err) {
         console.error(`uvtasks: an onTaskDone listener threw (task ${snapshot.id}):`, err)
       }
@@ -487,7 +499,8 @@ class TaskRegistry {
     if (options.onData !== undefined || options.streams === true) {
       const r = this.#r
       const onOutput = options.onOutput
-      pump = new OutputPump(() => native.readProcess(r, pump.id, undefined),
+      const owner = o.owner
+      pump = new OutputPump(() => native.readProcess(r, pump.id, owner),
                             options.onData)
       o.outputBackpressure = true
       o.outputAtEnd = true

@@ -144,3 +144,16 @@ test('N-6: streams of a task spawned without onData/streams, and stdin without a
   tasks.kill(id)
   await tasks.close()
 })
+
+test('N-6: onData of a task an agent owns', async () => {
+  const { tasks } = fixture()
+  const a = tasks.registerAgent('a1', 's1')
+  let got = ''
+  const id = tasks.spawn({ command: 'echo owned; echo err >&2', owner: a,
+                           onData: (c) => { got += c } })
+  const snap = await tasks.wait(id, null, a)
+  assert.equal(got, 'owned\nerr\n')
+  assert.equal(snap.exitCode, 0)
+  await a.dispose()
+  await tasks.close()
+})

@@ -74,3 +74,24 @@ test('N-8: Infinity keeps everything; forget stays; bad bounds throw', async () 
   assert.throws(() => new TaskRegistry({ maxUnreadBytes: 1.5 }), codeOf('ERR_OUT_OF_RANGE'))
   assert.throws(() => new TaskRegistry({ keepFinished: '10' }), codeOf('ERR_INVALID_ARG_TYPE'))
 })
+
+test('N-8: tasks agents own are bounded too; their snapshots carry the status (N-7)', async () => {
+  const tasks = new TaskRegistry({ keepFinished: 3 })
+  tasks.attachSurface('t')
+  const a = tasks.registerAgent('a1', 's1')
+  const b = tasks.registerAgent('b1', 's2')
+  const done = []
+  tasks.onTaskDone((s) => done.push(s))
+  const changes = []
+  tasks.watch((s, dropped) => { if (!dropped && s.status === 'completed') changes.push(s) })
+  for (let i = 0; i < 10; i++) {
+    const owner = i % 2 === 0 ? a : b
+    const id = tasks.spawn({ command: 'exit 4', owner })
+    await tasks.wait(id, null, owner)
+  }
+  await new Promise((r) => setImmediate(r))
+  assert.ok(tasks.metrics().records <= 3, `records ${tasks.metrics().records}`)
+  assert.ok(done.length === 10 && done.every((s) => s.exitCode === 4))
+  assert.ok(changes.length === 10 && changes.every((s) => s.exitCode === 4))
+  await tasks.close()
+})
