@@ -176,6 +176,14 @@ function settleOutcome(task, outcome, held) {
   }
 }
 
+// P-LEFT-1: a task that left processes running says so in the detail it
+// settled with ("exit code: 0; 2 processes still running"); one that did
+// not has none, and a session that emptied gains no members, so only these
+// need a look at /proc for the live count.
+function leftAtEnd(snap) {
+  return typeof snap.detail === 'string' && / still running$/.test(snap.detail)
+}
+
 // N-8: what a registry keeps of ended tasks by default: the server's count
 // (uvtasks-mcp --keep-finished), and at most this much of their output.
 const KEEP_FINISHED = 100
@@ -287,6 +295,7 @@ class TaskRegistry {
         continue
       }
       if (!snap.reported) continue
+      if (!leftAtEnd(snap)) this.#clean.add(id)
       let st
       try {
         st = native.procStatus(this.#r, id, h, !this.#clean.has(id))
@@ -311,6 +320,7 @@ class TaskRegistry {
     if (snap === undefined || snap === null) return snap
     const ended = snap.status === 'completed' || snap.status === 'killed' ||
                   snap.status === 'failed'
+    if (ended && !leftAtEnd(snap)) this.#clean.add(snap.id)
     let st
     try {
       st = native.procStatus(this.#r, snap.id, this.#as(snap, caller),
