@@ -258,6 +258,19 @@ class TaskRegistry {
     this.#queueSweep()
   }
 
+  // Registry close: no listener runs from now on (so no task's end reaches
+  // #ended): the streams get what is there and end, the abort listeners go.
+  #letGo() {
+    for (const pump of this.#pumps.values()) {
+      try {
+        pump.pull(true)
+      } catch {}
+    }
+    this.#pumps.clear()
+    for (const hook of this.#endHooks.values()) hook()
+    this.#endHooks.clear()
+  }
+
   #unfinish(id) {
     const f = this.#finished.get(id)
     if (f === undefined) return
@@ -704,6 +717,7 @@ class TaskRegistry {
   // R-CLOSE-1: resolves once every task was stopped and every handle closed.
   close() {
     return new Promise((resolve) => {
+      this.#letGo()
       native.close(this.#r, () => {
         registryClosed()
         resolve()

@@ -157,3 +157,19 @@ test('N-6: onData of a task an agent owns', async () => {
   await a.dispose()
   await tasks.close()
 })
+
+test('N-6: registry close ends the streams of tasks still running', { timeout: 60000 }, async () => {
+  const { TaskRegistry } = require('..')
+  const tasks = new TaskRegistry({ teardownGraceMs: 2000 })
+  tasks.attachSurface('t')
+  const id = tasks.spawn({ command: 'echo first; exec sleep 30', streams: true })
+  const out = tasks.stdout(id)
+  let got = ''
+  out.on('data', (c) => { got += c })
+  await tasks.spawned(id)
+  const ended = new Promise((resolve) => out.on('end', resolve))
+  assert.ok(await require('./helpers.js').eventually(() => got === 'first\n'))
+  await tasks.close()
+  await ended
+  assert.equal(got, 'first\n')
+})
