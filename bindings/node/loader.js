@@ -6,7 +6,8 @@
 //                                             in the package
 //
 // The prebuilds follow node-gyp-build's layout and names (node.napi.glibc.node:
-// Node-API, so one file serves every Node with Node-API 8), so that tool
+// Node-API, so one file serves every Node with Node-API 8 and libuv >= 1.44,
+// that is Node >= 18), so that tool
 // could load them too; this package has its own loader of a few lines rather
 // than a dependency, since it has no other and needs none of node-gyp-build's
 // tag matching: a file that does not fit the machine fails to load and the
