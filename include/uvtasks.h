@@ -567,6 +567,15 @@ UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
 UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller);
 
+/* The bytes of output the record of `id` holds now: an ended task's final
+ * output or unread remainder, kept until the record is dropped (reads do
+ * not free it); 0 while the task runs (its producer holds that output).
+ * Hosts that bound retention by memory (N-8) add these up.
+ * Returns the count (>= 0), UV_EINVAL (NULL reg or id), UVT_ENOTASK,
+ * UVT_EFOREIGN.  Thread: loop thread. */
+UVT_EXTERN int64_t uvt_held_bytes(uvt_registry_t *reg, const char *id,
+                                  const uvt_agent_t *caller);
+
 /* ---------------------------------------------------------------------- */
 /* Producers (R-START-*, R-DONE-*)                                         */
 

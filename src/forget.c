@@ -30,3 +30,14 @@ int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
   }
   return 0;
 }
+
+int64_t uvt_held_bytes(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller) {
+  uvt_task_t *t;
+  int err = uvt__lookup(reg, id, caller, &t);
+  if (err != 0)
+    return err;
+  if (uvt__task_live(t))
+    return 0;
+  return (int64_t)t->output_len;
+}

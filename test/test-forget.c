@@ -308,12 +308,39 @@ static void forget_from_settled_and_disposal(void **state) {
   lrec_cleanup(&l);
 }
 
+/* N-8: uvt_held_bytes() is 0 while a task runs, its output's size once
+ * it ended (reads do not change it), and the lookup's errors. */
+static void held_bytes(void **state) {
+  fixture_t f;
+  fake_t fk;
+  uvt_read_t r;
+  char id[UVT_ID_MAX];
+  (void)state;
+  fixture_init(&f, NULL);
+  memset(&fk, 0, sizeof(fk));
+  assert_int_equal(fake_start(f.reg, &fk, "fw", NULL, NULL, id), 0);
+  assert_int_equal(uvt_held_bytes(f.reg, id, NULL), 0);
+  assert_int_equal(fake_settle(&fk, UVT_COMPLETED, NULL, "twelve bytes"), 0);
+  tc_run_settled(&f, &fk);
+  assert_int_equal(uvt_held_bytes(f.reg, id, NULL), 12);
+  memset(&r, 0, sizeof(r));
+  assert_int_equal(uvt_read(f.reg, id, NULL, &r), 0);
+  uvt_read_cleanup(&r);
+  assert_int_equal(uvt_held_bytes(f.reg, id, NULL), 12);
+  assert_int_equal(uvt_held_bytes(f.reg, "fw-99", NULL), UVT_ENOTASK);
+  assert_int_equal(uvt_held_bytes(NULL, id, NULL), UV_EINVAL);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  assert_int_equal(uvt_held_bytes(f.reg, id, NULL), UVT_ENOTASK);
+  fixture_close(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       TC_TEST(forget_from_wait_callback),
       TC_TEST(forget_from_listener),
       TC_TEST(forget_from_watch_and_late_wait),
       TC_TEST(forget_from_settled_and_disposal),
+      TC_TEST(held_bytes),
   };
   tc_install_allocator();
   return cmocka_run_group_tests(tests, NULL, NULL);

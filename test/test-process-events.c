@@ -596,6 +596,70 @@ static void test_res_dropped(void **state) {
  * signal), the signal of a leader that died of one, and no status for a
  * spawn that failed; while live, zeros and a live snapshot that is not
  * marked reported. */
+/* N-7: uvt_process_status() gives the exit status without reading: the
+ * output stays for the next read; a signal, a live task and the errors. */
+static void test_res_status(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  uvt_process_read_t r;
+  hargv_t h;
+  int exited = -7, code = -7, sig = -7;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  assert_int_equal(start_sh(&f, NULL, "echo kept; sleep 30", id), 0);
+  (void)task_pid(&f, id, NULL);
+  assert_int_equal(uvt_process_status(f.reg, id, NULL, &exited, &code, &sig),
+                   0);
+  assert_int_equal(exited, 0);
+  assert_int_equal(code, 0);
+  assert_int_equal(sig, 0);
+  wait_begin(&f, &w, id, 5000, NULL);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, "test", NULL), 0);
+  fixture_run_until(&f, wait_done, &w);
+  wait_end(&w);
+  assert_int_equal(uvt_process_status(f.reg, id, NULL, &exited, &code, &sig),
+                   0);
+  assert_int_equal(exited, 1);
+  assert_int_equal(code, -1);
+  assert_int_equal(sig, SIGTERM);
+
+  assert_int_equal(start_sh(&f, NULL, "echo kept; exit 7", id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  wait_end(&w);
+  assert_int_equal(uvt_process_status(f.reg, id, NULL, &exited, &code, &sig),
+                   0);
+  assert_int_equal(exited, 1);
+  assert_int_equal(code, 7);
+  assert_int_equal(sig, 0);
+  /* Nothing consumed: the read still has the output. */
+  pread_ok(&f, id, &r);
+  assert_int_equal(r.out_len, 5);
+  assert_memory_equal(r.out, "kept\n", 5);
+  uvt_process_read_cleanup(&r);
+
+  test_opts(&o);
+  o.argv = hargv(&h, "--helper=raise", "9", NULL);
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 5000, NULL);
+  wait_end(&w);
+  assert_int_equal(uvt_process_status(f.reg, id, NULL, &exited, &code, &sig),
+                   0);
+  assert_int_equal(code, -1);
+  assert_int_equal(sig, SIGKILL);
+
+  assert_int_equal(
+      uvt_process_status(f.reg, "bash-999", NULL, &exited, &code, &sig),
+      UVT_ENOTASK);
+  assert_int_equal(uvt_process_status(f.reg, id, NULL, NULL, &code, &sig),
+                   UV_EINVAL);
+  assert_int_equal(uvt_process_status(NULL, id, NULL, &exited, &code, &sig),
+                   UV_EINVAL);
+  fixture_close(&f);
+}
+
 static void test_res_exit(void **state) {
   fixture_t f;
   uvt_process_options_t o;
@@ -949,6 +1013,7 @@ int main(int argc, char **argv) {
       T(test_res_split),
       T(test_res_dropped),
       T(test_res_exit),
+      T(test_res_status),
       T(test_res_shared_cursor),
       T(test_res_utf8),
       T(test_res_errors),

@@ -1,4 +1,4 @@
-// Type declarations for uvtasks (SPEC §8).  Clause names refer to SPEC.md.
+// Type declarations for uvtasks (§8 of docs/contract.md).
 /// <reference types="node" />
 
 /** A task's status: running -> (stopping) -> one of the three terminal ones. */
@@ -20,6 +20,19 @@ export interface TaskSnapshot {
   reported: boolean
   /** The first kill's (or teardown's) reason (R-KILL-2). */
   killReason?: string
+  /**
+   * N-7, process tasks only (no read needed, nothing consumed): the
+   * leader's exit code once the task ended, else null (running, killed by
+   * a signal, or no status).
+   */
+  exitCode?: number | null
+  /** N-7: the signal that ended the leader ('SIGTERM'), else null. */
+  signal?: NodeJS.Signals | null
+  /**
+   * N-7 / P-LEFT-1: processes of the task's session still running after it
+   * ended (0 while it runs); kill() of the ended task stops them.
+   */
+  leftovers?: number
 }
 
 export interface TaskRead {
@@ -41,7 +54,11 @@ export interface TaskHooks {
   cancel(reason: string): void
   /** Settles at quiescence; a rejection settles `failed` with String(error). */
   done: PromiseLike<TaskOutcome>
-  /** Stream kinds: what was produced since the last call (R-READ-1). */
+  /**
+   * Stream kinds: what was produced since the last call (R-READ-1).  N-9:
+   * called once more when done settles; what it returns comes out before
+   * the outcome's output.
+   */
   readOutput?(): string | Uint8Array | undefined | null
 }
 
@@ -150,6 +167,24 @@ export interface SpawnOptions {
    * registry closes), not longer.
    */
   onOutput?: (id: string) => void
+  /**
+   * N-6: the output itself, as it is read: `chunk` (a Buffer, any bytes) of
+   * `stream`, in order per stream.  The host is the reader: the package
+   * reads (consumes) the output for it, with outputBackpressure, so
+   * nothing is dropped; a slow callback slows the task instead.  The last
+   * bytes are handed over before onTaskDone and wait hear of the end (that
+   * read marks the task reported, R-READ-3).  A throw is an uncaught
+   * exception, as for onOutput.
+   */
+  onData?: (chunk: Buffer, stream: 'stdout' | 'stderr', id: string) => void
+  /** N-6: make stdout(id)/stderr(id) available (implied by onData). */
+  streams?: boolean
+  /**
+   * N-7: aborting it kills the task (kill(): the whole session, graceMs,
+   * then SIGKILL), with killReason "aborted: <the abort's reason>".  An
+   * already aborted signal kills it at once.
+   */
+  signal?: AbortSignal
 }
 
 /** What readProcess() returns (P-RES-1). */
@@ -177,6 +212,24 @@ export interface RegistryOptions {
   teardownGraceMs?: number
   /** Live tasks one owner may hold; default 0 = no limit (R-LIMIT-1). */
   maxLivePerOwner?: number
+  /**
+   * N-8: ended tasks kept; past it the oldest whose end was reported (by
+   * a wait, a read, or onData's last read) and that left no process
+   * running (P-LEFT-1) are forgotten.  Default 100; Infinity keeps all.
+   */
+  keepFinished?: number
+  /**
+   * N-8: output bytes the ended tasks' records may hold, bounded the same
+   * way.  Default 16 MiB; Infinity for no bound.
+   */
+  maxUnreadBytes?: number
+  /**
+   * N-10: start (once per host process) a guardian process that, when this
+   * process ends in any way, SIGKILL included, stops every process of this
+   * registry's tasks (those that kept UVTASKS_GUARDIAN in their
+   * environment) within a second.  Costs one small Node process.
+   */
+  guardian?: boolean
 }
 
 export interface RegistryMetrics {
@@ -222,10 +275,15 @@ export class TaskRegistry {
   /**
    * The terminal snapshot, or the live one once timeoutMs passed (R-WAIT-4).
    * An abort rejects with code 'UVT_EABORTED' unless the task already
-   * settled (R-WAIT-5).
+   * settled (R-WAIT-5).  N-9: a timeout of 0, below 0, NaN or
+   * +-Infinity rejects with EINVAL; undefined or null waits with no
+   * deadline (until the task ends, the abort, or close()).
    */
-  wait(id: string, timeoutMs: number, caller?: Agent, signal?: AbortSignal): Promise<TaskSnapshot>
-  /** R-DONE-3: exactly once per terminal task; returns unsubscribe(). */
+  wait(id: string, timeoutMs?: number | null, caller?: Agent, signal?: AbortSignal): Promise<TaskSnapshot>
+  /**
+   * R-DONE-3: exactly once per terminal task; returns unsubscribe().
+   * N-9: a listener that throws is logged to stderr; the others still run.
+   */
   onTaskDone(listener: (snapshot: TaskSnapshot, owner?: Agent) => void): () => void
   /** R-FEED-1: every transition; `dropped` for a record's removal. */
   watch(callback: (snapshot: TaskSnapshot, dropped: boolean) => void): () => void
@@ -270,6 +328,23 @@ export class TaskRegistry {
    */
   readProcess(id: string, caller?: Agent): ProcessRead
   /**
+   * N-6: the task's stdout / stderr as a Readable (the same one on every
+   * call), for a task spawned with onData or streams: true: it ends after
+   * the task's last bytes; a consumer that is behind pauses the task's
+   * output.  Throws EINVAL for a live task spawned without them,
+   * UVT_ENOTASK, UVT_EFOREIGN.  After the end: an empty stream.
+   */
+  stdout(id: string, caller?: Agent): import('node:stream').Readable
+  stderr(id: string, caller?: Agent): import('node:stream').Readable
+  /**
+   * N-6: the task's stdin (stdin 'pipe' or tty) as a Writable: write()
+   * returns false past its highWaterMark and 'drain' follows; what the
+   * task's stdinCapBytes refuses is retried until taken; end() is
+   * closeStdin().  Throws EINVAL (no pipe or terminal), UVT_ENOTASK,
+   * UVT_EFOREIGN.
+   */
+  stdin(id: string, caller?: Agent): import('node:stream').Writable
+  /**
    * The leader's pid, which is also its session and process group id; it
    * stays after the leader was reaped (the number may then be another
    * process's: stop the task through kill()).  `undefined` while the spawn
@@ -282,6 +357,22 @@ export class TaskRegistry {
    * process task, UVT_ENOTASK, UVT_EFOREIGN.
    */
   pid(id: string, caller?: Agent): number | undefined
+  /**
+   * N-7: resolves with the leader's pid once the process exists; rejects
+   * with the error that kept it from existing (code 'ENOEXEC', 'EACCES',
+   * ... and syscall 'spawn'), ESRCH if a kill came first, UVT_ENOTASK,
+   * UVT_EFOREIGN, EINVAL (not a process task).
+   */
+  spawned(id: string, caller?: Agent): Promise<{ pid: number }>
+  /**
+   * N-7 / P-KILL-8: send one signal to every process of the live task's
+   * session (SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
+   * SIGCONT, SIGSTOP, SIGWINCH, by name or number), with no escalation:
+   * the task stays live unless the signal ends it.  Throws EINVAL (another
+   * signal, not a process task), ESRCH (the task ended), EAGAIN (its spawn
+   * is still out: await spawned(id) first), UVT_ENOTASK, UVT_EFOREIGN.
+   */
+  signal(id: string, signal: NodeJS.Signals | number, caller?: Agent): void
   metrics(): RegistryMetrics
   /**
    * R-CLOSE-1: stop every task, then resolve.  Once closing, a second

@@ -4,11 +4,13 @@
 // one library callback.
 'use strict'
 
-const path = require('node:path')
 const { constants: { signals } } = require('node:os')
 const { isMainThread } = require('node:worker_threads')
+const { Readable } = require('node:stream')
 
-const native = require(path.join(__dirname, 'build', 'uvtasks.node'))
+// build/uvtasks.node or a prebuilt addon (loader.js, N-5).
+const native = require('./loader.js').load()
+const { OutputPump, stdinWritable } = require('./streams.js')
 
 const UVT_EWAITTIMEOUT = -20007
 const UVT_EABORTED = -20008
@@ -87,6 +89,30 @@ function registryClosed() {
   for (const s of SIGNALS) process.removeListener(s, onSignal)
 }
 
+// ---- the guardian (N-10) ----------------------------------------------------
+// One per host process, started for the first registry with
+// { guardian: true } and shared by all of them: guardian.js.  Its stdin is
+// a pipe only this process writes to; the pipe ends when the process
+// does, however it ends, and the guardian then stops every process whose
+// environment carries the token.
+let guardianToken = null
+
+function startGuardian() {
+  if (guardianToken !== null) return guardianToken
+  const { spawn } = require('node:child_process')
+  const token = `${process.pid}-${require('node:crypto').randomBytes(8).toString('hex')}`
+  const child = spawn(process.execPath,
+    ['--max-old-space-size=16', require('node:path').join(__dirname, 'guardian.js'), token],
+    { stdio: ['pipe', 'ignore', 'ignore'], detached: true, env: {} })
+  child.on('error', (err) => console.error('uvtasks: the guardian did not start:', err))
+  // Neither it nor its pipe keeps the host alive.
+  child.unref()
+  child.stdin.on('error', () => {})
+  if (typeof child.stdin.unref === 'function') child.stdin.unref()
+  guardianToken = token
+  return token
+}
+
 // ---- agents ---------------------------------------------------------------
 
 class Agent {
@@ -107,7 +133,31 @@ class Agent {
 
 // ---- the registry -----------------------------------------------------------
 
-function settleOutcome(task, outcome) {
+// Bytes or text of a producer as one Buffer or string.
+function joinOutput(held, output) {
+  if (held === undefined || held === null || held.length === 0) return output
+  if (output === undefined || output === null || output.length === 0) return held
+  if (typeof held === 'string' && typeof output === 'string') return held + output
+  return Buffer.concat([Buffer.from(held), Buffer.from(output)])
+}
+
+// N-9 (D3): what a stream producer still holds when done settles is read
+// once more, as the origin does, and delivered before the outcome's own
+// output.  A readOutput that throws then is logged; the task settles.
+function heldOutput(hooks) {
+  if (hooks.readOutput === undefined) return undefined
+  try {
+    const held = hooks.readOutput()
+    if (held === undefined || held === null || typeof held === 'string' ||
+        held instanceof Uint8Array) return held
+    throw new TypeError('readOutput() must return a string or a Buffer')
+  } catch (err) {
+    console.error('uvtasks: readOutput() threw at settlement:', err)
+    return undefined
+  }
+}
+
+function settleOutcome(task, outcome, held) {
   try {
     if (outcome === null || typeof outcome !== 'object') {
       throw new TypeError('done must resolve to { status, detail?, output? }')
@@ -120,23 +170,188 @@ function settleOutcome(task, outcome) {
     if (detail !== undefined && detail !== null && typeof detail !== 'string') {
       throw new TypeError('outcome.detail must be a string')
     }
-    native.settle(task, status, detail, output)
+    native.settle(task, status, detail, joinOutput(held, output))
   } catch (err) {
-    native.settle(task, 'failed', String(err))
+    native.settle(task, 'failed', String(err), held)
   }
+}
+
+// P-LEFT-1: a task that left processes running says so in the detail it
+// settled with ("exit code: 0; 2 processes still running"); one that did
+// not has none, and a session that emptied gains no members, so only these
+// need a look at /proc for the live count.
+function leftAtEnd(snap) {
+  return typeof snap.detail === 'string' && / still running$/.test(snap.detail)
+}
+
+// N-8: what a registry keeps of ended tasks by default: the server's count
+// (uvtasks-mcp --keep-finished), and at most this much of their output.
+const KEEP_FINISHED = 100
+const MAX_UNREAD_BYTES = 16 * 1024 * 1024
+
+function bound(v, name, dflt) {
+  if (v === undefined || v === null) return dflt
+  if (typeof v !== 'number') throw codedTypeError(`options.${name} must be a number`)
+  if (!(v >= 0) || (v !== Infinity && !Number.isInteger(v))) {
+    const e = new RangeError(`options.${name} must be an integer >= 0, or Infinity`)
+    e.code = 'ERR_OUT_OF_RANGE'
+    throw e
+  }
+  return v
 }
 
 class TaskRegistry {
   #r
   #closing = null
+  #pumps = new Map() // id -> OutputPump of a live task with onData/streams (N-6)
 
   constructor(options = {}) {
     if (options === null || typeof options !== 'object') {
       throw codedTypeError('options must be an object')
     }
     const { teardownGraceMs, maxLivePerOwner } = options
+    if (options.guardian !== undefined && typeof options.guardian !== 'boolean') {
+      throw codedTypeError('options.guardian must be a boolean')
+    }
+    this.#guard = options.guardian === true ? startGuardian() : null
+    this.#keep = bound(options.keepFinished, 'keepFinished', KEEP_FINISHED)
+    this.#maxBytes = bound(options.maxUnreadBytes, 'maxUnreadBytes', MAX_UNREAD_BYTES)
     this.#r = native.create({ teardownGraceMs, maxLivePerOwner }, this)
     registryOpened()
+    // The package's own listener, first of all: per-task end hooks (N-7)
+    // and retention (N-8).
+    native.listen(this.#r, (snap, owner) => this.#ended(snap, owner))
+  }
+
+  #guard = null // the guardian's token (N-10), or null
+  #endHooks = new Map() // id -> function run at the task's end (N-7)
+  #clean = new Set() // ended process tasks with no leftovers: none will come
+  #keep
+  #maxBytes
+  #finished = new Map() // id -> output bytes held, ended tasks in end order (N-8)
+  #finishedBytes = 0
+  #sweepQueued = false
+
+  // The handle to look at a task with: its caller's, else one of its
+  // owner's session (R-OWN-2 fences a task off from other sessions).
+  #as(snap, caller) {
+    if (caller !== undefined || snap.ownerSession === undefined) return caller
+    return this.#sessionAgents.get(snap.ownerSession)
+  }
+
+  #sessionAgents = new Map() // session -> the handle of its latest agent
+
+  #ended(snap, owner) {
+    const h = owner === undefined ? undefined : agentHandles.get(owner)
+    const hook = this.#endHooks.get(snap.id)
+    if (hook !== undefined) {
+      this.#endHooks.delete(snap.id)
+      hook()
+    }
+    if (this.#keep === Infinity && this.#maxBytes === Infinity) return
+    let bytes = 0
+    try {
+      bytes = native.heldBytes(this.#r, snap.id, h)
+    } catch {}
+    this.#finished.set(snap.id, { bytes, h })
+    this.#finishedBytes += bytes
+    this.#queueSweep()
+  }
+
+  // Registry close: no listener runs from now on (so no task's end reaches
+  // #ended): the streams get what is there and end, the abort listeners go.
+  #letGo() {
+    for (const pump of this.#pumps.values()) {
+      try {
+        pump.pull(true)
+      } catch {}
+    }
+    this.#pumps.clear()
+    for (const hook of this.#endHooks.values()) hook()
+    this.#endHooks.clear()
+  }
+
+  #unfinish(id) {
+    const f = this.#finished.get(id)
+    if (f === undefined) return
+    this.#finished.delete(id)
+    this.#finishedBytes -= f.bytes
+    this.#clean.delete(id)
+  }
+
+  #over() {
+    return this.#finished.size > this.#keep || this.#finishedBytes > this.#maxBytes
+  }
+
+  // After the dispatch that ended a task (its waits have reported it by
+  // then), not inside it.
+  #queueSweep() {
+    if (this.#sweepQueued || !this.#over()) return
+    this.#sweepQueued = true
+    setImmediate(() => {
+      this.#sweepQueued = false
+      this.#sweep()
+    })
+  }
+
+  // N-8: past either bound, forget the oldest ended tasks whose end was
+  // reported (R-READ-3) and that left no process running (P-LEFT-1);
+  // the others stay until they are.
+  #sweep() {
+    for (const [id, { h }] of this.#finished) {
+      if (!this.#over()) return
+      let snap
+      try {
+        snap = native.get(this.#r, id, h)
+      } catch {
+        this.#unfinish(id) // forgotten or dropped otherwise, or closed
+        continue
+      }
+      if (!snap.reported) continue
+      if (!leftAtEnd(snap)) this.#clean.add(id)
+      let st
+      try {
+        st = native.procStatus(this.#r, id, h, !this.#clean.has(id))
+      } catch {
+        continue
+      }
+      if (st !== undefined && st.leftovers > 0) continue
+      try {
+        native.forget(this.#r, id, h)
+      } catch {
+        continue
+      }
+      this.#unfinish(id)
+    }
+  }
+
+  // N-7: a process task's snapshot also says how it ended, without a read:
+  // exitCode (0..255) or signal ('SIGTERM') once it ended (both null while
+  // it runs or when there is no status), and leftovers, the processes of
+  // its session still running after its end (P-LEFT-1; 0 while it runs).
+  #status(snap, caller) {
+    if (snap === undefined || snap === null) return snap
+    const ended = snap.status === 'completed' || snap.status === 'killed' ||
+                  snap.status === 'failed'
+    if (ended && !leftAtEnd(snap)) this.#clean.add(snap.id)
+    let st
+    try {
+      st = native.procStatus(this.#r, snap.id, this.#as(snap, caller),
+                             ended && !this.#clean.has(snap.id))
+    } catch {
+      return snap // dropped meanwhile
+    }
+    if (st === undefined) return snap // not a process task
+    snap.exitCode = st.exitCode ?? null
+    snap.signal = st.termSignal === undefined || st.termSignal === null
+      ? null : signalName(st.termSignal)
+    if (st.leftovers === undefined) {
+      snap.leftovers = 0
+    } else {
+      snap.leftovers = st.leftovers
+      if (st.leftovers === 0) this.#clean.add(snap.id)
+    }
+    return snap
   }
 
   // R-SURF-1: a control surface; starts are refused while none is attached.
@@ -149,7 +364,9 @@ class TaskRegistry {
   registerAgent(agentId, sessionId) {
     // The C side keeps the object, to hand it to onTaskDone as the owner.
     const agent = new Agent(agentId, sessionId)
-    agentHandles.set(agent, native.registerAgent(this.#r, agentId, sessionId, agent))
+    const h = native.registerAgent(this.#r, agentId, sessionId, agent)
+    agentHandles.set(agent, h)
+    this.#sessionAgents.set(sessionId, h)
     return agent
   }
 
@@ -174,8 +391,8 @@ class TaskRegistry {
         checkFunction(hooks.readOutput, 'the hooks\' readOutput')
       }
       Promise.resolve(hooks.done).then(
-        (outcome) => settleOutcome(task, outcome),
-        (err) => native.settle(task, 'failed', String(err)))
+        (outcome) => settleOutcome(task, outcome, heldOutput(hooks)),
+        (err) => native.settle(task, 'failed', String(err), heldOutput(hooks)))
       return {
         cancel: (reason) => { hooks.cancel(reason) },
         readOutput: hooks.readOutput && (() => hooks.readOutput()),
@@ -184,15 +401,21 @@ class TaskRegistry {
   }
 
   get(id, caller) {
-    return native.get(this.#r, id, handleOf(caller))
+    const h = handleOf(caller)
+    return this.#status(native.get(this.#r, id, h), h)
   }
 
   list(caller) {
-    return native.list(this.#r, handleOf(caller))
+    const h = handleOf(caller)
+    return native.list(this.#r, h).map((snap) => this.#status(snap, h))
   }
 
   read(id, caller) {
-    return native.read(this.#r, id, handleOf(caller))
+    const h = handleOf(caller)
+    const r = native.read(this.#r, id, h)
+    this.#status(r.snapshot, h)
+    this.#queueSweep()
+    return r
   }
 
   kill(id, caller, reason) {
@@ -201,18 +424,30 @@ class TaskRegistry {
 
   // R-WAIT-*: the terminal snapshot, or the live one when timeoutMs passed;
   // an abort rejects with UVT_EABORTED unless the task already settled.
+  //
+  // N-9 (D5): a timeout that is not a positive number (0, negative, NaN,
+  // +-Infinity) is the library's EINVAL, after its id checks; a fraction
+  // is rounded up.  No timeout (undefined or null) waits until the end.
   wait(id, timeoutMs, caller, signal) {
     return new Promise((resolve, reject) => {
+      if (timeoutMs === undefined || timeoutMs === null) {
+        timeoutMs = Number.MAX_SAFE_INTEGER // the library saturates: never
+      } else if (typeof timeoutMs === 'number') {
+        timeoutMs = timeoutMs > 0 && timeoutMs !== Infinity
+          ? Math.min(Math.ceil(timeoutMs), Number.MAX_SAFE_INTEGER) : 0
+      }
       if (signal !== undefined && signal !== null &&
           (typeof signal.addEventListener !== 'function' ||
            typeof signal.aborted !== 'boolean')) {
         throw codedTypeError('signal must be an AbortSignal')
       }
       let onAbort = null
-      const w = native.wait(this.#r, id, timeoutMs, handleOf(caller),
+      const h = handleOf(caller)
+      const w = native.wait(this.#r, id, timeoutMs, h,
         (status, snapshot) => {
           if (onAbort !== null) signal.removeEventListener('abort', onAbort)
-          if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(snapshot)
+          this.#queueSweep()
+          if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(this.#status(snapshot, h))
           else reject(abortedError(signal))
         })
       if (signal !== undefined && signal !== null) {
@@ -224,21 +459,32 @@ class TaskRegistry {
   }
 
   // R-DONE-3: once per terminal task, with its owner agent (or undefined).
+  // N-9 (D4): a listener that throws is contained, as in the origin: the
+  // error is logged, the other listeners run, the host goes on.
   onTaskDone(listener) {
     checkFunction(listener, 'listener')
-    const l = native.listen(this.#r, listener)
+    const l = native.listen(this.#r, (snapshot, owner) => {
+      try {
+        listener(this.#status(snapshot, owner && agentHandles.get(owner)), owner)
+      } catch (err) {
+        console.error(`uvtasks: an onTaskDone listener threw (task ${snapshot.id}):`, err)
+      }
+    })
     return () => native.unlisten(l)
   }
 
   // R-FEED-1: every transition of every task.
   watch(callback) {
     checkFunction(callback, 'callback')
-    const w = native.watch(this.#r, callback)
+    const w = native.watch(this.#r, (snapshot, dropped) =>
+      callback(dropped ? snapshot : this.#status(snapshot), dropped))
     return () => native.unwatch(w)
   }
 
   forget(id, caller) {
     native.forget(this.#r, id, handleOf(caller))
+    this.#unfinish(id)
+    this.#clean.delete(id)
   }
 
   // The process producer (SPEC §3, §3b).
@@ -261,9 +507,165 @@ class TaskRegistry {
           return `${k}=${String(v)}`
         })
     }
+    if (this.#guard !== null) {
+      // N-10: the mark the guardian looks for; last, so it wins.
+      o.env = [...(o.env || []), `UVTASKS_GUARDIAN=${this.#guard}`]
+    }
     if (options.stdin === 'null') o.stdin = undefined
     if (options.onOutput !== undefined) checkFunction(options.onOutput, 'options.onOutput')
-    return native.spawn(this.#r, o)
+    if (options.onData !== undefined) checkFunction(options.onData, 'options.onData')
+    if (options.streams !== undefined && typeof options.streams !== 'boolean') {
+      throw codedTypeError('options.streams must be a boolean')
+    }
+    // N-6: the host is the reader; backpressure instead of drops.
+    let pump = null
+    if (options.onData !== undefined || options.streams === true) {
+      const r = this.#r
+      const onOutput = options.onOutput
+      const owner = o.owner
+      pump = new OutputPump(() => native.readProcess(r, pump.id, owner),
+                            options.onData)
+      o.outputBackpressure = true
+      o.outputAtEnd = true
+      o.onOutput = (id, atEnd) => {
+        if (atEnd === true) {
+          this.#pumps.delete(id)
+          pump.pull(true)
+        } else {
+          pump.pull(false)
+          if (onOutput !== undefined) onOutput(id)
+        }
+      }
+    }
+    const signal = options.signal
+    if (signal !== undefined && signal !== null &&
+        (typeof signal.addEventListener !== 'function' ||
+         typeof signal.aborted !== 'boolean')) {
+      throw codedTypeError('options.signal must be an AbortSignal')
+    }
+    delete o.onData
+    delete o.streams
+    delete o.signal
+    const id = native.spawn(this.#r, o)
+    if (pump !== null) {
+      pump.id = id
+      this.#pumps.set(id, pump)
+    }
+    if (signal !== undefined && signal !== null) this.#killOnAbort(id, o.owner, signal)
+    return id
+  }
+
+  // N-7: an abort kills the task (as kill() does: its whole session,
+  // grace, then SIGKILL), with the abort's reason as the kill's reason.
+  #killOnAbort(id, owner, signal) {
+    const onAbort = () => {
+      this.#endHooks.delete(id)
+      const reason = signal.reason instanceof Error ? signal.reason.message
+        : signal.reason === undefined ? 'aborted' : String(signal.reason)
+      try {
+        native.kill(this.#r, id, owner, `aborted: ${reason}`)
+      } catch {} // ended or forgotten meanwhile, or the registry closed
+    }
+    if (signal.aborted) {
+      onAbort()
+      return
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+    this.#endHooks.set(id, () => signal.removeEventListener('abort', onAbort))
+  }
+
+  // N-7 / P-KILL-8: one signal ('SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1',
+  // 'SIGUSR2', 'SIGTERM', 'SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGWINCH', or
+  // its number) to every process of the live task's session; no
+  // escalation: the task stays live unless the signal ends it.
+  signal(id, sig, caller) {
+    let n
+    if (typeof sig === 'number') n = Number.isInteger(sig) ? sig : 0
+    else if (typeof sig === 'string') n = signals[sig] ?? 0
+    else throw codedTypeError('signal must be a name (\'SIGINT\') or a number')
+    native.signal(this.#r, id, handleOf(caller), n)
+  }
+
+  // N-7: resolves with { pid } once the task's process exists, or rejects
+  // with the error that kept it from existing (the spawn's, as 'ENOENT';
+  // ESRCH when a kill came first).  The library has no event for it: the
+  // pid is looked at once per loop turn, then every few ms.
+  spawned(id, caller) {
+    const h = handleOf(caller)
+    return new Promise((resolve, reject) => {
+      let turns = 0
+      const again = () => {
+        if (++turns < 20) setImmediate(check)
+        else setTimeout(check, Math.min(turns - 18, 10))
+      }
+      const check = () => {
+        let pid
+        try {
+          pid = native.pid(this.#r, id, h)
+        } catch (err) {
+          // A failed spawn is known before the task settles with its name.
+          const e = this.#spawnError(id, h, err)
+          if (e !== null) reject(e)
+          else again()
+          return
+        }
+        if (pid !== undefined) resolve({ pid })
+        else again()
+      }
+      check()
+    })
+  }
+
+  // The error for spawned() to reject with, or null: not known yet.
+  #spawnError(id, h, err) {
+    if (err.code !== 'ESRCH') return err
+    let snap
+    try {
+      snap = native.get(this.#r, id, h)
+    } catch (e) {
+      return e
+    }
+    if (snap.status === 'running' || snap.status === 'stopping') return null
+    const m = /^spawn failed: ([A-Z0-9_]+)/.exec(snap.detail || '')
+    if (m === null) return err
+    const e = new Error(`${m[1]}: spawn of ${id} failed`)
+    e.code = m[1]
+    e.syscall = 'spawn'
+    return e
+  }
+
+  // N-6: the task's stdout / stderr as a Readable (one per task and
+  // stream), for a task spawned with onData or streams: true.  Ends at the
+  // task's end, after its last bytes.
+  stdout(id, caller) {
+    return this.#readable(id, caller, 'stdout')
+  }
+
+  stderr(id, caller) {
+    return this.#readable(id, caller, 'stderr')
+  }
+
+  #readable(id, caller, stream) {
+    const snap = native.get(this.#r, id, handleOf(caller)) // ENOTASK, EFOREIGN
+    const pump = this.#pumps.get(id)
+    if (pump !== undefined) return pump.readable(stream)
+    if (snap.status === 'running' || snap.status === 'stopping') {
+      const e = new Error(`EINVAL: ${id} was not spawned with onData or ` +
+                          `streams: true, so its ${stream} is read with read()`)
+      e.code = 'EINVAL'
+      throw e
+    }
+    // Ended: an empty stream (its bytes went to onData or are read()'s).
+    return Readable.from([])
+  }
+
+  // N-6: the task's stdin (stdin 'pipe' or tty) as a Writable with 'drain';
+  // end() is closeStdin().
+  stdin(id, caller) {
+    const h = handleOf(caller)
+    native.write(this.#r, id, h, '') // checks the task: EINVAL without stdin
+    return stdinWritable((bytes) => native.write(this.#r, id, h, bytes),
+                         () => native.closeStdin(this.#r, id, h))
   }
 
   // P-RES-1: what is new on stdout and stderr apart (Buffers), the bytes
@@ -272,6 +674,7 @@ class TaskRegistry {
   // spawn failed or a kill came first).  Shares read()'s cursor.
   readProcess(id, caller) {
     const r = native.readProcess(this.#r, id, handleOf(caller))
+    this.#queueSweep()
     return {
       stdout: r.stdout,
       stderr: r.stderr,
@@ -280,7 +683,7 @@ class TaskRegistry {
       exited: r.exited,
       exitCode: r.exitCode,
       signal: r.termSignal === null ? null : signalName(r.termSignal),
-      snapshot: r.snapshot,
+      snapshot: this.#status(r.snapshot, handleOf(caller)),
     }
   }
 
@@ -314,6 +717,7 @@ class TaskRegistry {
   // R-CLOSE-1: resolves once every task was stopped and every handle closed.
   close() {
     return new Promise((resolve) => {
+      this.#letGo()
       native.close(this.#r, () => {
         registryClosed()
         resolve()

@@ -738,6 +738,19 @@ UVT_EXTERN int uvt_process_read(uvt_registry_t *reg, const char *id,
                                 const uvt_agent_t *caller,
                                 uvt_process_read_t *out);
 
+/* The task's exit status without reading anything (N-7): *exited is 1
+ * once the task ended, and *exit_code / *term_signal are then as in
+ * uvt_process_read_t (the leader's status 0..255 and 0; -1 and the signal
+ * that killed it; or -1 and 0 when there is none); while it runs all three
+ * are 0.  Consumes no output and marks nothing reported.
+ *
+ * Returns 0, UV_EINVAL (NULL reg, id or out pointer, not a process task),
+ * UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_status(uvt_registry_t *reg, const char *id,
+                                  const uvt_agent_t *caller, int *exited,
+                                  int *exit_code, int *term_signal);
+
 /* Free what uvt_process_read() put in `r` and zero its fields; accepts
  * NULL and a zeroed struct.  Thread: any. */
 UVT_EXTERN void uvt_process_read_cleanup(uvt_process_read_t *r);

@@ -141,6 +141,31 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
   return err;
 }
 
+int uvt_process_status(uvt_registry_t *reg, const char *id,
+                       const uvt_agent_t *caller, int *exited, int *exit_code,
+                       int *term_signal) {
+  uvt_process_read_t st;
+  uvt__proc_t *p;
+  uvt_task_t *t;
+  int err;
+
+  if (exited == NULL || exit_code == NULL || term_signal == NULL)
+    return UV_EINVAL;
+  *exited = 0;
+  *exit_code = 0;
+  *term_signal = 0;
+  err = uvt__proc_lookup(reg, id, caller, &t, &p);
+  if (err != 0)
+    return err;
+  if (!uvt_status_is_terminal(t->status))
+    return 0;
+  status_of(p, &st);
+  *exited = 1;
+  *exit_code = st.exit_code;
+  *term_signal = st.term_signal;
+  return 0;
+}
+
 void uvt_process_read_cleanup(uvt_process_read_t *r) {
   if (r == NULL)
     return;

@@ -11,6 +11,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { spawnSync } = require('node:child_process')
+const { librarySources } = require('./sources.js')
 
 const pkg = path.resolve(__dirname, '..')
 const build = path.join(pkg, 'build')
@@ -50,14 +51,43 @@ function nodeInclude() {
        'package of the Node you run) or pass --nodedir')
 }
 
-// The library's sources: deps/uvtasks in a packed tarball, else the
-// repository this folder sits in.
+// The library's sources (scripts/sources.js): a checkout builds its own
+// repository, a packed package the copy it was packed with (D1).
 function uvtasksRoot() {
-  for (const c of [path.join(pkg, 'deps', 'uvtasks'), path.join(pkg, '..', '..')]) {
-    if (fs.existsSync(path.join(c, 'include', 'uvtasks.h')) &&
-        fs.existsSync(path.join(c, 'src', 'registry.c'))) return path.resolve(c)
+  try {
+    const { root, origin } = librarySources(pkg)
+    console.log(`uvtasks: building the addon from ${origin === 'checkout'
+      ? 'the repository' : 'the sources packed with it'} (${root})`)
+    return root
+  } catch (err) {
+    fail(err.message)
   }
-  fail('the library sources (include/uvtasks.h, src/) are not beside this package')
+}
+
+function onPath(cmd) {
+  if (cmd.includes('/')) return fs.existsSync(cmd)
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    if (dir !== '' && fs.existsSync(path.join(dir, cmd))) return true
+  }
+  return false
+}
+
+// Every tool the build needs, named at once rather than one failure at a
+// time.
+function checkTools() {
+  const cc = process.env.CC ? process.env.CC.split(' ')[0] : null
+  const missing = []
+  if (!onPath('meson')) missing.push('meson')
+  if (!onPath('ninja') && !onPath('samu')) missing.push('ninja')
+  if (cc ? !onPath(cc) : !['cc', 'gcc', 'clang'].some(onPath)) {
+    missing.push(cc ? `the C compiler ${cc} (CC)` : 'a C compiler (cc, gcc or clang)')
+  }
+  if (missing.length > 0) {
+    fail(`cannot build the addon from source: ${missing.join(', ')} not found ` +
+         'on PATH (Debian: apt-get install meson ninja-build gcc; the Node ' +
+         'headers: libnode-dev). No prebuilt addon fits this machine ' +
+         `(${process.platform}-${process.arch}), so a source build is the only way.`)
+  }
 }
 
 function run(cmd, args) {
@@ -69,6 +99,7 @@ function run(cmd, args) {
   if (r.status !== 0) fail(`${cmd} ${args.join(' ')} failed`)
 }
 
+checkTools()
 const include = nodeInclude()
 const root = uvtasksRoot()
 const versionFile = path.join(include, 'node_version.h')
@@ -84,10 +115,17 @@ const opts = [
   `-Dnode_include=${include}`,
   `-Duv_include=${uvInclude}`,
   `-Duvtasks_root=${root}`,
-  `-Dbuildtype=${process.env.UVTASKS_BUILDTYPE || 'release'}`,
-  `-Dwerror=${process.env.UVTASKS_WERROR === '1'}`,
 ]
-if (fs.existsSync(path.join(build, 'build.ninja'))) {
+// A reconfigure keeps the build type and warning setting it had unless
+// they are given again (a pack's prebuild reuses the tested build as is).
+const configured = fs.existsSync(path.join(build, 'build.ninja'))
+if (!configured || process.env.UVTASKS_BUILDTYPE !== undefined) {
+  opts.push(`-Dbuildtype=${process.env.UVTASKS_BUILDTYPE || 'release'}`)
+}
+if (!configured || process.env.UVTASKS_WERROR !== undefined) {
+  opts.push(`-Dwerror=${process.env.UVTASKS_WERROR === '1'}`)
+}
+if (configured) {
   // Reconfigure: picks up library files added since, and new options.
   run('meson', ['setup', '--reconfigure', build, pkg, ...opts])
 } else {

@@ -210,7 +210,8 @@ static void on_env_cleanup(napi_async_cleanup_hook_handle handle, void *arg) {
 }
 
 /* A task reached its terminal transition: the library calls its
- * on_output no more (P-EVT-1), so its JS function can go.  Calls no JS. */
+ * on_output no more (P-EVT-1), so its JS function can go.  Calls JS only
+ * for an onData pump's last read (N-6, uvtn_outputs_done()). */
 static void on_task_ended(uvt_listener_t *l, const uvt_snapshot_t *snap,
                           uvt_agent_t *owner) {
   uvtn_outputs_done(l->data, snap->id);
@@ -334,6 +335,31 @@ out:
   return obj;
 }
 
+/* heldBytes(reg, id) -> the output bytes the record holds (N-8,
+ * uvt_held_bytes()); throws UVT_ENOTASK once it is gone. */
+napi_value uvtn_held_bytes(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {NULL, NULL, NULL}, result = NULL;
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  char *id = NULL;
+  int64_t n;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  n = uvt_held_bytes(r->reg, id, caller);
+  if (n < 0)
+    uvtn_throw(env, (int)n, "heldBytes", id);
+  else
+    napi_create_double(env, (double)n, &result);
+out:
+  free(id);
+  uvtn_leave(st);
+  return result;
+}
+
 /* ---- module ----------------------------------------------------------- */
 
 static void env_finalize(napi_env env, void *data, void *hint) {
@@ -378,6 +404,9 @@ NAPI_MODULE_INIT() {
       {"resize", uvtn_resize},
       {"stopAllNow", uvtn_stop_all_now},
       {"readProcess", uvtn_read_process},
+      {"procStatus", uvtn_proc_status},
+      {"signal", uvtn_signal},
+      {"heldBytes", uvtn_held_bytes},
       {"outputRefs", uvtn_output_refs},
       {"jsUnsettled", uvtn_js_unsettled},
   };

@@ -106,6 +106,7 @@ typedef struct {
   napi_ref fn;
   char id[UVT_ID_MAX];
   int held;
+  int at_end; /* called once more, with (id, true), at the task's end */
   int refs;
 } output_sub_t;
 
@@ -116,40 +117,65 @@ static void output_unref(output_sub_t *o) {
   free(o);
 }
 
-static void output_release(output_sub_t *o) {
+/* Lets go of the JS function; returns 1 if it was held (the caller then
+ * owes the hold's count), else 0. */
+static int output_unhold(output_sub_t *o) {
   if (!o->held)
-    return;
+    return 0;
   o->held = 0;
   uvtn_list_remove(&o->link);
   if (!o->r->st->tearing_down && o->fn != NULL)
     napi_delete_reference(o->r->st->env, o->fn);
   o->fn = NULL;
   o->r->st->output_refs--;
-  output_unref(o);
+  return 1;
 }
 
-static void on_output(const char *id, void *data) {
-  output_sub_t *o = data;
+static void output_release(output_sub_t *o) {
+  if (output_unhold(o))
+    output_unref(o);
+}
+
+static void call_output(output_sub_t *o, const char *id, int at_end) {
   uvtn_scope_t s;
-  napi_value arg;
+  napi_value args[2];
   if (!o->held || o->r->reg == NULL)
     return;
   o->refs++;
   uvtn_scope_open(o->r, &s);
   if (s.ok) {
-    napi_create_string_utf8(s.st->env, id, NAPI_AUTO_LENGTH, &arg);
-    uvtn_call(&s, o->fn, 1, &arg);
+    napi_create_string_utf8(s.st->env, id, NAPI_AUTO_LENGTH, &args[0]);
+    napi_get_boolean(s.st->env, at_end != 0, &args[1]);
+    uvtn_call(&s, o->fn, at_end ? 2 : 1, args);
   }
   uvtn_scope_close(&s);
   output_unref(o);
 }
 
+static void on_output(const char *id, void *data) {
+  call_output(data, id, 0);
+}
+
+/* N-6: a function spawned with `outputAtEnd` (index.js's onData pump) is
+ * called once more from the registry's own listener, which runs first at
+ * the terminal transition, before any host listener and wait callback: the
+ * bytes still unread then (the library calls on_output no more) reach the
+ * host before anything says the task ended. */
 void uvtn_outputs_done(uvtn_reg_t *r, const char *id) {
   uvtn_link_t *n;
   for (n = r->outputs.next; n != &r->outputs; n = n->next) {
     output_sub_t *o = uvtn_container_of(n, output_sub_t, link);
     if (strcmp(o->id, id) == 0) {
-      output_release(o);
+      if (o->at_end) {
+        /* The call may close the registry, which releases the function. */
+        o->refs++;
+        call_output(o, id, 1);
+        if (output_unhold(o))
+          o->refs--;
+        output_unref(o);
+      } else {
+        output_release(o);
+      }
       return;
     }
   }
@@ -230,7 +256,7 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   uint64_t stdin_cap = UINT64_MAX;
   uvt_sandbox_t sandbox;
   char **sb_writable = NULL, **sb_hidden = NULL;
-  int err, stdin_pipe = 0;
+  int err, stdin_pipe = 0, at_end = 0;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   r = uvtn_reg_arg(env, argv[0], 0);
@@ -287,7 +313,8 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
        !cells_arg(env, v, "cols", &o.pty_cols)) ||
       (prop(env, argv[1], "rows", &v) &&
        !cells_arg(env, v, "rows", &o.pty_rows)) ||
-      !bool_opt(env, argv[1], "outputBackpressure", &o.output_backpressure))
+      !bool_opt(env, argv[1], "outputBackpressure", &o.output_backpressure) ||
+      !bool_opt(env, argv[1], "outputAtEnd", &at_end))
     goto out;
   if (stdin_cap != UINT64_MAX)
     o.stdin_cap_bytes = stdin_cap > SIZE_MAX ? SIZE_MAX : (size_t)stdin_cap;
@@ -340,6 +367,7 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     memcpy(sub->id, id, sizeof(sub->id));
     napi_create_reference(env, v_output, 1, &sub->fn);
     sub->held = 1;
+    sub->at_end = at_end;
     sub->refs = 1;
     uvtn_list_insert(&r->outputs, &sub->link);
     st->output_refs++;
@@ -556,4 +584,83 @@ napi_value uvtn_output_refs(napi_env env, napi_callback_info info) {
   napi_get_instance_data(env, (void **)&st);
   napi_create_double(env, (double)st->output_refs, &n);
   return n;
+}
+
+/* procStatus(reg, id, caller, leftovers) -> { exitCode, termSignal,
+ * leftovers? } of an ended process task, {} of a live one, undefined for a
+ * task of another producer (N-7).  Reads nothing (uvt_process_status());
+ * `leftovers` true adds P-LEFT-1's live count (one pass over /proc). */
+napi_value uvtn_proc_status(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4] = {NULL, NULL, NULL, NULL}, result = NULL, v;
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  char *id = NULL;
+  bool want_left = false;
+  int err, exited, code, sig;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  napi_get_value_bool(env, argv[3], &want_left);
+  err = uvt_process_status(r->reg, id, caller, &exited, &code, &sig);
+  if (err == UV_EINVAL) {
+    result = uvtn_undefined(env);
+    goto out;
+  }
+  if (err != 0) {
+    uvtn_throw(env, err, "status", id);
+    goto out;
+  }
+  napi_create_object(env, &result);
+  if (!exited)
+    goto out;
+  if (code >= 0)
+    set_number(env, result, "exitCode", code);
+  else {
+    napi_get_null(env, &v);
+    napi_set_named_property(env, result, "exitCode", v);
+  }
+  if (sig > 0)
+    set_number(env, result, "termSignal", sig);
+  else {
+    napi_get_null(env, &v);
+    napi_set_named_property(env, result, "termSignal", v);
+  }
+  if (want_left) {
+    int n = uvt_process_leftovers(r->reg, id, caller);
+    set_number(env, result, "leftovers", n > 0 ? n : 0);
+  }
+out:
+  free(id);
+  uvtn_leave(st);
+  return result;
+}
+
+/* signal(reg, id, caller, signum) (P-KILL-8, N-7): one signal to every
+ * process of the live task's session, no escalation.  index.js turns a
+ * name into its number (an unknown name into 0, which the library
+ * refuses with EINVAL). */
+napi_value uvtn_signal(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4] = {NULL, NULL, NULL, NULL};
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  char *id = NULL;
+  int32_t signum = 0;
+  int err;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  napi_get_value_int32(env, argv[3], &signum);
+  err = uvt_process_signal(r->reg, id, caller, signum);
+  if (err != 0)
+    uvtn_throw(env, err, "signal", id);
+out:
+  free(id);
+  uvtn_leave(st);
+  return NULL;
 }

@@ -200,7 +200,8 @@ test('300 interactive tasks: no fd, zombie or session left; onOutput released at
 // 1000 tasks whose onOutput closures each hold 256 KiB: kept, they would
 // be 250 MiB; released, the heap stays where it was.
 test("1000 tasks' onOutput closures are released when each task ends, records still held (P-EVT-1, L-2)", async () => {
-  const { tasks } = fixture()
+  // Records kept (no N-8 bound), so only the closures can go.
+  const { tasks } = fixture({ teardownGraceMs: 2000, keepFinished: Infinity, maxUnreadBytes: Infinity })
   const N = 1000
   const CONCURRENT = 16
   const released = { n: 0 }
