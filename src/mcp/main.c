@@ -60,6 +60,8 @@ static const char usage_options[] =
     "                       67108864)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n"
+    ;
+static const char usage_options2[] =
     "  --sandbox PROFILE    run every command in a bubblewrap sandbox:\n"
     "                       off (default), read-only (writes only to /tmp,\n"
     "                       private, and --writable DIRs) or workspace\n"
@@ -316,6 +318,7 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage, stdout);
       fputs(usage_options, stdout);
+      fputs(usage_options2, stdout);
       return 1;
     }
     if (strcmp(a, "--version") == 0) {
