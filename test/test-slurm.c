@@ -240,6 +240,13 @@ static void slurm_stream(void **state) {
   case_path(gate, sizeof(gate), "gate");
   case_path(marks, sizeof(marks), "marks");
   env_open(&v, NULL, 0, 0);
+  /* The gate exists, empty, before the job reads it: a failed `<` would
+   * print to the job's stderr (the shell reports it before any 2>). */
+  {
+    FILE *g = fopen(gate, "w");
+    assert_non_null(g);
+    fclose(g);
+  }
   /* Line i, then wait for gate line i before the next. */
   snprintf(cmd, sizeof(cmd),
            "for i in 1 2 3 4 5; do echo line-$i; echo $i >> %s; "
