@@ -98,6 +98,13 @@ static void rearm(uvt_registry_t *reg) {
   uv_update_time(reg->loop); /* R-TIME-1 (interface: before every start) */
   now = uv_now(reg->loop);
   wait_ms = reg->deadlines->due_ms > now ? reg->deadlines->due_ms - now : 0;
+  /* Never 0 (C-21): libuv before 1.48 runs a timer started from a timer
+   * callback in the same pass when it is already due, so a wait re-armed
+   * from its own callback on a slow machine (the clock moved on between
+   * the deadline's computation and here) would fire twice in one loop turn
+   * and starve I/O.  One millisecond puts it in the next turn. */
+  if (wait_ms == 0)
+    wait_ms = 1;
   uv_timer_start(&reg->timer, uvt__timer_cb, wait_ms, 0);
 }
 
