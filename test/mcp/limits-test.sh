@@ -279,6 +279,14 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   fi
 fi
 if "$MCP" --help | grep -q -- '--cgroups'; then ok "M-MCP-15: --help names --cgroups"; else bad "M-MCP-15: --help names --cgroups"; fi
+# M-TOOLS-9, M-TOOLS-11: --help names every tool the server offers (it
+# named six of the eight).
+help=$("$MCP" --help | tr -s ' \n' '  ')
+missing=
+for t in run_in_background run_command task_output task_list task_kill write_stdin task_wait task_screen; do
+  [[ "$help" == *"$t"* ]] || missing="$missing $t"
+done
+if [ -z "$missing" ]; then ok "M-TOOLS-9, M-TOOLS-11: --help names every tool"; else bad "M-TOOLS-9, M-TOOLS-11: --help names every tool" "missing:$missing"; fi
 
 # ------------------------------------------------------------------------
 # M-MCP-11: the unread soak in small.  Twelve tasks of 300 KB that nobody
