@@ -1,4 +1,4 @@
-/* Internal declarations of the process producer (SPEC.md §3). */
+/* Internal declarations of the process producer (docs/contract.md §3). */
 #ifndef UVTASKS_PROCESS_INTERNAL_H
 #define UVTASKS_PROCESS_INTERNAL_H
 
@@ -222,7 +222,7 @@ struct uvt__proc_s {
   uvt__stream_t err; /* never opened for a pty task */
   char *scratch;
 
-  /* SPEC.md §3b. */
+  /* docs/contract.md §3b. */
   uvt__stdin_t in;
   int pty;          /* out is the terminal's master side */
   int backpressure; /* output_backpressure (P-OUT-4) */
