@@ -508,6 +508,19 @@ int main(int argc, char **argv) {
                     "read-only or workspace\n");
     return 2;
   }
+  {
+    /* S-4: a missing --writable path would fail every command with a bare
+     * ENOENT; say which at start. */
+    struct stat wst;
+    size_t i;
+
+    for (i = 0; i < server.config.writable_n; i++)
+      if (stat(server.config.writable[i], &wst) != 0) {
+        fprintf(stderr, "uvtasks-mcp: --writable %s: %s\n",
+                server.config.writable[i], strerror(errno));
+        return 2;
+      }
+  }
 #ifndef UVT_MCP_SLURM
   if (server.config.slurm) {
     fprintf(stderr, "uvtasks-mcp: --slurm: built without libslurm\n");
