@@ -60,7 +60,7 @@
  * eventfd, and where needed an unreferenced SIGCHLD watch and timer, a
  * check handle for on_output calls and a timer for giving memory back.
  *
- * Interactive tasks (docs/contract.md §3b).  A stdin_pipe task's stdin is one end
+ * Interactive tasks (the contract §3b).  A stdin_pipe task's stdin is one end
  * of a Unix socket pair (see uvt_process_write()); a pty task runs on a
  * pseudo-terminal that is its session's controlling terminal, with the
  * master side close-on-exec in the host, so it reaches no child of this
@@ -346,7 +346,7 @@ typedef struct {
    * called; 0 = never (P-LIMIT-1, R-TIME-1). */
   uint64_t max_runtime_ms;
 
-  /* ---- Interactive tasks and host-facing results (docs/contract.md §3b) ---- */
+  /* ---- Interactive tasks and host-facing results (the contract §3b) ---- */
 
   /* 1: stdin is a pipe kept open for uvt_process_write() (P-IN-1); not
    * together with stdin_data.  0 (the default): stdin is /dev/null or
