@@ -1,4 +1,4 @@
-/* A libuv host driving interactive tasks (SPEC.md §3b):
+/* A libuv host driving interactive tasks (docs/contract.md §3b):
  *
  *  - a shell session on a terminal (`pty`), driven by on_output alone: the
  *    host answers each prompt, resizes the terminal, and ends the session;

@@ -819,6 +819,14 @@ static void test_s3_bwrap_fails(void **state) {
   rm_rf(dir);
 }
 
+/* S-3: UVTASKS_BWRAP naming something that is not a bwrap and exits 0
+ * (/bin/true) must not pass the probe: every command then "completed"
+ * with exit code 0 without having run. */
+static void test_s3_not_a_bwrap(void **state) {
+  (void)state;
+  s3_refused("/bin/true", "did not run the probe's command");
+}
+
 /* S-1: bad options. */
 static void test_s1_bad_options(void **state) {
   fixture_t f;
@@ -861,6 +869,7 @@ int main(int argc, char **argv) {
       T(test_s2_tty_repl),
       T(test_s3_no_bwrap),
       T(test_s3_bwrap_fails),
+      T(test_s3_not_a_bwrap),
   };
   return PROCESS_TESTS("process-sandbox", tests);
 }

@@ -1,4 +1,4 @@
-/* The process producer (SPEC.md §3): options, ids, the spawn (P-SPAWN-*)
+/* The process producer (the contract §3): options, ids, the spawn (P-SPAWN-*)
  * and case C-04.  Children are this binary in a helper mode where the test
  * is not about the shell (test-process-util.c); every suite of the
  * producer runs as a child subreaper and checks that no child is left

@@ -2958,6 +2958,38 @@ static void test_write_ctrl_c(void **state) {
   tfix_close(&t);
 }
 
+/* M-TOOLS-14: a "\u0003" that could not be sent as SIGINT (the spawn is
+ * still out, P-SPAWN-6) is an error, as task_kill's signal is; it was
+ * answered as a success while nothing was sent. */
+static void test_write_ctrl_c_before_spawn(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  static char all[20000];
+  (void)state;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "trap 'echo interrupted; exit 4' INT; echo up; cat";
+  a.stdin_pipe = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  /* No loop turn yet: the spawner has not reported the pid. */
+  a = args_id("bash-1");
+  a.chars = "\x03";
+  a.yield_ms = 0;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "bash-1 has not started its command yet; "
+                                 "nothing was sent."));
+  read_until(&t, "bash-1", "up\n", all, sizeof(all));
+  a.yield_ms = 2000;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 0);
+  read_until(&t, "bash-1", "[status: completed, exit code: 4]", all,
+             sizeof(all));
+  tfix_close(&t);
+}
+
 /* Live processes whose argv joined by spaces is `want`. */
 static int count_cmdline(const char *want) {
   DIR *d = opendir("/proc");
@@ -3795,6 +3827,7 @@ int main(void) {
       cmocka_unit_test(test_leftovers_in_texts),
       cmocka_unit_test(test_task_kill_signal),
       cmocka_unit_test(test_write_ctrl_c),
+      cmocka_unit_test(test_write_ctrl_c_before_spawn),
       cmocka_unit_test(test_run_command_timeout_term_ignorer),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_run_in_background_limit),

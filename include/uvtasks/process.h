@@ -1,6 +1,6 @@
 /* uvtasks process producer: shell commands (or an argv) as stream-kind
  * tasks, each in a session of its own, stopped as a whole session
- * (SPEC.md §3).
+ * (docs/contract.md §3).
  *
  * Lifecycle of one task, as the producer sees it:
  *
@@ -60,7 +60,7 @@
  * eventfd, and where needed an unreferenced SIGCHLD watch and timer, a
  * check handle for on_output calls and a timer for giving memory back.
  *
- * Interactive tasks (SPEC.md §3b).  A stdin_pipe task's stdin is one end
+ * Interactive tasks (the contract §3b).  A stdin_pipe task's stdin is one end
  * of a Unix socket pair (see uvt_process_write()); a pty task runs on a
  * pseudo-terminal that is its session's controlling terminal, with the
  * master side close-on-exec in the host, so it reaches no child of this
@@ -84,7 +84,7 @@
  * first); it only returns free pages to the system, the host's as well
  * as ours.  bench-output's burst rows measure it.
  *
- * Beyond SPEC.md §3, and why:
+ * Beyond docs/contract.md §3, and why:
  *  - uvt_process_pid() answers 0 while the spawn is out and
  *    UV_ESRCH for a task that never had a process: with P-SPAWN-6 the pid
  *    exists only once the spawner answered.
@@ -106,7 +106,7 @@
  *    drains) keeps the task's own outcome (P-KILL-2) and stops what the
  *    leader left once the task settled, as a kill of the ended task does.
  *  - argv[0]'s PATH lookup is remembered per registry (see `argv`).
- *  - SPEC.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
+ *  - docs/contract.md §3b: stdin_pipe's "pipe" is a Unix socket pair, so that a
  *    write to a child that closed its end is UV_EPIPE and never SIGPIPE
  *    in the host; on a pty, uvt_process_close_stdin() sends the
  *    terminal's end-of-file character instead of closing (the terminal
@@ -346,7 +346,7 @@ typedef struct {
    * called; 0 = never (P-LIMIT-1, R-TIME-1). */
   uint64_t max_runtime_ms;
 
-  /* ---- Interactive tasks and host-facing results (SPEC.md §3b) ---- */
+  /* ---- Interactive tasks and host-facing results (the contract §3b) ---- */
 
   /* 1: stdin is a pipe kept open for uvt_process_write() (P-IN-1); not
    * together with stdin_data.  0 (the default): stdin is /dev/null or
@@ -608,7 +608,10 @@ UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
  * -m` jobs) from the next pass over /proc, the task's cgroup too where it
  * has one.  No escalation follows: the task stays live unless the signal
  * ends it, and then it settles as a death by that signal ("signal: NAME",
- * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).
+ * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).  Each
+ * process gets the signal once; two calls in a row arrive in their order
+ * (SIGSTOP then SIGCONT leaves it running).  A SIGTERM, here as in a kill,
+ * is followed by SIGCONT so that a stopped process acts on it.
  *
  * Allowed: SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
  * SIGCONT, SIGSTOP, SIGWINCH.

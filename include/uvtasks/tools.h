@@ -468,8 +468,8 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    opened (a command started without stdin or tty, a run_command
  *    promoted at its yield, a task of another producer); only chars or
  *    close_stdin for a task without input are refused.
- *    The wait ends early when the task ends (as SPEC.md says) and, beyond
- *    SPEC.md, when the program printed a prompt and waits for input: its
+ *    The wait ends early when the task ends (as the contract says) and, beyond
+ *    the contract, when the program printed a prompt and waits for input: its
  *    unread output grew since the write (for a poll: there is unread
  *    output, even from before the call), did not change for
  *    UVT_TOOLS_WRITE_QUIET_MS, and a stream's unread bytes end inside a

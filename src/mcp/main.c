@@ -19,8 +19,8 @@ static const char usage[] =
     "\n"
     "A Model Context Protocol server over stdio (JSON-RPC 2.0, one message\n"
     "per line) offering background shell tasks to a model: the tools\n"
-    "run_in_background, run_command, task_output, task_list, task_kill and\n"
-    "write_stdin.\n"
+    "run_in_background, run_command, task_output, task_list, task_kill,\n"
+    "write_stdin, task_wait and task_screen (and submit_job with --slurm).\n"
     "With protocol revision 2025-11-25 a client may also run run_command as\n"
     "an MCP task (tools/call with params.task; tasks/get, tasks/result,\n"
     "tasks/list, tasks/cancel; notifications/tasks/status), and with\n"
@@ -507,6 +507,19 @@ int main(int argc, char **argv) {
     fprintf(stderr, "uvtasks-mcp: --allow-net and --writable need --sandbox "
                     "read-only or workspace\n");
     return 2;
+  }
+  {
+    /* S-4: a missing --writable path would fail every command with a bare
+     * ENOENT; say which at start. */
+    struct stat wst;
+    size_t i;
+
+    for (i = 0; i < server.config.writable_n; i++)
+      if (stat(server.config.writable[i], &wst) != 0) {
+        fprintf(stderr, "uvtasks-mcp: --writable %s: %s\n",
+                server.config.writable[i], strerror(errno));
+        return 2;
+      }
   }
 #ifndef UVT_MCP_SLURM
   if (server.config.slurm) {

@@ -233,7 +233,10 @@ static void out_finish_close(mcp_out_t *out) {
   if (out->open && !uv_is_closing(&out->h.handle))
     uv_close(&out->h.handle, NULL);
   out->open = 0;
-  mcp_server_out_closed(out->server);
+  /* A start-up that failed before mcp_out_init() closes an output that
+   * never had a server: the caller ends the shutdown itself. */
+  if (out->server != NULL)
+    mcp_server_out_closed(out->server);
 }
 
 static void out_failed(mcp_out_t *out) {

@@ -1,4 +1,4 @@
-/* Internal declarations of the process producer (SPEC.md §3). */
+/* Internal declarations of the process producer (docs/contract.md §3). */
 #ifndef UVTASKS_PROCESS_INTERNAL_H
 #define UVTASKS_PROCESS_INTERNAL_H
 
@@ -222,7 +222,7 @@ struct uvt__proc_s {
   uvt__stream_t err; /* never opened for a pty task */
   char *scratch;
 
-  /* SPEC.md §3b. */
+  /* docs/contract.md §3b. */
   uvt__stdin_t in;
   int pty;          /* out is the terminal's master side */
   int backpressure; /* output_backpressure (P-OUT-4) */
@@ -247,7 +247,9 @@ struct uvt__proc_s {
   int tracked;                    /* in the context's table */
   int session_gone;               /* no member can be left: final */
   int want_sig;                   /* for the next batched pass */
+  int want_lead;                  /* want_sig already hit the leader's group */
   int pass_sig;                   /* for the pass being run */
+  int pass_lead;                  /* pass_sig already hit the leader's group */
   unsigned pass_live;             /* live members the last pass found */
   unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
   int cg;                         /* the task has a cgroup (cgroup.c) */

@@ -1,4 +1,4 @@
-/* The process producer (SPEC.md §3): one task per child process group,
+/* The process producer (docs/contract.md §3): one task per child process group,
  * built on the public producer API (uvt_start + hooks).
  *
  * Handles per task: two pipes (stdout, stderr), a poll handle on the
@@ -1195,7 +1195,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
     return UV_EINVAL;
   if (o->output_cap_bytes < 4)
     return UV_EINVAL;
-  /* SPEC.md §3b: input is either fixed bytes or written later. */
+  /* docs/contract.md §3b: input is either fixed bytes or written later. */
   if (o->stdin_data != NULL && (o->stdin_pipe || o->pty))
     return UV_EINVAL;
   if ((o->stdin_pipe || o->pty) && o->stdin_cap_bytes == 0)

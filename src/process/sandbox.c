@@ -287,6 +287,10 @@ static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
 
 /* ---- S-3: can a sandbox be made here? --------------------------------- */
 
+/* The probe's command exits with this status inside the sandbox. */
+#define PROBE_STATUS 73
+#define PROBE_STATUS_STR "73"
+
 /* Run the probe; 0, or UV_ENOTSUP with the reason in why. */
 static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
                  size_t size) {
@@ -302,8 +306,12 @@ static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
   int status = 0;
   int rc;
 
+  /* S-3: a command whose own status shows it ran inside: a program that
+   * is not bwrap (/bin/true) would otherwise pass by exiting 0. */
   base(&a, bwrap, sb, NULL);
-  push(&a, "true");
+  push(&a, "sh");
+  push(&a, "-c");
+  push(&a, "exit " PROBE_STATUS_STR);
   if (a.err != 0) {
     uvt__sandbox_argv_free(a.v);
     return a.err;
@@ -353,11 +361,15 @@ static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
   close(errp[0]);
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  if (WIFEXITED(status) && WEXITSTATUS(status) == PROBE_STATUS)
     return 0;
   while (got > 0 && (why[got - 1] == '\n' || why[got - 1] == '\r'))
     why[--got] = '\0';
-  if (got == 0)
+  if (got == 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    snprintf(why, size,
+             "%s exited 0 and did not run the probe's command: not a bwrap",
+             bwrap);
+  else if (got == 0)
     snprintf(why, size, "%s exited with status %d", bwrap,
              WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
   return UV_ENOTSUP;

@@ -100,6 +100,16 @@ int uvt__tools_ctrl_c(uvt_tools_call_t *req, const char *chars, size_t len) {
    * (P-PTY-1); a task without a stdin pipe gets the write's error. */
   if (p->pty || !p->in.enabled)
     return 0;
-  uvt_process_signal(req->tools->registry, req->task_id_, req->caller_, SIGINT);
-  return 1;
+  /* M-TOOLS-14: a SIGINT that was not sent is not a success: a spawn
+   * still out answers as task_kill's signal does, an ending task as a
+   * write to an ended one. */
+  switch (uvt_process_signal(req->tools->registry, req->task_id_, req->caller_,
+                             SIGINT)) {
+  case 0:
+    return 1;
+  case UV_EAGAIN:
+    return UV_EAGAIN;
+  default:
+    return UV_EPIPE;
+  }
 }

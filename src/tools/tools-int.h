@@ -253,7 +253,9 @@ void uvt__tool_task_wait_abort(uvt_tools_call_t *req);
 void uvt__tool_write_stdin(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* M-TOOLS-14 (signal.c): task_kill with `signal`; and write_stdin's
  * "\u0003" to a stdin-pipe task: 1 when it was sent as SIGINT to the
- * session of req->task_id_ (nothing is to be written then), else 0. */
+ * session of req->task_id_ (nothing is to be written then); UV_EAGAIN
+ * when its spawn is still out and UV_EPIPE when it is ending (nothing was
+ * sent: the write's error); else 0 (not a Ctrl-C to a pipe: write it). */
 void uvt__tool_task_signal(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 int uvt__tools_ctrl_c(uvt_tools_call_t *req, const char *chars, size_t len);
 /* The tools' quiet_ timer: answers the waiting write_stdin calls whose

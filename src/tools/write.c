@@ -54,6 +54,11 @@ static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
                      "poll with empty chars until it has read more, then "
                      "send again.",
                      id, len);
+  } else if (err == UV_EAGAIN) {
+    /* M-TOOLS-14: a Ctrl-C before the spawner reported the command. */
+    uvt__text_oneline(t, id, UVT_ID_MAX);
+    uvt__text_str(t, " has not started its command yet; nothing was sent. "
+                     "Try again in a moment.");
   } else if (err == UV_EPIPE) {
     /* Ended, or only its input closed. */
     memset(&snap, 0, sizeof(snap));
@@ -207,9 +212,10 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
    * run_command promoted at its yield, which M-TOOLS-6 says write_stdin
    * controls.  Only closing an input the task never had is refused. */
   /* M-TOOLS-14: Ctrl-C to a pipe is SIGINT, as a terminal would send. */
-  if (uvt__tools_ctrl_c(req, chars, len))
+  err = uvt__tools_ctrl_c(req, chars, len);
+  if (err == 1)
     err = 0;
-  else
+  else if (err == 0)
     err = uvt_process_write(reg, req->task_id_, req->caller_, chars, len);
   if (len == 0 &&
       (err == UV_EPIPE || (err == UV_EINVAL && args->close_stdin != 1)))

@@ -2,7 +2,7 @@
  * model-based fuzzer (fuzz-registry.c).
  *
  * It is deliberately naive: fixed arrays, linear scans, no allocation, one
- * function per operation written straight from SPEC.md and the header.  It
+ * function per operation written straight from the contract and header.  It
  * also simulates the fuzzer's fake producers (their cancel behaviour, their
  * unread stream output), because the registry's behaviour depends on them.
  *

@@ -279,6 +279,29 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   fi
 fi
 if "$MCP" --help | grep -q -- '--cgroups'; then ok "M-MCP-15: --help names --cgroups"; else bad "M-MCP-15: --help names --cgroups"; fi
+# M-TOOLS-10: a --spill-dir the server refuses (a link, a directory
+# others may enter, one that cannot be made) ends the start-up with status
+# 1 and a sentence; the failed start-up crashed (SIGSEGV, status 139).
+mkdir -p "$tmp/spill-real"
+ln -s "$tmp/spill-real" "$tmp/spill-link"
+mkdir -m 755 "$tmp/spill-wide"
+for d in "$tmp/spill-link" "$tmp/spill-wide" /proc/no-such-dir; do
+  out=$(echo '{"jsonrpc":"2.0","id":1,"method":"ping"}' | "$MCP" --spill-dir "$d" 2>&1)
+  rc=$?
+  if [ "$rc" = 1 ] && [[ "$out" == *"start-up failed"* ]]; then
+    ok "M-TOOLS-10: --spill-dir ${d##*/} refused: status 1"
+  else
+    bad "M-TOOLS-10: --spill-dir ${d##*/} refused: status 1" "status $rc: $out"
+  fi
+done
+# M-TOOLS-9, M-TOOLS-11: --help names every tool the server offers (it
+# named six of the eight).
+help=$("$MCP" --help | tr -s ' \n' '  ')
+missing=
+for t in run_in_background run_command task_output task_list task_kill write_stdin task_wait task_screen; do
+  [[ "$help" == *"$t"* ]] || missing="$missing $t"
+done
+if [ -z "$missing" ]; then ok "M-TOOLS-9, M-TOOLS-11: --help names every tool"; else bad "M-TOOLS-9, M-TOOLS-11: --help names every tool" "missing:$missing"; fi
 
 # ------------------------------------------------------------------------
 # M-MCP-11: the unread soak in small.  Twelve tasks of 300 KB that nobody

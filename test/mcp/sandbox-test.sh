@@ -169,6 +169,12 @@ stop_server
   bad "S-4: --writable needs --sandbox" "$rc $(cat "$tmp/err")"
 "$MCP" --sandbox bogus </dev/null >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc = 2 ] && ok "S-4: a bad profile is refused" || bad "S-4: a bad profile is refused" "$rc"
+# S-4: a --writable DIR that does not exist is refused at start, naming
+# it; the server started and every command then failed with a bare "no
+# such file or directory (ENOENT)" that named nothing.
+"$MCP" --sandbox read-only --writable "$tmp/no-such-dir" </dev/null >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q "no-such-dir" "$tmp/err" && ok "S-4: a missing --writable DIR is refused at start" ||
+  bad "S-4: a missing --writable DIR is refused at start" "$rc $(cat "$tmp/err")"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
