@@ -433,7 +433,7 @@ END {
   print "note: 6 burst: " BURST " rounds of `seq 1 100000` tasks started together, each read when it ended and forgotten (uvtasks-mcp: --keep-finished 0), then 300 ms idle; idle RSS taken after one small task"
   print "note: uvtasks output reads use output_cap_bytes 4 MiB; with the default 1 MiB a host reading once per loop turn loses bytes (libuv reads up to 32 x 64 KiB per turn)"
   print "note: uv_spawn+256MiB runs a quarter of the tasks (libuv 1.44 forks, which copies the page tables)"
-  print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (SPEC 3) and the raw loops, /bin/sh for Node and Python"
+  print "note: shell mode runs the command through each tool'"'"'s own shell: bash for uvtasks (contract §3) and the raw loops, /bin/sh for Node and Python"
   print "note: uvtasks spawns on spawner threads (one per core); uvtasks/1spawner is the same with one"
   print "note: 1s: uvtasks+sandbox runs each task in bwrap (read-only, no network); posix_spawn+bwrap runs the same bwrap command line without the library: what bwrap itself costs. The first sandboxed start of a registry also runs bwrap once to check it works (S-3)"
   print "note: uvtasks+cgroup: a cgroup per task (uvt_process_cgroups, off by default): the child enters its group before exec, so it forks"

@@ -6,8 +6,8 @@
  * it with a deadline and kill it, tells listeners exactly once when it ends,
  * and on disposal stops everything and waits until it is quiet.
  *
- * The contract is docs/contract.md in the source tree (comments call it
- * "SPEC" and use its section numbers); its clause ids (R-START-1, ...)
+ * The contract is docs/contract.md in the source tree (comments cite its
+ * sections as "contract §N"); its clause ids (R-START-1, ...)
  * are cited beside the items that implement them.  Conventions, as in
  * libuv:
  *
@@ -52,7 +52,7 @@
  *  - uvt_hooks_t has two optional hooks more than the contract lists:
  *    `settled` (the producer's last step towards quiescence, run when its
  *    outcome is recorded: the thread producer joins its thread there,
- *    SPEC §4) and `quiesce` (a kill of an ended task, P-KILL-6, and
+ *    contract §4) and `quiesce` (a kill of an ended task, P-KILL-6, and
  *    disposal, P-KILL-4, ask a terminal task to stop what its work left
  *    behind; disposal waits for uvt_task_quiescent(), bounded by
  *    teardown_grace_ms).  The contract's three hooks alone cannot express
@@ -211,7 +211,7 @@ struct uvt__deadline {
   int kind;
 };
 
-/* A point-in-time copy of a task record (SPEC §1). */
+/* A point-in-time copy of a task record (contract §1). */
 struct uvt_snapshot_s {
   const char *id;
   const char *kind;
@@ -651,7 +651,8 @@ typedef struct {
  * Returns, in the order checked: UV_EINVAL (NULL reg or spec), UVT_ECLOSING
  * (the registry is being disposed), UVT_ENOSURFACE, UV_EINVAL (bad kind or
  * label, NULL run, a spec->id not of the form "<kind>-<n>"), UV_EEXIST
- * (spec->id names a record that exists, R-START-6), UVT_ECLOSING (the owner is being disposed) or
+ * (spec->id names a record that exists, R-START-6), UVT_ECLOSING (the
+ * owner is being disposed) or
  * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ELIMIT
  * (R-LIMIT-1), UV_ENOMEM, the error `run` returned; else 0.  On error
  * nothing is registered and no id number is used.

@@ -1,5 +1,5 @@
 /* The error table, uvt_strerror/uvt_err_name (with their fallback to
- * libuv's codes), uvt_status_name and uvt_status_is_terminal (SPEC §1). */
+ * libuv's codes), uvt_status_name and uvt_status_is_terminal (contract §1). */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +17,7 @@ static const err_row_t rows[] = {UVT_ERRNO_MAP(ROW)};
 
 #define NROWS (sizeof(rows) / sizeof(rows[0]))
 
-/* SPEC §1 Errors: the eight registry codes exist, with the names the SPEC
+/* Contract §1 Errors: the eight registry codes exist, with the names it
  * gives them, and P-THREAD-1's UVT_ETHREAD. */
 static void errors_table_complete(void **state) {
   (void)state;
@@ -33,7 +33,7 @@ static void errors_table_complete(void **state) {
   assert_true(UVT_EABORTED < 0);
 }
 
-/* SPEC §1 Errors: a negative band of its own, away from errno and libuv's
+/* contract §1 Errors: a negative band of its own, away from errno and libuv's
  * ranges; codes distinct; never UV_ETIMEDOUT for the wait deadline. */
 static void errors_band_distinct(void **state) {
   size_t i, j;
@@ -51,7 +51,7 @@ static void errors_band_distinct(void **state) {
   assert_int_not_equal(UVT_EABORTED, UV_ECANCELED);
 }
 
-/* SPEC §1 Errors: uvt_err_name gives "UVT_E..." and uvt_strerror the
+/* contract §1 Errors: uvt_err_name gives "UVT_E..." and uvt_strerror the
  * table's text for every registry code. */
 static void errors_names_and_messages(void **state) {
   size_t i;
@@ -77,7 +77,7 @@ static void errors_names_and_messages(void **state) {
   assert_string_equal(uvt_err_name(UVT_EABORTED), "UVT_EABORTED");
 }
 
-/* SPEC §1 Errors: codes outside the band fall back to libuv's strings. */
+/* contract §1 Errors: codes outside the band fall back to libuv's strings. */
 static void errors_fallback_to_libuv(void **state) {
   static const int codes[] = {
       UV_EINVAL, UV_ENOMEM, UV_EEXIST,     UV_EBUSY,     UV_EPERM,    UV_EIO,
@@ -93,7 +93,7 @@ static void errors_fallback_to_libuv(void **state) {
   assert_string_equal(uvt_err_name(UV_EPERM), "EPERM");
 }
 
-/* SPEC §1 Errors: 0 and codes nobody defines get static text (libuv would
+/* contract §1 Errors: 0 and codes nobody defines get static text (libuv would
  * format them into memory it never frees). */
 static void errors_unknown_codes(void **state) {
   (void)state;
@@ -104,7 +104,7 @@ static void errors_unknown_codes(void **state) {
   assert_string_equal(uvt_err_name(-20010), "UNKNOWN");
 }
 
-/* SPEC §1 Types: status names, "unknown" outside the set. */
+/* contract §1 Types: status names, "unknown" outside the set. */
 static void errors_status_names(void **state) {
   (void)state;
   assert_string_equal(uvt_status_name(UVT_RUNNING), "running");
@@ -116,7 +116,7 @@ static void errors_status_names(void **state) {
   assert_string_equal(uvt_status_name((uvt_status_t)-1), "unknown");
 }
 
-/* SPEC §1 Types: completed, killed and failed are the terminal states. */
+/* contract §1 Types: completed, killed and failed are the terminal states. */
 static void errors_status_terminal(void **state) {
   (void)state;
   assert_false(uvt_status_is_terminal(UVT_RUNNING));

@@ -479,7 +479,7 @@ static void test_inject_register_attach(void **state) {
   fixture_close(&f);
 }
 
-/* SPEC §4 with R-START-3: uvt_thread_start under each failing allocation is
+/* §4 with R-START-3: uvt_thread_start under each failing allocation is
  * a clean UV_ENOMEM (no thread, no context left) or a success. */
 static void quick_fn(uvt_thread_ctx_t *ctx, void *arg, uvt_outcome_t *out) {
   (void)ctx;

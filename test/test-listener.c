@@ -697,7 +697,7 @@ static void listener_close_inside(void **state) {
   assert_int_equal(c.closed, 1);
   assert_int_equal(closer.calls, 1); /* none runs once close began */
   /* Header: "none runs once registry close began" -- also the listeners
-   * after the closer in this dispatch (SPEC R-DONE-4 says close must not
+   * after the closer in this dispatch (R-DONE-4 says close must not
    * "skip another listener"; the header settles it this way). */
   assert_int_equal(next.calls, 0);
   assert_int_equal(fk[2].cancels, 1);

@@ -23,7 +23,7 @@
 /* ---------------------------------------------------------------------- */
 /* Options, defaults, ids                                                  */
 
-/* The defaults of SPEC §3 and one task run with them (drain 500, grace
+/* The defaults of contract §3 and one task run with them (drain 500, grace
  * 3000, cap 1 MiB). */
 static void test_defaults(void **state) {
   fixture_t f;
@@ -68,7 +68,7 @@ static void test_defaults(void **state) {
   fixture_close(&f);
 }
 
-/* SPEC §3 kind and label: "bash" and the command unless given; argv mode
+/* contract §3 kind and label: "bash" and the command unless given; argv mode
  * labels with its words. */
 static void test_kind_label(void **state) {
   fixture_t f;
@@ -103,7 +103,7 @@ static void test_kind_label(void **state) {
   fixture_close(&f);
 }
 
-/* SPEC §3 options, R-START-1, R-START-2: bad options are refused before
+/* contract §3 options, R-START-1, R-START-2: bad options are refused before
  * anything starts; no id is used. */
 static void test_invalid_options(void **state) {
   fixture_t f;
@@ -163,7 +163,7 @@ static void test_invalid_options(void **state) {
   fixture_close(&f);
 }
 
-/* SPEC §3 uvt_process_pid, R-OWN-2: the leader's pid (= group and session
+/* contract §3 uvt_process_pid, R-OWN-2: the leader's pid (= group and session
  * id), behind the session fence. */
 static void test_pid(void **state) {
   fixture_t f;

@@ -1,4 +1,4 @@
-/* The thread producer (SPEC §4): completion, cancellation, kill, settle
+/* The thread producer (contract §4): completion, cancellation, kill, settle
  * ordering, coalesced completions (C-16), kill racing settlement (C-17),
  * force-fail with a late settle (R-DONE-2) and loop-thread callbacks (L-3). */
 #include <pthread.h>
@@ -162,7 +162,7 @@ static void setup_once(void) {
 
 /* Tests ---------------------------------------------------------------- */
 
-/* SPEC §4, R-READ-2, R-START-4: a thread task completes with the outcome its
+/* §4, R-READ-2, R-START-4: a thread task completes with the outcome its
  * function filled in; reads are empty while live, then the whole output on
  * every read. */
 static void test_thread_completes(void **state) {
@@ -222,7 +222,7 @@ static void test_thread_completes(void **state) {
   await_contexts_freed();
 }
 
-/* SPEC §4, R-KILL-2, R-KILL-3, R-KILL-4: kill sets the cancellation flag the
+/* §4, R-KILL-2, R-KILL-3, R-KILL-4: kill sets the cancellation flag the
  * function observes; the task settles killed with the first reason kept. */
 static void test_thread_kill(void **state) {
   fixture_t f;
@@ -267,7 +267,7 @@ static void test_thread_kill(void **state) {
   await_contexts_freed();
 }
 
-/* R-DONE-3, SPEC §4: the thread is joined before any listener or wait sees
+/* R-DONE-3, contract §4: the thread is joined before any listener or wait sees
  * the outcome; the waiter counted at settlement marks the task reported
  * before the listener runs; listeners run before wait callbacks. */
 static void test_thread_settle_order(void **state) {
@@ -611,7 +611,7 @@ static void test_thread_agent_dispose(void **state) {
   await_contexts_freed();
 }
 
-/* R-START-1, R-OWN-1, SPEC §4: failed starts create no thread. */
+/* R-START-1, R-OWN-1, contract §4: failed starts create no thread. */
 static void test_thread_start_errors(void **state) {
   fixture_t f;
   job_t j;
@@ -650,7 +650,7 @@ static void test_thread_start_errors(void **state) {
   await_contexts_freed();
 }
 
-/* SPEC §4: a function that leaves a non-terminal status settles failed. */
+/* contract §4: a function that leaves a non-terminal status settles failed. */
 static void bad_status_fn(uvt_thread_ctx_t *ctx, void *arg,
                           uvt_outcome_t *out) {
   (void)ctx;

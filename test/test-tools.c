@@ -1,4 +1,4 @@
-/* The model-facing tool surface (SPEC §5: the tools table, M-TOOLS-1..3).
+/* The model-facing tool surface (contract §5: the tools table, M-TOOLS-1..3).
  * Fake producers where no process is needed; the process producer for
  * run_in_background. */
 #include "test-util.h"

@@ -290,7 +290,7 @@ export class TaskRegistry {
   /** R-FORGET-1: drop a terminal record now. */
   forget(id: string, caller?: Agent): void
   /**
-   * Start a process task (SPEC §3); returns its id ('bash-1').  What can be
+   * Start a process task (contract §3); returns its id ('bash-1').  What can be
    * checked before the spawn throws (EINVAL, ENOENT, ENOTDIR, EACCES,
    * E2BIG, UVT_*), with nothing registered; the spawn itself then runs on
    * a spawner thread (P-SPAWN-6), and what only it can report (ENOEXEC,
@@ -383,7 +383,7 @@ export class TaskRegistry {
 }
 
 /**
- * What this package has of SPEC §3b: all of it, always (the binding and
+ * What this package has of contract §3b: all of it, always (the binding and
  * the library ship together); for code that must also run against builds
  * from before it.
  */

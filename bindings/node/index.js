@@ -1,4 +1,4 @@
-// uvtasks for Node.js (SPEC §8): the background task registry on Node's own
+// uvtasks for Node.js (contract §8): the background task registry on Node's own
 // libuv loop.  This file gives the API its JS shape; every rule is the C
 // library's (N-4): each call maps onto one library call, each callback onto
 // one library callback.
@@ -487,7 +487,7 @@ class TaskRegistry {
     this.#clean.delete(id)
   }
 
-  // The process producer (SPEC §3, §3b).
+  // The process producer (contract §3, §3b).
   spawn(options) {
     if (options === null || typeof options !== 'object') {
       throw codedTypeError('options must be an object')
@@ -726,7 +726,7 @@ class TaskRegistry {
   }
 }
 
-// What this package has of SPEC §3b, for code that must also run against
+// What this package has of contract §3b, for code that must also run against
 // a build of uvtasks from before it (0.1 had none of these): every part,
 // always, since the library and the binding ship together.
 const features = Object.freeze({

@@ -1,4 +1,4 @@
-/* uvtasks thread producer (SPEC §4): run a function on a thread of its own
+/* uvtasks thread producer (contract §4): run a function on a thread of its own
  * as a final-output task.
  *
  * The function runs on a thread created for it (never on libuv's fs/dns
@@ -61,7 +61,7 @@ typedef struct {
  * stack size.  Thread: any. */
 UVT_EXTERN void uvt_thread_options_init(uvt_thread_options_t *o);
 
-/* Start `fn(ctx, arg, out)` on a new thread as a task (SPEC §4).  `o` may be
+/* Start `fn(ctx, arg, out)` on a new thread as a task (§4).  `o` may be
  * NULL (defaults).  The id is written to `id_out` (may be NULL).  Every
  * check of uvt_start() runs before the thread is created; no thread exists
  * after an error return.

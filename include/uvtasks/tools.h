@@ -1,4 +1,4 @@
-/* uvtasks/tools.h: the model-facing control surface (SPEC §5, §5b, §5c).
+/* uvtasks/tools.h: the model-facing control surface (contract §5, §5b, §5c).
  *
  * A uvt_tools_t attaches a control surface to a registry and offers its
  * tools to a host that talks to a model:
@@ -595,7 +595,7 @@ UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
  * cut at a character boundary and marked "..." beyond `size` - 1 bytes;
  * "" when there is none yet.
  * Nothing is consumed: the call's result and later reads still show it.
- * (SPEC names no function for this; uvtasks-mcp needs it for
+ * (The contract names no function for this; uvtasks-mcp needs it for
  * notifications/progress.)
  * Returns 0, or UV_EINVAL (NULL req or line, zero size, a call that is not
  * waiting on a process task; `line` then holds "" if size > 0).

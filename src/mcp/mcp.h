@@ -1,4 +1,4 @@
-/* uvtasks-mcp: a Model Context Protocol server over stdio (SPEC §5,
+/* uvtasks-mcp: a Model Context Protocol server over stdio (contract §5,
  * M-MCP-1..4).  Internal header of the executable. */
 #ifndef UVTASKS_MCP_H
 #define UVTASKS_MCP_H

@@ -1,4 +1,4 @@
-/* The thread producer (SPEC §4): a final-output task whose work runs on a
+/* The thread producer (contract §4): a final-output task whose work runs on a
  * thread of its own, settled from that thread and joined on the loop thread
  * when the outcome is recorded. */
 #define _GNU_SOURCE

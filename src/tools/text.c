@@ -1,5 +1,5 @@
 /* Result texts of the tool surface: a small string builder, UTF-8 repair
- * and the status line (SPEC §5). */
+ * and the status line (contract §5). */
 #include "tools-int.h"
 
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* The model-facing tool surface (SPEC §5, M-TOOLS-1..6): the tools over
+/* The model-facing tool surface (contract §5, M-TOOLS-1..6): the tools over
  * the registry's operations and the process producer, completion notices
  * from a listener, and results delivered through the loop.  What a result
  * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8);

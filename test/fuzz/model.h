@@ -6,7 +6,7 @@
  * also simulates the fuzzer's fake producers (their cancel behaviour, their
  * unread stream output), because the registry's behaviour depends on them.
  *
- * Readings of the contract the model fixes (where SPEC leaves a choice):
+ * Readings of the contract the model fixes (where it leaves a choice):
  *  - after a producer called uvt_task_settle() (its outcome queued, not yet
  *    applied), a kill or teardown does not call cancel again;
  *  - a wait on a terminal task marks it reported at the call; aborting it

@@ -1,5 +1,5 @@
 // uvtasks-mcp driven by the official MCP TypeScript SDK client over stdio
-// (SPEC §5, M-MCP-1..4).  UVTASKS_MCP names the built server.
+// (contract §5, M-MCP-1..4).  UVTASKS_MCP names the built server.
 //
 //   cd test/mcp && npm ci && UVTASKS_MCP=../../build/src/mcp/uvtasks-mcp node client-test.mjs
 //

@@ -27,7 +27,7 @@ static void set_num(napi_env env, napi_value obj, const char *name, double d) {
 }
 
 /* snapshot = { id, kind, label, ownerSession?, status, detail?, startedAt,
- * finishedAt?, reported, killReason? } (SPEC §8; killReason is the C
+ * finishedAt?, reported, killReason? } (contract §8; killReason is the C
  * snapshot's kill_reason, R-KILL-2). */
 napi_value uvtn_snapshot(napi_env env, const uvt_snapshot_t *s) {
   napi_value obj, b;

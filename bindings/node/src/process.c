@@ -1,4 +1,4 @@
-/* tasks.spawn() and the process task calls (SPEC §3, §3b through §8):
+/* tasks.spawn() and the process task calls (contract §3, §3b through §8):
  * pid, write, closeStdin, resize, readProcess, and onOutput's lifetime. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* JS producers: tasks.start({ kind, label, owner, run }) (SPEC §8, R-START-*).
+/* JS producers: tasks.start({ kind, label, owner, run }) (§8, R-START-*).
  *
  * The library calls `run` inside uvt_start(); the JS wrapper's run calls the
  * producer's run(), checks the hooks it returned and hooks `done` up to

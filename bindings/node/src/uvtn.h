@@ -1,4 +1,4 @@
-/* The Node.js binding's internal header (SPEC §8).
+/* The Node.js binding's internal header (contract §8).
  *
  * One registry per `new TaskRegistry()`, on the libuv loop of the Node
  * environment (main thread or worker) that created it.  Everything here runs

@@ -1,5 +1,5 @@
 // What a Node host author passes that the other suites do not: values a
-// JS host hands over as a matter of course (SPEC §8 through N-4: the
+// JS host hands over as a matter of course (contract §8 through N-4: the
 // library's clauses hold; the binding only converts JS values to its
 // arguments, the way node:child_process converts the same values).
 'use strict'

@@ -1,4 +1,4 @@
-// Interactive process tasks through the binding (SPEC §3b via §8, N-4):
+// Interactive process tasks through the binding (contract §3b via §8, N-4):
 // stdin pipes, terminals, onOutput, output backpressure and the
 // structured read hold for tasks.spawn() as they do in C; their errors
 // carry codes (N-1) and onOutput runs like any callback of ours (N-2).
@@ -17,8 +17,8 @@ const {
 const codeOf = (code) => (e) => e instanceof Error && e.code === code
 const BASH = ['bash', '--norc', '--noprofile', '-i']
 
-// The build has every part of SPEC §3b (the library on main has them).
-test('features: this build has every interactive part (SPEC 3b)', () => {
+// The build has every part of contract §3b (the library on main has them).
+test('features: this build has every interactive part (contract §3b)', () => {
   assert.deepEqual({ ...features },
     { stdinPipe: true, tty: true, outputBackpressure: true, onOutput: true, readProcess: true })
 })

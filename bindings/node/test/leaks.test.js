@@ -107,7 +107,7 @@ test('1000 JS tasks and 1000 expired waits retain nothing (R-WAIT-6, R-FORGET-1,
   await tasks.close()
 })
 
-// Interactive tasks (SPEC 3b) leave nothing either: no descriptor (pipes,
+// Interactive tasks (contract §3b) leave nothing either: no descriptor (pipes,
 // socket pairs, terminals), no zombie, no session; and the binding lets go
 // of each onOutput function once its task ended (P-EVT-1: the library calls
 // it no more), without waiting for the record's drop or registry close; a

@@ -1,4 +1,4 @@
-// Process tasks through the binding (SPEC §3 via §8, N-4): the process
+// Process tasks through the binding (contract §3 via §8, N-4): the process
 // producer's clauses hold for tasks.spawn() as they do in C.
 'use strict'
 const test = require('node:test')

@@ -1,5 +1,5 @@
 // The origin's own scenarios (design/seed-task-registry.txt, ctx.tasks),
-// run through the binding with JS producers: SPEC §2 must hold through it
+// run through the binding with JS producers: contract §2 must hold through it
 // unchanged (N-4).  Each test closes its registry (L-1's analog: close()
 // resolves, so every handle of ours is closed).
 'use strict'
@@ -323,7 +323,7 @@ test('listeners get the owner agent object (R-DONE-3)', async () => {
   await tasks.close()
 })
 
-test('a rejected done settles failed with String(error); a bad outcome too (SPEC 8)', async () => {
+test('a rejected done settles failed with String(error); a bad outcome too (contract §8)', async () => {
   const { tasks } = fixture()
   const a = controlled()
   const b = controlled()

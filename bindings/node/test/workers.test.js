@@ -1,4 +1,4 @@
-// Worker threads (SPEC §8, N-3): each environment has its own registry and
+// Worker threads (contract §8, N-3): each environment has its own registry and
 // ids on its own loop; a worker's end closes its registries, stopping every
 // task's session, whether it ends by itself, by process.exit() inside it, or
 // by worker.terminate().
@@ -39,7 +39,7 @@ function worker(body) {
 
 // Per-environment state: ids start at 1 in every worker and in the main
 // thread, side by side.
-test('every worker has its own registry and ids (SPEC 8, R-START-4)', async () => {
+test('every worker has its own registry and ids (contract §8, R-START-4)', async () => {
   const { tasks } = fixture()
   const mainId = tasks.spawn({ command: 'true' })
   const ws = [0, 1, 2].map(() => worker(`
@@ -127,7 +127,7 @@ test('process.exit() inside a worker closes its registry (N-3)', async () => {
   assert.equal(await eventually(() => sessionMembers(pid).length === 0), true)
 })
 
-// SPEC 3b in a worker: a terminal, a stdin pipe, backpressure and the
+// contract §3b in a worker: a terminal, a stdin pipe, backpressure and the
 // structured read work on the worker's loop, and onOutput runs on the
 // worker's thread inside its callback scope (N-2, P-EVT-1).
 test('interactive tasks in a worker: tty, stdin pipe, backpressure, onOutput on its thread (N-2, P-PTY-1, P-IN-1, P-OUT-4, P-EVT-1)', async () => {
