@@ -124,107 +124,11 @@ static void test_refused(void **state) {
   fixture_close(&f);
 }
 
-/* P-KILL-8: SIGSTOP then SIGCONT at once leaves the task running: the
- * batched sweep of the session sent the first signal again after the
- * second, so the task stayed stopped. */
-static void test_stop_cont_back_to_back(void **state) {
-  fixture_t f;
-  char id[UVT_ID_MAX];
-  waitres_t w;
-  sbuf_t sb = {0};
-  (void)state;
-
-  fixture_init(&f, NULL);
-  assert_int_equal(start_sh(&f, NULL, "echo up; sleep 0.3; echo after", id), 0);
-  task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
-  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGSTOP), 0);
-  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGCONT), 0);
-  read_until_has(&f, id, NULL, &sb, "after\n");
-  wait_task(&f, &w, id, 5000, NULL);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
-  wait_end(&w);
-  sb_free(&sb);
-  fixture_close(&f);
-}
-
-/* P-KILL-8: one signal is delivered once: a SIGUSR1 ran the trap twice
- * (the leader's group got it, then the sweep sent it again). */
-static void test_signal_once(void **state) {
-  fixture_t f;
-  char id[UVT_ID_MAX];
-  uvt_kill_result_t kr;
-  waitres_t w;
-  sbuf_t sb = {0};
-  const char *first;
-  (void)state;
-
-  fixture_init(&f, NULL);
-  /* bash runs a trap once per delivery (dash may fold two into one). */
-  assert_int_equal(start_sh(&f, NULL,
-                            "exec bash -c \"trap 'echo got usr1' USR1; trap "
-                            "'echo got usr2' USR2; echo up; while :; do sleep "
-                            "0.05; done\"",
-                            id),
-                   0);
-  task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
-  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGUSR1), 0);
-  read_until_has(&f, id, NULL, &sb, "got usr1\n");
-  /* A second signal afterwards: by the time its trap ran, the shell had
-   * run the trap of a repeated SIGUSR1 (sent on the next loop turn). */
-  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGUSR2), 0);
-  read_until_has(&f, id, NULL, &sb, "got usr2\n");
-  first = strstr(sb.buf, "got usr1\n");
-  assert_null(strstr(first + 1, "got usr1\n"));
-  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
-  wait_task(&f, &w, id, 5000, NULL);
-  wait_end(&w);
-  sb_free(&sb);
-  fixture_close(&f);
-}
-
-/* P-KILL-1, P-KILL-8: a kill of a task a SIGSTOP left stopped still lets
- * it act on SIGTERM: the kill continues it (SIGCONT after SIGTERM), so
- * its trap runs and it exits long before the grace, instead of sitting
- * stopped until SIGKILL. */
-static void test_kill_stopped(void **state) {
-  fixture_t f;
-  uvt_process_options_t o;
-  char id[UVT_ID_MAX];
-  uvt_kill_result_t kr;
-  waitres_t w;
-  sbuf_t sb = {0};
-  pid_t sid;
-  (void)state;
-
-  fixture_init(&f, NULL);
-  test_opts(&o);
-  o.grace_ms = 60000; /* far beyond the wait below */
-  o.command = "trap 'echo cleaned up; exit 7' TERM; echo up; "
-              "while :; do sleep 0.05; done";
-  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-  sid = task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
-  assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGSTOP), 0);
-  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
-  wait_task(&f, &w, id, 20000, NULL);
-  assert_outcome(&w.snap, UVT_KILLED, "exit code: 7 after kill request");
-  assert_true(session_gone(&f, sid, 3000));
-  wait_end(&w);
-  read_until_has(&f, id, NULL, &sb, "cleaned up\n");
-  sb_free(&sb);
-  fixture_close(&f);
-}
-
 int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       T(test_sigint_summary),
       T(test_other_signals),
       T(test_refused),
-      T(test_kill_stopped),
-      T(test_stop_cont_back_to_back),
-      T(test_signal_once),
   };
   return PROCESS_TESTS("process-signal", tests);
 }

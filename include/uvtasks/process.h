@@ -608,10 +608,7 @@ UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
  * -m` jobs) from the next pass over /proc, the task's cgroup too where it
  * has one.  No escalation follows: the task stays live unless the signal
  * ends it, and then it settles as a death by that signal ("signal: NAME",
- * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).  Each
- * process gets the signal once; two calls in a row arrive in their order
- * (SIGSTOP then SIGCONT leaves it running).  A SIGTERM, here as in a kill,
- * is followed by SIGCONT so that a stopped process acts on it.
+ * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).
  *
  * Allowed: SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
  * SIGCONT, SIGSTOP, SIGWINCH.

@@ -247,9 +247,7 @@ struct uvt__proc_s {
   int tracked;                    /* in the context's table */
   int session_gone;               /* no member can be left: final */
   int want_sig;                   /* for the next batched pass */
-  int want_lead;                  /* want_sig already hit the leader's group */
   int pass_sig;                   /* for the pass being run */
-  int pass_lead;                  /* pass_sig already hit the leader's group */
   unsigned pass_live;             /* live members the last pass found */
   unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
   int cg;                         /* the task has a cgroup (cgroup.c) */

@@ -223,13 +223,6 @@ static void pass_begin(uvt__proc_t *p) {
   p->pass_live = 0;
   p->pass_sandbox = 0;
   p->pass_groups = 0;
-  /* P-KILL-8: the leader's group was signalled at the call; the pass
-   * reaches the other groups without sending it the signal twice. */
-  if (p->pass_lead && p->pid > 0) {
-    p->pass_group[0] = p->pid;
-    p->pass_groups = 1;
-  }
-  p->pass_lead = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
   uvt__session_known_empty(p);
@@ -240,17 +233,6 @@ static void pass_begin(uvt__proc_t *p) {
 /* A process of the task's cgroup (P-KILL-5): those the session scan did
  * not count (they left the session) are counted and signalled here; the
  * group's membership is exact. */
-/* P-KILL-1: a SIGTERM is followed by SIGCONT, so that a process stopped
- * by SIGSTOP or SIGTSTP (P-KILL-8 can send them) acts on it now instead of
- * sitting stopped until the grace's SIGKILL.  kill()'s result is the
- * SIGTERM's. */
-static int send_sig(pid_t target, int sig) {
-  int r = kill(target, sig);
-  if (sig == SIGTERM)
-    kill(target, SIGCONT);
-  return r;
-}
-
 static void cg_member(void *arg, pid_t pid) {
   uvt__proc_t *p = arg;
   uvt__pstat_t st;
@@ -261,7 +243,7 @@ static void cg_member(void *arg, pid_t pid) {
     return; /* counted with the session */
   p->pass_live++;
   if (p->pass_sig != 0)
-    send_sig(pid, p->pass_sig);
+    kill(pid, p->pass_sig);
 }
 
 static int signalled(const uvt__proc_t *p, pid_t pgrp) {
@@ -290,7 +272,7 @@ static void pass_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
   if (p->sandboxed && st->bwrap)
     p->pass_sandbox++;
   if (p->pass_sig != 0 && !signalled(p, st->pgrp)) {
-    send_sig(-st->pgrp, p->pass_sig);
+    kill(-st->pgrp, p->pass_sig);
     if (p->pass_groups < UVT__PASS_GROUPS)
       p->pass_group[p->pass_groups] = st->pgrp;
     p->pass_groups++;
@@ -351,28 +333,13 @@ cgroups:
   }
 }
 
-/* One pass for p alone sending sig, lead saying whether the leader's
- * group already got it. */
-static void pass_one(uvt__proc_t *p, int sig, int lead) {
-  struct uvt__link one;
-
-  uvt__list_init(&one);
-  uvt__list_insert_tail(&one, &p->pass_link);
-  p->pass_sig = sig;
-  p->pass_lead = lead;
-  pass_run(&one);
-  uvt__list_remove(&p->pass_link);
-}
-
 int uvt__session_count(uvt__proc_t *p, int sig) {
   struct uvt__link one;
 
   if (uvt__session_known_empty(p))
     return 0;
-  if (sig != 0 && !p->reaped && p->pid > 0) {
-    send_sig(-p->pid, sig);
-    p->pass_lead = 1;
-  }
+  if (sig != 0 && !p->reaped && p->pid > 0)
+    kill(-p->pid, sig);
   uvt__list_init(&one);
   uvt__list_insert_tail(&one, &p->pass_link);
   p->pass_sig = sig;
@@ -398,9 +365,7 @@ static void on_sweep(uv_idle_t *h) {
   for (n = ps->sweeping.next; n != &ps->sweeping; n = n->next) {
     p = uvt__container_of(n, uvt__proc_t, sweep_link);
     p->pass_sig = p->want_sig;
-    p->pass_lead = p->want_lead;
     p->want_sig = 0;
-    p->want_lead = 0;
     uvt__list_insert_tail(&batch, &p->pass_link);
   }
   pass_run(&batch);
@@ -413,18 +378,15 @@ static void on_sweep(uv_idle_t *h) {
   }
 }
 
-static void sweep_request(uvt__proc_t *p, int sig, int lead) {
+static void sweep_request(uvt__proc_t *p, int sig) {
   uvt__procs_t *ps = p->procs;
 
-  if (sig == SIGKILL || p->want_sig == 0) {
+  if (sig == SIGKILL || p->want_sig == 0)
     p->want_sig = sig;
-    p->want_lead = sig != 0 && lead;
-  }
   if (ps == NULL || ps->closing) {
     /* No context (any more): do the pass now. */
-    pass_one(p, p->want_sig, p->want_lead);
+    uvt__session_count(p, p->want_sig);
     p->want_sig = 0;
-    p->want_lead = 0;
     uvt__proc_swept(p);
     return;
   }
@@ -441,31 +403,21 @@ static void sweep_request(uvt__proc_t *p, int sig, int lead) {
 
 int uvt__session_signal(uvt__proc_t *p, int sig) {
   int err = 0;
-  int lead;
 
   if (p->pid <= 0)
     return 0;
-  /* P-KILL-8: another signal still waiting for its sweep reaches the
-   * other groups now, before this one: signals keep their order (SIGSTOP
-   * then SIGCONT must not end stopped) and none is folded away. */
-  if (sig != 0 && p->want_sig != 0 && p->want_sig != sig && sig != SIGKILL) {
-    pass_one(p, p->want_sig, p->want_lead);
-    p->want_sig = 0;
-    p->want_lead = 0;
-  }
   /* The leader's group at once, while the leader holds its number. */
-  lead = !p->reaped;
-  if (lead && send_sig(-p->pid, sig) != 0 && errno != ESRCH)
+  if (!p->reaped && kill(-p->pid, sig) != 0 && errno != ESRCH)
     err = UVT__PERR(errno);
   if (err == 0 && p->cg && sig == SIGKILL)
     uvt__cgroup_kill(p);
   if (err == 0 && !uvt__session_known_empty(p))
-    sweep_request(p, sig, lead);
+    sweep_request(p, sig);
   return err;
 }
 
 void uvt__session_check(uvt__proc_t *p) {
-  sweep_request(p, 0, 0);
+  sweep_request(p, 0);
 }
 
 /* ---- reaping reparented members on SIGCHLD (P-REAP-1) ----------------- */
