@@ -250,6 +250,7 @@ struct uvt__proc_s {
   int pass_sig;                   /* for the pass being run */
   unsigned pass_live;             /* live members the last pass found */
   unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
+  unsigned pass_dying;            /* of them, exiting or SIGKILLed */
   int cg;                         /* the task has a cgroup (cgroup.c) */
   char cg_name[16];
   unsigned pass_groups; /* groups it signalled */
@@ -490,6 +491,7 @@ typedef struct {
   pid_t sid;
   char state;
   char bwrap;               /* its command name is "bwrap" (S-2) */
+  unsigned flags;           /* the kernel's per-task flags (PF_*) */
   unsigned long long start; /* clock ticks after boot */
 } uvt__pstat_t;
 

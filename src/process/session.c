@@ -85,15 +85,64 @@ int uvt__pstat_read(pid_t pid, uvt__pstat_t *st) {
   }
   if (p == NULL ||
       sscanf(p + 1,
-             " %c %d %d %d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+             " %c %d %d %d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
              "%*d %*d %*d %llu",
-             &st->state, &ppid, &pgrp, &sid, &start) != 5)
+             &st->state, &ppid, &pgrp, &sid, &st->flags, &start) != 6)
     return -1;
   st->pid = pid;
   st->ppid = ppid;
   st->pgrp = pgrp;
   st->sid = sid;
   st->start = start;
+  return 0;
+}
+
+/* ---- is a member on its way out? (P-LEFT-1) --------------------------- */
+
+/* PF_EXITING (include/linux/sched.h): do_exit() has begun. */
+#define PF_EXITING_ 0x00000004u
+
+/* A member that dies of the same signal as its leader (a Ctrl-C to the
+ * foreground group, `kill 0`) may still be in /proc when the leader's reap
+ * is seen: freeing a large address space takes tens of milliseconds, and
+ * on a busy machine a signalled process may wait longer still for a CPU.
+ * Such a member is not left running.  It is dying when do_exit() has
+ * begun (PF_EXITING in the stat flags), or when a fatal signal was
+ * delivered and it has not run since: the kernel then marks every thread
+ * of the group with a pending SIGKILL (complete_signal()), seen in SigPnd
+ * or ShdPnd of /proc/<pid>/status.  A caught, ignored or blocked signal
+ * sets no such mark, so a member that survives is never taken for dying.
+ * It still counts as live for quiescence (P-KILL-7): only the leftover
+ * count skips it. */
+static int dying(const uvt__pstat_t *st) {
+  char path[64];
+  char buf[2048];
+  const char *keys[] = {"\nSigPnd:", "\nShdPnd:"};
+  const char *q;
+  unsigned long long mask;
+  ssize_t n;
+  int fd;
+  size_t i;
+
+  if (st->flags & PF_EXITING_)
+    return 1;
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)st->pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 1; /* gone since its stat was read */
+  do
+    n = read(fd, buf, sizeof(buf) - 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    q = strstr(buf, keys[i]);
+    if (q != NULL && sscanf(q + strlen(keys[i]), " %llx", &mask) == 1 &&
+        (mask & (1ull << (SIGKILL - 1))) != 0)
+      return 1;
+  }
   return 0;
 }
 
@@ -222,6 +271,7 @@ static void pass_begin(uvt__proc_t *p) {
 
   p->pass_live = 0;
   p->pass_sandbox = 0;
+  p->pass_dying = 0;
   p->pass_groups = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
@@ -242,6 +292,8 @@ static void cg_member(void *arg, pid_t pid) {
   if (!p->session_gone && st.sid == p->pid && st.start >= p->start_ticks)
     return; /* counted with the session */
   p->pass_live++;
+  if (p->pass_sig == 0 && dying(&st))
+    p->pass_dying++;
   if (p->pass_sig != 0)
     kill(pid, p->pass_sig);
 }
@@ -271,6 +323,8 @@ static void pass_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
   p->pass_live++;
   if (p->sandboxed && st->bwrap)
     p->pass_sandbox++;
+  else if (p->pass_sig == 0 && dying(st))
+    p->pass_dying++;
   if (p->pass_sig != 0 && !signalled(p, st->pgrp)) {
     kill(-st->pgrp, p->pass_sig);
     if (p->pass_groups < UVT__PASS_GROUPS)
@@ -350,8 +404,9 @@ int uvt__session_count(uvt__proc_t *p, int sig) {
 
 int uvt__session_leftovers(uvt__proc_t *p) {
   int live = uvt__session_count(p, 0);
-  /* 0 without a pass (known empty): pass_sandbox is then stale. */
-  return live > 0 ? live - (int)p->pass_sandbox : 0;
+  /* 0 without a pass (known empty): pass_sandbox and pass_dying are then
+   * stale. */
+  return live > 0 ? live - (int)p->pass_sandbox - (int)p->pass_dying : 0;
 }
 
 static void on_sweep(uv_idle_t *h) {
