@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds the addon (build/uvtasks.node) with meson against the headers of
 // the Node that runs this script: `npm install` runs it.  Why meson and not
-// node-gyp: see the README ("Use from Node", Build).
+// node-gyp: see docs/node.md ("Build").
 //
 //   node scripts/build.js            configure (or reconfigure) and compile
 //   --nodedir DIR / npm_config_nodedir   Node's prefix or header directory
