@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build warning-free and run every test: the unit, process, MCP, fuzz and
-# slurm (a 2-node cluster it starts and stops itself) suites, the Node binding's suites (bindings/node: npm install builds the
+# Build warning-free and run every test: the unit, process, MCP, fuzz,
+# docs and slurm (a 2-node cluster it starts and stops itself) suites, the Node binding's suites (bindings/node: npm install builds the
 # addon, npm test runs node --test), then the address+undefined,
 # thread-sanitizer and valgrind lanes.
 # Works on a fresh Debian 12 machine as root (installs what it needs).
