@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "process/process-internal.h"
 #include "uvtasks/process.h"
 
 static const char usage[] =
@@ -59,8 +58,7 @@ static const char usage_options[] =
     "  --spill-max-bytes N  the most bytes one task's file holds (default\n"
     "                       67108864)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
-    "                       if the server itself is killed\n"
-    ;
+    "                       if the server itself is killed\n";
 static const char usage_options2[] =
     "  --sandbox PROFILE    run every command in a bubblewrap sandbox:\n"
     "                       off (default), read-only (writes only to /tmp,\n"
@@ -428,11 +426,9 @@ bad:
 /* M-MCP-15: the registry's cgroup directory, made by
  * uvt_process_cgroups(). */
 static const char *mcp_cgroup_dir(uvt_registry_t *reg) {
-  uvt__procs_t *ps;
+  const char *dir = uvt_process_cgroup_dir(reg);
 
-  if (uvt__procs_get(reg, &ps) != 0 || ps->cg_path == NULL)
-    return "";
-  return ps->cg_path;
+  return dir != NULL ? dir : "";
 }
 
 /* M-MCP-14: "NAME=value" for each --pass-env NAME the server has, for
@@ -615,7 +611,7 @@ int main(int argc, char **argv) {
   topts.spill_max_bytes = server.config.spill_max_bytes;
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
-  topts.env = mcp_pass_env(&server.config);  /* M-MCP-14 */
+  topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == UV_EPERM && topts.spill_dir != NULL)
     fprintf(stderr,

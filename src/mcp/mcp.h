@@ -218,12 +218,12 @@ typedef struct {
   uvt_sandbox_t sandbox;
   const char *writable[65];
   unsigned writable_n;
-  const char *pass_env[64];   /* M-MCP-14: --pass-env names */
+  const char *pass_env[64]; /* M-MCP-14: --pass-env names */
   size_t pass_env_n;
-  int cgroups;             /* M-MCP-15: --cgroups */
-  size_t max_unread_bytes; /* M-MCP-11: unread bytes of ended tasks */
-  int slurm;                  /* E-8: --slurm */
-  const char *slurm_journal;  /* E-8: --slurm-journal FILE */
+  int cgroups;               /* M-MCP-15: --cgroups */
+  size_t max_unread_bytes;   /* M-MCP-11: unread bytes of ended tasks */
+  int slurm;                 /* E-8: --slurm */
+  const char *slurm_journal; /* E-8: --slurm-journal FILE */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -280,6 +280,29 @@ struct mcp_server_s {
   int shutting_down;
   int registry_closed;
 };
+
+/* text.c: a growable text, kept NUL-terminated; it may hold NUL bytes
+ * (command output), so `len` is its length.  `err` latches the first
+ * allocation failure, so a run of appends is checked once at the end. */
+typedef struct {
+  char *base;
+  size_t len;
+  size_t cap;
+  int err;
+} mcp_text_t;
+
+void mcp_text_init(mcp_text_t *t);
+void mcp_text_free(mcp_text_t *t);
+void mcp_text_raw(mcp_text_t *t, const char *bytes, size_t len);
+void mcp_text_str(mcp_text_t *t, const char *s);
+void mcp_text_printf(mcp_text_t *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Append `len` bytes as valid UTF-8: each maximal invalid subpart becomes
+ * U+FFFD; NUL bytes are kept. */
+void mcp_text_utf8(mcp_text_t *t, const char *bytes, size_t len);
 
 /* stdio.c */
 int mcp_in_start(mcp_in_t *in, mcp_server_t *server);

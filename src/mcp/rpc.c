@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/tools-int.h"
 #include "uvtasks/process.h"
 
 static const char *const protocol_versions[] = {
@@ -46,20 +45,20 @@ static const char server_instructions[] =
 /* A JSON string of `len` bytes (NULs included), repaired to valid UTF-8 if
  * needed. */
 json_t *mcp_rpc_string(const char *s, size_t len) {
-  uvt__text_t t;
+  mcp_text_t t;
   json_t *j;
 
   j = json_stringn(s, len);
   if (j != NULL)
     return j;
-  uvt__text_init(&t);
-  uvt__text_utf8(&t, s, len);
+  mcp_text_init(&t);
+  mcp_text_utf8(&t, s, len);
   if (t.err != 0) {
-    uvt__text_free(&t);
+    mcp_text_free(&t);
     return NULL;
   }
   j = json_stringn(t.base != NULL ? t.base : "", t.len);
-  uvt__text_free(&t);
+  mcp_text_free(&t);
   return j;
 }
 
@@ -251,28 +250,28 @@ static void call_unlink(mcp_call_t *call) {
 /* The CallToolResult: one text block, notices first if asked. */
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices) {
-  uvt__text_t t;
+  mcp_text_t t;
   mcp_notice_t *n;
   json_t *result;
   json_t *content;
   json_t *block;
   json_t *str;
 
-  uvt__text_init(&t);
+  mcp_text_init(&t);
   for (n = notices ? server->notices : NULL; n != NULL; n = n->next) {
-    uvt__text_str(&t, "[notice] ");
-    uvt__text_str(&t, n->text);
-    uvt__text_str(&t, "\n");
+    mcp_text_str(&t, "[notice] ");
+    mcp_text_str(&t, n->text);
+    mcp_text_str(&t, "\n");
   }
   if (notices && server->notices != NULL)
-    uvt__text_str(&t, "\n");
-  uvt__text_raw(&t, text, len);
+    mcp_text_str(&t, "\n");
+  mcp_text_raw(&t, text, len);
   if (t.err != 0) {
-    uvt__text_free(&t);
+    mcp_text_free(&t);
     return NULL;
   }
   str = mcp_rpc_string(t.base != NULL ? t.base : "", t.len);
-  uvt__text_free(&t);
+  mcp_text_free(&t);
   result = json_object();
   content = json_array();
   block = json_object();

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "tools-int.h"
-#include "uvt-internal.h"
 #include "uvtasks/process.h"
 
 /* Longest label shown in a notice or a task_list line, in bytes. */
