@@ -259,6 +259,26 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
     on_tools_detached(&server->tools);
 }
 
+static void on_out_failed(uv_timer_t *timer) {
+  mcp_server_shutdown(timer->data, "output closed");
+}
+
+void mcp_server_out_failed(mcp_server_t *server) {
+  if (server->shutting_down || server->out_failed)
+    return;
+  server->out_failed = 1;
+  /* Nobody reads our answers: no request is taken from now on. */
+  mcp_in_stop(&server->in);
+  /* The write that failed may have been made inside any handler (a
+   * request's, a tool call's callback, a watch, a timer), which goes on
+   * after the write returns: the shutdown runs from the loop, after it. */
+  if (server->shutdown_timer_open &&
+      uv_timer_start(&server->shutdown_timer, on_out_failed, 0, 0) == 0)
+    return;
+  /* Before the loop runs (start-up): nothing is in a handler yet. */
+  mcp_server_shutdown(server, "output closed");
+}
+
 static const char *signal_text(int signum) {
   switch (signum) {
   case SIGINT:

@@ -124,7 +124,8 @@ typedef struct {
   size_t queued;    /* bytes handed to uv_write or queued, not yet written */
   uint64_t drained; /* bytes written (or dropped) so far (M-MCP-10) */
   int open;
-  int broken; /* a write failed; later messages are dropped */
+  int broken;            /* a write failed; later messages are dropped */
+  unsigned long fail_at; /* tests: writes until one fails (0: none) */
   int closing;
 } mcp_out_t;
 
@@ -278,6 +279,7 @@ struct mcp_server_s {
   int watching;
   int initialized;
   int shutting_down;
+  int out_failed; /* a write failed: the exit is on its way */
   int registry_closed;
 };
 
@@ -436,6 +438,9 @@ void mcp_guardian_wait(mcp_server_t *server);
 void mcp_server_shutdown(mcp_server_t *server, const char *why);
 /* SIGKILL to every task's group now (M-MCP-6). */
 void mcp_server_kill_all(mcp_server_t *server);
+/* A write to stdout failed: input stops now and the orderly exit begins
+ * from the loop, never inside the handler that wrote. */
+void mcp_server_out_failed(mcp_server_t *server);
 /* stdout was closed (M-MCP-10: the hard limit ends there). */
 void mcp_server_out_closed(mcp_server_t *server);
 
