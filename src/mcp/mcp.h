@@ -322,11 +322,50 @@ void mcp_out_close(mcp_out_t *out);
  * file write is still running (it cannot be cancelled). */
 int mcp_out_abort(mcp_out_t *out);
 
-/* rpc.c */
-/* Send `msg` as one line and release it. */
+/* wire.c: JSON-RPC messages in and out. */
+/* Send `msg` as one line and release it (into the batch being answered,
+ * if any). */
 void mcp_rpc_send(mcp_server_t *server, json_t *msg);
 /* Answer `id` with `result` (released). */
 void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result);
+/* Answer with an error; `id` NULL means null. */
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message);
+/* The same with a message of `len` bytes (a tool's text may hold NULs). */
+void mcp_rpc_error_len(mcp_server_t *server, json_t *id, int code,
+                       const char *message, size_t len);
+/* The same with `data` (released). */
+void mcp_rpc_error_data(mcp_server_t *server, json_t *id, int code,
+                        const char *message, json_t *data);
+/* The same with the message printf(fmt, arg). */
+void mcp_rpc_errorf(mcp_server_t *server, json_t *id, int code, const char *fmt,
+                    const char *arg);
+/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed; NUL
+ * bytes are kept (sent as \u0000, M-MCP-8). */
+json_t *mcp_rpc_string(const char *s, size_t len);
+/* One answer fewer owed to batch `b` (NULL: none); the last one sends
+ * the batch's array. */
+void mcp_rpc_batch_release(mcp_server_t *server, mcp_batch_t *b);
+/* One complete line from stdin (without its newline). */
+void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);
+/* A line longer than MCP_LINE_MAX was skipped. */
+void mcp_rpc_oversized(mcp_server_t *server);
+
+/* rpc.c: the methods of both protocol eras. */
+/* One parsed message (an object, or an element of a batch). */
+void mcp_rpc_message(mcp_server_t *server, json_t *msg);
+/* The tools' notice callback. */
+void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
+void mcp_rpc_free_notices(mcp_server_t *server);
+
+/* call.c: tools/call. */
+void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params);
+/* A CallToolResult of one text block of `len` bytes (a tool's text may
+ * hold NULs); `notices` nonzero puts the pending notices first (and spends
+ * them). */
+json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
+                            int is_error, int notices);
+void mcp_rpc_call_free(mcp_call_t *call);
 
 /* slurm.c (E-8), built with the Slurm engine (UVT_MCP_SLURM). */
 int mcp_slurm_init(mcp_server_t *server);
@@ -334,34 +373,15 @@ void mcp_slurm_close(mcp_server_t *server);
 json_t *mcp_slurm_schema(void);
 int mcp_slurm_submit(mcp_server_t *server, json_t *args, char *buf,
                      size_t size);
-/* Answer with an error; `id` NULL means null. */
-void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
-                   const char *message);
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed; NUL
- * bytes are kept (sent as \u0000, M-MCP-8). */
-json_t *mcp_rpc_string(const char *s, size_t len);
-/* A CallToolResult of one text block of `len` bytes (a tool's text may
- * hold NULs); `notices` nonzero puts the pending notices first (and spends
- * them). */
-json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
-                            int is_error, int notices);
-void mcp_rpc_call_free(mcp_call_t *call);
-/* One complete line from stdin (without its newline). */
-void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);
-/* A line longer than MCP_LINE_MAX was skipped. */
-void mcp_rpc_oversized(mcp_server_t *server);
-/* The tools' notice callback. */
-void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
-void mcp_rpc_free_notices(mcp_server_t *server);
 
 /* retention.c (M-MCP-11) */
-/* May the ended task `s` be forgotten (rpc.c's rpc_forgettable)? */
+/* May the ended task `s` be forgotten (call.c's rpc_forgettable)? */
 typedef int (*mcp_forgettable_fn)(mcp_server_t *server,
                                   const uvt_snapshot_t *s);
 /* Forget the oldest ended tasks past --keep-finished or
  * --max-unread-bytes; the next tool result's notice names them. */
 void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable);
-/* rpc.c: mcp_retention_bound() with rpc.c's predicate. */
+/* call.c: mcp_retention_bound() with call.c's predicate. */
 void mcp_rpc_bound_retention(mcp_server_t *server);
 /* Look at the bounds whenever a task of the session ends. */
 int mcp_retention_init(mcp_server_t *server);
