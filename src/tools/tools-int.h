@@ -165,6 +165,29 @@ enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
 
 enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN, TOOL_TASK_WAIT };
 
+/* ---- schema.c: the tools, one row each (M-TOOLS-3). */
+
+typedef void (*uvt__tool_run_fn)(uvt_tools_call_t *req,
+                                 const uvt_tools_args_t *args);
+typedef struct {
+  const char *name;
+  int kind; /* TOOL_* */
+  uvt__tool_run_fn run;
+  const char *schema; /* its JSON object's members after "name" */
+} uvt__tool_def_t;
+extern const uvt__tool_def_t uvt__tool_defs[];
+extern const size_t uvt__tool_defs_n;
+/* The row of tool `name`, or NULL. */
+const uvt__tool_def_t *uvt__tool_find(const char *name);
+
+/* The tools of tools.c. */
+void uvt__tool_run_in_background(uvt_tools_call_t *req,
+                                 const uvt_tools_args_t *args);
+void uvt__tool_run_command(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_output(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_list(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
 /* The error text for an operation (`verb`) on `id` that returned `err`. */
