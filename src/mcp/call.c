@@ -5,6 +5,7 @@
  * retention predicates over what ended tasks left running (P-LEFT-1). */
 #include "mcp.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,8 +339,10 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
   /* 2026: the server decides.  run_command becomes a task when the request
    * opted into the Tasks extension; a legacy `task` field is tolerated and
    * means nothing. */
+  support = mcp_tool_task_support(name);
   if (server->era == MCP_ERA_2026)
-    return server->req_tasks && strcmp(name, "run_command") == 0;
+    return server->req_tasks && support != NULL &&
+           strcmp(support, "optional") == 0;
   /* Without Tasks negotiated the field means nothing (the spec: process
    * the request normally). */
   if (task == NULL || !server->tasks_enabled)
@@ -360,7 +363,6 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
     *ttl = json_number_value(jttl);
     *ttl_given = 1;
   }
-  support = mcp_tool_task_support(name);
   if (support == NULL || strcmp(support, "forbidden") == 0) {
     mcp_rpc_errorf(server, id, RPC_METHOD_NOT_FOUND,
                    "Method not found: tool %.200s does not run as a task "
@@ -371,84 +373,230 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
   return 1;
 }
 
-/* The v3 arguments (M-TOOLS-9..13), in one place: task_screen's task_id,
- * task_wait's task_ids (into `ids`, which must hold
- * UVT_TOOLS_WAIT_IDS_MAX), mode, timeout_ms and max_bytes; merge_stderr of
- * the two starting tools; run_command's stdin string.  0, or -1 after
- * answering with a tool error. */
-static int tools_args_v3(mcp_server_t *server, json_t *id, json_t *args,
-                         const char *name, uvt_tools_args_t *a,
-                         const char **ids) {
-  json_t *v;
+/* The task_id of a tool that reads or drives a task: a string, and not
+ * an MCP task's (its output belongs to its tasks/result).  `screen`: the
+ * words of task_screen. */
+static int arg_task_id(mcp_server_t *server, json_t *id, json_t *args,
+                       const char *tool, int screen, const char **out) {
+  char buf[200];
+
+  if (arg_string(server, id, args, tool, "task_id", out) != 0)
+    return -1;
+  if (*out == NULL || mcp_task_find(server, *out) == NULL)
+    return 0;
+  if (screen)
+    snprintf(buf, sizeof(buf),
+             "%s: %.100s is an MCP task; use tasks/get or tasks/result.", tool,
+             *out);
+  else
+    snprintf(buf, sizeof(buf),
+             "%s: %.100s is an MCP task; use tasks/get, tasks/result or "
+             "tasks/cancel.",
+             tool, *out);
+  tool_error_result(server, id, buf);
+  return -1;
+}
+
+/* run_command's stdin (M-TOOLS-13): a string, the bytes the command
+ * reads. */
+static int arg_stdin_text(mcp_server_t *server, json_t *id, json_t *args,
+                          const char *tool, uvt_tools_args_t *a) {
+  json_t *v = json_object_get(args, "stdin");
+  char buf[200];
+
+  if (v == NULL || json_is_null(v))
+    return 0;
+  if (!json_is_string(v)) {
+    snprintf(buf, sizeof(buf),
+             "%s: stdin must be a string (the bytes the command reads, then "
+             "end of file).",
+             tool);
+    tool_error_result(server, id, buf);
+    return -1;
+  }
+  a->stdin_text = json_string_value(v);
+  a->stdin_text_len = json_string_length(v);
+  return 0;
+}
+
+/* task_wait's task_ids (M-TOOLS-9), into `ids` (UVT_TOOLS_WAIT_IDS_MAX
+ * of them), none an MCP task's. */
+static int arg_task_ids(mcp_server_t *server, json_t *id, json_t *args,
+                        const char *tool, uvt_tools_args_t *a,
+                        const char **ids) {
+  json_t *v = json_object_get(args, "task_ids");
   json_t *item;
   size_t i;
   char buf[200];
 
-  if (strcmp(name, "run_command") == 0 ||
-      strcmp(name, "run_in_background") == 0) {
-    if (arg_bool(server, id, args, name, "merge_stderr", &a->merge_stderr) != 0)
-      return -1;
-    v = json_object_get(args, "stdin");
-    if (strcmp(name, "run_command") == 0 && v != NULL && !json_is_null(v)) {
-      if (!json_is_string(v)) {
-        tool_error_result(server, id,
-                          "run_command: stdin must be a string (the bytes "
-                          "the command reads, then end of file).");
-        return -1;
-      }
-      a->stdin_text = json_string_value(v);
-      a->stdin_text_len = json_string_length(v);
-    }
-    return 0;
-  }
-  if (strcmp(name, "task_screen") == 0) { /* M-TOOLS-11 */
-    if (arg_string(server, id, args, name, "task_id", &a->task_id) != 0)
-      return -1;
-    if (a->task_id != NULL && mcp_task_find(server, a->task_id) != NULL) {
-      snprintf(buf, sizeof(buf),
-               "task_screen: %.100s is an MCP task; use tasks/get or "
-               "tasks/result.",
-               a->task_id);
-      tool_error_result(server, id, buf);
-      return -1;
-    }
-    return 0;
-  }
-  if (strcmp(name, "task_wait") != 0)
-    return 0;
-  v = json_object_get(args, "task_ids");
   if (!json_is_array(v) || json_array_size(v) == 0 ||
       json_array_size(v) > UVT_TOOLS_WAIT_IDS_MAX) {
     snprintf(buf, sizeof(buf),
-             "task_wait: task_ids must be an array of 1 to %d task ids.",
+             "%s: task_ids must be an array of 1 to %d task ids.", tool,
              UVT_TOOLS_WAIT_IDS_MAX);
     tool_error_result(server, id, buf);
     return -1;
   }
   json_array_foreach(v, i, item) {
     if (!json_is_string(item)) {
-      tool_error_result(server, id,
-                        "task_wait: every task id must be a string.");
+      snprintf(buf, sizeof(buf), "%s: every task id must be a string.", tool);
+      tool_error_result(server, id, buf);
       return -1;
     }
     ids[i] = json_string_value(item);
     /* An MCP task's output belongs to its tasks/result. */
     if (mcp_task_find(server, ids[i]) != NULL) {
       snprintf(buf, sizeof(buf),
-               "task_wait: %.100s is an MCP task; use tasks/get or "
-               "tasks/result.",
-               ids[i]);
+               "%s: %.100s is an MCP task; use tasks/get or tasks/result.",
+               tool, ids[i]);
       tool_error_result(server, id, buf);
       return -1;
     }
   }
   a->task_ids = ids;
   a->task_ids_len = json_array_size(v);
-  if (arg_string(server, id, args, name, "mode", &a->mode) != 0 ||
-      arg_timeout(server, id, args, name, &a->timeout_ms) != 0 ||
-      arg_max_bytes(server, id, args, name, &a->max_bytes) != 0)
-    return -1;
   return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The tools, one row each: the arguments a call reads, in the order they
+ * are checked (the first bad one is the one answered), and whether it
+ * starts a task.  Only the arguments a schema names are looked at: those
+ * a host adds (Gemini CLI's wait_for_previous) are ignored (M-TOOLS-15). */
+
+enum {
+  ARG_END = 0,
+  ARG_STRING,    /* const char * */
+  ARG_BOOL,      /* int */
+  ARG_MS,        /* int64_t, whole milliseconds, at least 0 (yield_ms) */
+  ARG_TIMEOUT,   /* int64_t, timeout_ms: at least 1 */
+  ARG_MAX_BYTES, /* int64_t, max_bytes (M-TOOLS-8): at least 1 */
+  ARG_TASK_ID,   /* task_id, not an MCP task's */
+  ARG_SCREEN_ID, /* task_screen's task_id (M-TOOLS-11) */
+  ARG_TASK_IDS,  /* task_wait's task_ids (M-TOOLS-9) */
+  ARG_CHARS,     /* write_stdin's chars (M-TOOLS-5) */
+  ARG_STDIN_TEXT /* run_command's stdin (M-TOOLS-13) */
+};
+
+typedef struct {
+  const char *key;
+  int type;
+  size_t
+      off; /* of the field in uvt_tools_args_t (ARG_STRING .. ARG_MAX_BYTES) */
+} mcp_arg_t;
+
+#define ARG(key, type, field)                                                  \
+  { key, type, offsetof(uvt_tools_args_t, field) }
+#define ARG_SPECIAL(key, type)                                                 \
+  { key, type, 0 }
+
+typedef struct {
+  const char *name;
+  int starts; /* starts a task: held against --max-tasks (P-LEFT-1), and
+               * the sandbox's note goes into its description (S-4) */
+  mcp_arg_t args[8];
+} mcp_tool_t;
+
+static const mcp_tool_t mcp_tools[] = {
+    {"run_in_background",
+     1,
+     {ARG("command", ARG_STRING, command), ARG("cwd", ARG_STRING, cwd),
+      ARG("label", ARG_STRING, label), ARG("stdin", ARG_BOOL, stdin_pipe),
+      ARG("tty", ARG_BOOL, tty),
+      ARG("merge_stderr", ARG_BOOL, merge_stderr) /* M-TOOLS-12 */}},
+    {"run_command",
+     1,
+     {ARG("command", ARG_STRING, command), ARG("cwd", ARG_STRING, cwd),
+      ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
+      ARG("yield_ms", ARG_MS, yield_ms),
+      ARG("max_bytes", ARG_MAX_BYTES, max_bytes),
+      ARG("merge_stderr", ARG_BOOL, merge_stderr) /* M-TOOLS-12 */,
+      ARG_SPECIAL("stdin", ARG_STDIN_TEXT)}},
+    {"task_output",
+     0,
+     {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG("wait", ARG_BOOL, wait),
+      ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
+      ARG("max_bytes", ARG_MAX_BYTES, max_bytes)}},
+    {"task_list", 0, {{NULL, ARG_END, 0}}},
+    {"task_kill",
+     0,
+     {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG("reason", ARG_STRING, reason),
+      ARG("signal", ARG_STRING, signal) /* M-TOOLS-14 */}},
+    {"write_stdin",
+     0,
+     {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG_SPECIAL("chars", ARG_CHARS),
+      ARG("close_stdin", ARG_BOOL, close_stdin),
+      ARG("yield_ms", ARG_MS, yield_ms),
+      ARG("max_bytes", ARG_MAX_BYTES, max_bytes)}},
+    {"task_wait",
+     0,
+     {ARG_SPECIAL("task_ids", ARG_TASK_IDS), ARG("mode", ARG_STRING, mode),
+      ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
+      ARG("max_bytes", ARG_MAX_BYTES, max_bytes)}},
+    {"task_screen", 0, {ARG_SPECIAL("task_id", ARG_SCREEN_ID)}},
+};
+
+static const mcp_tool_t *tool_find(const char *name) {
+  size_t i;
+
+  for (i = 0; name != NULL && i < sizeof(mcp_tools) / sizeof(mcp_tools[0]); i++)
+    if (strcmp(name, mcp_tools[i].name) == 0)
+      return &mcp_tools[i];
+  return NULL;
+}
+
+int mcp_tool_starts(const char *name) {
+  const mcp_tool_t *t = tool_find(name);
+
+  return t != NULL && t->starts;
+}
+
+/* Read the arguments of `tool` into `a` (`ids` holds task_wait's ids).
+ * 0, or -1 after answering with a tool error. */
+static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
+                     const mcp_tool_t *tool, uvt_tools_args_t *a,
+                     const char **ids) {
+  const char *name = tool->name;
+  const mcp_arg_t *g;
+  char *field;
+  int err = 0;
+
+  for (g = tool->args; err == 0 && g->type != ARG_END; g++) {
+    field = (char *)a + g->off;
+    switch (g->type) {
+    case ARG_STRING:
+      err = arg_string(server, id, args, name, g->key, (const char **)field);
+      break;
+    case ARG_BOOL:
+      err = arg_bool(server, id, args, name, g->key, (int *)field);
+      break;
+    case ARG_MS:
+      err = arg_whole(server, id, args, name, g->key, 0, "milliseconds",
+                      (int64_t *)field);
+      break;
+    case ARG_TIMEOUT:
+      err = arg_timeout(server, id, args, name, (int64_t *)field);
+      break;
+    case ARG_MAX_BYTES:
+      err = arg_max_bytes(server, id, args, name, (int64_t *)field);
+      break;
+    case ARG_TASK_ID:
+    case ARG_SCREEN_ID:
+      err = arg_task_id(server, id, args, name, g->type == ARG_SCREEN_ID,
+                        &a->task_id);
+      break;
+    case ARG_TASK_IDS:
+      err = arg_task_ids(server, id, args, name, a, ids);
+      break;
+    case ARG_CHARS:
+      err = arg_chars(server, id, args, name, a);
+      break;
+    case ARG_STDIN_TEXT:
+      err = arg_stdin_text(server, id, args, name, a);
+      break;
+    }
+  }
+  return err;
 }
 
 void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
@@ -456,6 +604,7 @@ void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   json_t *args = json_object_get(params, "arguments");
   json_t *v;
   const char *name;
+  const mcp_tool_t *tool;
   const char *started;
   uvt_tools_args_t a;
   const char *ids[UVT_TOOLS_WAIT_IDS_MAX];
@@ -487,7 +636,8 @@ void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     return;
   }
 #endif
-  if (!uvt_tools_has(name)) {
+  tool = tool_find(name);
+  if (tool == NULL || !uvt_tools_has(name)) {
     mcp_rpc_errorf(server, id, RPC_INVALID_PARAMS, "Unknown tool: %.200s",
                    name);
     return;
@@ -507,71 +657,16 @@ void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
     goto out;
   }
 
-  /* Only the arguments a schema names are looked at: those a host adds
-   * (Gemini CLI's wait_for_previous) are ignored (M-TOOLS-15). */
   uvt_tools_args_init(&a);
-  if (strcmp(name, "run_in_background") == 0) {
-    if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
-        arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
-        arg_string(server, id, args, name, "label", &a.label) != 0 ||
-        arg_bool(server, id, args, name, "stdin", &a.stdin_pipe) != 0 ||
-        arg_bool(server, id, args, name, "tty", &a.tty) != 0)
-      goto out;
-  } else if (strcmp(name, "run_command") == 0) {
-    if (arg_string(server, id, args, name, "command", &a.command) != 0 ||
-        arg_string(server, id, args, name, "cwd", &a.cwd) != 0 ||
-        arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
-        arg_whole(server, id, args, name, "yield_ms", 0, "milliseconds",
-                  &a.yield_ms) != 0 ||
-        arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
-      goto out;
-    /* M-TOOLS-6: a task's result is the command's end (tasks/result,
-     * 2026 tasks/get), so a task-augmented call never yields: the task
-     * itself is the "goes on in the background" (a yield_ms given is
-     * checked, then has no effect). */
-    if (as_task)
-      a.yield_ms = 0;
-  } else if (strcmp(name, "task_output") == 0 ||
-             strcmp(name, "task_kill") == 0 ||
-             strcmp(name, "write_stdin") == 0) {
-    if (arg_string(server, id, args, name, "task_id", &a.task_id) != 0)
-      goto out;
-    /* An MCP task's output belongs to its tasks/result: the model's tools
-     * leave it alone. */
-    if (a.task_id != NULL && mcp_task_find(server, a.task_id) != NULL) {
-      snprintf(buf, sizeof(buf),
-               "%s: %.100s is an MCP task; use tasks/get, tasks/result or "
-               "tasks/cancel.",
-               name, a.task_id);
-      tool_error_result(server, id, buf);
-      goto out;
-    }
-    if (strcmp(name, "task_kill") == 0) {
-      if (arg_string(server, id, args, name, "reason", &a.reason) != 0 ||
-          arg_string(server, id, args, name, "signal", &a.signal) != 0)
-        goto out;
-    } else if (strcmp(name, "write_stdin") == 0) {
-      /* M-TOOLS-5 */
-      if (arg_chars(server, id, args, name, &a) != 0 ||
-          arg_bool(server, id, args, name, "close_stdin", &a.close_stdin) !=
-              0 ||
-          arg_whole(server, id, args, name, "yield_ms", 0, "milliseconds",
-                    &a.yield_ms) != 0 ||
-          arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
-        goto out;
-    } else {
-      if (arg_bool(server, id, args, name, "wait", &a.wait) != 0 ||
-          arg_timeout(server, id, args, name, &a.timeout_ms) != 0 ||
-          arg_max_bytes(server, id, args, name, &a.max_bytes) != 0)
-        goto out;
-    }
-  }
-
-  if (tools_args_v3(server, id, args, name, &a, ids) != 0)
+  if (tool_args(server, id, args, tool, &a, ids) != 0)
     goto out;
-
-  if (strcmp(name, "run_in_background") == 0 ||
-      strcmp(name, "run_command") == 0) {
+  /* M-TOOLS-6: a task's result is the command's end (tasks/result, 2026
+   * tasks/get), so a task-augmented call never yields: the task itself is
+   * the "goes on in the background" (a yield_ms given is checked, then has
+   * no effect). */
+  if (as_task)
+    a.yield_ms = 0;
+  if (tool->starts) {
     size_t held;
     if (rpc_over_max_tasks(server, &held)) {
       snprintf(buf, sizeof(buf),

@@ -360,6 +360,8 @@ void mcp_rpc_free_notices(mcp_server_t *server);
 
 /* call.c: tools/call. */
 void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params);
+/* Nonzero if tool `name` starts a task (run_in_background, run_command). */
+int mcp_tool_starts(const char *name);
 /* A CallToolResult of one text block of `len` bytes (a tool's text may
  * hold NULs); `notices` nonzero puts the pending notices first (and spends
  * them). */
