@@ -792,8 +792,9 @@ UVT_EXTERN int uvt_process_peek(uvt_registry_t *reg, const char *id,
                                 uvt_process_peek_t *out);
 
 /* The last unread line of process task `id` (M-MCP-5, a progress line):
- * of stdout, else of stderr, after its last carriage return, cut to
- * `size` - 1 bytes and NUL-terminated in `buf` ("" when there is none).
+ * of stdout, else of stderr, the last one that is not blank, after its
+ * last carriage return and without trailing blanks, cut to `size` - 1
+ * bytes and NUL-terminated in `buf` ("" when there is none).
  * The bytes are as the command wrote them (not UTF-8-checked).  Consumes
  * nothing.
  *
