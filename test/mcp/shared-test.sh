@@ -3,15 +3,18 @@
 # against libuvtasks.so (not the static archive), its sources include the
 # public headers only (no core-, producer- or tool-private header, no src/
 # on the include path), and a whole MCP session runs through that build:
-# initialize, run_command, task_output, end of input (exit 0).
+# initialize, run_command, task_output, end of input (exit 0).  And the
+# tool surface under it reaches the core's private header through one
+# include only (src/tools/tools-int.h), the process producer's not at all.
 #
-# UVTASKS_MCP=path/to/uvtasks-mcp bash shared-test.sh SRC_MCP_DIR
+# UVTASKS_MCP=path/to/uvtasks-mcp bash shared-test.sh SOURCE_ROOT
 set -u
 
 MCP=${UVTASKS_MCP:-}
-SRC=${1:-}
+ROOT=${1:-}
+SRC=$ROOT/src/mcp
 if [ -z "$MCP" ] || [ ! -x "$MCP" ] || [ ! -d "$SRC" ]; then
-  echo "usage: UVTASKS_MCP=uvtasks-mcp $0 SRC_MCP_DIR" >&2
+  echo "usage: UVTASKS_MCP=uvtasks-mcp $0 SOURCE_ROOT" >&2
   exit 77
 fi
 
@@ -40,6 +43,17 @@ if [ -z "$private" ]; then
   ok "the server's sources include public headers only"
 else
   bad "the server's sources include public headers only" "$private"
+fi
+
+# The tool surface: one door to the core's private header, none to the
+# process producer's.
+private=$(grep -n '^#include "' "$ROOT"/src/tools/*.c "$ROOT"/src/tools/*.h |
+  grep -E '#include "(uvt-internal\.h|process/|\.\./)' |
+  grep -v '^[^:]*/tools-int\.h:[0-9]*:#include "uvt-internal\.h"$')
+if [ -z "$private" ]; then
+  ok "src/tools includes a core-private header in tools-int.h only"
+else
+  bad "src/tools includes a core-private header in tools-int.h only" "$private"
 fi
 
 # 3. A session through this build.
