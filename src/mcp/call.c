@@ -481,8 +481,8 @@ enum {
 typedef struct {
   const char *key;
   int type;
-  size_t
-      off; /* of the field in uvt_tools_args_t (ARG_STRING .. ARG_MAX_BYTES) */
+  /* Where ARG_STRING .. ARG_MAX_BYTES put it in uvt_tools_args_t. */
+  size_t off;
 } mcp_arg_t;
 
 #define ARG(key, type, field)                                                  \
@@ -492,9 +492,9 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  int starts; /* starts a task: held against --max-tasks (P-LEFT-1), and
-               * the sandbox's note goes into its description (S-4) */
-  mcp_arg_t args[8];
+  int starts;        /* starts a task: held against --max-tasks (P-LEFT-1), and
+                      * the sandbox's note goes into its description (S-4) */
+  mcp_arg_t args[9]; /* ends at the first ARG_END (zero) */
 } mcp_tool_t;
 
 static const mcp_tool_t mcp_tools[] = {
