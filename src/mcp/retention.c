@@ -3,7 +3,7 @@
  * Two bounds over the client's ended tasks: their number
  * (--keep-finished) and the unread output bytes they hold together
  * (--max-unread-bytes).  Past either, the oldest ended task that may be
- * forgotten (rpc.c's predicate: no MCP task holds it, nothing it started
+ * forgotten (call.c's predicate: no MCP task holds it, nothing it started
  * is still running, P-LEFT-1) is forgotten, then the next, until both
  * hold or none is left to forget; the next tool result's notice names
  * what went and how many unread bytes went with it.  Whether the client
