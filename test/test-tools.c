@@ -2222,6 +2222,73 @@ static void run_until_unread(tfix_t *t, const char *id, size_t want) {
   fixture_run_until(&t->f, has_unread, &u);
 }
 
+/* The public looks (include/uvtasks/process.h) the tools and the server
+ * use instead of the producer's records: uvt_process_peek() (M-TOOLS-5),
+ * uvt_process_last_line() (M-MCP-5), uvt_process_unread_bytes()
+ * (M-MCP-11) and uvt_process_cgroup_dir() (M-MCP-15).  They consume
+ * nothing, keep the fence (R-OWN-2) and answer bad arguments with their
+ * errors. */
+static void test_public_looks(void **state) {
+  tfix_t t;
+  rec_t r;
+  char id[UVT_ID_MAX];
+  uvt_process_peek_t pk;
+  char line[64];
+  size_t bytes;
+  int i;
+
+  tfix_init(&t);
+  start_interactive(&t, &r, "printf 'one\\ntwo\\r> '; read l; echo \"got$l\"",
+                    START_STDIN, id);
+  run_until_unread(&t, id, 10);
+  for (i = 0; i < 2; i++) { /* the second look sees the same */
+    assert_int_equal(uvt_process_peek(t.f.reg, id, &t.a, &pk), 0);
+    assert_int_equal(pk.unread[0], 10);
+    assert_int_equal(pk.unread[1], 0);
+    assert_int_equal(pk.dropped[0], 0);
+    assert_int_equal(pk.tail_len[0], 6);
+    assert_memory_equal(pk.tail[0], "two\r> ", 6);
+    assert_int_equal(pk.tail_len[1], 0);
+    assert_int_equal(pk.stdin_pipe, 1);
+    assert_int_equal(pk.tty, 0);
+    assert_int_equal(
+        uvt_process_last_line(t.f.reg, id, &t.a, line, sizeof(line)), 0);
+    assert_string_equal(line, ">"); /* trailing blanks skipped */
+    assert_int_equal(uvt_process_unread_bytes(t.f.reg, id, &t.a, &bytes), 0);
+    assert_int_equal(bytes, 10);
+  }
+  /* The fence. */
+  assert_int_equal(uvt_process_peek(t.f.reg, id, &t.b, &pk), UVT_EFOREIGN);
+  assert_int_equal(uvt_process_last_line(t.f.reg, id, &t.b, line, sizeof(line)),
+                   UVT_EFOREIGN);
+  assert_int_equal(uvt_process_unread_bytes(t.f.reg, id, &t.b, &bytes),
+                   UVT_EFOREIGN);
+  assert_int_equal(bytes, 0);
+  /* Bad arguments. */
+  assert_int_equal(uvt_process_peek(NULL, id, &t.a, &pk), UV_EINVAL);
+  assert_int_equal(uvt_process_peek(t.f.reg, NULL, &t.a, &pk), UV_EINVAL);
+  assert_int_equal(uvt_process_peek(t.f.reg, id, &t.a, NULL), UV_EINVAL);
+  assert_int_equal(uvt_process_peek(t.f.reg, "bash-99", &t.a, &pk),
+                   UVT_ENOTASK);
+  assert_int_equal(uvt_process_last_line(t.f.reg, id, &t.a, line, 0),
+                   UV_EINVAL);
+  assert_int_equal(uvt_process_last_line(t.f.reg, id, &t.a, NULL, 8),
+                   UV_EINVAL);
+  assert_int_equal(uvt_process_unread_bytes(t.f.reg, id, &t.a, NULL),
+                   UV_EINVAL);
+  assert_int_equal(uvt_process_unread_bytes(t.f.reg, "bash-99", &t.a, &bytes),
+                   UVT_ENOTASK);
+  /* No cgroups asked for. */
+  assert_null(uvt_process_cgroup_dir(t.f.reg));
+  assert_null(uvt_process_cgroup_dir(NULL));
+  /* Ended, unread: what it holds is still counted. */
+  assert_int_equal(uvt_process_close_stdin(t.f.reg, id, &t.a), 0);
+  run_until_settled(&t, &t.a, id);
+  assert_int_equal(uvt_process_unread_bytes(t.f.reg, id, &t.a, &bytes), 0);
+  assert_int_equal(bytes, 14);
+  tfix_close(&t);
+}
+
 /* M-TOOLS-5: a poll asks for what is there, so a prompt the program
  * printed before the call answers it early, on stdout, on stderr (where
  * python -i prints ">>> " without a terminal) and on a terminal.  A write
@@ -3849,6 +3916,7 @@ int main(void) {
       cmocka_unit_test(test_write_stdin_polls_promoted),
       cmocka_unit_test(test_yield_siblings),
       cmocka_unit_test(test_write_stdin_prompt),
+      cmocka_unit_test(test_public_looks),
       cmocka_unit_test(test_write_stdin_poll_after_prompt),
       cmocka_unit_test(test_write_stdin_yield_close),
       cmocka_unit_test(test_write_stdin_errors),

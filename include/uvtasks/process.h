@@ -755,6 +755,74 @@ UVT_EXTERN int uvt_process_status(uvt_registry_t *reg, const char *id,
  * NULL and a zeroed struct.  Thread: any. */
 UVT_EXTERN void uvt_process_read_cleanup(uvt_process_read_t *r);
 
+/* ---- Looks that consume nothing (src/process/look.c) ------------------
+ * For surfaces over the library (the tool surface, uvtasks-mcp): what a
+ * task holds and how it was started, without reading it, marking it
+ * reported (R-READ-3) or touching its cursor. */
+
+/* Bytes of a stream's line being written that uvt_process_peek() copies. */
+#define UVT_PROCESS_PEEK_TAIL 256
+
+/* What a process task holds unread (M-TOOLS-5).  Per stream (index 0:
+ * stdout, or a tty task's terminal; 1: stderr). */
+typedef struct {
+  size_t unread[2];    /* bytes held in the stream, not yet read */
+  uint64_t dropped[2]; /* bytes dropped at the cap since the last read
+                        * (P-OUT-2) */
+  size_t tail_len[2];  /* length of tail[i]: the unread bytes after the
+                        * last newline (the line being written; its last
+                        * UVT_PROCESS_PEEK_TAIL bytes if longer); 0 when
+                        * the unread bytes end with a newline */
+  char tail[2][UVT_PROCESS_PEEK_TAIL]; /* as written: not UTF-8-checked,
+                                        * not NUL-terminated */
+  int tty;        /* 1: started with tty (the terminal takes input) */
+  int stdin_pipe; /* 1: started with stdin_pipe and no tty */
+} uvt_process_peek_t;
+
+/* Look at what process task `id` holds unread: write_stdin tells from two
+ * looks that output arrived, and from the tail whether it stopped inside a
+ * line (a prompt).  Consumes nothing.
+ *
+ * Returns 0 and fills *out, UV_EINVAL (NULL reg, id or out, not a process
+ * task), UVT_ENOTASK (none, or dropped), UVT_EFOREIGN (R-OWN-2),
+ * UVT_ETHREAD.  On error *out is zeroed.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_peek(uvt_registry_t *reg, const char *id,
+                                const uvt_agent_t *caller,
+                                uvt_process_peek_t *out);
+
+/* The last unread line of process task `id` (M-MCP-5, a progress line):
+ * of stdout, else of stderr, the last one that is not blank, after its
+ * last carriage return and without trailing blanks, cut to `size` - 1
+ * bytes and NUL-terminated in `buf` ("" when there is none).
+ * The bytes are as the command wrote them (not UTF-8-checked).  Consumes
+ * nothing.
+ *
+ * Returns 0, UV_EINVAL (NULL reg, id or buf, size 0, not a process task),
+ * UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UVT_ETHREAD.
+ * Ownership: `buf` is the caller's.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_last_line(uvt_registry_t *reg, const char *id,
+                                     const uvt_agent_t *caller, char *buf,
+                                     size_t size);
+
+/* The output bytes task `id` holds that no read has returned (M-MCP-11,
+ * what forgetting it would drop): for a task of any producer, what its
+ * record kept at its end and reads have not consumed; for a process task
+ * also what its streams hold.  Consumes nothing.
+ *
+ * Returns 0 and *bytes, UV_EINVAL (NULL reg, id or bytes), UVT_ENOTASK,
+ * UVT_EFOREIGN (R-OWN-2), UVT_ETHREAD; *bytes is 0 on error.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
+                                        const uvt_agent_t *caller,
+                                        size_t *bytes);
+
+/* The registry's cgroup directory made by uvt_process_cgroups() (P-KILL-5,
+ * M-MCP-15), or NULL when it has none (not enabled, or reg NULL).
+ * Ownership: the string is the registry's; it lives until registry close.
+ * Thread: the loop thread. */
+UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
+
 /* Send SIGKILL at once to every live process task of every registry in
  * this process (their sessions, and their cgroups where enabled), without
  * the loop: for a host that ends the process on a path where no registry

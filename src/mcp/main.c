@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "process/process-internal.h"
 #include "uvtasks/process.h"
 
 static const char usage[] =
@@ -59,8 +58,7 @@ static const char usage_options[] =
     "  --spill-max-bytes N  the most bytes one task's file holds (default\n"
     "                       67108864)\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
-    "                       if the server itself is killed\n"
-    ;
+    "                       if the server itself is killed\n";
 static const char usage_options2[] =
     "  --sandbox PROFILE    run every command in a bubblewrap sandbox:\n"
     "                       off (default), read-only (writes only to /tmp,\n"
@@ -261,6 +259,26 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
     on_tools_detached(&server->tools);
 }
 
+static void on_out_failed(uv_timer_t *timer) {
+  mcp_server_shutdown(timer->data, "output closed");
+}
+
+void mcp_server_out_failed(mcp_server_t *server) {
+  if (server->shutting_down || server->out_failed)
+    return;
+  server->out_failed = 1;
+  /* Nobody reads our answers: no request is taken from now on. */
+  mcp_in_stop(&server->in);
+  /* The write that failed may have been made inside any handler (a
+   * request's, a tool call's callback, a watch, a timer), which goes on
+   * after the write returns: the shutdown runs from the loop, after it. */
+  if (server->shutdown_timer_open &&
+      uv_timer_start(&server->shutdown_timer, on_out_failed, 0, 0) == 0)
+    return;
+  /* Before the loop runs (start-up): nothing is in a handler yet. */
+  mcp_server_shutdown(server, "output closed");
+}
+
 static const char *signal_text(int signum) {
   switch (signum) {
   case SIGINT:
@@ -428,11 +446,9 @@ bad:
 /* M-MCP-15: the registry's cgroup directory, made by
  * uvt_process_cgroups(). */
 static const char *mcp_cgroup_dir(uvt_registry_t *reg) {
-  uvt__procs_t *ps;
+  const char *dir = uvt_process_cgroup_dir(reg);
 
-  if (uvt__procs_get(reg, &ps) != 0 || ps->cg_path == NULL)
-    return "";
-  return ps->cg_path;
+  return dir != NULL ? dir : "";
 }
 
 /* M-MCP-14: "NAME=value" for each --pass-env NAME the server has, for
@@ -615,7 +631,7 @@ int main(int argc, char **argv) {
   topts.spill_max_bytes = server.config.spill_max_bytes;
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
-  topts.env = mcp_pass_env(&server.config);  /* M-MCP-14 */
+  topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == UV_EPERM && topts.spill_dir != NULL)
     fprintf(stderr,

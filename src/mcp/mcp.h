@@ -124,7 +124,8 @@ typedef struct {
   size_t queued;    /* bytes handed to uv_write or queued, not yet written */
   uint64_t drained; /* bytes written (or dropped) so far (M-MCP-10) */
   int open;
-  int broken; /* a write failed; later messages are dropped */
+  int broken;            /* a write failed; later messages are dropped */
+  unsigned long fail_at; /* tests: writes until one fails (0: none) */
   int closing;
 } mcp_out_t;
 
@@ -218,12 +219,12 @@ typedef struct {
   uvt_sandbox_t sandbox;
   const char *writable[65];
   unsigned writable_n;
-  const char *pass_env[64];   /* M-MCP-14: --pass-env names */
+  const char *pass_env[64]; /* M-MCP-14: --pass-env names */
   size_t pass_env_n;
-  int cgroups;             /* M-MCP-15: --cgroups */
-  size_t max_unread_bytes; /* M-MCP-11: unread bytes of ended tasks */
-  int slurm;                  /* E-8: --slurm */
-  const char *slurm_journal;  /* E-8: --slurm-journal FILE */
+  int cgroups;               /* M-MCP-15: --cgroups */
+  size_t max_unread_bytes;   /* M-MCP-11: unread bytes of ended tasks */
+  int slurm;                 /* E-8: --slurm */
+  const char *slurm_journal; /* E-8: --slurm-journal FILE */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -278,8 +279,32 @@ struct mcp_server_s {
   int watching;
   int initialized;
   int shutting_down;
+  int out_failed; /* a write failed: the exit is on its way */
   int registry_closed;
 };
+
+/* text.c: a growable text, kept NUL-terminated; it may hold NUL bytes
+ * (command output), so `len` is its length.  `err` latches the first
+ * allocation failure, so a run of appends is checked once at the end. */
+typedef struct {
+  char *base;
+  size_t len;
+  size_t cap;
+  int err;
+} mcp_text_t;
+
+void mcp_text_init(mcp_text_t *t);
+void mcp_text_free(mcp_text_t *t);
+void mcp_text_raw(mcp_text_t *t, const char *bytes, size_t len);
+void mcp_text_str(mcp_text_t *t, const char *s);
+void mcp_text_printf(mcp_text_t *t, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Append `len` bytes as valid UTF-8: each maximal invalid subpart becomes
+ * U+FFFD; NUL bytes are kept. */
+void mcp_text_utf8(mcp_text_t *t, const char *bytes, size_t len);
 
 /* stdio.c */
 int mcp_in_start(mcp_in_t *in, mcp_server_t *server);
@@ -297,11 +322,52 @@ void mcp_out_close(mcp_out_t *out);
  * file write is still running (it cannot be cancelled). */
 int mcp_out_abort(mcp_out_t *out);
 
-/* rpc.c */
-/* Send `msg` as one line and release it. */
+/* wire.c: JSON-RPC messages in and out. */
+/* Send `msg` as one line and release it (into the batch being answered,
+ * if any). */
 void mcp_rpc_send(mcp_server_t *server, json_t *msg);
 /* Answer `id` with `result` (released). */
 void mcp_rpc_result(mcp_server_t *server, json_t *id, json_t *result);
+/* Answer with an error; `id` NULL means null. */
+void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
+                   const char *message);
+/* The same with a message of `len` bytes (a tool's text may hold NULs). */
+void mcp_rpc_error_len(mcp_server_t *server, json_t *id, int code,
+                       const char *message, size_t len);
+/* The same with `data` (released). */
+void mcp_rpc_error_data(mcp_server_t *server, json_t *id, int code,
+                        const char *message, json_t *data);
+/* The same with the message printf(fmt, arg). */
+void mcp_rpc_errorf(mcp_server_t *server, json_t *id, int code, const char *fmt,
+                    const char *arg);
+/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed; NUL
+ * bytes are kept (sent as \u0000, M-MCP-8). */
+json_t *mcp_rpc_string(const char *s, size_t len);
+/* One answer fewer owed to batch `b` (NULL: none); the last one sends
+ * the batch's array. */
+void mcp_rpc_batch_release(mcp_server_t *server, mcp_batch_t *b);
+/* One complete line from stdin (without its newline). */
+void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);
+/* A line longer than MCP_LINE_MAX was skipped. */
+void mcp_rpc_oversized(mcp_server_t *server);
+
+/* rpc.c: the methods of both protocol eras. */
+/* One parsed message (an object, or an element of a batch). */
+void mcp_rpc_message(mcp_server_t *server, json_t *msg);
+/* The tools' notice callback. */
+void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
+void mcp_rpc_free_notices(mcp_server_t *server);
+
+/* call.c: tools/call. */
+void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params);
+/* Nonzero if tool `name` starts a task (run_in_background, run_command). */
+int mcp_tool_starts(const char *name);
+/* A CallToolResult of one text block of `len` bytes (a tool's text may
+ * hold NULs); `notices` nonzero puts the pending notices first (and spends
+ * them). */
+json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
+                            int is_error, int notices);
+void mcp_rpc_call_free(mcp_call_t *call);
 
 /* slurm.c (E-8), built with the Slurm engine (UVT_MCP_SLURM). */
 int mcp_slurm_init(mcp_server_t *server);
@@ -309,34 +375,15 @@ void mcp_slurm_close(mcp_server_t *server);
 json_t *mcp_slurm_schema(void);
 int mcp_slurm_submit(mcp_server_t *server, json_t *args, char *buf,
                      size_t size);
-/* Answer with an error; `id` NULL means null. */
-void mcp_rpc_error(mcp_server_t *server, json_t *id, int code,
-                   const char *message);
-/* A JSON string of `len` bytes, repaired to valid UTF-8 if needed; NUL
- * bytes are kept (sent as \u0000, M-MCP-8). */
-json_t *mcp_rpc_string(const char *s, size_t len);
-/* A CallToolResult of one text block of `len` bytes (a tool's text may
- * hold NULs); `notices` nonzero puts the pending notices first (and spends
- * them). */
-json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
-                            int is_error, int notices);
-void mcp_rpc_call_free(mcp_call_t *call);
-/* One complete line from stdin (without its newline). */
-void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);
-/* A line longer than MCP_LINE_MAX was skipped. */
-void mcp_rpc_oversized(mcp_server_t *server);
-/* The tools' notice callback. */
-void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
-void mcp_rpc_free_notices(mcp_server_t *server);
 
 /* retention.c (M-MCP-11) */
-/* May the ended task `s` be forgotten (rpc.c's rpc_forgettable)? */
+/* May the ended task `s` be forgotten (call.c's rpc_forgettable)? */
 typedef int (*mcp_forgettable_fn)(mcp_server_t *server,
                                   const uvt_snapshot_t *s);
 /* Forget the oldest ended tasks past --keep-finished or
  * --max-unread-bytes; the next tool result's notice names them. */
 void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable);
-/* rpc.c: mcp_retention_bound() with rpc.c's predicate. */
+/* call.c: mcp_retention_bound() with call.c's predicate. */
 void mcp_rpc_bound_retention(mcp_server_t *server);
 /* Look at the bounds whenever a task of the session ends. */
 int mcp_retention_init(mcp_server_t *server);
@@ -413,6 +460,9 @@ void mcp_guardian_wait(mcp_server_t *server);
 void mcp_server_shutdown(mcp_server_t *server, const char *why);
 /* SIGKILL to every task's group now (M-MCP-6). */
 void mcp_server_kill_all(mcp_server_t *server);
+/* A write to stdout failed: input stops now and the orderly exit begins
+ * from the loop, never inside the handler that wrote. */
+void mcp_server_out_failed(mcp_server_t *server);
 /* stdout was closed (M-MCP-10: the hard limit ends there). */
 void mcp_server_out_closed(mcp_server_t *server);
 

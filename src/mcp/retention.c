@@ -3,7 +3,7 @@
  * Two bounds over the client's ended tasks: their number
  * (--keep-finished) and the unread output bytes they hold together
  * (--max-unread-bytes).  Past either, the oldest ended task that may be
- * forgotten (rpc.c's predicate: no MCP task holds it, nothing it started
+ * forgotten (call.c's predicate: no MCP task holds it, nothing it started
  * is still running, P-LEFT-1) is forgotten, then the next, until both
  * hold or none is left to forget; the next tool result's notice names
  * what went and how many unread bytes went with it.  Whether the client
@@ -18,9 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "process/process-internal.h"
-#include "uvt-internal.h"
-#include "tools/tools-int.h"
+#include "uvtasks/process.h"
 
 /* Ids named in one notice; more are counted. */
 #define RETENTION_NAMED 20
@@ -28,15 +26,10 @@
 /* Unread bytes task `id` holds: an ended task's remainder in its record
  * (what reads have not consumed), and anything its streams still hold. */
 static size_t unread_bytes(mcp_server_t *server, const char *id) {
-  uvt__peek_t pk;
-  uvt_task_t *t;
   size_t n = 0;
 
-  if (uvt__lookup(server->reg, id, &server->agent, &t) == 0 &&
-      t->output != NULL && t->output_len > t->output_pos)
-    n += t->output_len - t->output_pos;
-  if (uvt__process_peek(server->reg, id, &server->agent, &pk) == 0)
-    n += pk.unread[0] + pk.unread[1];
+  if (uvt_process_unread_bytes(server->reg, id, &server->agent, &n) != 0)
+    return 0;
   return n;
 }
 
@@ -49,7 +42,7 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
   size_t total = 0;
   size_t forgot = 0;
   uint64_t dropped = 0;
-  uvt__text_t t;
+  mcp_text_t t;
   size_t i;
 
   if (server->reg == NULL || server->shutting_down ||
@@ -77,7 +70,7 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
      * leftovers) does not push a newer one out. */
     ended += (size_t)may[i];
   }
-  uvt__text_init(&t);
+  mcp_text_init(&t);
   /* Oldest first: uvt_list gives creation order. */
   for (i = 0; i < n; i++) {
     if (ended <= server->config.keep_finished &&
@@ -95,29 +88,29 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
     dropped += unread[i];
     forgot++;
     if (forgot <= RETENTION_NAMED)
-      uvt__text_printf(&t, "%s%s (%zu unread bytes)", forgot > 1 ? ", " : "",
-                       snaps[i].id, unread[i]);
+      mcp_text_printf(&t, "%s%s (%zu unread bytes)", forgot > 1 ? ", " : "",
+                      snaps[i].id, unread[i]);
   }
   if (forgot > RETENTION_NAMED)
-    uvt__text_printf(&t, " and %zu more", forgot - RETENTION_NAMED);
+    mcp_text_printf(&t, " and %zu more", forgot - RETENTION_NAMED);
   if (forgot > 0 && t.err == 0) {
     char head[256];
-    uvt__text_t msg;
+    mcp_text_t msg;
 
     snprintf(head, sizeof(head),
              "Forgot %zu ended task%s to stay within --keep-finished %zu and "
              "--max-unread-bytes %zu; %llu unread bytes of output dropped: ",
              forgot, forgot == 1 ? "" : "s", server->config.keep_finished,
              server->config.max_unread_bytes, (unsigned long long)dropped);
-    uvt__text_init(&msg);
-    uvt__text_str(&msg, head);
-    uvt__text_raw(&msg, t.base != NULL ? t.base : "", t.len);
-    uvt__text_str(&msg, ".");
+    mcp_text_init(&msg);
+    mcp_text_str(&msg, head);
+    mcp_text_raw(&msg, t.base != NULL ? t.base : "", t.len);
+    mcp_text_str(&msg, ".");
     if (msg.err == 0)
       mcp_rpc_notice(&server->tools, &server->agent, msg.base);
-    uvt__text_free(&msg);
+    mcp_text_free(&msg);
   }
-  uvt__text_free(&t);
+  mcp_text_free(&t);
 done:
   free(unread);
   free(may);

@@ -89,9 +89,7 @@ void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools) {
   json_array_foreach(tools, i, tool) {
     name = json_string_value(json_object_get(tool, "name"));
     desc = json_object_get(tool, "description");
-    if (name == NULL || !json_is_string(desc) ||
-        (strcmp(name, "run_in_background") != 0 &&
-         strcmp(name, "run_command") != 0))
+    if (name == NULL || !json_is_string(desc) || !mcp_tool_starts(name))
       continue;
     json_object_set_new(
         tool, "description",

@@ -243,7 +243,7 @@ static void out_failed(mcp_out_t *out) {
   if (out->broken)
     return;
   out->broken = 1;
-  mcp_server_shutdown(out->server, "output closed");
+  mcp_server_out_failed(out->server);
 }
 
 /* `n` bytes were written (or dropped): below half the high-water mark the
@@ -323,6 +323,11 @@ int mcp_out_init(mcp_out_t *out, mcp_server_t *server) {
 
   memset(out, 0, sizeof(*out));
   out->server = server;
+  /* For the tests of a failed write (test/mcp/write-fail-test.sh): the
+   * Nth write fails as a write that cannot be queued (out of memory)
+   * does, inside whatever handler makes it. */
+  if (getenv("UVTASKS_MCP_FAIL_WRITE") != NULL)
+    out->fail_at = strtoul(getenv("UVTASKS_MCP_FAIL_WRITE"), NULL, 10);
   if (type == UV_TTY) {
     err = uv_tty_init(server->loop, &out->h.tty, 1, 0);
   } else if (type == UV_NAMED_PIPE) {
@@ -349,7 +354,8 @@ void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len) {
 
   if (out->broken || out->closing || len == 0)
     return;
-  c = malloc(sizeof(*c) + len);
+  /* The test seam (UVTASKS_MCP_FAIL_WRITE): this write fails at once. */
+  c = out->fail_at > 0 && --out->fail_at == 0 ? NULL : malloc(sizeof(*c) + len);
   if (c == NULL) {
     /* A lost message would desynchronise the client: stop serving. */
     out_failed(out);

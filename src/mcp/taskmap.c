@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "uvtasks/tools.h"
+
 const char *mcp_task_status(uvt_status_t status, int cancelled) {
   if (cancelled)
     return "cancelled";
@@ -60,16 +62,11 @@ uint64_t mcp_task_ttl(int given, double requested_ms, uint64_t max_ms) {
 }
 
 const char *mcp_tool_task_support(const char *tool) {
-  if (tool == NULL)
+  /* The tools are the tool surface's (uvt_tools_has); of them only
+   * run_command may run as a task. */
+  if (tool == NULL || !uvt_tools_has(tool))
     return NULL;
-  if (strcmp(tool, "run_command") == 0)
-    return "optional";
-  if (strcmp(tool, "run_in_background") == 0 ||
-      strcmp(tool, "task_output") == 0 || strcmp(tool, "task_list") == 0 ||
-      strcmp(tool, "task_kill") == 0 || strcmp(tool, "write_stdin") == 0 ||
-      strcmp(tool, "task_wait") == 0 || strcmp(tool, "task_screen") == 0)
-    return "forbidden";
-  return NULL;
+  return strcmp(tool, "run_command") == 0 ? "optional" : "forbidden";
 }
 
 int mcp_version_has_tasks(const char *version) {

@@ -14,7 +14,6 @@
 
 #include <string.h>
 
-#include "uvt-internal.h"
 
 /* The filter states of one task, kept while the next read depends on
  * them. */

@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-#include "process/process-internal.h"
 #include "tools-int.h"
 
 /* The call states of tools.c: only a call inside its wait has a task. */
@@ -25,8 +24,8 @@ int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
   UVT__LOOP_ONLY(req->tools->registry);
-  err = uvt__process_last_line(req->tools->registry, req->task_id_,
-                               req->caller_, raw, sizeof(raw));
+  err = uvt_process_last_line(req->tools->registry, req->task_id_, req->caller_,
+                              raw, sizeof(raw));
   if (err != 0)
     return UV_EINVAL;
   /* The line as a terminal shows it (M-TOOLS-7, as results do): no

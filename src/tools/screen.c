@@ -9,7 +9,6 @@
 #include <vterm.h>
 
 #include "tools-int.h"
-#include "uvt-internal.h"
 
 /* Bytes of one row's text: up to 4 bytes per cell and per combining
  * character libvterm keeps. */

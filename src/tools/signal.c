@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "process/process-internal.h"
 #include "tools-int.h"
 #include "uvtasks/process.h"
 
@@ -88,17 +87,15 @@ void uvt__tool_task_signal(uvt_tools_call_t *req,
 }
 
 int uvt__tools_ctrl_c(uvt_tools_call_t *req, const char *chars, size_t len) {
-  uvt_task_t *task;
-  uvt__proc_t *p;
+  uvt_process_peek_t pk;
 
   if (len != 1 || chars[0] != '\x03')
     return 0;
-  if (uvt__proc_lookup(req->tools->registry, req->task_id_, req->caller_, &task,
-                       &p) != 0)
-    return 0;
   /* A terminal's line discipline turns the byte into SIGINT itself
    * (P-PTY-1); a task without a stdin pipe gets the write's error. */
-  if (p->pty || !p->in.enabled)
+  if (uvt_process_peek(req->tools->registry, req->task_id_, req->caller_,
+                       &pk) != 0 ||
+      !pk.stdin_pipe)
     return 0;
   /* M-TOOLS-14: a SIGINT that was not sent is not a success: a spawn
    * still out answers as task_kill's signal does, an ending task as a

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "tools-int.h"
-#include "uvt-internal.h"
 
 /* What the tools know of one task's file. */
 typedef struct {

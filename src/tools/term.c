@@ -61,7 +61,6 @@
 
 #include <string.h>
 
-#include "uvt-internal.h"
 
 enum {
   T_GROUND = 0,

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "uvt-internal.h"
 
 /* Through the library's allocator (uvt_replace_allocator()). */
 void *uvt__tools_malloc(size_t size) {

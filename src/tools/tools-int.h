@@ -7,7 +7,13 @@
 #include <stdint.h>
 
 #include "uvtasks.h"
+#include "uvtasks/process.h"
 #include "uvtasks/tools.h"
+/* The one core-private header of the tool surface, for the core's list
+ * helpers (uvt__list_*, uvt__container_of), its allocator and the
+ * loop-thread check (UVT__LOOP_ONLY); every other call into the library
+ * is through the public headers above. */
+#include "uvt-internal.h"
 
 /* A growable text, kept NUL-terminated; it may hold NUL bytes of its own
  * (command output), so `len` is its length, not strlen().  `err` latches
@@ -157,12 +163,30 @@ enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
 /* ABORT_EARLY: write_stdin stops its own wait to answer at a prompt. */
 enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
 
-enum {
-  TOOL_OTHER = 0,
-  TOOL_RUN_COMMAND,
-  TOOL_WRITE_STDIN,
-  TOOL_TASK_WAIT
-};
+enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN, TOOL_TASK_WAIT };
+
+/* ---- schema.c: the tools, one row each (M-TOOLS-3). */
+
+typedef void (*uvt__tool_run_fn)(uvt_tools_call_t *req,
+                                 const uvt_tools_args_t *args);
+typedef struct {
+  const char *name;
+  int kind; /* TOOL_* */
+  uvt__tool_run_fn run;
+  const char *schema; /* its JSON object's members after "name" */
+} uvt__tool_def_t;
+extern const uvt__tool_def_t uvt__tool_defs[];
+extern const size_t uvt__tool_defs_n;
+/* The row of tool `name`, or NULL. */
+const uvt__tool_def_t *uvt__tool_find(const char *name);
+
+/* The tools of tools.c. */
+void uvt__tool_run_in_background(uvt_tools_call_t *req,
+                                 const uvt_tools_args_t *args);
+void uvt__tool_run_command(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_output(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_list(uvt_tools_call_t *req, const uvt_tools_args_t *args);
+void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
@@ -240,8 +264,7 @@ int uvt__screen_alt(const uvt__screen_t *s);
 void uvt__screen_render(uvt__screen_t *s, uvt__text_t *t);
 void uvt__screen_forget(uvt_tools_t *tools, const char *id);
 void uvt__screen_free_all(uvt_tools_t *tools);
-void uvt__tool_task_screen(uvt_tools_call_t *req,
-                           const uvt_tools_args_t *args);
+void uvt__tool_task_screen(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 
 /* ---- wait.c: task_wait (M-TOOLS-9). */
 

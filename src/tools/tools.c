@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "tools-int.h"
-#include "uvt-internal.h"
 #include "uvtasks/process.h"
 
 /* Longest label shown in a notice or a task_list line, in bytes. */
@@ -226,8 +225,8 @@ static void tools_process_options(uvt_tools_call_t *req,
 /* ---------------------------------------------------------------------- */
 /* The tools                                                               */
 
-static void tool_run_in_background(uvt_tools_call_t *req,
-                                   const uvt_tools_args_t *args) {
+void uvt__tool_run_in_background(uvt_tools_call_t *req,
+                                 const uvt_tools_args_t *args) {
   uvt_process_options_t po;
   uvt__text_t t;
   char id[UVT_ID_MAX];
@@ -501,8 +500,8 @@ void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap) {
   uvt__tools_result(req, &t, 1);
 }
 
-static void tool_task_output(uvt_tools_call_t *req,
-                             const uvt_tools_args_t *args) {
+void uvt__tool_task_output(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args) {
   uvt_tools_t *tools = req->tools;
   uvt__text_t t;
   uint64_t timeout_ms;
@@ -543,8 +542,8 @@ static void tool_task_output(uvt_tools_call_t *req,
   uvt__tools_link_waiting(req);
 }
 
-static void tool_run_command(uvt_tools_call_t *req,
-                             const uvt_tools_args_t *args) {
+void uvt__tool_run_command(uvt_tools_call_t *req,
+                           const uvt_tools_args_t *args) {
   uvt_tools_t *tools = req->tools;
   uvt_process_options_t po;
   uvt__text_t t;
@@ -610,7 +609,7 @@ static void tool_run_command(uvt_tools_call_t *req,
   uvt__tools_link_waiting(req);
 }
 
-static void tool_task_list(uvt_tools_call_t *req) {
+void uvt__tool_task_list(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   uvt_snapshot_t *snaps = NULL;
   size_t n = 0;
   size_t i;
@@ -652,8 +651,7 @@ static void tool_task_list(uvt_tools_call_t *req) {
   uvt__tools_result(req, &t, 0);
 }
 
-static void tool_task_kill(uvt_tools_call_t *req,
-                           const uvt_tools_args_t *args) {
+void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   uvt_registry_t *reg = req->tools->registry;
   uvt_kill_result_t res = UVT_KILL_REQUESTED;
   uvt_snapshot_t snap;
@@ -905,6 +903,7 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
 int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                    uvt_agent_t *caller, const char *name,
                    const uvt_tools_args_t *args, uvt_tools_call_cb cb) {
+  const uvt__tool_def_t *def;
   uvt_tools_args_t none;
 
   if (tools == NULL || req == NULL || name == NULL || cb == NULL)
@@ -939,26 +938,10 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->multi_ = NULL;
   tools->pending_++;
 
-  if (strcmp(name, "run_in_background") == 0) {
-    tool_run_in_background(req, args);
-  } else if (strcmp(name, "run_command") == 0) {
-    req->tool_ = TOOL_RUN_COMMAND;
-    tool_run_command(req, args);
-  } else if (strcmp(name, "task_output") == 0) {
-    tool_task_output(req, args);
-  } else if (strcmp(name, "task_list") == 0) {
-    tool_task_list(req);
-  } else if (strcmp(name, "write_stdin") == 0) {
-    req->tool_ = TOOL_WRITE_STDIN;
-    uvt__tool_write_stdin(req, args);
-  } else if (strcmp(name, "task_wait") == 0) {
-    req->tool_ = TOOL_TASK_WAIT;
-    uvt__tool_task_wait(req, args);
-  } else if (strcmp(name, "task_screen") == 0) {
-    uvt__tool_task_screen(req, args);
-  } else {
-    tool_task_kill(req, args);
-  }
+  /* The tool's row (schema.c) says how it runs. */
+  def = uvt__tool_find(name);
+  req->tool_ = def->kind;
+  def->run(req, args);
   return 0;
 }
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "tools-int.h"
-#include "uvt-internal.h"
 
 typedef struct multi_s multi_t;
 

@@ -9,9 +9,7 @@
 
 #include <string.h>
 
-#include "process/process-internal.h"
 #include "tools-int.h"
-#include "uvt-internal.h"
 #include "uvtasks/process.h"
 
 /* The task's status line, taken with a get (nothing consumed), after a
@@ -90,11 +88,10 @@ static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
  * stdout bytes and drops, stderr bytes and drops.  0, or the peek's
  * error. */
 static int tools_peek(uvt_tools_call_t *req, uint64_t seen[4],
-                      uvt__peek_t *pk) {
+                      uvt_process_peek_t *pk) {
   int err;
 
-  err =
-      uvt__process_peek(req->tools->registry, req->task_id_, req->caller_, pk);
+  err = uvt_process_peek(req->tools->registry, req->task_id_, req->caller_, pk);
   if (err != 0)
     return err;
   seen[0] = pk->unread[0];
@@ -131,7 +128,7 @@ static int tools_visible(const char *tail, size_t len) {
  * end inside a line that shows something.  See uvt_tools_call() for why this
  * rule. */
 static int tools_prompted(uvt_tools_call_t *req) {
-  uvt__peek_t pk;
+  uvt_process_peek_t pk;
   uint64_t now[4];
   int same;
 
@@ -171,7 +168,7 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
   uvt__text_t t;
   const char *chars;
   uint64_t yield_ms;
-  uvt__peek_t pk;
+  uvt_process_peek_t pk;
   size_t len;
   int err;
 
