@@ -605,10 +605,15 @@ UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
 /* Send `signum` to every process of a live task's session (P-KILL-8), as
  * a terminal's Ctrl-C (SIGINT) or a supervisor's reload (SIGHUP) would:
  * the leader's process group at once, the session's other groups (`set
- * -m` jobs) from the next pass over /proc, the task's cgroup too where it
- * has one.  No escalation follows: the task stays live unless the signal
- * ends it, and then it settles as a death by that signal ("signal: NAME",
- * P-END-2).  A kill is still uvt_kill() (SIGTERM, then SIGKILL).
+ * -m` jobs) from a pass over /proc made by the call, the task's cgroup
+ * too where it has one.  No escalation follows: the task stays live unless
+ * the signal ends it, and then it settles as a death by that signal
+ * ("signal: NAME", P-END-2).  A kill is still uvt_kill() (SIGTERM, then
+ * SIGKILL).  Each process gets the signal once, and calls made one after
+ * the other arrive in their order (SIGSTOP then SIGCONT leaves the task
+ * running); SIGSTOP goes to each process, not to its group.  A SIGTERM,
+ * here as in a kill, is followed by SIGCONT, so that a stopped process
+ * acts on it.
  *
  * Allowed: SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
  * SIGCONT, SIGSTOP, SIGWINCH.

@@ -247,7 +247,9 @@ struct uvt__proc_s {
   int tracked;                    /* in the context's table */
   int session_gone;               /* no member can be left: final */
   int want_sig;                   /* for the next batched pass */
+  int want_lead;                  /* want_sig already hit the leader's group */
   int pass_sig;                   /* for the pass being run */
+  int pass_lead;                  /* pass_sig already hit the leader's group */
   unsigned pass_live;             /* live members the last pass found */
   unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
   unsigned pass_dying;            /* of them, exiting or SIGKILLed */
@@ -512,6 +514,11 @@ void uvt__session_untrack(uvt__proc_t *p);
  * (which calls uvt__proc_swept).  0, or the error of the leader's group
  * (EPERM). */
 int uvt__session_signal(uvt__proc_t *p, int sig);
+/* P-KILL-8: a chosen signal to every group of p's session now (one pass
+ * over /proc), each process once and after any signal sent before it.  A
+ * SIGTERM, here as from uvt__session_signal, is followed by SIGCONT.  0,
+ * or the error of the leader's group. */
+int uvt__session_signal_now(uvt__proc_t *p, int sig);
 /* Ask for a batched pass (liveness only); uvt__proc_swept follows. */
 void uvt__session_check(uvt__proc_t *p);
 /* 1 if p's session is known to have no process left (not even a zombie):

@@ -248,6 +248,7 @@ void uvt__session_untrack(uvt__proc_t *p) {
   uvt__proc_t **pp;
 
   uvt__list_remove(&p->sweep_link);
+  uvt__list_remove(&p->pass_link);
   if (!p->tracked || ps == NULL)
     return;
   for (pp = &ps->sessions[bucket(ps, p->pid)]; *pp != NULL;
@@ -273,11 +274,32 @@ static void pass_begin(uvt__proc_t *p) {
   p->pass_sandbox = 0;
   p->pass_dying = 0;
   p->pass_groups = 0;
+  /* P-KILL-8: the leader's group got the signal at the call; the pass
+   * reaches the other groups without sending it there a second time. */
+  if (p->pass_lead && p->pid > 0) {
+    p->pass_group[0] = p->pid;
+    p->pass_groups = 1;
+  }
+  p->pass_lead = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
   uvt__session_known_empty(p);
   if (!p->session_gone && p->reaped && uvt__pstat_read(p->pid, &st) == 0)
     p->session_gone = 1;
+}
+
+/* P-KILL-1, P-KILL-8: every SIGTERM the library sends is followed by
+ * SIGCONT, so that a process stopped (SIGSTOP, or SIGTSTP/SIGTTIN in a
+ * job of its own) acts on it at once instead of sitting stopped until the
+ * grace's SIGKILL.  Returns kill()'s result for `sig`, errno kept. */
+static int send_sig(pid_t target, int sig) {
+  int r = kill(target, sig);
+  int e = errno;
+
+  if (sig == SIGTERM)
+    kill(target, SIGCONT);
+  errno = e;
+  return r;
 }
 
 /* A process of the task's cgroup (P-KILL-5): those the session scan did
@@ -295,7 +317,7 @@ static void cg_member(void *arg, pid_t pid) {
   if (p->pass_sig == 0 && dying(&st))
     p->pass_dying++;
   if (p->pass_sig != 0)
-    kill(pid, p->pass_sig);
+    send_sig(pid, p->pass_sig);
 }
 
 static int signalled(const uvt__proc_t *p, pid_t pgrp) {
@@ -325,11 +347,26 @@ static void pass_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
     p->pass_sandbox++;
   else if (p->pass_sig == 0 && dying(st))
     p->pass_dying++;
-  if (p->pass_sig != 0 && !signalled(p, st->pgrp)) {
-    kill(-st->pgrp, p->pass_sig);
-    if (p->pass_groups < UVT__PASS_GROUPS)
-      p->pass_group[p->pass_groups] = st->pgrp;
-    p->pass_groups++;
+  if (p->pass_sig == SIGSTOP) {
+    /* P-KILL-8: one process at a time, never a group: a group's signal
+     * that lands while one of its members forks also reaches the child,
+     * but the SIGCONT after it does not when the forking process leaves
+     * SIGCONT at its default (the kernel drops it as ignored before it
+     * records it for the fork), so the child was born stopped and its
+     * parent waited for it for ever. */
+    kill(st->pid, SIGSTOP);
+    return;
+  }
+  if (p->pass_sig == 0 || signalled(p, st->pgrp))
+    return;
+  if (p->pass_groups < UVT__PASS_GROUPS) {
+    send_sig(-st->pgrp, p->pass_sig);
+    p->pass_group[p->pass_groups++] = st->pgrp;
+  } else {
+    /* P-KILL-8: past the groups a pass remembers, one process at a time,
+     * so that none gets the signal twice (once per member of its
+     * group). */
+    send_sig(st->pid, p->pass_sig);
   }
 }
 
@@ -387,18 +424,38 @@ cgroups:
   }
 }
 
-int uvt__session_count(uvt__proc_t *p, int sig) {
+/* A pass now for p alone, sending sig (0: none) to its session's groups,
+ * `lead` saying that the leader's group got it already.  p may be on the
+ * list of a batched pass whose callbacks are running (a host's callback
+ * can signal or forget another task): its place there is kept. */
+static void pass_one(uvt__proc_t *p, int sig, int lead) {
   struct uvt__link one;
+  struct uvt__link *next = NULL;
 
-  if (uvt__session_known_empty(p))
-    return 0;
-  if (sig != 0 && !p->reaped && p->pid > 0)
-    kill(-p->pid, sig);
+  if (!uvt__list_empty(&p->pass_link)) {
+    next = p->pass_link.next;
+    uvt__list_remove(&p->pass_link);
+  }
   uvt__list_init(&one);
   uvt__list_insert_tail(&one, &p->pass_link);
   p->pass_sig = sig;
+  p->pass_lead = sig != 0 && lead;
   pass_run(&one);
   uvt__list_remove(&p->pass_link);
+  if (next != NULL)
+    uvt__list_insert_tail(next, &p->pass_link);
+}
+
+int uvt__session_count(uvt__proc_t *p, int sig) {
+  int lead = 0;
+
+  if (uvt__session_known_empty(p))
+    return 0;
+  if (sig != 0 && !p->reaped && p->pid > 0) {
+    send_sig(-p->pid, sig);
+    lead = 1;
+  }
+  pass_one(p, sig, lead);
   return (int)p->pass_live;
 }
 
@@ -417,31 +474,41 @@ static void on_sweep(uv_idle_t *h) {
 
   uv_idle_stop(h);
   uvt__list_init(&batch);
-  for (n = ps->sweeping.next; n != &ps->sweeping; n = n->next) {
+  /* Off the waiting list before the pass: a request made from a callback
+   * below queues its proc for the next pass instead of being lost. */
+  while ((n = uvt__list_pop(&ps->sweeping)) != NULL) {
     p = uvt__container_of(n, uvt__proc_t, sweep_link);
     p->pass_sig = p->want_sig;
+    p->pass_lead = p->want_lead;
     p->want_sig = 0;
+    p->want_lead = 0;
     uvt__list_insert_tail(&batch, &p->pass_link);
   }
   pass_run(&batch);
   /* Collect first, then call back: a callback may end and free its proc
-   * or queue it again. */
+   * (untracking takes it off the batch) or queue it again. */
   while ((n = uvt__list_pop(&batch)) != NULL) {
     p = uvt__container_of(n, uvt__proc_t, pass_link);
-    uvt__list_remove(&p->sweep_link);
     uvt__proc_swept(p);
   }
 }
 
-static void sweep_request(uvt__proc_t *p, int sig) {
+/* A kill's signal (SIGTERM, SIGKILL; 0 for a look) for the next batched
+ * pass, `lead` saying that the leader's group got it already.  A SIGKILL
+ * replaces a SIGTERM still waiting; chosen signals do not come here
+ * (uvt__session_signal_now). */
+static void sweep_request(uvt__proc_t *p, int sig, int lead) {
   uvt__procs_t *ps = p->procs;
 
-  if (sig == SIGKILL || p->want_sig == 0)
+  if (sig == SIGKILL || p->want_sig == 0) {
     p->want_sig = sig;
+    p->want_lead = sig != 0 && lead;
+  }
   if (ps == NULL || ps->closing) {
     /* No context (any more): do the pass now. */
-    uvt__session_count(p, p->want_sig);
+    pass_one(p, p->want_sig, p->want_lead);
     p->want_sig = 0;
+    p->want_lead = 0;
     uvt__proc_swept(p);
     return;
   }
@@ -456,23 +523,59 @@ static void sweep_request(uvt__proc_t *p, int sig) {
     uv_idle_start(&ps->sweeper, on_sweep);
 }
 
+/* The leader's group at once, while the leader holds its number; 0, or
+ * the error of that kill (EPERM).  *lead says whether it was sent. */
+static int signal_lead(uvt__proc_t *p, int sig, int *lead) {
+  *lead = !p->reaped;
+  if (*lead && send_sig(-p->pid, sig) != 0 && errno != ESRCH)
+    return UVT__PERR(errno);
+  if (p->cg && sig == SIGKILL)
+    uvt__cgroup_kill(p);
+  return 0;
+}
+
 int uvt__session_signal(uvt__proc_t *p, int sig) {
-  int err = 0;
+  int err;
+  int lead;
 
   if (p->pid <= 0)
     return 0;
-  /* The leader's group at once, while the leader holds its number. */
-  if (!p->reaped && kill(-p->pid, sig) != 0 && errno != ESRCH)
-    err = UVT__PERR(errno);
-  if (err == 0 && p->cg && sig == SIGKILL)
-    uvt__cgroup_kill(p);
+  err = signal_lead(p, sig, &lead);
   if (err == 0 && !uvt__session_known_empty(p))
-    sweep_request(p, sig);
+    sweep_request(p, sig, lead);
+  return err;
+}
+
+/* P-KILL-8: a chosen signal reaches every process of the session once,
+ * and in the order of the calls: the leader's group at once, the other
+ * groups from a pass run now rather than from the batched sweep, which
+ * sent the leader's group the signal again and kept only one signal per
+ * task (SIGSTOP then SIGCONT ended stopped).  A kill's signal still
+ * waiting for the sweep goes out first. */
+int uvt__session_signal_now(uvt__proc_t *p, int sig) {
+  int err;
+  int lead;
+
+  if (p->pid <= 0)
+    return 0;
+  if (p->want_sig != 0) {
+    pass_one(p, p->want_sig, p->want_lead);
+    p->want_sig = 0;
+    p->want_lead = 0;
+  }
+  if (sig == SIGSTOP) {
+    /* Process by process, the leader too (pass_member). */
+    pass_one(p, sig, 0);
+    return 0;
+  }
+  err = signal_lead(p, sig, &lead);
+  if (err == 0 && !uvt__session_known_empty(p))
+    pass_one(p, sig, lead);
   return err;
 }
 
 void uvt__session_check(uvt__proc_t *p) {
-  sweep_request(p, 0);
+  sweep_request(p, 0, 0);
 }
 
 /* ---- reaping reparented members on SIGCHLD (P-REAP-1) ----------------- */

@@ -45,5 +45,5 @@ int uvt_process_signal(uvt_registry_t *reg, const char *id,
     return UV_ESRCH;
   if (p->pid <= 0)
     return UV_EAGAIN; /* P-SPAWN-6: the spawn is still out */
-  return uvt__session_signal(p, signum);
+  return uvt__session_signal_now(p, signum);
 }
