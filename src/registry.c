@@ -25,16 +25,29 @@ int64_t uvt__now_ms(void) {
   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
-void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...) {
+static void vlog(const uvt_registry_t *reg, int level, const char *fmt,
+                 va_list ap) {
   char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
   if (reg->options.log != NULL)
     reg->options.log(reg->options.log_data, level, buf);
   else
     fprintf(stderr, "uvtasks: %s\n", buf);
+}
+
+void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(reg, level, fmt, ap);
+  va_end(ap);
+}
+
+/* The producers' door to the same hook (uvtasks/producer.h). */
+void uvt_log(const uvt_registry_t *reg, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vlog(reg, level, fmt, ap);
+  va_end(ap);
 }
 
 void uvt__update_ref(uvt_registry_t *reg) {

@@ -10,82 +10,11 @@
 #include <uv.h>
 
 #include "uvtasks.h"
+#include "uvtasks/producer.h"
 
-#define uvt__container_of(ptr, type, member)                                   \
-  ((type *)((char *)(ptr)-offsetof(type, member)))
-
-/* ---- alloc.c: every allocation of the library goes through these. */
-void *uvt__malloc(size_t size);
-void *uvt__calloc(size_t count, size_t size);
-void *uvt__realloc(void *ptr, size_t size);
-void uvt__free(void *ptr);
-char *uvt__strdup(const char *s);
-
-/* ---- buf.c: an empty uvt_buf_t takes `base` (from uvt__malloc, `size`
- * bytes, `len` < `size` of them text) as its contents, without copying. */
-void uvt__buf_adopt(uvt_buf_t *b, char *base, size_t len, size_t size);
-
-/* ---- Intrusive lists.  A removed node points at itself, so "linked" is
- * a cheap test and a second removal is harmless. */
-static inline void uvt__list_init(struct uvt__link *h) {
-  h->next = h;
-  h->prev = h;
-}
-static inline int uvt__list_empty(const struct uvt__link *h) {
-  return h->next == h;
-}
-static inline void uvt__list_insert_tail(struct uvt__link *h,
-                                         struct uvt__link *n) {
-  n->next = h;
-  n->prev = h->prev;
-  h->prev->next = n;
-  h->prev = n;
-}
-static inline void uvt__list_remove(struct uvt__link *n) {
-  n->prev->next = n->next;
-  n->next->prev = n->prev;
-  n->next = n;
-  n->prev = n;
-}
-static inline struct uvt__link *uvt__list_pop(struct uvt__link *h) {
-  struct uvt__link *n;
-  if (uvt__list_empty(h))
-    return NULL;
-  n = h->next;
-  uvt__list_remove(n);
-  return n;
-}
-/* Move every node of `from` to the end of `to`; `from` ends empty. */
-static inline void uvt__list_splice(struct uvt__link *from,
-                                    struct uvt__link *to) {
-  if (uvt__list_empty(from))
-    return;
-  from->next->prev = to->prev;
-  to->prev->next = from->next;
-  from->prev->next = to;
-  to->prev = from->prev;
-  uvt__list_init(from);
-}
-
-/* A fan-out that survives its own callbacks (R-DONE-4): the live list is
- * moved aside, and each member is put back before it is called.  A member
- * stopped by a callback is simply on neither list; one started by a
- * callback lands on the live list only and is not called this round. */
-static inline void uvt__fanout_begin(struct uvt__link *live,
-                                     struct uvt__link *aside) {
-  uvt__list_splice(live, aside);
-}
-static inline struct uvt__link *uvt__fanout_next(struct uvt__link *live,
-                                                 struct uvt__link *aside) {
-  struct uvt__link *n = uvt__list_pop(aside);
-  if (n != NULL)
-    uvt__list_insert_tail(live, n);
-  return n;
-}
-static inline void uvt__fanout_end(struct uvt__link *live,
-                                   struct uvt__link *aside) {
-  uvt__list_splice(aside, live);
-}
+/* Leaf helpers every layer shares: allocation, lists, container_of. */
+#include "leaf/alloc.h"
+#include "leaf/list.h"
 
 /* ---- index.c: a string-keyed hash table of intrusive entries.  Insertion
  * never allocates; uvt__index_reserve() grows it ahead of time. */
@@ -274,29 +203,10 @@ enum {
   UVT__WAIT_DUE = UVT__TAG(0x23)      /* on reg->deferred: next drain */
 };
 
-/* ---- ext.c: per-registry producer contexts.  A producer that needs
- * state of its own per registry (threads, a signal watch, a cache) embeds
- * a uvt__ext_t, finds it by `key` (the address of something of its own)
- * and adds it once.  Registry close calls `close` once, after the last
- * record was dropped and before the registry's own handles close: the
- * context stops what it runs (joins its threads, closes its handles) and
- * then calls `done(ext)` exactly once, at once or from a later callback on
- * the loop thread; `done` is the last time the registry touches `ext`, so
- * the producer frees it after `done` returns. */
-typedef struct uvt__ext_s uvt__ext_t;
-typedef void (*uvt__ext_done_cb)(uvt__ext_t *ext);
-struct uvt__ext_s {
-  uvt__ext_t *next;
-  const void *key;
-  uvt_registry_t *reg; /* set by uvt__ext_add */
-  void (*close)(uvt__ext_t *ext, uvt__ext_done_cb done);
-};
-
+/* ---- ext.c: per-registry producer contexts (uvt_context_t of
+ * uvtasks/producer.h). */
 enum { UVT__EXT_OPEN = 0, UVT__EXT_CLOSING, UVT__EXT_CLOSED };
 
-uvt__ext_t *uvt__ext_find(const uvt_registry_t *reg, const void *key);
-/* 0, or UVT_ECLOSING once the registry is closing. */
-int uvt__ext_add(uvt_registry_t *reg, uvt__ext_t *ext);
 /* For registry close: starts shutting every context down on the first
  * call; returns 0 once all are done, else 1 (uvt__maybe_finish_close is
  * called again when the last one is). */
@@ -367,7 +277,7 @@ struct uvt_registry_s {
   int closing;         /* close requested */
   int handles_closing; /* count of uv_close callbacks outstanding */
 
-  uvt__ext_t *exts;      /* producer contexts (ext.c) */
+  uvt_context_t *exts;   /* producer contexts (ext.c) */
   unsigned exts_closing; /* contexts whose close has not called done */
   unsigned char ext_state;
 };

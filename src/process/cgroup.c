@@ -95,7 +95,7 @@ static int own_cgroup(char *buf, size_t size) {
 
 int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   char parent[PATH_MAX];
   char dir[PATH_MAX];
   uvt__procs_t *ps;
@@ -290,9 +290,9 @@ void uvt__cgroup_close(uvt__procs_t *ps) {
   close(ps->cg_dirfd);
   ps->cg_dirfd = -1;
   if (ps->cg_path != NULL && rmdir(ps->cg_path) != 0 && errno != ENOENT)
-    uvt__log(ps->reg, UVT_LOG_WARN,
-             "cgroup %s is left behind (%s): a task's group was not empty",
-             ps->cg_path, uvt_err_name(UVT__PERR(errno)));
+    uvt_log(ps->reg, UVT_LOG_WARN,
+            "cgroup %s is left behind (%s): a task's group was not empty",
+            ps->cg_path, uvt_err_name(UVT__PERR(errno)));
   uvt__free(ps->cg_path);
   ps->cg_path = NULL;
 }

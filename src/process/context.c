@@ -23,7 +23,7 @@ static const char procs_key = 'p';
 
 /* Drop one hold on the closing context; the last one ends it. */
 static void procs_unhold(uvt__procs_t *ps) {
-  uvt__ext_done_cb done;
+  uvt_context_done_cb done;
 
   if (--ps->handles_closing > 0)
     return;
@@ -59,7 +59,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   procs_unhold(ps);
 }
 
-static void procs_close(uvt__ext_t *ext, uvt__ext_done_cb done) {
+static void procs_close(uvt_context_t *ext, uvt_context_done_cb done) {
   uvt__procs_t *ps = uvt__container_of(ext, uvt__procs_t, ext);
 
   ps->closing = 1;
@@ -84,7 +84,7 @@ static int host_reaps_orphans(uvt__procs_t *ps) {
 }
 
 int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
-  uvt__ext_t *e = uvt__ext_find(reg, &procs_key);
+  uvt_context_t *e = uvt_context_find(reg, &procs_key);
   uvt__procs_t *ps;
   int err;
 
@@ -122,7 +122,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return err;
   }
   ps->cg_dirfd_shared = -1;
-  err = uvt__ext_add(reg, &ps->ext);
+  err = uvt_context_add(reg, &ps->ext);
   if (err == 0)
     uvt__stopall_add(ps);
   if (err != 0) {

@@ -7,9 +7,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "uvt-internal.h"
+#include "leaf/alloc.h"
+#include "leaf/list.h"
 #include "uvtasks.h"
 #include "uvtasks/process.h"
+#include "uvtasks/producer.h"
 
 /* libuv's error for an errno value (unix). */
 #define UVT__PERR(e) (-(e))
@@ -404,7 +406,7 @@ void uvt__env_cache_free(uvt__envcache_t *c);
 /* ---- context.c: the producer's per-registry context -------------------- */
 
 struct uvt__procs_s {
-  uvt__ext_t ext;
+  uvt_context_t ext;
   uv_loop_t *loop;
   uvt_registry_t *reg;
 
@@ -473,7 +475,7 @@ struct uvt__procs_s {
   /* Shutdown (context.c). */
   int closing;
   unsigned handles_closing;
-  uvt__ext_done_cb done;
+  uvt_context_done_cb done;
 };
 
 /* The registry's context, created on first use.  Returns 0 and *out, or

@@ -479,10 +479,10 @@ static void on_kill_timer(uv_timer_t *timer) {
   if (p->killed_now &&
       ms_since(p->kill_start_ns) >= p->grace_ms + KILL_GIVE_UP_MS) {
     p->kill_gave_up = 1;
-    uvt__log(p->reg, UVT_LOG_WARN,
-             "task %s: processes of its session outlived SIGKILL for %d ms "
-             "(in uninterruptible sleep?); it ends without waiting for them",
-             p->id, KILL_GIVE_UP_MS);
+    uvt_log(p->reg, UVT_LOG_WARN,
+            "task %s: processes of its session outlived SIGKILL for %d ms "
+            "(in uninterruptible sleep?); it ends without waiting for them",
+            p->id, KILL_GIVE_UP_MS);
     uv_timer_stop(timer);
     maybe_finish(p);
     return;
@@ -701,7 +701,7 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
   if (out->base == NULL &&
       uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
                        &text, &len, &size)) {
-    uvt__buf_adopt(out, text, len, size);
+    uvt_buf_adopt(out, text, len, size);
     uvt__trim_note(p->procs, size); /* the host frees it after its read */
     uvt__proc_resume(p);
     return 0;
@@ -791,10 +791,13 @@ static int hook_quiesce(uvt_task_t *t) {
 
 static void hook_release(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
+  const char *text;
+  size_t len;
 
   p->released = 1;
   /* The registry frees the outcome's text with the record. */
-  uvt__trim_note(p->procs, t->output_len);
+  (void)uvt_task_remainder_peek(t, &text, &len);
+  uvt__trim_note(p->procs, len);
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;
@@ -1089,10 +1092,10 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
     p->cg = sp->cg_err == 0;
     if (!p->cg && p->procs != NULL && !p->procs->cg_warned) {
       p->procs->cg_warned = 1;
-      uvt__log(p->reg, UVT_LOG_WARN,
-               "task %s runs outside a cgroup of its own (%s); later tasks "
-               "may too, this is said once",
-               p->id, uvt_err_name(sp->cg_err));
+      uvt_log(p->reg, UVT_LOG_WARN,
+              "task %s runs outside a cgroup of its own (%s); later tasks "
+              "may too, this is said once",
+              p->id, uvt_err_name(sp->cg_err));
     }
   }
   uvt__spawn_free(sp);
@@ -1180,7 +1183,7 @@ static int blank(const char *s) {
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt_spec_t spec;
   char *joined = NULL;
@@ -1279,14 +1282,14 @@ int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
   if (reg == NULL || id == NULL)
     return UV_EINVAL;
   /* The registry's lookup applies the fence (R-OWN-2). */
-  err = uvt__lookup(reg, id, caller, t);
+  err = uvt_task_lookup(reg, id, caller, t);
   if (err != 0)
     return err;
-  if ((*t)->dropped || (*t)->release_called)
-    return UVT_ENOTASK;
-  if ((*t)->hooks.cancel != hook_cancel)
+  /* A dropped record (release called) is out of the registry's index,
+   * so the lookup never finds one. */
+  if (uvt_task_hooks(*t)->cancel != hook_cancel)
     return UV_EINVAL; /* another producer's task */
-  *out = (*t)->arg;
+  *out = uvt_task_arg(*t);
   return 0;
 }
 
@@ -1304,7 +1307,7 @@ int uvt_process_resize(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uint16_t cols,
                        uint16_t rows) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1320,7 +1323,7 @@ int uvt_process_resize(uvt_registry_t *reg, const char *id,
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
                     const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1350,7 +1353,7 @@ int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
 int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
