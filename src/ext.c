@@ -33,10 +33,11 @@ static void ext_done(uvt_context_t *ext) {
   if (--reg->exts_closing > 0)
     return;
   reg->ext_state = UVT__EXT_CLOSED;
-  uvt__maybe_finish_close(reg);
+  reg->exts_closed(reg);
 }
 
-int uvt__ext_close_all(uvt_registry_t *reg) {
+int uvt__ext_close_all(uvt_registry_t *reg,
+                       void (*closed)(uvt_registry_t *reg)) {
   uvt_context_t *e;
   uvt_context_t *next;
 
@@ -45,6 +46,7 @@ int uvt__ext_close_all(uvt_registry_t *reg) {
   if (reg->ext_state == UVT__EXT_CLOSING)
     return 1;
   reg->ext_state = UVT__EXT_CLOSING;
+  reg->exts_closed = closed;
   /* Held by this sweep, so a context that finishes at once (inside its
    * close) cannot end the close early. */
   reg->exts_closing = 1;

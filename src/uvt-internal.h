@@ -34,7 +34,8 @@ void uvt__index_free(uvt__index_t *ix);
 
 /* ---- deadline.c: one uv_timer per registry drives a pairing heap of
  * deadlines (wait deadlines, teardown grace periods).  It keeps time only;
- * registry.c's timer callback collects what is due and acts on it. */
+ * the timer runs reg->deadlines_due (registry.c's), which collects what is
+ * due and acts on it. */
 enum { UVT__DEADLINE_WAIT = 1, UVT__DEADLINE_TEARDOWN = 2 };
 
 void uvt__deadline_add(uvt_registry_t *reg, struct uvt__deadline *d, int kind,
@@ -208,9 +209,10 @@ enum {
 enum { UVT__EXT_OPEN = 0, UVT__EXT_CLOSING, UVT__EXT_CLOSED };
 
 /* For registry close: starts shutting every context down on the first
- * call; returns 0 once all are done, else 1 (uvt__maybe_finish_close is
- * called again when the last one is). */
-int uvt__ext_close_all(uvt_registry_t *reg);
+ * call; returns 0 once all are done, else 1, and then `closed(reg)` is
+ * called when the last one is (the registry's close goes on from there). */
+int uvt__ext_close_all(uvt_registry_t *reg,
+                       void (*closed)(uvt_registry_t *reg));
 enum {
   UVT__SURFACE_DETACHED = UVT__TAG(0x30),
   UVT__SURFACE_ATTACHED = UVT__TAG(0x31),
@@ -243,6 +245,7 @@ struct uvt_registry_s {
   uv_timer_t timer;
   struct uvt__deadline *deadlines; /* pairing heap root */
   struct uvt__deadline expired;    /* list head: collected, not acted on */
+  uv_timer_cb deadlines_due;       /* registry.c's: the timer fired */
 
   uvt__index_t tasks_by_id;
   uvt__index_t agents_by_id;
@@ -279,10 +282,11 @@ struct uvt_registry_s {
 
   uvt_context_t *exts;   /* producer contexts (ext.c) */
   unsigned exts_closing; /* contexts whose close has not called done */
+  void (*exts_closed)(uvt_registry_t *reg); /* the last one did */
   unsigned char ext_state;
 };
 
-/* ---- registry.c */
+/* ---- common.c: the bottom of the core (wake-ups, clock, log) */
 void uvt__kick(uvt_registry_t *reg);
 /* P-THREAD-1 (loopthread.c): 1, after a log line naming `fn`, when the calling
  * thread is not `reg`'s loop thread (the thread that called
@@ -310,8 +314,6 @@ void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
     ;
 int64_t uvt__now_ms(void);
 void uvt__update_ref(uvt_registry_t *reg);
-void uvt__maybe_finish_close(uvt_registry_t *reg);
-void uvt__timer_cb(uv_timer_t *timer);
 
 /* ---- snapshot.c */
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s);
