@@ -166,7 +166,7 @@ struct uvt_task_s {
   struct uvt__change changes[UVT__CHANGE_COUNT];
 };
 
-/* The record's strings follow it in one block (see start.c): "kind\0",
+/* The record's strings follow it in one block (see task.c): "kind\0",
  * then the id ("kind-" written at the start, its digits at commit; 21
  * bytes left for them), then "label\0".  So their places follow from the
  * kind's length (id_prefix_len - 1) and need no pointers in the record. */
@@ -319,7 +319,14 @@ void uvt__update_ref(uvt_registry_t *reg);
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s);
 int uvt__snapshot_take(const uvt_task_t *t, uvt_snapshot_t *s);
 
-/* ---- start.c / lookup */
+/* ---- task.c: the record's life */
+/* One block: the record and its strings; NULL when out of memory. */
+uvt_task_t *uvt__task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec);
+/* Out of lookups and lists; still held (disposal waits for it). */
+void uvt__hide(uvt_task_t *t);
+/* Hidden, unlinked, the release hook called; freed once unpinned and the
+ * producer's outcome was taken. */
+void uvt__drop(uvt_task_t *t);
 int uvt__lookup(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
                 uvt_task_t **out);
 int uvt__task_live(const uvt_task_t *t);
@@ -334,12 +341,15 @@ void uvt__task_free(uvt_task_t *t);
 void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
                       int detail_static);
 
-/* ---- settle.c */
+/* ---- hub.c */
 int uvt__hub_new(uvt_registry_t *reg, uvt__hub_t **out);
 void uvt__hub_ref(uvt__hub_t *hub);
 void uvt__hub_unref(uvt__hub_t *hub);
-void uvt__hub_close(uvt__hub_t *hub);
+/* run() failed after settling: forget the queued outcome. */
 void uvt__hub_cancel(uvt_task_t *t);
+
+/* ---- settle.c */
+void uvt__hub_close(uvt__hub_t *hub);
 void uvt__settle_drain(uvt_registry_t *reg);
 
 /* ---- listener.c */
@@ -364,8 +374,6 @@ void uvt__teardown_cancel_failed(uvt_task_t *t, int err);
 void uvt__quiesce_on_kill(uvt_task_t *t);
 void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
-void uvt__drop(uvt_task_t *t);
-void uvt__hide(uvt_task_t *t);
 void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback);
 
 /* ---- watch.c */
