@@ -101,7 +101,7 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
     return err;
   /* From inside the task's own read_output hook: that read is consuming
    * the output right now (R-REENTER-1). */
-  if (t->in_read)
+  if (uvt__in_hook(t, UVT__HOOK_READ))
     return UV_EBUSY;
   memset(&buf, 0, sizeof(buf));
 
@@ -134,9 +134,7 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
   if (err != 0)
     return err;
   if (t->hooks.read_output != NULL && !atomic_load(&t->settle_called)) {
-    t->in_read = 1;
-    err = t->hooks.read_output(t, &buf);
-    t->in_read = 0;
+    err = uvt__hook_read(t, &buf);
     if (err != 0) {
       uvt__free(buf.base);
       uvt_snapshot_cleanup(&out->snapshot);

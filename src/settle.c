@@ -132,8 +132,7 @@ static void apply(uvt_task_t *t) {
     detail_static = 1;
   }
   uvt__task_record(t, t->o_status, detail, detail_static);
-  if (t->hooks.settled != NULL && !t->release_called)
-    t->hooks.settled(t);
+  uvt__hook_settled(t);
   uvt__dispatch(t);
 }
 

@@ -200,12 +200,7 @@ void uvt__drop(uvt_task_t *t) {
   t->owner = NULL;
   reg->records--;
   uvt__feed(t, UVT__CHANGE_DROPPED);
-  if (t->hooks.release != NULL && !t->release_called) {
-    t->release_called = 1;
-    t->pins++; /* the hook may call anything (R-REENTER-1) */
-    t->hooks.release(t);
-    t->pins--;
-  }
+  uvt__hook_release(t);
   if (owner != NULL)
     uvt__agent_maybe_done(owner);
   if (reg->closing)

@@ -104,11 +104,7 @@ static int quiesce_call(uvt_task_t *t) {
       t->dropped)
     return 0;
   t->quiesce_pending = 1;
-  t->in_quiesce_hook = 1;
-  uvt__task_pin(t);
-  r = t->hooks.quiesce(t);
-  t->in_quiesce_hook = 0;
-  t->pins--; /* the caller holds the record too; no free here */
+  r = uvt__hook_quiesce(t);
   if (r != 1)
     t->quiesce_pending = 0; /* 0, or uvt_task_quiescent() inside the hook */
   return t->quiesce_pending;
@@ -163,7 +159,7 @@ void uvt_task_quiescent(uvt_task_t *t) {
    * registry is alive). */
   UVT__LOOP_ONLY_VOID(t->reg);
   t->quiesce_pending = 0;
-  if (t->in_quiesce_hook)
+  if (uvt__in_hook(t, UVT__HOOK_QUIESCE))
     return; /* the hook's caller goes on from here */
   uvt__deadline_remove(t->reg, &t->teardown_deadline);
   quiesce_done(t);

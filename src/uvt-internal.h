@@ -133,12 +133,10 @@ struct uvt_task_s {
   unsigned release_called : 1;
   unsigned detail_static : 1;
   unsigned kill_reason_owned : 1;
-  unsigned producer_done : 1; /* the outcome was taken off the hub */
-  unsigned in_quiesce_hook : 1;
+  unsigned producer_done : 1;   /* the outcome was taken off the hub */
   unsigned hidden : 1;          /* out of the id index and the list views */
-  unsigned in_cancel : 1;       /* the cancel hook is running */
+  unsigned in_hook : 5;         /* UVT__HOOK_* bits: hooks running */
   unsigned cancel_deferred : 1; /* a teardown's cancel joined that call */
-  unsigned in_read : 1;         /* the read_output hook is running */
   unsigned char id_prefix_len;  /* strlen("<kind>-"), at most 65 */
   unsigned dups_seen;           /* taken from dup_settles by the drain */
   uvt_agent_t *owner;
@@ -362,6 +360,31 @@ void uvt__waits_count(uvt_task_t *t);
 void uvt__waits_deliver_counted(uvt_task_t *t);
 void uvt__waits_drain(uvt_registry_t *reg);
 void uvt__wait_expired(uvt_wait_t *req);
+
+/* ---- producer.c: every hook call, behind one re-entry guard */
+enum {
+  UVT__HOOK_CANCEL = 1,
+  UVT__HOOK_READ = 2,
+  UVT__HOOK_QUIESCE = 4,
+  UVT__HOOK_SETTLED = 8,
+  UVT__HOOK_RELEASE = 16
+};
+/* 1 while `hook` (a UVT__HOOK_* bit) of `t` is running. */
+static inline int uvt__in_hook(const uvt_task_t *t, unsigned hook) {
+  return (t->in_hook & hook) != 0;
+}
+/* The cancel hook; UV_ENOTSUP without one.  A call made while it runs does
+ * not enter it again: it returns 0 and the running call's *joined is set,
+ * so its caller applies a failure to both. */
+int uvt__hook_cancel(uvt_task_t *t, const char *reason, int *joined);
+/* The read_output hook (non-NULL); UV_EBUSY while it runs. */
+int uvt__hook_read(uvt_task_t *t, uvt_buf_t *out);
+/* The quiesce hook (non-NULL); 1 ("in progress") while it runs. */
+int uvt__hook_quiesce(uvt_task_t *t);
+/* The settled hook, if any, unless released. */
+void uvt__hook_settled(uvt_task_t *t);
+/* The release hook, if any, once. */
+void uvt__hook_release(uvt_task_t *t);
 
 /* ---- kill.c */
 /* Call the producer's cancel hook, never twice at once for one task
