@@ -93,21 +93,13 @@ static int own_cgroup(char *buf, size_t size) {
   return 0;
 }
 
-int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT_LOOP_ONLY(reg);
+int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir) {
   char parent[PATH_MAX];
   char dir[PATH_MAX];
-  uvt__procs_t *ps;
   struct stat st;
   int fd;
   int err;
 
-  if (reg == NULL)
-    return UV_EINVAL;
-  err = uvt__procs_get(reg, &ps);
-  if (err != 0)
-    return err;
   if (ps->cg_dirfd >= 0)
     return UV_EALREADY;
   if (parent_dir != NULL) {

@@ -106,6 +106,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   ps->cg_dirfd = -1;
   uvt__list_init(&ps->unreaped);
   uvt__list_init(&ps->notifying);
+  ps->check_closed = uvt__procs_maybe_closed;
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;
   err = uvt__session_init(ps);
@@ -144,4 +145,19 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return uvt__reap_start(ps);
   }
   return 0;
+}
+
+/* P-KILL-5 (cgroup.c does the work): the registry's cgroup directory. */
+int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  uvt__procs_t *ps;
+  int err;
+
+  if (reg == NULL)
+    return UV_EINVAL;
+  err = uvt__procs_get(reg, &ps);
+  if (err != 0)
+    return err;
+  return uvt__cgroup_open(ps, parent_dir);
 }

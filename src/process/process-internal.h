@@ -106,10 +106,6 @@ int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
 
 /* ---- process.c: one task ---------------------------------------------- */
 
-/* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
- * available (for tests of that path).  Loop thread; set between tasks. */
-extern int uvt__process_no_pidfd;
-
 /* M-MCP-5: the last unread line of task `id`'s output (stdout, else
  * stderr; after its last carriage return), cut to `size` - 1 bytes and
  * NUL-terminated in `buf` ("" when there is none), without consuming
@@ -409,6 +405,9 @@ struct uvt__procs_s {
   uvt_context_t ext;
   uv_loop_t *loop;
   uvt_registry_t *reg;
+  /* context.c's, handed to the helpers (reap.c, spawner.c): something the
+   * context's close waited for has finished; see if it can go on. */
+  void (*check_closed)(uvt__procs_t *ps);
 
   /* reap.c */
   uv_signal_t sigchld;
@@ -418,6 +417,9 @@ struct uvt__procs_s {
   int subreaper_checked;
   uint64_t subreaper_asked;  /* uv_now() of the last check */
   struct uvt__link unreaped; /* procs whose leader waits for SIGCHLD */
+  /* Handed over by uvt__reap_watch: look whether p's leader exited (and
+   * reap it); nonzero once it was reaped. */
+  int (*check_leader)(uvt__proc_t *p);
 
   /* session.c */
   uvt__proc_t **sessions; /* tracked sessions by leader pid (chained) */
@@ -497,12 +499,18 @@ typedef struct {
   unsigned long long start; /* clock ticks after boot */
 } uvt__pstat_t;
 
+/* ---- procfs.c: the /proc readers ------------------------------------- */
 /* /proc/<pid>/stat: 0, or -1 (gone, or no /proc). */
 int uvt__pstat_read(pid_t pid, uvt__pstat_t *st);
+/* 1 when the process `st` was read of is exiting or has a fatal signal
+ * pending (P-LEFT-1); reads /proc/<pid>/status. */
+int uvt__pstat_dying(const uvt__pstat_t *st);
 /* Call fn(arg, pid) for each decimal number in what is left of `fd` (a
  * /proc children list, a cgroup.procs file: numbers apart by any other
  * byte); returns how many.  Reads to the end; leaves fd open. */
 int uvt__read_pids(int fd, void (*fn)(void *arg, pid_t pid), void *arg);
+
+/* ---- session.c ------------------------------------------------------- */
 /* The context's table of sessions: UV_ENOMEM or 0. */
 int uvt__session_init(uvt__procs_t *ps);
 /* Track p's session (after the spawn, with p->start_ticks set); untrack
@@ -542,9 +550,12 @@ extern unsigned uvt__process_spawners;
 
 /* The context's queues, mutex and async handle: 0 or a libuv error. */
 int uvt__spawner_init(uvt__procs_t *ps);
-/* Hand a request over (starting the threads with the first one); its
- * answer comes back through uvt__proc_spawned() from the async. */
-void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp);
+/* Hand a request over (starting the threads with the first one), as
+ * libuv's uv_queue_work: the spawn runs on a spawner thread and
+ * `done(sp)` is called with the answer on the loop thread (from the
+ * context's async, or at once when the context stops). */
+void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp,
+                         void (*done)(uvt__spawn_t *sp));
 /* Room in the live-leader set for one more start (before it commits):
  * 0 or UV_ENOMEM.  A reaped leader leaves the set. */
 int uvt__spawner_reserve(uvt__procs_t *ps);
@@ -554,12 +565,17 @@ void uvt__stopall_add(uvt__procs_t *ps);
 void uvt__stopall_remove(uvt__procs_t *ps);
 /* At context close: stop the threads (answering queued requests "not
  * spawned" at once); 0 once they are joined and every answer delivered,
- * else -1 (uvt__procs_maybe_closed is called again then). */
+ * else -1 (ps->check_closed is called again then). */
 int uvt__spawner_stop(uvt__procs_t *ps);
 /* Then: close the async handle; returns how many handles were closed. */
 unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
 /* ---- cgroup.c: a cgroup per task, where the host asks (P-KILL-5) ------- */
+
+/* uvt_process_cgroups() for the context `ps`: make the registry's
+ * directory under `parent_dir` (NULL: the host's own cgroup).  Returns
+ * what uvt_process_cgroups documents.  Loop thread. */
+int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir);
 
 /* The spawner's side: make the group `name` in `dirfd`; move `pid` into
  * it.  0 or a libuv error.  Any thread. */
@@ -583,14 +599,17 @@ void uvt__cgroup_close(uvt__procs_t *ps);
 /* Start the context's SIGCHLD watch (once); 0 or a libuv error. */
 int uvt__reap_start(uvt__procs_t *ps);
 /* Watch p's leader through the context's one SIGCHLD watch (started on
- * first use), and look once now for an exit that came before.  0 or a
- * libuv error (the watch could not start). */
-int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p);
+ * first use), and look once now for an exit that came before: the watch
+ * calls `check(p)` (the same function for every task of the context)
+ * whenever a leader may have exited.  0 or a libuv error (the watch could
+ * not start). */
+int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p,
+                    int (*check)(uvt__proc_t *p));
 /* p's leader was reaped, or p goes away: stop watching it. */
 void uvt__reap_unwatch(uvt__proc_t *p);
 /* At context close: -1 while a leader still waits on the watch (its group
  * was sent SIGKILL; call again when the list empties, which
- * uvt__procs_maybe_closed does), else close the watch's handles and return
+ * ps->check_closed does), else close the watch's handles and return
  * how many were closed (on_closed runs for each, data = ps). */
 int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
@@ -604,11 +623,17 @@ extern int uvt__process_force_fork;
  * test can hold the spawner at either point.  Read when a request is
  * built; NULL otherwise. */
 extern void (*uvt__process_spawn_hook)(int phase);
+/* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
+ * available (for tests of that path; spawn.c's).  Loop thread; set
+ * between tasks. */
+extern int uvt__process_no_pidfd;
 
 /* A spawn request: built on the loop thread, then only read by the spawn,
  * which writes the answer; one allocation with everything it points to. */
 struct uvt__spawn_s {
   struct uvt__link link; /* a queue of whoever holds the request */
+  /* Handed over by uvt__spawner_submit: the answer, on the loop thread. */
+  void (*done)(uvt__spawn_t *sp);
   /* Set before the spawn, read-only after. */
   const char *file; /* what to exec (a resolved path, or the shell) */
   char *const *argv;

@@ -34,8 +34,6 @@
  * until its I/O returns, and must not hold the task open for ever. */
 #define KILL_GIVE_UP_MS 10000
 
-int uvt__process_no_pidfd;
-
 /* ---- names ------------------------------------------------------------ */
 
 static const char *signal_name(int sig, char *buf, size_t size) {
@@ -1060,7 +1058,7 @@ static int watch_leader(uvt__proc_t *p) {
   p->pidfd = -1;
   if (p->procs == NULL)
     return UV_ECANCELED;
-  return uvt__reap_watch(p->procs, p);
+  return uvt__reap_watch(p->procs, p, uvt__proc_check_leader);
 }
 
 /* No child: the spawn failed, or was not made (a kill came first).  The
@@ -1270,7 +1268,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   /* P-SPAWN-6: the record exists; the spawn runs off the loop thread.  A
    * kill that came inside uvt_start (R-REENTER-1) already marked the
    * request cancelled: the spawner will not spawn it. */
-  uvt__spawner_submit(p->procs, p->spawn);
+  uvt__spawner_submit(p->procs, p->spawn, uvt__proc_spawned);
   return 0;
 }
 
