@@ -1,23 +1,8 @@
-/* Kill (R-KILL-1..4, P-KILL-6's registry side) and the one way the core
- * cancels a task (through producer.c). */
+/* Kill (R-KILL-1..4, P-KILL-6's registry side).  The cancel itself is
+ * uvt__task_cancel (teardown.c), shared with disposals. */
 #include <string.h>
 
 #include "uvt-internal.h"
-
-/* Every cancel of ours goes through here, and the hook is called by
- * producer.c, never twice at once for one task (R-REENTER-1).  A teardown that
- * begins inside the hook (the hook disposed its owner, or closed the
- * registry) does not call it again: that running call is the teardown's
- * cancel too, and if it fails the teardown's rule applies (R-AGENT-3) once
- * it has returned.  A kill of the task from inside the hook is refused in
- * uvt_kill. */
-int uvt__task_cancel(uvt_task_t *t, const char *reason) {
-  int joined;
-  int err = uvt__hook_cancel(t, reason, &joined);
-  if (joined && err != 0 && uvt__task_live(t))
-    uvt__teardown_cancel_failed(t, err);
-  return err;
-}
 
 int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              const char *reason, uvt_kill_result_t *result) {

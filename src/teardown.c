@@ -55,6 +55,21 @@ void uvt__teardown_cancel_failed(uvt_task_t *t, int err) {
                   "cancel failed during teardown; work may be orphaned");
 }
 
+/* Every cancel of ours goes through here, and the hook is called by
+ * producer.c, never twice at once for one task (R-REENTER-1).  A teardown that
+ * begins inside the hook (the hook disposed its owner, or closed the
+ * registry) does not call it again: that running call is the teardown's
+ * cancel too, and if it fails the teardown's rule applies (R-AGENT-3) once
+ * it has returned.  A kill of the task from inside the hook is refused in
+ * uvt_kill. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason) {
+  int joined;
+  int err = uvt__hook_cancel(t, reason, &joined);
+  if (joined && err != 0 && uvt__task_live(t))
+    uvt__teardown_cancel_failed(t, err);
+  return err;
+}
+
 void uvt__teardown_task(uvt_task_t *t, const char *reason) {
   uvt_registry_t *reg = t->reg;
   int err;

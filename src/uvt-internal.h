@@ -386,12 +386,11 @@ void uvt__hook_settled(uvt_task_t *t);
 /* The release hook, if any, once. */
 void uvt__hook_release(uvt_task_t *t);
 
-/* ---- kill.c */
-/* Call the producer's cancel hook, never twice at once for one task
- * (R-REENTER-1); see kill.c. */
-int uvt__task_cancel(uvt_task_t *t, const char *reason);
-
 /* ---- teardown.c */
+/* Cancel `t` through its hook, never twice at once for one task
+ * (R-REENTER-1); a teardown's cancel that joined a failing kill gets the
+ * teardown's failure rule (R-AGENT-3).  See teardown.c. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason);
 void uvt__teardown_task(uvt_task_t *t, const char *reason);
 void uvt__teardown_cancel_failed(uvt_task_t *t, int err);
 void uvt__quiesce_on_kill(uvt_task_t *t);
