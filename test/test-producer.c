@@ -102,6 +102,7 @@ static void test_lookup_fenced(void **state) {
   assert_int_equal(uvt_agent_register(f.reg, &a, "a", "s1"), 0);
   assert_int_equal(uvt_agent_register(f.reg, &other, "b", "s2"), 0);
   memset(&fk, 0, sizeof(fk));
+  fk.settle_on_cancel = 1; /* the registry's close ends it */
   assert_int_equal(fake_start(f.reg, &fk, NULL, "owned", &a, id), 0);
   assert_int_equal(uvt_task_lookup(f.reg, id, NULL, &t), UVT_EFOREIGN);
   assert_int_equal(uvt_task_lookup(f.reg, id, &other, &t), UVT_EFOREIGN);
