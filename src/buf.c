@@ -31,7 +31,7 @@ int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len) {
   return 0;
 }
 
-void uvt__buf_adopt(uvt_buf_t *b, char *base, size_t len, size_t size) {
+void uvt_buf_adopt(uvt_buf_t *b, char *base, size_t len, size_t size) {
   b->base = base;
   b->len = len;
   b->cap_ = size;

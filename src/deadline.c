@@ -4,7 +4,8 @@
  * never allocates and no handle has to be closed before a wait's callback.
  *
  * This file only keeps time: it knows nothing of waits or tasks.  When the
- * timer fires, the registry (registry.c) collects every deadline due into
+ * timer fires, the callback the registry handed over (reg->deadlines_due,
+ * registry.c's) collects every deadline due into
  * a list (uvt__deadline_collect) and then acts on them one by one
  * (uvt__deadline_pop_expired).  A deadline removed while it waits on that
  * list (a wait counted by a force-fail earlier in the same sweep, a record
@@ -105,7 +106,7 @@ static void rearm(uvt_registry_t *reg) {
    * and starve I/O.  One millisecond puts it in the next turn. */
   if (wait_ms == 0)
     wait_ms = 1;
-  uv_timer_start(&reg->timer, uvt__timer_cb, wait_ms, 0);
+  uv_timer_start(&reg->timer, reg->deadlines_due, wait_ms, 0);
 }
 
 static void heap_remove(uvt_registry_t *reg, node_t *d) {

@@ -1,34 +1,8 @@
-/* Kill (R-KILL-1..4, P-KILL-6's registry side) and the one place that
- * calls a producer's cancel hook. */
+/* Kill (R-KILL-1..4, P-KILL-6's registry side).  The cancel itself is
+ * uvt__task_cancel (teardown.c), shared with disposals. */
 #include <string.h>
 
 #include "uvt-internal.h"
-
-/* Every cancel of ours goes through here, so a cancel hook is never
- * entered twice at once for one task (R-REENTER-1).  A teardown that
- * begins inside the hook (the hook disposed its owner, or closed the
- * registry) does not call it again: that running call is the teardown's
- * cancel too, and if it fails the teardown's rule applies (R-AGENT-3) once
- * it has returned.  A kill of the task from inside the hook is refused in
- * uvt_kill. */
-int uvt__task_cancel(uvt_task_t *t, const char *reason) {
-  int err;
-  if (t->hooks.cancel == NULL)
-    return UV_ENOTSUP;
-  if (t->in_cancel) {
-    t->cancel_deferred = 1;
-    return 0;
-  }
-  t->in_cancel = 1;
-  err = t->hooks.cancel(t, reason);
-  t->in_cancel = 0;
-  if (t->cancel_deferred) {
-    t->cancel_deferred = 0;
-    if (err != 0 && uvt__task_live(t))
-      uvt__teardown_cancel_failed(t, err);
-  }
-  return err;
-}
 
 int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              const char *reason, uvt_kill_result_t *result) {
@@ -44,7 +18,7 @@ int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
     return err;
   /* From inside the task's own cancel hook: that cancel is in progress,
    * and calling the hook again would recurse (R-REENTER-1). */
-  if (t->in_cancel)
+  if (uvt__in_hook(t, UVT__HOOK_CANCEL))
     return UV_EBUSY;
   if (reason == NULL)
     reason = "killed";

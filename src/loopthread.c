@@ -18,3 +18,7 @@ int uvt__off_loop(const uvt_registry_t *reg, const char *fn) {
            fn);
   return 1;
 }
+
+int uvt_off_loop(const uvt_registry_t *reg, const char *fn) {
+  return uvt__off_loop(reg, fn);
+}

@@ -101,7 +101,7 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
     return err;
   /* From inside the task's own read_output hook: that read is consuming
    * the output right now (R-REENTER-1). */
-  if (t->in_read)
+  if (uvt__in_hook(t, UVT__HOOK_READ))
     return UV_EBUSY;
   memset(&buf, 0, sizeof(buf));
 
@@ -117,19 +117,12 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
     if (len > 0)
       memcpy(text, t->output + from, len);
     text[len] = '\0';
-    /* The snapshot shows the read's own effect (R-READ-3). */
-    {
-      unsigned was = t->reported;
-      t->reported = 1;
-      err = uvt__snapshot_take(t, &out->snapshot);
-      if (err != 0) {
-        t->reported = was;
-        uvt__free(text);
-        return err;
-      }
+    err = uvt_task_remainder_take(t, t->hooks.read_output != NULL,
+                                  &out->snapshot);
+    if (err != 0) {
+      uvt__free(text);
+      return err;
     }
-    if (t->hooks.read_output != NULL)
-      uvt__task_output_consumed(t);
     out->text = text;
     out->len = len;
     return 0;
@@ -141,9 +134,7 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
   if (err != 0)
     return err;
   if (t->hooks.read_output != NULL && !atomic_load(&t->settle_called)) {
-    t->in_read = 1;
-    err = t->hooks.read_output(t, &buf);
-    t->in_read = 0;
+    err = uvt__hook_read(t, &buf);
     if (err != 0) {
       uvt__free(buf.base);
       uvt_snapshot_cleanup(&out->snapshot);
@@ -172,4 +163,41 @@ void uvt_read_cleanup(uvt_read_t *r) {
   uvt_snapshot_cleanup(&r->snapshot);
   r->text = NULL;
   r->len = 0;
+}
+
+/* R-READ-1: a stream kind's remainder is there until a read consumed it
+ * (uvt__task_output_consumed frees it and moves output_pos to the end). */
+int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
+                            size_t *len) {
+  if (t == NULL || text == NULL || len == NULL)
+    return UV_EINVAL;
+  *len = t->output_len; /* 0 until the outcome is recorded */
+  if (t->output == NULL || t->output_pos >= t->output_len) {
+    *text = NULL;
+    return 0;
+  }
+  *text = t->output;
+  return 1;
+}
+
+/* The one place a read of an ended task marks it reported: the snapshot
+ * shows the read's own effect (R-READ-3), and nothing changes if it cannot
+ * be taken. */
+int uvt_task_remainder_take(uvt_task_t *t, int consume, uvt_snapshot_t *snap) {
+  unsigned was;
+  int err;
+  if (t == NULL || !uvt_status_is_terminal(t->status))
+    return UV_EINVAL;
+  was = t->reported;
+  t->reported = 1;
+  if (snap != NULL) {
+    err = uvt__snapshot_take(t, snap);
+    if (err != 0) {
+      t->reported = was;
+      return err;
+    }
+  }
+  if (consume)
+    uvt__task_output_consumed(t);
+  return 0;
 }

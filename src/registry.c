@@ -5,8 +5,6 @@
  * The async handle is referenced only while something is pending (a live
  * task, a deferred result, a close in progress), so an idle registry does
  * not keep the host's uv_run() alive. */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "uvt-internal.h"
@@ -18,45 +16,7 @@ void uvt_options_init(uvt_options_t *o) {
   o->teardown_grace_ms = 10000;
 }
 
-int64_t uvt__now_ms(void) {
-  uv_timeval64_t tv;
-  if (uv_gettimeofday(&tv) != 0)
-    return 0;
-  return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  va_end(ap);
-  if (reg->options.log != NULL)
-    reg->options.log(reg->options.log_data, level, buf);
-  else
-    fprintf(stderr, "uvtasks: %s\n", buf);
-}
-
-void uvt__update_ref(uvt_registry_t *reg) {
-  int pending;
-  if (reg->handles_closing)
-    return;
-  pending = reg->metrics.live > 0 || reg->closing ||
-            !uvt__list_empty(&reg->deferred) ||
-            !uvt__list_empty(&reg->dispatch) ||
-            !uvt__list_empty(&reg->agents_done) || reg->changes != NULL;
-  if (pending)
-    uv_ref((uv_handle_t *)&reg->async);
-  else
-    uv_unref((uv_handle_t *)&reg->async);
-}
-
-void uvt__kick(uvt_registry_t *reg) {
-  if (reg->handles_closing)
-    return;
-  uv_ref((uv_handle_t *)&reg->async);
-  uv_async_send(&reg->async);
-}
+static void maybe_finish_close(uvt_registry_t *reg);
 
 static void async_cb(uv_async_t *handle) {
   uvt_registry_t *reg = uvt__container_of(handle, uvt_registry_t, async);
@@ -68,7 +28,7 @@ static void async_cb(uv_async_t *handle) {
   uvt__waits_drain(reg);
   uvt__agents_drain(reg);
   uvt__feed_drain(reg);
-  uvt__maybe_finish_close(reg);
+  maybe_finish_close(reg);
   uvt__update_ref(reg);
 }
 
@@ -76,7 +36,7 @@ static void async_cb(uv_async_t *handle) {
  * c-ares way: nothing is called back while the heap is being walked).
  * Acting may call back into the host, which may remove collected
  * deadlines (they leave the list) or add new ones (next sweep). */
-void uvt__timer_cb(uv_timer_t *timer) {
+static void deadlines_due(uv_timer_t *timer) {
   uvt_registry_t *reg = uvt__container_of(timer, uvt_registry_t, timer);
   struct uvt__deadline *d;
   int kind;
@@ -136,6 +96,7 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   }
   /* On Unix uv_timer_init cannot fail. */
   uv_timer_init(loop, &reg->timer);
+  reg->deadlines_due = deadlines_due;
   uv_unref((uv_handle_t *)&reg->async);
   *out = reg;
   return 0;
@@ -212,7 +173,7 @@ static void handle_closed(uv_handle_t *handle) {
   uvt__free(reg);
 }
 
-void uvt__maybe_finish_close(uvt_registry_t *reg) {
+static void maybe_finish_close(uvt_registry_t *reg) {
   struct uvt__link *n;
   if (!reg->closing || reg->handles_closing > 0)
     return;
@@ -222,7 +183,7 @@ void uvt__maybe_finish_close(uvt_registry_t *reg) {
       reg->deadlines != NULL)
     return;
   /* Producer contexts (their threads and handles) close before ours. */
-  if (uvt__ext_close_all(reg) != 0)
+  if (uvt__ext_close_all(reg, maybe_finish_close) != 0)
     return;
 
   uvt__agents_detach_all(reg);

@@ -11,36 +11,6 @@
 
 #include "uvt-internal.h"
 
-int uvt__hub_new(uvt_registry_t *reg, uvt__hub_t **out) {
-  uvt__hub_t *hub = uvt__calloc(1, sizeof(*hub));
-  if (hub == NULL)
-    return UV_ENOMEM;
-  if (uv_mutex_init(&hub->mutex) != 0) {
-    uvt__free(hub);
-    return UV_ENOMEM;
-  }
-  uvt__list_init(&hub->queue);
-  hub->async = &reg->async;
-  atomic_init(&hub->refs, 1);
-  *out = hub;
-  return 0;
-}
-
-/* The count is atomic rather than under hub->mutex: every start and every
- * record freed takes or drops a reference, and two lock round trips per
- * task showed in bench-core lifecycle.  Only a holder of a reference
- * touches the hub, so the holder that drops the last one is alone. */
-void uvt__hub_ref(uvt__hub_t *hub) {
-  atomic_fetch_add_explicit(&hub->refs, 1, memory_order_relaxed);
-}
-
-void uvt__hub_unref(uvt__hub_t *hub) {
-  if (atomic_fetch_sub_explicit(&hub->refs, 1, memory_order_acq_rel) == 1) {
-    uv_mutex_destroy(&hub->mutex);
-    uvt__free(hub);
-  }
-}
-
 /* The registry is about to close its async handle: from now on a settle
  * frees its task itself.  Outcomes still queued belong to dropped records
  * and are freed here. */
@@ -61,16 +31,6 @@ void uvt__hub_close(uvt__hub_t *hub) {
     t->producer_done = 1;
     uvt__task_maybe_free(t);
   }
-}
-
-/* run() failed after settling: forget the queued outcome. */
-void uvt__hub_cancel(uvt_task_t *t) {
-  uv_mutex_lock(&t->hub->mutex);
-  if (t->queued) {
-    uvt__list_remove(&t->queue_link);
-    t->queued = 0;
-  }
-  uv_mutex_unlock(&t->hub->mutex);
 }
 
 /* Queue `t` for the loop; hub->mutex held, hub->async set.  Only a push
@@ -172,8 +132,7 @@ static void apply(uvt_task_t *t) {
     detail_static = 1;
   }
   uvt__task_record(t, t->o_status, detail, detail_static);
-  if (t->hooks.settled != NULL && !t->release_called)
-    t->hooks.settled(t);
+  uvt__hook_settled(t);
   uvt__dispatch(t);
 }
 

@@ -1,5 +1,5 @@
-/* Starting a task (R-START-1..5), looking one up behind the session fence
- * (R-OWN-1, R-OWN-2), and the record's lifetime. */
+/* Starting a task (R-START-1..6): the checks, the commit, and a disposal
+ * begun inside `run`.  The record itself is task.c's. */
 #include <string.h>
 
 #include "uvt-internal.h"
@@ -40,54 +40,6 @@ static uvt__kind_t *kind_find_or_add(uvt_registry_t *reg, const char *kind) {
   k->counter = 0;
   uvt__index_insert(&reg->kinds_by_name, &k->hentry, k->name);
   return k;
-}
-
-static uvt_task_t *task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec) {
-  size_t kind_len = strlen(spec->kind);
-  size_t label_len = strlen(spec->label);
-  size_t session_len =
-      spec->owner != NULL ? strlen(spec->owner->session) + 1 : 0;
-  /* One block: the record, "kind\0", "kind-<20 digits>\0", "label\0",
-   * and the owner's session id. */
-  size_t size = sizeof(uvt_task_t) + (kind_len + 1) + (kind_len + 22) +
-                (label_len + 1) + session_len;
-  uvt_task_t *t = uvt__calloc(1, size);
-  char *p;
-  if (t == NULL)
-    return NULL;
-  p = (char *)(t + 1);
-  memcpy(p, spec->kind, kind_len + 1);
-  p += kind_len + 1;
-  t->id_prefix_len = (unsigned char)(kind_len + 1);
-  /* uvt__task_id() and uvt__task_label() find these two from the kind's
-   * length. */
-  memcpy(p, spec->kind, kind_len);
-  p[kind_len] = '-';
-  p[kind_len + 1] = '\0';
-  p += kind_len + 22;
-  memcpy(p, spec->label, label_len + 1);
-  p += label_len + 1;
-  if (session_len > 0) {
-    t->owner_session = p;
-    memcpy(p, spec->owner->session, session_len);
-  }
-
-  t->reg = reg;
-  t->hub = reg->hub;
-  uvt__list_init(&t->all_link);
-  uvt__list_init(&t->scope_link);
-  uvt__list_init(&t->owner_link);
-  uvt__list_init(&t->waits);
-  uvt__list_init(&t->dispatch_link);
-  uvt__list_init(&t->sweep_link);
-  uvt__list_init(&t->apply_link);
-  uvt__list_init(&t->queue_link);
-  uvt__deadline_init(&t->teardown_deadline);
-  atomic_init(&t->settle_called, 0);
-  t->owner = spec->owner;
-  t->arg = spec->arg;
-  t->status = UVT_RUNNING;
-  return t;
 }
 
 /* R-START-6: a requested id is "<kind>-<n>" with n from 1, no leading
@@ -166,7 +118,7 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
     return UV_ENOMEM;
   if (uvt__index_reserve(&reg->tasks_by_id, reg->records + 1))
     return UV_ENOMEM;
-  t = task_alloc(reg, spec);
+  t = uvt__task_alloc(reg, spec);
   if (t == NULL)
     return UV_ENOMEM;
   uvt__hub_ref(reg->hub);
@@ -233,114 +185,4 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
   else if (reg->closing)
     uvt__teardown_task(t, "tasks service disposed");
   return 0; /* R-START-5: the record exists now. */
-}
-
-void *uvt_task_arg(const uvt_task_t *t) {
-  return t != NULL ? t->arg : NULL;
-}
-
-const char *uvt_task_id(const uvt_task_t *t) {
-  return t != NULL && t->committed ? uvt__task_id(t) : NULL;
-}
-
-uvt_registry_t *uvt_task_registry(const uvt_task_t *t) {
-  return t != NULL ? t->reg : NULL;
-}
-
-int uvt__task_live(const uvt_task_t *t) {
-  return t->status == UVT_RUNNING || t->status == UVT_STOPPING;
-}
-
-int uvt__lookup(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
-                uvt_task_t **out) {
-  struct uvt__hentry *e;
-  uvt_task_t *t;
-  if (reg == NULL || id == NULL)
-    return UV_EINVAL;
-  e = uvt__index_find(&reg->tasks_by_id, id);
-  if (e == NULL)
-    return UVT_ENOTASK;
-  t = uvt__container_of(e, uvt_task_t, hentry);
-  /* R-OWN-2: unowned tasks are open to every caller; an owned one only to
-   * callers of the same session; a NULL caller never matches. */
-  if (t->owner_session != NULL &&
-      (caller == NULL || caller->session == NULL ||
-       strcmp(caller->session, t->owner_session) != 0))
-    return UVT_EFOREIGN;
-  *out = t;
-  return 0;
-}
-
-void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
-                      int detail_static) {
-  uvt_registry_t *reg = t->reg;
-  t->status = status;
-  /* A producer may have shown a detail while live (the Slurm engine's
-   * pending reason). */
-  if (t->detail != NULL && !t->detail_static)
-    uvt__free(t->detail);
-  t->detail = detail;
-  t->detail_static = detail_static ? 1 : 0;
-  t->finished_at_ms = uvt__now_ms();
-  reg->metrics.live--;
-  if (t->owner != NULL)
-    t->owner->live_--;
-  else
-    reg->unowned_live--;
-  if (status == UVT_COMPLETED)
-    reg->metrics.completed++;
-  else if (status == UVT_KILLED)
-    reg->metrics.killed++;
-  else
-    reg->metrics.failed++;
-  uvt__deadline_remove(reg, &t->teardown_deadline);
-  uvt__waits_count(t); /* R-DONE-3: reported before any listener runs */
-  uvt__feed(t, UVT__CHANGE_TERMINAL);
-}
-
-/* A stream kind's unread remainder was read: the bytes are not needed any
- * more (R-READ-1 serves them once), so they go back now instead of when the
- * record is dropped; a host that keeps many ended tasks (uvtasks-mcp's
- * --keep-finished) then holds their records, not their output.  The length
- * stays, so "everything was read" is still told apart from "nothing was
- * kept". */
-void uvt__task_output_consumed(uvt_task_t *t) {
-  t->output_pos = t->output_len;
-  uvt__free(t->output);
-  t->output = NULL;
-}
-
-void uvt__task_pin(uvt_task_t *t) {
-  t->pins++;
-}
-
-void uvt__task_unpin(uvt_task_t *t) {
-  t->pins--;
-  uvt__task_maybe_free(t);
-}
-
-/* A record is freed when it was dropped, the producer's outcome was taken,
- * no callback holds a view of it and no duplicate settle is queued. */
-void uvt__task_maybe_free(uvt_task_t *t) {
-  int queued;
-  if (!t->dropped || !t->producer_done || t->pins > 0)
-    return;
-  uv_mutex_lock(&t->hub->mutex);
-  queued = t->queued;
-  uv_mutex_unlock(&t->hub->mutex);
-  if (!queued)
-    uvt__task_free(t);
-}
-
-void uvt__task_free(uvt_task_t *t) {
-  uvt__hub_t *hub = t->hub;
-  if (!t->detail_static)
-    uvt__free(t->detail);
-  if (t->kill_reason_owned)
-    uvt__free((char *)t->kill_reason);
-  uvt__free(t->output);
-  uvt__free(t->o_detail);
-  uvt__free(t->o_output);
-  uvt__free(t);
-  uvt__hub_unref(hub);
 }

@@ -55,6 +55,21 @@ void uvt__teardown_cancel_failed(uvt_task_t *t, int err) {
                   "cancel failed during teardown; work may be orphaned");
 }
 
+/* Every cancel of ours goes through here, and the hook is called by
+ * producer.c, never twice at once for one task (R-REENTER-1).  A teardown that
+ * begins inside the hook (the hook disposed its owner, or closed the
+ * registry) does not call it again: that running call is the teardown's
+ * cancel too, and if it fails the teardown's rule applies (R-AGENT-3) once
+ * it has returned.  A kill of the task from inside the hook is refused in
+ * uvt_kill. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason) {
+  int joined;
+  int err = uvt__hook_cancel(t, reason, &joined);
+  if (joined && err != 0 && uvt__task_live(t))
+    uvt__teardown_cancel_failed(t, err);
+  return err;
+}
+
 void uvt__teardown_task(uvt_task_t *t, const char *reason) {
   uvt_registry_t *reg = t->reg;
   int err;
@@ -104,11 +119,7 @@ static int quiesce_call(uvt_task_t *t) {
       t->dropped)
     return 0;
   t->quiesce_pending = 1;
-  t->in_quiesce_hook = 1;
-  uvt__task_pin(t);
-  r = t->hooks.quiesce(t);
-  t->in_quiesce_hook = 0;
-  t->pins--; /* the caller holds the record too; no free here */
+  r = uvt__hook_quiesce(t);
   if (r != 1)
     t->quiesce_pending = 0; /* 0, or uvt_task_quiescent() inside the hook */
   return t->quiesce_pending;
@@ -163,7 +174,7 @@ void uvt_task_quiescent(uvt_task_t *t) {
    * registry is alive). */
   UVT__LOOP_ONLY_VOID(t->reg);
   t->quiesce_pending = 0;
-  if (t->in_quiesce_hook)
+  if (uvt__in_hook(t, UVT__HOOK_QUIESCE))
     return; /* the hook's caller goes on from here */
   uvt__deadline_remove(t->reg, &t->teardown_deadline);
   quiesce_done(t);
@@ -194,50 +205,4 @@ void uvt__teardown_expired(uvt_task_t *t) {
     if (!t->dropped)
       uvt__drop(t);
   }
-}
-
-/* Take the record out of lookups and lists; it still counts as held (and
- * disposal still waits for it) until it is dropped. */
-void uvt__hide(uvt_task_t *t) {
-  uvt_registry_t *reg = t->reg;
-  if (t->hidden)
-    return;
-  t->hidden = 1;
-  uvt__index_remove(&reg->tasks_by_id, &t->hentry);
-  uvt__list_remove(&t->scope_link);
-  if (t->session != NULL)
-    t->session->task_count--;
-  else
-    reg->unowned_count--;
-}
-
-void uvt__drop(uvt_task_t *t) {
-  uvt_registry_t *reg = t->reg;
-  uvt_agent_t *owner = t->owner;
-  if (t->dropped)
-    return;
-  t->dropped = 1;
-  uvt__hide(t);
-  uvt__deadline_remove(reg, &t->teardown_deadline);
-  uvt__list_remove(&t->all_link);
-  uvt__list_remove(&t->owner_link);
-  uvt__list_remove(&t->sweep_link);
-  if (t->session != NULL) {
-    uvt__session_unref(reg, t->session);
-    t->session = NULL;
-  }
-  t->owner = NULL;
-  reg->records--;
-  uvt__feed(t, UVT__CHANGE_DROPPED);
-  if (t->hooks.release != NULL && !t->release_called) {
-    t->release_called = 1;
-    t->pins++; /* the hook may call anything (R-REENTER-1) */
-    t->hooks.release(t);
-    t->pins--;
-  }
-  if (owner != NULL)
-    uvt__agent_maybe_done(owner);
-  if (reg->closing)
-    uvt__kick(reg);
-  uvt__task_maybe_free(t);
 }

@@ -10,82 +10,11 @@
 #include <uv.h>
 
 #include "uvtasks.h"
+#include "uvtasks/producer.h"
 
-#define uvt__container_of(ptr, type, member)                                   \
-  ((type *)((char *)(ptr)-offsetof(type, member)))
-
-/* ---- alloc.c: every allocation of the library goes through these. */
-void *uvt__malloc(size_t size);
-void *uvt__calloc(size_t count, size_t size);
-void *uvt__realloc(void *ptr, size_t size);
-void uvt__free(void *ptr);
-char *uvt__strdup(const char *s);
-
-/* ---- buf.c: an empty uvt_buf_t takes `base` (from uvt__malloc, `size`
- * bytes, `len` < `size` of them text) as its contents, without copying. */
-void uvt__buf_adopt(uvt_buf_t *b, char *base, size_t len, size_t size);
-
-/* ---- Intrusive lists.  A removed node points at itself, so "linked" is
- * a cheap test and a second removal is harmless. */
-static inline void uvt__list_init(struct uvt__link *h) {
-  h->next = h;
-  h->prev = h;
-}
-static inline int uvt__list_empty(const struct uvt__link *h) {
-  return h->next == h;
-}
-static inline void uvt__list_insert_tail(struct uvt__link *h,
-                                         struct uvt__link *n) {
-  n->next = h;
-  n->prev = h->prev;
-  h->prev->next = n;
-  h->prev = n;
-}
-static inline void uvt__list_remove(struct uvt__link *n) {
-  n->prev->next = n->next;
-  n->next->prev = n->prev;
-  n->next = n;
-  n->prev = n;
-}
-static inline struct uvt__link *uvt__list_pop(struct uvt__link *h) {
-  struct uvt__link *n;
-  if (uvt__list_empty(h))
-    return NULL;
-  n = h->next;
-  uvt__list_remove(n);
-  return n;
-}
-/* Move every node of `from` to the end of `to`; `from` ends empty. */
-static inline void uvt__list_splice(struct uvt__link *from,
-                                    struct uvt__link *to) {
-  if (uvt__list_empty(from))
-    return;
-  from->next->prev = to->prev;
-  to->prev->next = from->next;
-  from->prev->next = to;
-  to->prev = from->prev;
-  uvt__list_init(from);
-}
-
-/* A fan-out that survives its own callbacks (R-DONE-4): the live list is
- * moved aside, and each member is put back before it is called.  A member
- * stopped by a callback is simply on neither list; one started by a
- * callback lands on the live list only and is not called this round. */
-static inline void uvt__fanout_begin(struct uvt__link *live,
-                                     struct uvt__link *aside) {
-  uvt__list_splice(live, aside);
-}
-static inline struct uvt__link *uvt__fanout_next(struct uvt__link *live,
-                                                 struct uvt__link *aside) {
-  struct uvt__link *n = uvt__list_pop(aside);
-  if (n != NULL)
-    uvt__list_insert_tail(live, n);
-  return n;
-}
-static inline void uvt__fanout_end(struct uvt__link *live,
-                                   struct uvt__link *aside) {
-  uvt__list_splice(aside, live);
-}
+/* Leaf helpers every layer shares: allocation, lists, container_of. */
+#include "leaf/alloc.h"
+#include "leaf/list.h"
 
 /* ---- index.c: a string-keyed hash table of intrusive entries.  Insertion
  * never allocates; uvt__index_reserve() grows it ahead of time. */
@@ -105,7 +34,8 @@ void uvt__index_free(uvt__index_t *ix);
 
 /* ---- deadline.c: one uv_timer per registry drives a pairing heap of
  * deadlines (wait deadlines, teardown grace periods).  It keeps time only;
- * registry.c's timer callback collects what is due and acts on it. */
+ * the timer runs reg->deadlines_due (registry.c's), which collects what is
+ * due and acts on it. */
 enum { UVT__DEADLINE_WAIT = 1, UVT__DEADLINE_TEARDOWN = 2 };
 
 void uvt__deadline_add(uvt_registry_t *reg, struct uvt__deadline *d, int kind,
@@ -203,12 +133,10 @@ struct uvt_task_s {
   unsigned release_called : 1;
   unsigned detail_static : 1;
   unsigned kill_reason_owned : 1;
-  unsigned producer_done : 1; /* the outcome was taken off the hub */
-  unsigned in_quiesce_hook : 1;
+  unsigned producer_done : 1;   /* the outcome was taken off the hub */
   unsigned hidden : 1;          /* out of the id index and the list views */
-  unsigned in_cancel : 1;       /* the cancel hook is running */
+  unsigned in_hook : 5;         /* UVT__HOOK_* bits: hooks running */
   unsigned cancel_deferred : 1; /* a teardown's cancel joined that call */
-  unsigned in_read : 1;         /* the read_output hook is running */
   unsigned char id_prefix_len;  /* strlen("<kind>-"), at most 65 */
   unsigned dups_seen;           /* taken from dup_settles by the drain */
   uvt_agent_t *owner;
@@ -236,7 +164,7 @@ struct uvt_task_s {
   struct uvt__change changes[UVT__CHANGE_COUNT];
 };
 
-/* The record's strings follow it in one block (see start.c): "kind\0",
+/* The record's strings follow it in one block (see task.c): "kind\0",
  * then the id ("kind-" written at the start, its digits at commit; 21
  * bytes left for them), then "label\0".  So their places follow from the
  * kind's length (id_prefix_len - 1) and need no pointers in the record. */
@@ -274,33 +202,15 @@ enum {
   UVT__WAIT_DUE = UVT__TAG(0x23)      /* on reg->deferred: next drain */
 };
 
-/* ---- ext.c: per-registry producer contexts.  A producer that needs
- * state of its own per registry (threads, a signal watch, a cache) embeds
- * a uvt__ext_t, finds it by `key` (the address of something of its own)
- * and adds it once.  Registry close calls `close` once, after the last
- * record was dropped and before the registry's own handles close: the
- * context stops what it runs (joins its threads, closes its handles) and
- * then calls `done(ext)` exactly once, at once or from a later callback on
- * the loop thread; `done` is the last time the registry touches `ext`, so
- * the producer frees it after `done` returns. */
-typedef struct uvt__ext_s uvt__ext_t;
-typedef void (*uvt__ext_done_cb)(uvt__ext_t *ext);
-struct uvt__ext_s {
-  uvt__ext_t *next;
-  const void *key;
-  uvt_registry_t *reg; /* set by uvt__ext_add */
-  void (*close)(uvt__ext_t *ext, uvt__ext_done_cb done);
-};
-
+/* ---- ext.c: per-registry producer contexts (uvt_context_t of
+ * uvtasks/producer.h). */
 enum { UVT__EXT_OPEN = 0, UVT__EXT_CLOSING, UVT__EXT_CLOSED };
 
-uvt__ext_t *uvt__ext_find(const uvt_registry_t *reg, const void *key);
-/* 0, or UVT_ECLOSING once the registry is closing. */
-int uvt__ext_add(uvt_registry_t *reg, uvt__ext_t *ext);
 /* For registry close: starts shutting every context down on the first
- * call; returns 0 once all are done, else 1 (uvt__maybe_finish_close is
- * called again when the last one is). */
-int uvt__ext_close_all(uvt_registry_t *reg);
+ * call; returns 0 once all are done, else 1, and then `closed(reg)` is
+ * called when the last one is (the registry's close goes on from there). */
+int uvt__ext_close_all(uvt_registry_t *reg,
+                       void (*closed)(uvt_registry_t *reg));
 enum {
   UVT__SURFACE_DETACHED = UVT__TAG(0x30),
   UVT__SURFACE_ATTACHED = UVT__TAG(0x31),
@@ -333,6 +243,7 @@ struct uvt_registry_s {
   uv_timer_t timer;
   struct uvt__deadline *deadlines; /* pairing heap root */
   struct uvt__deadline expired;    /* list head: collected, not acted on */
+  uv_timer_cb deadlines_due;       /* registry.c's: the timer fired */
 
   uvt__index_t tasks_by_id;
   uvt__index_t agents_by_id;
@@ -367,12 +278,13 @@ struct uvt_registry_s {
   int closing;         /* close requested */
   int handles_closing; /* count of uv_close callbacks outstanding */
 
-  uvt__ext_t *exts;      /* producer contexts (ext.c) */
+  uvt_context_t *exts;   /* producer contexts (ext.c) */
   unsigned exts_closing; /* contexts whose close has not called done */
+  void (*exts_closed)(uvt_registry_t *reg); /* the last one did */
   unsigned char ext_state;
 };
 
-/* ---- registry.c */
+/* ---- common.c: the bottom of the core (wake-ups, clock, log) */
 void uvt__kick(uvt_registry_t *reg);
 /* P-THREAD-1 (loopthread.c): 1, after a log line naming `fn`, when the calling
  * thread is not `reg`'s loop thread (the thread that called
@@ -400,14 +312,19 @@ void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
     ;
 int64_t uvt__now_ms(void);
 void uvt__update_ref(uvt_registry_t *reg);
-void uvt__maybe_finish_close(uvt_registry_t *reg);
-void uvt__timer_cb(uv_timer_t *timer);
 
 /* ---- snapshot.c */
 void uvt__snapshot_view(const uvt_task_t *t, uvt_snapshot_t *s);
 int uvt__snapshot_take(const uvt_task_t *t, uvt_snapshot_t *s);
 
-/* ---- start.c / lookup */
+/* ---- task.c: the record's life */
+/* One block: the record and its strings; NULL when out of memory. */
+uvt_task_t *uvt__task_alloc(uvt_registry_t *reg, const uvt_spec_t *spec);
+/* Out of lookups and lists; still held (disposal waits for it). */
+void uvt__hide(uvt_task_t *t);
+/* Hidden, unlinked, the release hook called; freed once unpinned and the
+ * producer's outcome was taken. */
+void uvt__drop(uvt_task_t *t);
 int uvt__lookup(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
                 uvt_task_t **out);
 int uvt__task_live(const uvt_task_t *t);
@@ -422,12 +339,15 @@ void uvt__task_free(uvt_task_t *t);
 void uvt__task_record(uvt_task_t *t, uvt_status_t status, char *detail,
                       int detail_static);
 
-/* ---- settle.c */
+/* ---- hub.c */
 int uvt__hub_new(uvt_registry_t *reg, uvt__hub_t **out);
 void uvt__hub_ref(uvt__hub_t *hub);
 void uvt__hub_unref(uvt__hub_t *hub);
-void uvt__hub_close(uvt__hub_t *hub);
+/* run() failed after settling: forget the queued outcome. */
 void uvt__hub_cancel(uvt_task_t *t);
+
+/* ---- settle.c */
+void uvt__hub_close(uvt__hub_t *hub);
 void uvt__settle_drain(uvt_registry_t *reg);
 
 /* ---- listener.c */
@@ -441,19 +361,41 @@ void uvt__waits_deliver_counted(uvt_task_t *t);
 void uvt__waits_drain(uvt_registry_t *reg);
 void uvt__wait_expired(uvt_wait_t *req);
 
-/* ---- kill.c */
-/* Call the producer's cancel hook, never twice at once for one task
- * (R-REENTER-1); see kill.c. */
-int uvt__task_cancel(uvt_task_t *t, const char *reason);
+/* ---- producer.c: every hook call, behind one re-entry guard */
+enum {
+  UVT__HOOK_CANCEL = 1,
+  UVT__HOOK_READ = 2,
+  UVT__HOOK_QUIESCE = 4,
+  UVT__HOOK_SETTLED = 8,
+  UVT__HOOK_RELEASE = 16
+};
+/* 1 while `hook` (a UVT__HOOK_* bit) of `t` is running. */
+static inline int uvt__in_hook(const uvt_task_t *t, unsigned hook) {
+  return (t->in_hook & hook) != 0;
+}
+/* The cancel hook; UV_ENOTSUP without one.  A call made while it runs does
+ * not enter it again: it returns 0 and the running call's *joined is set,
+ * so its caller applies a failure to both. */
+int uvt__hook_cancel(uvt_task_t *t, const char *reason, int *joined);
+/* The read_output hook (non-NULL); UV_EBUSY while it runs. */
+int uvt__hook_read(uvt_task_t *t, uvt_buf_t *out);
+/* The quiesce hook (non-NULL); 1 ("in progress") while it runs. */
+int uvt__hook_quiesce(uvt_task_t *t);
+/* The settled hook, if any, unless released. */
+void uvt__hook_settled(uvt_task_t *t);
+/* The release hook, if any, once. */
+void uvt__hook_release(uvt_task_t *t);
 
 /* ---- teardown.c */
+/* Cancel `t` through its hook, never twice at once for one task
+ * (R-REENTER-1); a teardown's cancel that joined a failing kill gets the
+ * teardown's failure rule (R-AGENT-3).  See teardown.c. */
+int uvt__task_cancel(uvt_task_t *t, const char *reason);
 void uvt__teardown_task(uvt_task_t *t, const char *reason);
 void uvt__teardown_cancel_failed(uvt_task_t *t, int err);
 void uvt__quiesce_on_kill(uvt_task_t *t);
 void uvt__teardown_after_terminal(uvt_task_t *t);
 void uvt__teardown_expired(uvt_task_t *t);
-void uvt__drop(uvt_task_t *t);
-void uvt__hide(uvt_task_t *t);
 void uvt__force_fail(uvt_task_t *t, char *detail, const char *fallback);
 
 /* ---- watch.c */

@@ -409,7 +409,7 @@ static void test_c29_set_m_jobs(void **state) {
 
 /* The registry's record and the producer's state of `id` (white box). */
 static uvt__proc_t *proc_of(fixture_t *f, const char *id, uvt_task_t **t) {
-  assert_int_equal(uvt__lookup(f->reg, id, NULL, t), 0);
+  assert_int_equal(uvt_task_lookup(f->reg, id, NULL, t), 0);
   return uvt_task_arg(*t);
 }
 
@@ -510,7 +510,7 @@ static void test_quiesce_hook_after_end(void **state) {
   wait_end(&w);
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 2);
   p = proc_of(&f, id, &t);
-  assert_int_equal(t->hooks.quiesce(t), 1);
+  assert_int_equal(uvt_task_hooks(t)->quiesce(t), 1);
   memset(&lw, 0, sizeof(lw));
   lw.f = &f;
   lw.id = id;
@@ -522,7 +522,7 @@ static void test_quiesce_hook_after_end(void **state) {
   /* P-LEFT-1: the detail it settled with stays as it was. */
   assert_outcome(&s, UVT_COMPLETED, "exit code: 0; 2 processes still running");
   uvt_snapshot_cleanup(&s);
-  assert_int_equal(t->hooks.quiesce(t), 0);
+  assert_int_equal(uvt_task_hooks(t)->quiesce(t), 0);
 
   /* A leftover that ignores SIGTERM gets SIGKILL after the grace. */
   o.command = NULL;
@@ -538,7 +538,7 @@ static void test_quiesce_hook_after_end(void **state) {
   assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 1);
   p = proc_of(&f, id, &t);
   t0 = now_ms();
-  assert_int_equal(t->hooks.quiesce(t), 1);
+  assert_int_equal(uvt_task_hooks(t)->quiesce(t), 1);
   assert_true(run_until(&f, leftovers_at_most, &lw, 3000));
   assert_true(now_ms() - t0 >= 190);
   run_for(&f, 30);
@@ -576,7 +576,7 @@ static void test_c30_kill_ended(void **state) {
                  "exit code: 0; 1 process still running");
   wait_end(&w);
   assert_int_equal(uvt_process_leftovers(f.reg, id, &a), 1);
-  assert_int_equal(uvt__lookup(f.reg, id, &a, &t), 0);
+  assert_int_equal(uvt_task_lookup(f.reg, id, &a, &t), 0);
   p = uvt_task_arg(t);
   assert_int_equal(uvt_kill(f.reg, id, &a, "stop the server", &kr), 0);
   assert_int_equal(kr, UVT_KILL_ALREADY_TERMINAL);

@@ -473,7 +473,7 @@ static int hb_exists(void *arg) {
 
 static const char *key_of(env_t *v, const char *id) {
   uvt_task_t *t;
-  assert_int_equal(uvt__lookup(v->f.reg, id, NULL, &t), 0);
+  assert_int_equal(uvt_task_lookup(v->f.reg, id, NULL, &t), 0);
   return ((uvt__sjob_t *)uvt_task_arg(t))->key;
 }
 
@@ -684,7 +684,7 @@ static int owned_has_hb(void *arg) {
   ownedarg_t *o = arg;
   uvt_task_t *t;
   char path[4096];
-  if (uvt__lookup(o->v->f.reg, o->id, o->owner, &t) != 0)
+  if (uvt_task_lookup(o->v->f.reg, o->id, o->owner, &t) != 0)
     return 0;
   snprintf(path, sizeof(path), "%s/%s.hb", out_dir,
            ((uvt__sjob_t *)uvt_task_arg(t))->key);

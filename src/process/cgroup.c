@@ -93,21 +93,13 @@ static int own_cgroup(char *buf, size_t size) {
   return 0;
 }
 
-int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir) {
   char parent[PATH_MAX];
   char dir[PATH_MAX];
-  uvt__procs_t *ps;
   struct stat st;
   int fd;
   int err;
 
-  if (reg == NULL)
-    return UV_EINVAL;
-  err = uvt__procs_get(reg, &ps);
-  if (err != 0)
-    return err;
   if (ps->cg_dirfd >= 0)
     return UV_EALREADY;
   if (parent_dir != NULL) {
@@ -290,9 +282,9 @@ void uvt__cgroup_close(uvt__procs_t *ps) {
   close(ps->cg_dirfd);
   ps->cg_dirfd = -1;
   if (ps->cg_path != NULL && rmdir(ps->cg_path) != 0 && errno != ENOENT)
-    uvt__log(ps->reg, UVT_LOG_WARN,
-             "cgroup %s is left behind (%s): a task's group was not empty",
-             ps->cg_path, uvt_err_name(UVT__PERR(errno)));
+    uvt_log(ps->reg, UVT_LOG_WARN,
+            "cgroup %s is left behind (%s): a task's group was not empty",
+            ps->cg_path, uvt_err_name(UVT__PERR(errno)));
   uvt__free(ps->cg_path);
   ps->cg_path = NULL;
 }

@@ -2,7 +2,7 @@
  * registry, uvt-internal.h): what all tasks of one registry share: the
  * spawner threads (spawner.c), the cached environment (env.c), the one
  * SIGCHLD watch (reap.c), the table of sessions and the batched passes
- * over /proc (session.c).
+ * over /proc (members.c).
  *
  * Created by the first task's start, it lives until registry close, which
  * shuts it down after every record was dropped: it closes its handles and
@@ -23,7 +23,7 @@ static const char procs_key = 'p';
 
 /* Drop one hold on the closing context; the last one ends it. */
 static void procs_unhold(uvt__procs_t *ps) {
-  uvt__ext_done_cb done;
+  uvt_context_done_cb done;
 
   if (--ps->handles_closing > 0)
     return;
@@ -48,7 +48,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   n = uvt__reap_close(ps, procs_handle_closed);
   if (n < 0)
     return; /* a leader's reap still needs the SIGCHLD watch */
-  n += (int)uvt__session_close(ps, procs_handle_closed);
+  n += (int)uvt__members_close(ps, procs_handle_closed);
   n += (int)uvt__notify_close(ps, procs_handle_closed);
   n += (int)uvt__trim_close(ps, procs_handle_closed);
   n += (int)uvt__spawner_close(ps, procs_handle_closed);
@@ -59,7 +59,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   procs_unhold(ps);
 }
 
-static void procs_close(uvt__ext_t *ext, uvt__ext_done_cb done) {
+static void procs_close(uvt_context_t *ext, uvt_context_done_cb done) {
   uvt__procs_t *ps = uvt__container_of(ext, uvt__procs_t, ext);
 
   ps->closing = 1;
@@ -84,7 +84,7 @@ static int host_reaps_orphans(uvt__procs_t *ps) {
 }
 
 int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
-  uvt__ext_t *e = uvt__ext_find(reg, &procs_key);
+  uvt_context_t *e = uvt_context_find(reg, &procs_key);
   uvt__procs_t *ps;
   int err;
 
@@ -106,9 +106,10 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   ps->cg_dirfd = -1;
   uvt__list_init(&ps->unreaped);
   uvt__list_init(&ps->notifying);
+  ps->check_closed = uvt__procs_maybe_closed;
   ps->ext.key = &procs_key;
   ps->ext.close = procs_close;
-  err = uvt__session_init(ps);
+  err = uvt__members_init(ps);
   if (err == 0) {
     err = uvt__spawner_init(ps);
     if (err != 0) {
@@ -122,7 +123,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return err;
   }
   ps->cg_dirfd_shared = -1;
-  err = uvt__ext_add(reg, &ps->ext);
+  err = uvt_context_add(reg, &ps->ext);
   if (err == 0)
     uvt__stopall_add(ps);
   if (err != 0) {
@@ -144,4 +145,19 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return uvt__reap_start(ps);
   }
   return 0;
+}
+
+/* P-KILL-5 (cgroup.c does the work): the registry's cgroup directory. */
+int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  uvt__procs_t *ps;
+  int err;
+
+  if (reg == NULL)
+    return UV_EINVAL;
+  err = uvt__procs_get(reg, &ps);
+  if (err != 0)
+    return err;
+  return uvt__cgroup_open(ps, parent_dir);
 }

@@ -19,7 +19,7 @@ int uvt_process_peek(uvt_registry_t *reg, const char *id,
   if (out != NULL)
     memset(out, 0, sizeof(*out));
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   if (reg == NULL || id == NULL || out == NULL)
     return UV_EINVAL;
   err = uvt__proc_lookup(reg, id, caller, &t, &p);
@@ -42,7 +42,7 @@ int uvt_process_last_line(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller, char *buf, size_t size) {
   if (buf != NULL && size > 0)
     buf[0] = '\0';
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   if (reg == NULL || id == NULL)
     return UV_EINVAL;
   return uvt__process_last_line(reg, id, caller, buf, size);
@@ -52,20 +52,23 @@ int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
                              const uvt_agent_t *caller, size_t *bytes) {
   uvt__peek_t pk;
   uvt_task_t *t;
+  const char *text;
+  size_t len;
   size_t n = 0;
   int err;
 
   if (bytes != NULL)
     *bytes = 0;
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   if (reg == NULL || id == NULL || bytes == NULL)
     return UV_EINVAL;
-  err = uvt__lookup(reg, id, caller, &t);
+  err = uvt_task_lookup(reg, id, caller, &t);
   if (err != 0)
     return err;
-  /* What the record kept at the task's end (any producer's task). */
-  if (t->output != NULL && t->output_len > t->output_pos)
-    n += t->output_len - t->output_pos;
+  /* What the record kept at the task's end and no read took yet (any
+   * producer's task). */
+  if (uvt_task_remainder_peek(t, &text, &len) == 1)
+    n += len;
   /* And, for a process task, what its streams still hold. */
   if (uvt__process_peek(reg, id, caller, &pk) == 0)
     n += pk.unread[0] + pk.unread[1];

@@ -35,7 +35,7 @@ static void on_check(uv_check_t *h) {
     /* A record force-failed by a teardown is terminal before the task
      * settles: no call after that either. */
     if (p->settled || p->released || cb == NULL ||
-        uvt_status_is_terminal(p->task->status) ||
+        uvt_status_is_terminal(uvt_task_status(p->task)) ||
         (p->out.buf.len == 0 && p->out.buf.dropped == 0 &&
          p->err.buf.len == 0 && p->err.buf.dropped == 0))
       continue;

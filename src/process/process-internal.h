@@ -7,9 +7,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "uvt-internal.h"
+#include "leaf/alloc.h"
+#include "leaf/list.h"
 #include "uvtasks.h"
 #include "uvtasks/process.h"
+#include "uvtasks/producer.h"
 
 /* libuv's error for an errno value (unix). */
 #define UVT__PERR(e) (-(e))
@@ -103,10 +105,6 @@ int uvt__output_take(uvt__outbuf_t *out, int out_final, uvt__outbuf_t *err,
                      int err_final, char **text, size_t *len, size_t *size);
 
 /* ---- process.c: one task ---------------------------------------------- */
-
-/* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
- * available (for tests of that path).  Loop thread; set between tasks. */
-extern int uvt__process_no_pidfd;
 
 /* M-MCP-5: the last unread line of task `id`'s output (stdout, else
  * stderr; after its last carriage return), cut to `size` - 1 bytes and
@@ -236,13 +234,13 @@ struct uvt__proc_s {
   uvt__layout_t fin;
   int fin_ok;
 
-  /* Links of the context's lists (reap.c, session.c). */
+  /* Links of the context's lists (reap.c, members.c). */
   struct uvt__link unreaped_link; /* leader watched through SIGCHLD */
   struct uvt__link sweep_link;    /* waiting for the next batched pass */
   struct uvt__link pass_link;     /* on the list of a pass being run */
   uvt__proc_t *sid_next;          /* the context's table of sessions */
 
-  /* The session (session.c). */
+  /* The session (members.c). */
   unsigned long long start_ticks; /* the leader's start time */
   int tracked;                    /* in the context's table */
   int session_gone;               /* no member can be left: final */
@@ -253,6 +251,10 @@ struct uvt__proc_s {
   unsigned pass_live;             /* live members the last pass found */
   unsigned pass_sandbox;          /* of them, bwrap's own (S-2) */
   unsigned pass_dying;            /* of them, exiting or SIGKILLed */
+  /* process.c's, handed to members.c: a pass over p's members ran and
+   * pass_live is fresh (a quiesce or a kill may be over).  On the proc,
+   * not the context: a proc may outlive its context. */
+  void (*swept)(uvt__proc_t *p);
   int cg;                         /* the task has a cgroup (cgroup.c) */
   char cg_name[16];
   unsigned pass_groups; /* groups it signalled */
@@ -291,7 +293,8 @@ struct uvt__proc_s {
 /* Reap the leader if it has exited (waitpid on its pid, WNOHANG).
  * Returns 1 if it is (now) reaped. */
 int uvt__proc_check_leader(uvt__proc_t *p);
-/* A batched pass over p's session ran (session.c): pass_live is fresh. */
+/* A pass over p's members ran (members.c calls it through p->swept):
+ * pass_live is fresh. */
 void uvt__proc_swept(uvt__proc_t *p);
 /* The spawner answered the task's request (sp->cookie). */
 void uvt__proc_spawned(uvt__spawn_t *sp);
@@ -406,9 +409,12 @@ void uvt__env_cache_free(uvt__envcache_t *c);
 /* ---- context.c: the producer's per-registry context -------------------- */
 
 struct uvt__procs_s {
-  uvt__ext_t ext;
+  uvt_context_t ext;
   uv_loop_t *loop;
   uvt_registry_t *reg;
+  /* context.c's, handed to the helpers (reap.c, spawner.c): something the
+   * context's close waited for has finished; see if it can go on. */
+  void (*check_closed)(uvt__procs_t *ps);
 
   /* reap.c */
   uv_signal_t sigchld;
@@ -418,8 +424,11 @@ struct uvt__procs_s {
   int subreaper_checked;
   uint64_t subreaper_asked;  /* uv_now() of the last check */
   struct uvt__link unreaped; /* procs whose leader waits for SIGCHLD */
+  /* Handed over by uvt__reap_watch: look whether p's leader exited (and
+   * reap it); nonzero once it was reaped. */
+  int (*check_leader)(uvt__proc_t *p);
 
-  /* session.c */
+  /* members.c */
   uvt__proc_t **sessions; /* tracked sessions by leader pid (chained) */
   size_t sessions_size;   /* buckets, a power of two */
   size_t sessions_count;
@@ -475,7 +484,7 @@ struct uvt__procs_s {
   /* Shutdown (context.c). */
   int closing;
   unsigned handles_closing;
-  uvt__ext_done_cb done;
+  uvt_context_done_cb done;
 };
 
 /* The registry's context, created on first use.  Returns 0 and *out, or
@@ -484,7 +493,7 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out);
 /* Called by reap.c when a list it waits on at close became empty. */
 void uvt__procs_maybe_closed(uvt__procs_t *ps);
 
-/* ---- session.c: the task's session (P-KILL-5, P-KILL-3, P-REAP-1) ------ */
+/* ---- members.c: the task's session (P-KILL-5, P-KILL-3, P-REAP-1) ------ */
 
 typedef struct {
   pid_t pid;
@@ -497,47 +506,53 @@ typedef struct {
   unsigned long long start; /* clock ticks after boot */
 } uvt__pstat_t;
 
+/* ---- procfs.c: the /proc readers ------------------------------------- */
 /* /proc/<pid>/stat: 0, or -1 (gone, or no /proc). */
 int uvt__pstat_read(pid_t pid, uvt__pstat_t *st);
+/* 1 when the process `st` was read of is exiting or has a fatal signal
+ * pending (P-LEFT-1); reads /proc/<pid>/status. */
+int uvt__pstat_dying(const uvt__pstat_t *st);
 /* Call fn(arg, pid) for each decimal number in what is left of `fd` (a
  * /proc children list, a cgroup.procs file: numbers apart by any other
  * byte); returns how many.  Reads to the end; leaves fd open. */
 int uvt__read_pids(int fd, void (*fn)(void *arg, pid_t pid), void *arg);
+
+/* ---- members.c ------------------------------------------------------- */
 /* The context's table of sessions: UV_ENOMEM or 0. */
-int uvt__session_init(uvt__procs_t *ps);
+int uvt__members_init(uvt__procs_t *ps);
 /* Track p's session (after the spawn, with p->start_ticks set); untrack
  * it (p goes away).  Loop thread. */
-void uvt__session_track(uvt__proc_t *p);
-void uvt__session_untrack(uvt__proc_t *p);
+void uvt__members_track(uvt__proc_t *p);
+void uvt__members_untrack(uvt__proc_t *p);
 /* Send `sig` to every group of p's session: the leader's group at once
  * while the leader is unreaped, the others from the next batched pass
  * (which calls uvt__proc_swept).  0, or the error of the leader's group
  * (EPERM). */
-int uvt__session_signal(uvt__proc_t *p, int sig);
+int uvt__members_signal(uvt__proc_t *p, int sig);
 /* P-KILL-8: a chosen signal to every group of p's session now (one pass
  * over /proc), each process once and after any signal sent before it.  A
- * SIGTERM, here as from uvt__session_signal, is followed by SIGCONT.  0,
+ * SIGTERM, here as from uvt__members_signal, is followed by SIGCONT.  0,
  * or the error of the leader's group. */
-int uvt__session_signal_now(uvt__proc_t *p, int sig);
+int uvt__members_signal_now(uvt__proc_t *p, int sig);
 /* Ask for a batched pass (liveness only); uvt__proc_swept follows. */
-void uvt__session_check(uvt__proc_t *p);
+void uvt__members_check(uvt__proc_t *p);
 /* 1 if p's session is known to have no process left (not even a zombie):
  * marked gone, or its leader reaped and its number no longer allocated
  * (two fcntl calls); 0 if a pass must tell. */
-int uvt__session_known_empty(uvt__proc_t *p);
+int uvt__members_known_empty(uvt__proc_t *p);
 /* A pass over p's session now, sending `sig` (0: none) to its groups;
  * returns its live members.  Reaps our zombie members on the way. */
-int uvt__session_count(uvt__proc_t *p, int sig);
+int uvt__members_count(uvt__proc_t *p, int sig);
 /* S-2: what the task left running, as reported (P-LEFT-1): a pass's live
  * members without a sandboxed task's own bwrap processes (its pid 1 may
  * outlive the command by a moment, or hold the sandbox for a child that
  * left the session; it is still signalled and waited for as a member). */
-int uvt__session_leftovers(uvt__proc_t *p);
+int uvt__members_leftovers(uvt__proc_t *p);
 /* SIGCHLD on a subreaper host: reap zombie children of tracked sessions. */
-void uvt__session_reap_orphans(uvt__procs_t *ps);
+void uvt__members_reap_orphans(uvt__procs_t *ps);
 /* At context close: detach procs still tracked, close the idle handle;
  * returns the number of handles closed (on_closed runs for each). */
-unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed);
+unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
 /* ---- spawner.c: spawning off the loop thread (P-SPAWN-6) -------------- */
 
@@ -547,9 +562,12 @@ extern unsigned uvt__process_spawners;
 
 /* The context's queues, mutex and async handle: 0 or a libuv error. */
 int uvt__spawner_init(uvt__procs_t *ps);
-/* Hand a request over (starting the threads with the first one); its
- * answer comes back through uvt__proc_spawned() from the async. */
-void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp);
+/* Hand a request over (starting the threads with the first one), as
+ * libuv's uv_queue_work: the spawn runs on a spawner thread and
+ * `done(sp)` is called with the answer on the loop thread (from the
+ * context's async, or at once when the context stops). */
+void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp,
+                         void (*done)(uvt__spawn_t *sp));
 /* Room in the live-leader set for one more start (before it commits):
  * 0 or UV_ENOMEM.  A reaped leader leaves the set. */
 int uvt__spawner_reserve(uvt__procs_t *ps);
@@ -559,12 +577,17 @@ void uvt__stopall_add(uvt__procs_t *ps);
 void uvt__stopall_remove(uvt__procs_t *ps);
 /* At context close: stop the threads (answering queued requests "not
  * spawned" at once); 0 once they are joined and every answer delivered,
- * else -1 (uvt__procs_maybe_closed is called again then). */
+ * else -1 (ps->check_closed is called again then). */
 int uvt__spawner_stop(uvt__procs_t *ps);
 /* Then: close the async handle; returns how many handles were closed. */
 unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
 /* ---- cgroup.c: a cgroup per task, where the host asks (P-KILL-5) ------- */
+
+/* uvt_process_cgroups() for the context `ps`: make the registry's
+ * directory under `parent_dir` (NULL: the host's own cgroup).  Returns
+ * what uvt_process_cgroups documents.  Loop thread. */
+int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir);
 
 /* The spawner's side: make the group `name` in `dirfd`; move `pid` into
  * it.  0 or a libuv error.  Any thread. */
@@ -588,14 +611,17 @@ void uvt__cgroup_close(uvt__procs_t *ps);
 /* Start the context's SIGCHLD watch (once); 0 or a libuv error. */
 int uvt__reap_start(uvt__procs_t *ps);
 /* Watch p's leader through the context's one SIGCHLD watch (started on
- * first use), and look once now for an exit that came before.  0 or a
- * libuv error (the watch could not start). */
-int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p);
+ * first use), and look once now for an exit that came before: the watch
+ * calls `check(p)` (the same function for every task of the context)
+ * whenever a leader may have exited.  0 or a libuv error (the watch could
+ * not start). */
+int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p,
+                    int (*check)(uvt__proc_t *p));
 /* p's leader was reaped, or p goes away: stop watching it. */
 void uvt__reap_unwatch(uvt__proc_t *p);
 /* At context close: -1 while a leader still waits on the watch (its group
  * was sent SIGKILL; call again when the list empties, which
- * uvt__procs_maybe_closed does), else close the watch's handles and return
+ * ps->check_closed does), else close the watch's handles and return
  * how many were closed (on_closed runs for each, data = ps). */
 int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
@@ -609,11 +635,17 @@ extern int uvt__process_force_fork;
  * test can hold the spawner at either point.  Read when a request is
  * built; NULL otherwise. */
 extern void (*uvt__process_spawn_hook)(int phase);
+/* Nonzero: detect the leader's exit through SIGCHLD as if pidfds were not
+ * available (for tests of that path; spawn.c's).  Loop thread; set
+ * between tasks. */
+extern int uvt__process_no_pidfd;
 
 /* A spawn request: built on the loop thread, then only read by the spawn,
  * which writes the answer; one allocation with everything it points to. */
 struct uvt__spawn_s {
   struct uvt__link link; /* a queue of whoever holds the request */
+  /* Handed over by uvt__spawner_submit: the answer, on the loop thread. */
+  void (*done)(uvt__spawn_t *sp);
   /* Set before the spawn, read-only after. */
   const char *file; /* what to exec (a resolved path, or the shell) */
   char *const *argv;

@@ -34,8 +34,6 @@
  * until its I/O returns, and must not hold the task open for ever. */
 #define KILL_GIVE_UP_MS 10000
 
-int uvt__process_no_pidfd;
-
 /* ---- names ------------------------------------------------------------ */
 
 static const char *signal_name(int sig, char *buf, size_t size) {
@@ -109,7 +107,7 @@ static void proc_free(uvt__proc_t *p) {
   uvt__notify_cancel(p);
   if (p->cg)
     uvt__cgroup_remove(p);
-  uvt__session_untrack(p);
+  uvt__members_untrack(p);
   uvt__spawn_free(p->spawn); /* one that never left */
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
@@ -185,7 +183,7 @@ static void close_stream(uvt__stream_t *s) {
  * yet. */
 static int kill_pending(uvt__proc_t *p) {
   return p->kill_requested && p->pid > 0 && !p->kill_gave_up &&
-         !uvt__session_known_empty(p);
+         !uvt__members_known_empty(p);
 }
 
 /* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
@@ -462,7 +460,7 @@ static void on_exit_poll(uv_poll_t *poll, int status, int events) {
  * grace_ms has passed since the kill, every process still in the session
  * (and cgroup) gets SIGKILL, leader reaped or not, and again on every tick
  * until none is left, so that what a fork bomb forks between two passes is
- * stopped too.  Each pass checks membership as P-KILL-3 asks (session.c).
+ * stopped too.  Each pass checks membership as P-KILL-3 asks (members.c).
  * Before the grace has passed (the leader died of SIGTERM), the ticks only
  * look, so the task settles as soon as its session is empty. */
 static void on_kill_timer(uv_timer_t *timer) {
@@ -479,19 +477,19 @@ static void on_kill_timer(uv_timer_t *timer) {
   if (p->killed_now &&
       ms_since(p->kill_start_ns) >= p->grace_ms + KILL_GIVE_UP_MS) {
     p->kill_gave_up = 1;
-    uvt__log(p->reg, UVT_LOG_WARN,
-             "task %s: processes of its session outlived SIGKILL for %d ms "
-             "(in uninterruptible sleep?); it ends without waiting for them",
-             p->id, KILL_GIVE_UP_MS);
+    uvt_log(p->reg, UVT_LOG_WARN,
+            "task %s: processes of its session outlived SIGKILL for %d ms "
+            "(in uninterruptible sleep?); it ends without waiting for them",
+            p->id, KILL_GIVE_UP_MS);
     uv_timer_stop(timer);
     maybe_finish(p);
     return;
   }
   if (p->killed_now || ms_since(p->kill_start_ns) >= p->grace_ms) {
     p->killed_now = 1;
-    uvt__session_signal(p, SIGKILL);
+    uvt__members_signal(p, SIGKILL);
   } else {
-    uvt__session_check(p);
+    uvt__members_check(p);
   }
   /* A pass run at once (the context is closing) may have finished. */
   if (p->finishing || !(p->live & UVT__H_KILL))
@@ -505,7 +503,7 @@ static void on_kill_timer(uv_timer_t *timer) {
 /* The first stop request: SIGTERM to the session now, SIGKILL after the
  * grace (P-KILL-1, P-KILL-5). */
 static int request_stop(uvt__proc_t *p) {
-  int err = uvt__session_signal(p, SIGTERM);
+  int err = uvt__members_signal(p, SIGTERM);
   if (err != 0)
     return err;
   p->kill_requested = 1;
@@ -615,8 +613,8 @@ static void settle(uvt__proc_t *p) {
   /* P-LEFT-1: what the task left running is named in the detail it settles
    * with (a kill leaves nothing, P-KILL-7). */
   if (!p->not_started && p->pid > 0 && !p->kill_requested &&
-      !uvt__session_known_empty(p)) {
-    int left = uvt__session_leftovers(p);
+      !uvt__members_known_empty(p)) {
+    int left = uvt__members_leftovers(p);
     size_t used = strlen(detail);
     if (left > 0)
       snprintf(detail + used, sizeof(detail) - used,
@@ -661,7 +659,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
   if (uvt__proc_check_leader(p)) {
     if (!p->finishing && kill_pending(p)) {
       p->killed_now = 1;
-      uvt__session_signal(p, SIGKILL);
+      uvt__members_signal(p, SIGKILL);
     } else if (!p->kill_requested && !p->settled && p->pid > 0) {
       /* P-KILL-7: the leader ended on its own while its output drains;
        * the outcome stays its own (P-KILL-2), but what it left running is
@@ -683,7 +681,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
     uv_timer_start(&p->kill_timer, on_kill_timer, KILL_POLL_MS, KILL_POLL_MS);
   }
   p->killed_now = 1;
-  return uvt__session_signal(p, SIGKILL);
+  return uvt__members_signal(p, SIGKILL);
 }
 
 static int buf_sink(void *ctx, const void *bytes, size_t len) {
@@ -701,7 +699,7 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
   if (out->base == NULL &&
       uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
                        &text, &len, &size)) {
-    uvt__buf_adopt(out, text, len, size);
+    uvt_buf_adopt(out, text, len, size);
     uvt__trim_note(p->procs, size); /* the host frees it after its read */
     uvt__proc_resume(p);
     return 0;
@@ -738,9 +736,9 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 
   if (!p->killed_now && ms_since(p->quiesce_start_ns) >= p->grace_ms) {
     p->killed_now = 1;
-    uvt__session_signal(p, SIGKILL);
+    uvt__members_signal(p, SIGKILL);
   } else {
-    uvt__session_check(p);
+    uvt__members_check(p);
   }
 }
 
@@ -748,7 +746,7 @@ static void on_quiesce_timer(uv_timer_t *timer) {
  * SIGKILL after grace_ms, uvt_task_quiescent() once none is left.  Called
  * by disposal (P-KILL-4) and by a kill of the ended task (P-KILL-6); the
  * registry does not call it again while a stop is in progress.  Returns 0
- * when the session is known to be empty (session.c's cheap test: the
+ * when the session is known to be empty (members.c's cheap test: the
  * common case, a task that left nothing), else 1: whether members are
  * left is then decided by the next pass over /proc (one per loop turn for
  * all tasks). */
@@ -757,7 +755,7 @@ static int hook_quiesce(uvt_task_t *t) {
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->pid <= 0 || uvt__session_known_empty(p))
+  if (!p->settled || p->pid <= 0 || uvt__members_known_empty(p))
     return 0;
   /* A stop begun by the task itself (a kill that came while it drained,
    * P-KILL-7) is the one the registry waits for: it calls
@@ -769,11 +767,11 @@ static int hook_quiesce(uvt_task_t *t) {
      * it gone, so this should not happen; but the timer cannot be
      * initialised again before its close callback: stop what is there at
      * once instead. */
-    uvt__session_count(p, SIGKILL);
+    uvt__members_count(p, SIGKILL);
     return 0;
   }
   if (uv_timer_init(p->loop, &p->kill_timer) != 0) {
-    uvt__session_count(p, SIGKILL);
+    uvt__members_count(p, SIGKILL);
     return 0;
   }
   p->kill_timer.data = p;
@@ -782,7 +780,7 @@ static int hook_quiesce(uvt_task_t *t) {
   p->quiescing = 1;
   p->killed_now = 0;
   p->quiesce_start_ns = uv_hrtime();
-  uvt__session_signal(p, SIGTERM);
+  uvt__members_signal(p, SIGTERM);
   uv_update_time(p->loop);
   uv_timer_start(&p->kill_timer, on_quiesce_timer, QUIESCE_POLL_MS,
                  QUIESCE_POLL_MS);
@@ -791,14 +789,17 @@ static int hook_quiesce(uvt_task_t *t) {
 
 static void hook_release(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
+  const char *text;
+  size_t len;
 
   p->released = 1;
   /* The registry frees the outcome's text with the record. */
-  uvt__trim_note(p->procs, t->output_len);
+  (void)uvt_task_remainder_peek(t, &text, &len);
+  uvt__trim_note(p->procs, len);
   if (p->quiescing) {
     /* Disposal stopped waiting: do not leave the survivors running. */
     p->quiescing = 0;
-    uvt__session_count(p, SIGKILL);
+    uvt__members_count(p, SIGKILL);
     close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   }
   maybe_free(p);
@@ -1057,7 +1058,7 @@ static int watch_leader(uvt__proc_t *p) {
   p->pidfd = -1;
   if (p->procs == NULL)
     return UV_ECANCELED;
-  return uvt__reap_watch(p->procs, p);
+  return uvt__reap_watch(p->procs, p, uvt__proc_check_leader);
 }
 
 /* No child: the spawn failed, or was not made (a kill came first).  The
@@ -1089,19 +1090,19 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
     p->cg = sp->cg_err == 0;
     if (!p->cg && p->procs != NULL && !p->procs->cg_warned) {
       p->procs->cg_warned = 1;
-      uvt__log(p->reg, UVT_LOG_WARN,
-               "task %s runs outside a cgroup of its own (%s); later tasks "
-               "may too, this is said once",
-               p->id, uvt_err_name(sp->cg_err));
+      uvt_log(p->reg, UVT_LOG_WARN,
+              "task %s runs outside a cgroup of its own (%s); later tasks "
+              "may too, this is said once",
+              p->id, uvt_err_name(sp->cg_err));
     }
   }
   uvt__spawn_free(sp);
-  uvt__session_track(p);
+  uvt__members_track(p);
   err = watch_leader(p);
   if (err != 0) {
     /* Neither a pidfd nor the SIGCHLD watch: the exit could not be seen.
      * P-SPAWN-4: no child, no zombie. */
-    uvt__session_untrack(p);
+    uvt__members_untrack(p);
     uvt__spawn_abort(p->pid);
     uvt__spawner_reaped(p->procs, p->pid);
     p->pid = 0;
@@ -1112,9 +1113,9 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
     /* The record was dropped while the spawn was out (disposal gave up on
      * it): nobody wants this child. */
     p->killed_now = 1;
-    uvt__session_signal(p, SIGKILL);
+    uvt__members_signal(p, SIGKILL);
   } else if (p->killed_now) {
-    uvt__session_signal(p, SIGKILL);
+    uvt__members_signal(p, SIGKILL);
   } else if (p->kill_requested) {
     /* P-LIMIT-1, P-END-3: the runtime limit passed while the spawn was
      * out (a stalled loop runs its timers before it reads the answer),
@@ -1129,7 +1130,7 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
     }
     /* A kill came while the spawn was out and too late to stop it; its
      * grace has been running since the kill call. */
-    uvt__session_signal(p, SIGTERM);
+    uvt__members_signal(p, SIGTERM);
   }
 }
 
@@ -1180,7 +1181,7 @@ static int blank(const char *s) {
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt_spec_t spec;
   char *joined = NULL;
@@ -1214,6 +1215,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->loop = uvt_registry_loop(reg);
   p->opts = o;
   p->pidfd = -1;
+  p->swept = uvt__proc_swept;
   p->grace_ms = o->grace_ms;
   p->drain_ms = o->drain_ms;
   p->max_runtime_ms = o->max_runtime_ms;
@@ -1267,7 +1269,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   /* P-SPAWN-6: the record exists; the spawn runs off the loop thread.  A
    * kill that came inside uvt_start (R-REENTER-1) already marked the
    * request cancelled: the spawner will not spawn it. */
-  uvt__spawner_submit(p->procs, p->spawn);
+  uvt__spawner_submit(p->procs, p->spawn, uvt__proc_spawned);
   return 0;
 }
 
@@ -1279,14 +1281,14 @@ int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
   if (reg == NULL || id == NULL)
     return UV_EINVAL;
   /* The registry's lookup applies the fence (R-OWN-2). */
-  err = uvt__lookup(reg, id, caller, t);
+  err = uvt_task_lookup(reg, id, caller, t);
   if (err != 0)
     return err;
-  if ((*t)->dropped || (*t)->release_called)
-    return UVT_ENOTASK;
-  if ((*t)->hooks.cancel != hook_cancel)
+  /* A dropped record (release called) is out of the registry's index,
+   * so the lookup never finds one. */
+  if (uvt_task_hooks(*t)->cancel != hook_cancel)
     return UV_EINVAL; /* another producer's task */
-  *out = (*t)->arg;
+  *out = uvt_task_arg(*t);
   return 0;
 }
 
@@ -1304,7 +1306,7 @@ int uvt_process_resize(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uint16_t cols,
                        uint16_t rows) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1320,7 +1322,7 @@ int uvt_process_resize(uvt_registry_t *reg, const char *id,
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
                     const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
@@ -1350,16 +1352,16 @@ int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
 int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   int err = lookup_proc(reg, id, caller, &p);
   if (err != 0)
     return err;
-  if (p->pid <= 0 || uvt__session_known_empty(p))
+  if (p->pid <= 0 || uvt__members_known_empty(p))
     return 0;
   /* One pass over this session now (it also reaps our zombie members);
    * a sandbox's own bwrap processes are not the task's (S-2). */
-  return uvt__session_leftovers(p);
+  return uvt__members_leftovers(p);
 }
 
 /* ---- M-MCP-5: a peek at the last unread line (for progress) ----------- */

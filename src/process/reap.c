@@ -34,12 +34,12 @@ static void reap_scan(uvt__procs_t *ps) {
   while ((n = uvt__list_pop(&aside)) != NULL) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, unreaped_link);
     uvt__list_insert_tail(&ps->unreaped, n);
-    uvt__proc_check_leader(p); /* unlinks p once reaped */
+    ps->check_leader(p); /* unlinks p once reaped */
   }
   if (uvt__list_empty(&ps->unreaped)) {
     if (ps->watching)
       uv_timer_stop(&ps->recheck);
-    uvt__procs_maybe_closed(ps);
+    ps->check_closed(ps);
   }
 }
 
@@ -47,9 +47,9 @@ static void on_sigchld(uv_signal_t *h, int signum) {
   uvt__procs_t *ps = h->data;
   (void)signum;
   reap_scan(ps);
-  /* P-REAP-1 (session.c): members reparented to a subreaper host. */
+  /* P-REAP-1 (members.c): members reparented to a subreaper host. */
   if (ps->subreaper && !ps->closing)
-    uvt__session_reap_orphans(ps);
+    uvt__members_reap_orphans(ps);
 }
 
 static void on_recheck(uv_timer_t *t) {
@@ -75,17 +75,19 @@ int uvt__reap_start(uvt__procs_t *ps) {
   return err;
 }
 
-int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p) {
+int uvt__reap_watch(uvt__procs_t *ps, uvt__proc_t *p,
+                    int (*check)(uvt__proc_t *p)) {
   int err = uvt__reap_start(ps);
   if (err != 0)
     return err;
+  ps->check_leader = check;
   uvt__list_insert_tail(&ps->unreaped, &p->unreaped_link);
   if (!uv_is_active((uv_handle_t *)&ps->recheck)) {
     uv_update_time(ps->loop);
     uv_timer_start(&ps->recheck, on_recheck, RECHECK_MS, RECHECK_MS);
   }
   /* A SIGCHLD from before the leader was on the list was not for it. */
-  uvt__proc_check_leader(p);
+  check(p);
   return 0;
 }
 

@@ -10,9 +10,9 @@
  * When it settles, what nobody read becomes the outcome's text (the
  * registry serves uvt_read() from it), and settle() records where each
  * stream's bytes lie in that text (uvt__layout_t); the first read after
- * the end, of either kind, consumes all of it (the registry's output_pos
- * moves to the end), so this one slices the text by the layout instead of
- * keeping a second copy of the bytes. */
+ * the end, of either kind, consumes all of it (uvt_task_remainder_take), so
+ * this one slices the text by the layout instead of keeping a second copy of
+ * the bytes. */
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -45,16 +45,19 @@ static void status_of(const uvt__proc_t *p, uvt_process_read_t *out) {
 /* The task ended: the unread rest from the outcome's text, once. */
 static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
   const uvt__layout_t *l = &p->fin;
+  const char *text;
+  size_t len;
+  int left = uvt_task_remainder_peek(t, &text, &len);
   /* Unread: no read consumed the text yet (or the registry could not keep
    * it, and nothing said so yet). */
-  int unread = p->fin_ok && (t->output_pos < t->output_len ||
-                             (t->output_len == 0 && l->total > 0));
-  unsigned was;
+  int unread = p->fin_ok && (left == 1 || (len == 0 && l->total > 0));
   int err;
 
-  if (unread && t->output_len == l->total) {
-    out->out = copy_bytes(t->output + l->off[0], l->len[0]);
-    out->err = copy_bytes(t->output + l->off[1], l->len[1]);
+  if (left < 0)
+    return left;
+  if (unread && left == 1 && len == l->total) {
+    out->out = copy_bytes(text + l->off[0], l->len[0]);
+    out->err = copy_bytes(text + l->off[1], l->len[1]);
     out->out_len = l->len[0];
     out->err_len = l->len[1];
     out->out_dropped = l->dropped[0];
@@ -72,18 +75,13 @@ static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
   if (out->out == NULL || out->err == NULL)
     return UV_ENOMEM;
   /* R-READ-3: a read that finds the task ended marks it reported, and its
-   * snapshot shows that. */
-  was = t->reported;
-  t->reported = 1;
-  err = uvt__snapshot_take(t, &out->snapshot);
-  if (err != 0) {
-    t->reported = was;
+   * snapshot shows that; the registry does both, and consumes the text
+   * (R-READ-1), in uvt_task_remainder_take. */
+  err = uvt_task_remainder_take(t, unread, &out->snapshot);
+  if (err != 0)
     return err;
-  }
-  if (unread) {
-    uvt__task_output_consumed(t);
+  if (unread)
     p->fin_ok = 0; /* consumed: later reads are empty */
-  }
   status_of(p, out);
   return 0;
 }
@@ -91,7 +89,7 @@ static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
 int uvt_process_read(uvt_registry_t *reg, const char *id,
                      const uvt_agent_t *caller, uvt_process_read_t *out) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__split_t sp;
   uvt__proc_t *p;
   uvt_task_t *t;
@@ -103,7 +101,7 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
   err = uvt__proc_lookup(reg, id, caller, &t, &p);
   if (err != 0)
     return err;
-  if (uvt_status_is_terminal(t->status)) {
+  if (uvt_status_is_terminal(uvt_task_status(t))) {
     err = read_ended(t, p, out);
     if (err != 0)
       uvt_process_read_cleanup(out);
@@ -111,7 +109,7 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
   }
   /* Live: the snapshot first, so nothing fails once output was consumed;
    * a read of a live task never marks it reported. */
-  err = uvt__snapshot_take(t, &out->snapshot);
+  err = uvt_task_snapshot(t, &out->snapshot);
   if (err != 0)
     return err;
   memset(&sp, 0, sizeof(sp));
@@ -157,7 +155,7 @@ int uvt_process_status(uvt_registry_t *reg, const char *id,
   err = uvt__proc_lookup(reg, id, caller, &t, &p);
   if (err != 0)
     return err;
-  if (!uvt_status_is_terminal(t->status))
+  if (!uvt_status_is_terminal(uvt_task_status(t)))
     return 0;
   status_of(p, &st);
   *exited = 1;

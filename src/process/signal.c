@@ -29,7 +29,7 @@ static int allowed(int signum) {
 int uvt_process_signal(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, int signum) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_task_t *t;
   uvt__proc_t *p;
   int err;
@@ -41,9 +41,9 @@ int uvt_process_signal(uvt_registry_t *reg, const char *id,
     return err;
   /* A task that ended (or whose leader was reaped: it is ending) is not
    * signalled: P-KILL-3 allows that only for a kill's stop. */
-  if (!uvt__task_live(t) || p->reaped || uvt__proc_ending(p))
+  if (!uvt_task_is_live(t) || p->reaped || uvt__proc_ending(p))
     return UV_ESRCH;
   if (p->pid <= 0)
     return UV_EAGAIN; /* P-SPAWN-6: the spawn is still out */
-  return uvt__session_signal_now(p, signum);
+  return uvt__members_signal_now(p, signum);
 }

@@ -57,6 +57,7 @@
 #define ONE_STRING_MAX (32 * 4096)
 
 int uvt__process_force_fork;
+int uvt__process_no_pidfd;
 void (*uvt__process_spawn_hook)(int phase);
 
 /* The fixed wrapper (P-SPAWN-2): the command travels in UVT__CMD_VAR, is

@@ -112,7 +112,7 @@ static void on_answers(uv_async_t *h) {
   while ((n = uvt__list_pop(&answers)) != NULL) {
     uvt__spawn_t *sp = uvt__container_of(n, uvt__spawn_t, link);
     ps->spawns_out--;
-    uvt__proc_spawned(sp);
+    sp->done(sp);
   }
   if (ps->spawns_out == 0 && !ps->spawn_stop)
     uv_unref((uv_handle_t *)&ps->spawn_async);
@@ -120,7 +120,7 @@ static void on_answers(uv_async_t *h) {
     for (i = 0; i < ps->spawners; i++)
       uv_thread_join(&ps->spawner[i]);
     ps->spawners_joined = 1;
-    uvt__procs_maybe_closed(ps);
+    ps->check_closed(ps);
   }
 }
 
@@ -177,7 +177,9 @@ static void spawners_start(uvt__procs_t *ps) {
   }
 }
 
-void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp) {
+void uvt__spawner_submit(uvt__procs_t *ps, uvt__spawn_t *sp,
+                         void (*done)(uvt__spawn_t *sp)) {
+  sp->done = done;
   if (!ps->spawners_tried)
     spawners_start(ps);
   ps->spawns_out++;
@@ -256,7 +258,7 @@ int uvt__spawner_stop(uvt__procs_t *ps) {
       atomic_store(&sp->cancelled, 1);
       uvt__spawn_run(sp);
       ps->spawns_out--;
-      uvt__proc_spawned(sp);
+      sp->done(sp);
     }
     if (ps->spawners == 0)
       ps->spawners_joined = 1;

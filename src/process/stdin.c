@@ -236,7 +236,7 @@ int uvt_process_write(uvt_registry_t *reg, const char *id,
                       const uvt_agent_t *caller, const char *bytes,
                       size_t len) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt__stdin_t *in;
   uvt__inchunk_t *c;
@@ -282,7 +282,7 @@ int uvt_process_write(uvt_registry_t *reg, const char *id,
 int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
                             const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__proc_t *p;
   uvt__stdin_t *in;
   uvt__inchunk_t *c;

@@ -433,17 +433,6 @@ static void engine_main(void *arg) {
 
 /* ---- The loop thread --------------------------------------------------- */
 
-static void set_live_detail(uvt_task_t *t, char *detail) {
-  if (!uvt__task_live(t)) {
-    uvt__free(detail);
-    return;
-  }
-  if (!t->detail_static)
-    uvt__free(t->detail);
-  t->detail = detail;
-  t->detail_static = 0;
-}
-
 static void engine_free(uvt_slurm_engine_t *e) {
   uv_cond_destroy(&e->cond);
   uv_mutex_destroy(&e->mutex);
@@ -485,7 +474,7 @@ static void engine_async(uv_async_t *h) {
       char *d = j->live_detail != NULL ? uvt__strdup(j->live_detail) : NULL;
       j->detail_dirty = 0;
       if (!j->released && !j->settling)
-        set_live_detail(j->task, d);
+        uvt_task_set_detail(j->task, d);
       else
         uvt__free(d);
     }
@@ -496,10 +485,10 @@ static void engine_async(uv_async_t *h) {
   done = e->thread_done && e->closing && !e->thread_joined;
   uv_mutex_unlock(&e->mutex);
   if (journal_err != 0)
-    uvt__log(e->reg, UVT_LOG_WARN,
-             "slurm: journal write failed (%s): a restart may not find "
-             "every job",
-             uv_strerror(journal_err));
+    uvt_log(e->reg, UVT_LOG_WARN,
+            "slurm: journal write failed (%s): a restart may not find "
+            "every job",
+            uv_strerror(journal_err));
   if (done) {
     e->thread_joined = 1;
     uv_thread_join(&e->thread); /* it has returned: no wait */
@@ -514,17 +503,15 @@ static int slurm_cancel(uvt_task_t *t, const char *reason);
 static void engine_watch(uvt_watch_t *w, const uvt_snapshot_t *snap,
                          int dropped) {
   uvt_slurm_engine_t *e = w->data;
-  struct uvt__hentry *h;
   uvt_task_t *t;
   uvt__sjob_t *j;
   if (dropped || !uvt_status_is_terminal(snap->status) ||
       strcmp(snap->kind, "slurm") != 0)
     return;
-  h = uvt__index_find(&e->reg->tasks_by_id, snap->id);
-  if (h == NULL)
+  t = uvt_task_find(e->reg, snap->id);
+  if (t == NULL)
     return;
-  t = uvt__container_of(h, uvt_task_t, hentry);
-  if (t->hooks.cancel != slurm_cancel)
+  if (uvt_task_hooks(t)->cancel != slurm_cancel)
     return;
   j = uvt_task_arg(t);
   if (j->e != e)
@@ -541,9 +528,7 @@ static int slurm_cancel(uvt_task_t *t, const char *reason) {
   uvt_slurm_engine_t *e = j->e;
   (void)reason;
   uv_mutex_lock(&e->mutex);
-  if (e->detach_on_close && !j->settling &&
-      (t->reg->closing ||
-       (t->owner != NULL && t->owner->state_ == UVT__AGENT_DISPOSING))) {
+  if (e->detach_on_close && !j->settling && uvt_task_host_leaving(t)) {
     /* E-6: the job keeps running; the record goes. */
     uvt_outcome_t o;
     char detail[96];
@@ -775,9 +760,9 @@ int uvt_slurm_job_id(uvt_registry_t *reg, const char *id,
   int err;
   if (reg == NULL || id == NULL || job == NULL)
     return UV_EINVAL;
-  if ((err = uvt__lookup(reg, id, caller, &t)) != 0)
+  if ((err = uvt_task_lookup(reg, id, caller, &t)) != 0)
     return err;
-  if (t->hooks.cancel != slurm_cancel)
+  if (uvt_task_hooks(t)->cancel != slurm_cancel)
     return UV_EINVAL;
   j = uvt_task_arg(t);
   uv_mutex_lock(&j->e->mutex);

@@ -5,7 +5,9 @@
 #ifndef UVT_SLURM_INTERNAL_H
 #define UVT_SLURM_INTERNAL_H
 
-#include "../uvt-internal.h"
+#include "leaf/alloc.h"
+#include "leaf/list.h"
+#include "uvtasks/producer.h"
 #include "uvtasks/slurm.h"
 
 #define UVT__SLURM_KEY_MAX 64

@@ -6,7 +6,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "uvt-internal.h"
+#include "leaf/alloc.h"
+#include "uvtasks/producer.h"
 #include "uvtasks/thread.h"
 
 struct uvt_thread_ctx_s {
@@ -210,7 +211,7 @@ static int thread_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
 int uvt_thread_start(uvt_registry_t *reg, const uvt_thread_options_t *o,
                      uvt_thread_fn fn, void *arg, char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_thread_options_t defaults;
   uvt_thread_ctx_t *ctx;
   uvt_spec_t spec;

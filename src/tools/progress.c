@@ -23,7 +23,7 @@ int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
     return UV_EINVAL;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY(req->tools->registry);
+  UVT_LOOP_ONLY(req->tools->registry);
   err = uvt_process_last_line(req->tools->registry, req->task_id_, req->caller_,
                               raw, sizeof(raw));
   if (err != 0)

@@ -9,11 +9,13 @@
 #include "uvtasks.h"
 #include "uvtasks/process.h"
 #include "uvtasks/tools.h"
-/* The one core-private header of the tool surface, for the core's list
- * helpers (uvt__list_*, uvt__container_of), its allocator and the
- * loop-thread check (UVT__LOOP_ONLY); every other call into the library
- * is through the public headers above. */
-#include "uvt-internal.h"
+/* The tool surface is a layer above the core: besides the public headers
+ * above it uses the producers' published header (the loop-thread check,
+ * UVT_LOOP_ONLY) and the leaf helpers (the intrusive list,
+ * uvt__container_of, the allocator); never src/uvt-internal.h. */
+#include "uvtasks/producer.h"
+#include "leaf/alloc.h"
+#include "leaf/list.h"
 
 /* A growable text, kept NUL-terminated; it may hold NUL bytes of its own
  * (command output), so `len` is its length, not strlen().  `err` latches

@@ -756,7 +756,7 @@ static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
 int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
                      const uvt_tools_options_t *o) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_tools_options_t defaults;
   const char *name;
   int err;
@@ -880,7 +880,7 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
     return UV_EINVAL;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY(tools->registry);
+  UVT_LOOP_ONLY(tools->registry);
   tools->state_ = TOOLS_DETACHING;
   tools->detach_cb_ = cb;
   uvt_listener_stop(&tools->listener_);
@@ -912,7 +912,7 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
     return tools->state_ == TOOLS_DETACHING ? UVT_ECLOSING : UV_EINVAL;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY(tools->registry);
+  UVT_LOOP_ONLY(tools->registry);
   if (!uvt_tools_has(name))
     return UV_ENOENT;
   if (args == NULL) {
@@ -953,7 +953,7 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
   if (req->state_ != CALL_WAITING)
     return UV_EINVAL;
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(req != NULL && req->tools != NULL ? req->tools->registry
+  UVT_LOOP_ONLY(req != NULL && req->tools != NULL ? req->tools->registry
                                                    : NULL);
   if (req->aborted_ == ABORT_NONE) {
     req->aborted_ = ABORT_CALLER;

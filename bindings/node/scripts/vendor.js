@@ -32,3 +32,4 @@ for (const f of fs.readdirSync(path.join(root, 'src'))) {
   }
 }
 fs.cpSync(path.join(root, 'src', 'process'), path.join(dest, 'src', 'process'), { recursive: true })
+fs.cpSync(path.join(root, 'src', 'leaf'), path.join(dest, 'src', 'leaf'), { recursive: true })

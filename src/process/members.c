@@ -1,4 +1,4 @@
-/* A task is every process of its session (P-KILL-5), signalled and
+/* The members of a task: every process of its session (P-KILL-5), signalled and
  * counted only while it is known to be ours (P-KILL-3), and members that
  * were reparented to the host are reaped by us (P-REAP-1).
  *
@@ -52,100 +52,6 @@
 
 #include "process-internal.h"
 
-int uvt__pstat_read(pid_t pid, uvt__pstat_t *st) {
-  char path[64];
-  char buf[1024];
-  char *p;
-  int fd;
-  ssize_t n;
-  int ppid;
-  int pgrp;
-  int sid;
-  unsigned long long start;
-
-  snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  do
-    n = read(fd, buf, sizeof(buf) - 1);
-  while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  /* "pid (comm) S ppid pgrp session tty tpgid flags minflt cminflt majflt
-   * cmajflt utime stime cutime cstime priority nice threads itrealvalue
-   * starttime ...": comm may hold anything, so parse after the last ')'. */
-  p = strrchr(buf, ')');
-  {
-    const char *l = strchr(buf, '(');
-    st->bwrap =
-        l != NULL && p != NULL && p - l == 6 && memcmp(l + 1, "bwrap", 5) == 0;
-  }
-  if (p == NULL ||
-      sscanf(p + 1,
-             " %c %d %d %d %*d %*d %u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-             "%*d %*d %*d %llu",
-             &st->state, &ppid, &pgrp, &sid, &st->flags, &start) != 6)
-    return -1;
-  st->pid = pid;
-  st->ppid = ppid;
-  st->pgrp = pgrp;
-  st->sid = sid;
-  st->start = start;
-  return 0;
-}
-
-/* ---- is a member on its way out? (P-LEFT-1) --------------------------- */
-
-/* PF_EXITING (include/linux/sched.h): do_exit() has begun. */
-#define PF_EXITING_ 0x00000004u
-
-/* A member that dies of the same signal as its leader (a Ctrl-C to the
- * foreground group, `kill 0`) may still be in /proc when the leader's reap
- * is seen: freeing a large address space takes tens of milliseconds, and
- * on a busy machine a signalled process may wait longer still for a CPU.
- * Such a member is not left running.  It is dying when do_exit() has
- * begun (PF_EXITING in the stat flags), or when a fatal signal was
- * delivered and it has not run since: the kernel then marks every thread
- * of the group with a pending SIGKILL (complete_signal()), seen in SigPnd
- * or ShdPnd of /proc/<pid>/status.  A caught, ignored or blocked signal
- * sets no such mark, so a member that survives is never taken for dying.
- * It still counts as live for quiescence (P-KILL-7): only the leftover
- * count skips it. */
-static int dying(const uvt__pstat_t *st) {
-  char path[64];
-  char buf[2048];
-  const char *keys[] = {"\nSigPnd:", "\nShdPnd:"};
-  const char *q;
-  unsigned long long mask;
-  ssize_t n;
-  int fd;
-  size_t i;
-
-  if (st->flags & PF_EXITING_)
-    return 1;
-  snprintf(path, sizeof(path), "/proc/%d/status", (int)st->pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 1; /* gone since its stat was read */
-  do
-    n = read(fd, buf, sizeof(buf) - 1);
-  while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-    q = strstr(buf, keys[i]);
-    if (q != NULL && sscanf(q + strlen(keys[i]), " %llx", &mask) == 1 &&
-        (mask & (1ull << (SIGKILL - 1))) != 0)
-      return 1;
-  }
-  return 0;
-}
-
 /* ---- is the session's number still in use? ---------------------------- */
 
 /* The kernel keeps a pid number allocated while any process has it as its
@@ -169,7 +75,7 @@ static int number_free(uvt__procs_t *ps, pid_t sid) {
   return errno == ESRCH;
 }
 
-int uvt__session_known_empty(uvt__proc_t *p) {
+int uvt__members_known_empty(uvt__proc_t *p) {
   if (!p->session_gone && p->pid > 0 && p->reaped &&
       number_free(p->procs, p->pid))
     p->session_gone = 1;
@@ -207,7 +113,7 @@ static void table_grow(uvt__procs_t *ps) {
   ps->sessions_size = size;
 }
 
-int uvt__session_init(uvt__procs_t *ps) {
+int uvt__members_init(uvt__procs_t *ps) {
   ps->sessions = uvt__calloc(TABLE_MIN, sizeof(*ps->sessions));
   if (ps->sessions == NULL)
     return UV_ENOMEM;
@@ -228,7 +134,7 @@ static uvt__proc_t *table_find(const uvt__procs_t *ps, pid_t sid) {
   return NULL;
 }
 
-void uvt__session_track(uvt__proc_t *p) {
+void uvt__members_track(uvt__proc_t *p) {
   uvt__procs_t *ps = p->procs;
   size_t b;
 
@@ -243,7 +149,7 @@ void uvt__session_track(uvt__proc_t *p) {
   p->tracked = 1;
 }
 
-void uvt__session_untrack(uvt__proc_t *p) {
+void uvt__members_untrack(uvt__proc_t *p) {
   uvt__procs_t *ps = p->procs;
   uvt__proc_t **pp;
 
@@ -283,7 +189,7 @@ static void pass_begin(uvt__proc_t *p) {
   p->pass_lead = 0;
   if (p->pid <= 0)
     p->session_gone = 1;
-  uvt__session_known_empty(p);
+  uvt__members_known_empty(p);
   if (!p->session_gone && p->reaped && uvt__pstat_read(p->pid, &st) == 0)
     p->session_gone = 1;
 }
@@ -314,7 +220,7 @@ static void cg_member(void *arg, pid_t pid) {
   if (!p->session_gone && st.sid == p->pid && st.start >= p->start_ticks)
     return; /* counted with the session */
   p->pass_live++;
-  if (p->pass_sig == 0 && dying(&st))
+  if (p->pass_sig == 0 && uvt__pstat_dying(&st))
     p->pass_dying++;
   if (p->pass_sig != 0)
     send_sig(pid, p->pass_sig);
@@ -345,7 +251,7 @@ static void pass_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
   p->pass_live++;
   if (p->sandboxed && st->bwrap)
     p->pass_sandbox++;
-  else if (p->pass_sig == 0 && dying(st))
+  else if (p->pass_sig == 0 && uvt__pstat_dying(st))
     p->pass_dying++;
   if (p->pass_sig == SIGSTOP) {
     /* P-KILL-8: one process at a time, never a group: a group's signal
@@ -446,10 +352,10 @@ static void pass_one(uvt__proc_t *p, int sig, int lead) {
     uvt__list_insert_tail(next, &p->pass_link);
 }
 
-int uvt__session_count(uvt__proc_t *p, int sig) {
+int uvt__members_count(uvt__proc_t *p, int sig) {
   int lead = 0;
 
-  if (uvt__session_known_empty(p))
+  if (uvt__members_known_empty(p))
     return 0;
   if (sig != 0 && !p->reaped && p->pid > 0) {
     send_sig(-p->pid, sig);
@@ -459,8 +365,8 @@ int uvt__session_count(uvt__proc_t *p, int sig) {
   return (int)p->pass_live;
 }
 
-int uvt__session_leftovers(uvt__proc_t *p) {
-  int live = uvt__session_count(p, 0);
+int uvt__members_leftovers(uvt__proc_t *p) {
+  int live = uvt__members_count(p, 0);
   /* 0 without a pass (known empty): pass_sandbox and pass_dying are then
    * stale. */
   return live > 0 ? live - (int)p->pass_sandbox - (int)p->pass_dying : 0;
@@ -489,14 +395,14 @@ static void on_sweep(uv_idle_t *h) {
    * (untracking takes it off the batch) or queue it again. */
   while ((n = uvt__list_pop(&batch)) != NULL) {
     p = uvt__container_of(n, uvt__proc_t, pass_link);
-    uvt__proc_swept(p);
+    p->swept(p);
   }
 }
 
 /* A kill's signal (SIGTERM, SIGKILL; 0 for a look) for the next batched
  * pass, `lead` saying that the leader's group got it already.  A SIGKILL
  * replaces a SIGTERM still waiting; chosen signals do not come here
- * (uvt__session_signal_now). */
+ * (uvt__members_signal_now). */
 static void sweep_request(uvt__proc_t *p, int sig, int lead) {
   uvt__procs_t *ps = p->procs;
 
@@ -509,7 +415,7 @@ static void sweep_request(uvt__proc_t *p, int sig, int lead) {
     pass_one(p, p->want_sig, p->want_lead);
     p->want_sig = 0;
     p->want_lead = 0;
-    uvt__proc_swept(p);
+    p->swept(p);
     return;
   }
   if (uvt__list_empty(&p->sweep_link))
@@ -534,14 +440,14 @@ static int signal_lead(uvt__proc_t *p, int sig, int *lead) {
   return 0;
 }
 
-int uvt__session_signal(uvt__proc_t *p, int sig) {
+int uvt__members_signal(uvt__proc_t *p, int sig) {
   int err;
   int lead;
 
   if (p->pid <= 0)
     return 0;
   err = signal_lead(p, sig, &lead);
-  if (err == 0 && !uvt__session_known_empty(p))
+  if (err == 0 && !uvt__members_known_empty(p))
     sweep_request(p, sig, lead);
   return err;
 }
@@ -552,7 +458,7 @@ int uvt__session_signal(uvt__proc_t *p, int sig) {
  * sent the leader's group the signal again and kept only one signal per
  * task (SIGSTOP then SIGCONT ended stopped).  A kill's signal still
  * waiting for the sweep goes out first. */
-int uvt__session_signal_now(uvt__proc_t *p, int sig) {
+int uvt__members_signal_now(uvt__proc_t *p, int sig) {
   int err;
   int lead;
 
@@ -569,12 +475,12 @@ int uvt__session_signal_now(uvt__proc_t *p, int sig) {
     return 0;
   }
   err = signal_lead(p, sig, &lead);
-  if (err == 0 && !uvt__session_known_empty(p))
+  if (err == 0 && !uvt__members_known_empty(p))
     pass_one(p, sig, lead);
   return err;
 }
 
-void uvt__session_check(uvt__proc_t *p) {
+void uvt__members_check(uvt__proc_t *p) {
   sweep_request(p, 0, 0);
 }
 
@@ -603,38 +509,6 @@ static void orphan_check(uvt__procs_t *ps, pid_t child) {
     ;
 }
 
-int uvt__read_pids(int fd, void (*fn)(void *arg, pid_t pid), void *arg) {
-  char buf[4096];
-  char num[16];
-  size_t k = 0;
-  ssize_t n;
-  ssize_t i;
-  int count = 0;
-
-  do {
-    do
-      n = read(fd, buf, sizeof(buf));
-    while (n < 0 && errno == EINTR);
-    /* The end of the file ends the last number too. */
-    for (i = 0; i <= n; i++) {
-      if (i < n && buf[i] >= '0' && buf[i] <= '9') {
-        if (k < sizeof(num) - 1)
-          num[k++] = buf[i];
-        continue;
-      }
-      if (i == n && n > 0)
-        break; /* a number may go on in the next read */
-      if (k > 0) {
-        num[k] = '\0';
-        fn(arg, (pid_t)strtol(num, NULL, 10));
-        count++;
-      }
-      k = 0;
-    }
-  } while (n > 0);
-  return count;
-}
-
 static void orphan_pid(void *arg, pid_t pid) {
   orphan_check(arg, pid);
 }
@@ -653,7 +527,7 @@ static int children_of(uvt__procs_t *ps, const char *tid) {
   return 0;
 }
 
-void uvt__session_reap_orphans(uvt__procs_t *ps) {
+void uvt__members_reap_orphans(uvt__procs_t *ps) {
   DIR *d;
   struct dirent *de;
   uvt__pstat_t st;
@@ -689,7 +563,7 @@ void uvt__session_reap_orphans(uvt__procs_t *ps) {
   closedir(d);
 }
 
-unsigned uvt__session_close(uvt__procs_t *ps, uv_close_cb on_closed) {
+unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed) {
   struct uvt__link *n;
   size_t i;
 
