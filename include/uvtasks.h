@@ -572,7 +572,8 @@ UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
  * not free it); 0 while the task runs (its producer holds that output).
  * Hosts that bound retention by memory (N-8) add these up.
  * Returns the count (>= 0), UV_EINVAL (NULL reg or id), UVT_ENOTASK,
- * UVT_EFOREIGN.  Thread: loop thread. */
+ * UVT_EFOREIGN, UVT_ETHREAD (another thread, P-THREAD-1).
+ * Thread: loop thread. */
 UVT_EXTERN int64_t uvt_held_bytes(uvt_registry_t *reg, const char *id,
                                   const uvt_agent_t *caller);
 

@@ -8,7 +8,7 @@
 #include "uvt-internal.h"
 
 uvt_context_t *uvt_context_find(const uvt_registry_t *reg, const void *key) {
-  if (reg == NULL)
+  if (reg == NULL || uvt__off_loop(reg, __func__)) /* P-THREAD-1 */
     return NULL;
   uvt_context_t *e;
   for (e = reg->exts; e != NULL; e = e->next_)
@@ -18,6 +18,9 @@ uvt_context_t *uvt_context_find(const uvt_registry_t *reg, const void *key) {
 }
 
 int uvt_context_add(uvt_registry_t *reg, uvt_context_t *ext) {
+  if (reg == NULL || ext == NULL || ext->key == NULL || ext->close == NULL)
+    return UV_EINVAL;
+  UVT__LOOP_ONLY(reg); /* P-THREAD-1 */
   if (reg->closing || reg->ext_state != UVT__EXT_OPEN)
     return UVT_ECLOSING;
   ext->reg = reg;

@@ -34,7 +34,9 @@ int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
 int64_t uvt_held_bytes(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller) {
   uvt_task_t *t;
-  int err = uvt__lookup(reg, id, caller, &t);
+  int err;
+  UVT__LOOP_ONLY(reg); /* P-THREAD-1 */
+  err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
     return err;
   if (uvt__task_live(t))

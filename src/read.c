@@ -171,6 +171,9 @@ int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
                             size_t *len) {
   if (t == NULL || text == NULL || len == NULL)
     return UV_EINVAL;
+  *text = NULL;
+  *len = 0;
+  UVT__LOOP_ONLY(t->reg); /* P-THREAD-1 */
   *len = t->output_len; /* 0 until the outcome is recorded */
   if (t->output == NULL || t->output_pos >= t->output_len) {
     *text = NULL;
@@ -186,7 +189,10 @@ int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
 int uvt_task_remainder_take(uvt_task_t *t, int consume, uvt_snapshot_t *snap) {
   unsigned was;
   int err;
-  if (t == NULL || !uvt_status_is_terminal(t->status))
+  if (t == NULL)
+    return UV_EINVAL;
+  UVT__LOOP_ONLY(t->reg); /* P-THREAD-1 */
+  if (!uvt_status_is_terminal(t->status))
     return UV_EINVAL;
   was = t->reported;
   t->reported = 1;

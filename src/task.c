@@ -210,16 +210,20 @@ void uvt__drop(uvt_task_t *t) {
 
 /* ---- Producers' looks (uvtasks/producer.h) */
 
+/* P-THREAD-1 holds for these as for the rest of the API: a call from
+ * another thread is refused before anything is read. */
 int uvt_task_lookup(uvt_registry_t *reg, const char *id,
                     const uvt_agent_t *caller, uvt_task_t **out) {
   if (out == NULL)
     return UV_EINVAL;
+  *out = NULL;
+  UVT__LOOP_ONLY(reg);
   return uvt__lookup(reg, id, caller, out);
 }
 
 uvt_task_t *uvt_task_find(uvt_registry_t *reg, const char *id) {
   struct uvt__hentry *e;
-  if (reg == NULL || id == NULL)
+  if (reg == NULL || id == NULL || uvt__off_loop(reg, __func__))
     return NULL;
   e = uvt__index_find(&reg->tasks_by_id, id);
   return e != NULL ? uvt__container_of(e, uvt_task_t, hentry) : NULL;
@@ -243,7 +247,7 @@ int uvt_task_host_leaving(const uvt_task_t *t) {
 }
 
 void uvt_task_set_detail(uvt_task_t *t, char *detail) {
-  if (!uvt__task_live(t)) {
+  if (t == NULL || uvt__off_loop(t->reg, __func__) || !uvt__task_live(t)) {
     uvt__free(detail);
     return;
   }
@@ -254,5 +258,8 @@ void uvt_task_set_detail(uvt_task_t *t, char *detail) {
 }
 
 int uvt_task_snapshot(const uvt_task_t *t, uvt_snapshot_t *snap) {
+  if (t == NULL || snap == NULL)
+    return UV_EINVAL;
+  UVT__LOOP_ONLY(t->reg);
   return uvt__snapshot_take(t, snap);
 }

@@ -7,6 +7,7 @@
 
 #include "test-util.h"
 #include "uvtasks/process.h"
+#include "uvtasks/producer.h"
 #include "uvtasks/thread.h"
 #include "uvtasks/tools.h"
 
@@ -114,6 +115,89 @@ static void other_thread_calls(void *arg) {
   o->results[o->n++] = uvt_registry_close(reg, NULL, NULL);
 }
 
+/* The producers' interface (uvtasks/producer.h) and the looks the tools
+ * use, called from another thread with a live task in the registry. */
+typedef struct {
+  tfix_t *t;
+  uvt_task_t *task;
+  int results[16];
+  int n;
+  void *pointers[2];
+} looks_t;
+
+static void ctx_close(uvt_context_t *ctx, uvt_context_done_cb done) {
+  done(ctx);
+}
+
+static void other_thread_looks(void *arg) {
+  looks_t *o = arg;
+  uvt_registry_t *reg = o->t->reg;
+  static const int key = 1;
+  uvt_context_t ctx;
+  uvt_task_t *found = o->task;
+  uvt_snapshot_t snap;
+  uvt_process_peek_t pk;
+  const char *text = "x";
+  size_t len = 1;
+  size_t bytes;
+  char line[64];
+
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.key = &key;
+  ctx.close = ctx_close;
+  o->results[o->n++] = uvt_task_lookup(reg, "bash-1", NULL, &found);
+  o->results[o->n++] = found == NULL ? UVT_ETHREAD : 0;
+  o->results[o->n++] = uvt_task_snapshot(o->task, &snap);
+  o->results[o->n++] = uvt_task_remainder_peek(o->task, &text, &len);
+  o->results[o->n++] = text == NULL && len == 0 ? UVT_ETHREAD : 0;
+  o->results[o->n++] = uvt_task_remainder_take(o->task, 0, NULL);
+  o->results[o->n++] = uvt_context_add(reg, &ctx);
+  o->results[o->n++] = (int)uvt_held_bytes(reg, "bash-1", NULL);
+  o->results[o->n++] = uvt_process_peek(reg, "bash-1", NULL, &pk);
+  o->results[o->n++] = uvt_process_last_line(reg, "bash-1", NULL, line,
+                                             sizeof(line));
+  o->results[o->n++] = uvt_process_unread_bytes(reg, "bash-1", NULL, &bytes);
+  o->pointers[0] = uvt_task_find(reg, "bash-1");
+  o->pointers[1] = uvt_context_find(reg, &key);
+}
+
+/* P-THREAD-1 for the producers' interface: every call that returns an
+ * error is UVT_ETHREAD from another thread, every lookup that returns a
+ * pointer gives NULL, each with its log line; nothing was added. */
+static void test_producer_looks_off_loop(void **state) {
+  tfix_t t;
+  looks_t o;
+  uv_thread_t th;
+  uvt_process_options_t po;
+  char id[UVT_ID_MAX];
+  int i;
+  (void)state;
+
+  tfix_init(&t);
+  memset(&o, 0, sizeof(o));
+  o.t = &t;
+  uvt_process_options_init(&po);
+  po.command = "exec sleep 100";
+  assert_int_equal(uvt_process_start(t.reg, &po, id), 0);
+  assert_string_equal(id, "bash-1");
+  assert_int_equal(uvt_task_lookup(t.reg, id, NULL, &o.task), 0);
+  assert_int_equal(uv_thread_create(&th, other_thread_looks, &o), 0);
+  assert_int_equal(uv_thread_join(&th), 0);
+  assert_int_equal(o.n, 11);
+  for (i = 0; i < o.n; i++)
+    assert_int_equal(o.results[i], UVT_ETHREAD);
+  assert_null(o.pointers[0]);
+  assert_null(o.pointers[1]);
+  /* One line per refused call: nine calls that return an error, two that
+   * return a pointer (o.n also counts the two checks of what came back). */
+  assert_int_equal(atomic_load(&t.log.warnings), 9 + 2);
+  assert_non_null(strstr(t.log.last, "uvt_context_find"));
+  /* The context was not added; on the loop thread it would be. */
+  assert_null(uvt_context_find(t.reg, &o));
+  assert_int_equal(uvt_kill(t.reg, id, NULL, NULL, NULL), 0);
+  tfix_close(&t);
+}
+
 /* P-THREAD-1: every call from another thread is UVT_ETHREAD with a log
  * line naming the function, and the registry is untouched. */
 static void test_refused_off_loop(void **state) {
@@ -209,6 +293,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refused_off_loop),
       cmocka_unit_test(test_race_with_loop),
+      cmocka_unit_test(test_producer_looks_off_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

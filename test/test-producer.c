@@ -109,11 +109,12 @@ static void test_lookup_fenced(void **state) {
   assert_int_equal(uvt_task_lookup(f.reg, id, &a, &t), 0);
   assert_ptr_equal(t, fk.task);
   assert_int_equal(uvt_task_lookup(f.reg, "fake-999", &a, &t), UVT_ENOTASK);
+  assert_null(t); /* *out is NULL in every error */
   assert_int_equal(uvt_task_lookup(NULL, id, &a, &t), UV_EINVAL);
   assert_ptr_equal(uvt_task_find(f.reg, id), fk.task);
   assert_null(uvt_task_find(f.reg, "fake-999"));
-  assert_non_null(uvt_task_hooks(t)->cancel);
-  assert_int_equal(uvt_task_host_leaving(t), 0);
+  assert_non_null(uvt_task_hooks(fk.task)->cancel);
+  assert_int_equal(uvt_task_host_leaving(fk.task), 0);
   fixture_close(&f);
 }
 

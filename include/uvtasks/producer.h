@@ -83,14 +83,16 @@ UVT_EXTERN void uvt_log(const uvt_registry_t *reg, int level, const char *fmt,
  * is theirs.
  * Returns 0 (*out set; the record stays until dropped: use it within this
  * call), UV_EINVAL (NULL reg or id), UVT_ENOTASK (no record with that id,
- * or it was hidden by a disposal), UVT_EFOREIGN (owned by another session).
+ * or it was hidden by a disposal), UVT_EFOREIGN (owned by another session),
+ * UVT_ETHREAD (another thread, P-THREAD-1; *out NULL in every error).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_task_lookup(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller, uvt_task_t **out);
 
 /* The record `id` names, whoever owns it: a producer's own view (the
  * Slurm engine finds the task a change-feed entry speaks of).  Returns
- * NULL when there is none, or for a NULL argument.  Thread: loop thread. */
+ * NULL when there is none, for a NULL argument, or from another thread
+ * (refused and logged, P-THREAD-1).  Thread: loop thread. */
 UVT_EXTERN uvt_task_t *uvt_task_find(uvt_registry_t *reg, const char *id);
 
 /* The task's status as the registry recorded it (UVT_RUNNING until the
@@ -116,12 +118,14 @@ UVT_EXTERN int uvt_task_host_leaving(const uvt_task_t *t);
  * see uvt_replace_allocator) as the live task's detail in snapshots (the
  * Slurm engine's pending reason).  Ownership: taken over in every case;
  * freed at once when the task is no longer live, else replaced by the
- * next call or by the outcome's detail.  Thread: loop thread. */
+ * next call or by the outcome's detail; a call from another thread is
+ * refused (logged, P-THREAD-1) and frees `detail`.  Thread: loop thread. */
 UVT_EXTERN void uvt_task_set_detail(uvt_task_t *t, char *detail);
 
 /* A snapshot of the task as uvt_get() gives it (R-SNAP-1).
- * Returns 0 or UV_ENOMEM (*snap then holds nothing to clean up).
- * Ownership: the caller frees *snap with uvt_snapshot_cleanup().
+ * Returns 0, UV_EINVAL (NULL argument), UVT_ETHREAD (another thread,
+ * P-THREAD-1) or UV_ENOMEM (in every error *snap holds nothing to clean
+ * up).  Ownership: the caller frees *snap with uvt_snapshot_cleanup().
  * Thread: loop thread. */
 UVT_EXTERN int uvt_task_snapshot(const uvt_task_t *t, uvt_snapshot_t *snap);
 
@@ -141,7 +145,8 @@ UVT_EXTERN int uvt_task_snapshot(const uvt_task_t *t, uvt_snapshot_t *snap);
  * "nothing was kept" (*len 0: the outcome had no text, or the registry
  * had no memory for it).  Returns 1 when no read consumed the text yet
  * (*text non-NULL), 0 when one did or there is none (*text NULL; also
- * before the outcome is recorded, with *len 0), UV_EINVAL (NULL argument).
+ * before the outcome is recorded, with *len 0), UV_EINVAL (NULL argument),
+ * UVT_ETHREAD (another thread, P-THREAD-1; *text NULL, *len 0).
  * Thread: loop thread. */
 UVT_EXTERN int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
                                        size_t *len);
@@ -150,7 +155,8 @@ UVT_EXTERN int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
  * `snap` (may be NULL) with a snapshot that shows it; then, when
  * `consume` is nonzero, free the remainder (R-READ-1: later peeks
  * return 0).  All or nothing: on error the task is as before.
- * Returns 0, UV_EINVAL (NULL t, or not terminal), UV_ENOMEM.
+ * Returns 0, UV_EINVAL (NULL t, or not terminal), UVT_ETHREAD (another
+ * thread, P-THREAD-1), UV_ENOMEM.
  * Ownership: the caller frees *snap with uvt_snapshot_cleanup().
  * Thread: loop thread. */
 UVT_EXTERN int uvt_task_remainder_take(uvt_task_t *t, int consume,
@@ -191,12 +197,16 @@ struct uvt_context_s {
   uvt_context_t *next_;
 };
 
-/* The context added under `key`, or NULL.  Thread: loop thread. */
+/* The context added under `key`, or NULL (none, NULL reg, or a call
+ * from another thread: refused and logged, P-THREAD-1).
+ * Thread: loop thread. */
 UVT_EXTERN uvt_context_t *uvt_context_find(const uvt_registry_t *reg,
                                            const void *key);
 
-/* Add `ctx` (key and close set) to `reg`.  Returns 0, or UVT_ECLOSING once
- * the registry is closing (ctx is then not added: free it yourself).
+/* Add `ctx` (key and close set) to `reg`.  Returns 0, UV_EINVAL (NULL
+ * reg or ctx, or key or close unset), UVT_ETHREAD (another thread,
+ * P-THREAD-1), or UVT_ECLOSING once the registry is closing (in every
+ * error ctx is not added: free it yourself).
  * Ownership: `ctx` stays the producer's; it must live until `done`.
  * Thread: loop thread. */
 UVT_EXTERN int uvt_context_add(uvt_registry_t *reg, uvt_context_t *ctx);
