@@ -324,7 +324,8 @@ struct uvt_agent_s {
   unsigned live_;
   unsigned starting_; /* uvt_start calls inside `run` for this owner */
   int state_;
-  void *reserved_[4]; /* for fields to come without an ABI break */
+  uv_thread_t thread_; /* the loop's thread, kept past a detach (P-THREAD-1) */
+  void *reserved_[3];  /* for fields to come without an ABI break */
 };
 
 /* A control surface: anything able to read and stop tasks for a user. */
@@ -491,7 +492,9 @@ UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
  * Returns 0, UV_EINVAL (NULL, or not registered: never, or already
  * disposed), UVT_ECLOSING (dispose already requested and its callback not
  * run yet; `cb` will not run for this call), UV_ENOMEM (only after the
- * registry closed).  `cb` may be NULL.
+ * registry closed), UVT_ETHREAD (another thread than the loop's, even
+ * after the registry closed: P-THREAD-1; the line goes to stderr then, as
+ * no log hook is left).  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call.  `a` may be
  * freed or registered again from `cb` on.
  * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */

@@ -1,7 +1,12 @@
 /* Agents and sessions (R-OWN-1, R-OWN-3, R-AGENT-1..4). */
+#include <stdio.h>
 #include <string.h>
 
 #include "uvt-internal.h"
+
+/* thread_ took one of the reserved pointers: the struct keeps its size. */
+_Static_assert(sizeof(uv_thread_t) <= sizeof(void *),
+               "uv_thread_t fits a reserved slot of uvt_agent_t");
 
 static uvt__session_t *session_get(uvt_registry_t *reg, const char *id) {
   struct uvt__hentry *e = uvt__index_find(&reg->sessions_by_id, id);
@@ -67,6 +72,7 @@ int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
   a->session = mem + id_len;
   a->registry = reg;
   a->loop_ = reg->loop;
+  a->thread_ = reg->loop_thread;
   a->mem_ = mem;
   a->session_ = s;
   a->dispose_cb_ = NULL;
@@ -131,6 +137,14 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
   if (a == NULL)
     return UV_EINVAL;
   if (a->state_ == UVT__AGENT_DETACHED) {
+    /* P-THREAD-1: no registry is left to ask, but the handle below goes
+     * on the loop, so the thread the agent was registered on is asked. */
+    uv_thread_t self = uv_thread_self();
+    if (!uv_thread_equal(&self, &a->thread_)) {
+      fprintf(stderr, "uvtasks: uvt_agent_dispose called from a thread other "
+                      "than the loop's: refused (UVT_ETHREAD)\n");
+      return UVT_ETHREAD;
+    }
     /* The registry closed under this agent (R-CLOSE-1): nothing of it is
      * left; defer the callback through a handle of our own on the loop. */
     a->idle_ = uvt__malloc(sizeof(*a->idle_));

@@ -289,11 +289,60 @@ static void test_race_with_loop(void **state) {
   tfix_close(&t);
 }
 
+/* What a detached agent's disposal from another thread returned. */
+typedef struct {
+  uvt_agent_t *a;
+  int result;
+} detached_t;
+
+static void other_thread_disposes(void *arg) {
+  detached_t *d = arg;
+  d->result = uvt_agent_dispose(d->a, NULL);
+}
+
+static void on_disposed(uvt_agent_t *a) {
+  (*(int *)a->data)++;
+}
+
+/* P-THREAD-1 after R-CLOSE-1: an agent whose registry closed under it has
+ * no registry to ask for the loop's thread, yet its disposal still
+ * initialises a handle on the loop.  From another thread it is refused;
+ * on the loop thread it completes. */
+static void test_detached_agent_off_loop(void **state) {
+  tfix_t t;
+  uvt_agent_t a;
+  detached_t d;
+  uv_thread_t th;
+  int disposed = 0;
+  (void)state;
+
+  tfix_init(&t);
+  assert_int_equal(uvt_agent_register(t.reg, &a, "A", "s1"), 0);
+  a.data = &disposed;
+  assert_int_equal(uvt_registry_close(t.reg, on_close, &t), 0);
+  assert_int_equal(uv_run(&t.loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(t.closed, 1);
+  assert_null(a.registry);
+  d.a = &a;
+  d.result = 0;
+  assert_int_equal(uv_thread_create(&th, other_thread_disposes, &d), 0);
+  assert_int_equal(uv_thread_join(&th), 0);
+  assert_int_equal(d.result, UVT_ETHREAD);
+  /* Nothing was put on the loop by the refused call. */
+  assert_int_equal(uv_loop_alive(&t.loop), 0);
+  assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
+  assert_int_equal(uv_run(&t.loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(disposed, 1);
+  assert_int_equal(uv_loop_close(&t.loop), 0);
+  uv_mutex_destroy(&t.log.mutex);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refused_off_loop),
       cmocka_unit_test(test_race_with_loop),
       cmocka_unit_test(test_producer_looks_off_loop),
+      cmocka_unit_test(test_detached_agent_off_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
