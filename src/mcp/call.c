@@ -29,28 +29,32 @@ static void call_unlink(mcp_call_t *call) {
 /* The CallToolResult: one text block, notices first if asked. */
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices) {
-  mcp_text_t t;
   mcp_notice_t *n;
+  char *all = NULL;
+  size_t all_len = 0;
+  FILE *f;
+  int bad;
   json_t *result;
   json_t *content;
   json_t *block;
   json_t *str;
 
-  mcp_text_init(&t);
-  for (n = notices ? server->notices : NULL; n != NULL; n = n->next) {
-    mcp_text_str(&t, "[notice] ");
-    mcp_text_str(&t, n->text);
-    mcp_text_str(&t, "\n");
-  }
+  f = open_memstream(&all, &all_len);
+  if (f == NULL)
+    return NULL;
+  for (n = notices ? server->notices : NULL; n != NULL; n = n->next)
+    fprintf(f, "[notice] %s\n", n->text);
   if (notices && server->notices != NULL)
-    mcp_text_str(&t, "\n");
-  mcp_text_raw(&t, text, len);
-  if (t.err != 0) {
-    mcp_text_free(&t);
+    fputc('\n', f);
+  if (len > 0)
+    fwrite(text, 1, len, f);
+  bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    free(all);
     return NULL;
   }
-  str = mcp_rpc_string(t.base != NULL ? t.base : "", t.len);
-  mcp_text_free(&t);
+  str = mcp_rpc_string(all, all_len);
+  free(all);
   result = json_object();
   content = json_array();
   block = json_object();
