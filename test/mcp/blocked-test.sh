@@ -20,12 +20,7 @@ command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 77; }
 tmp=$(mktemp -d)
 srv=
 marker=100.$$$RANDOM
-cleanup() {
-  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-  pkill -KILL -f "sleep $marker" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap server_cleanup EXIT
 
 # Wait (up to 10 s) until the pipe behind FIFO `$1` is full; prints the
 # bytes in it and its size.

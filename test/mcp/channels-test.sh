@@ -32,12 +32,7 @@ if [ ${#AS[@]} -gt 0 ]; then
 fi
 srv=
 marker=100.$$$RANDOM
-cleanup() {
-  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-  pkill -KILL -f "sleep $marker" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap server_cleanup EXIT
 
 start() {
   rm -f "$tmp/in" "$tmp/out" "$tmp/log"

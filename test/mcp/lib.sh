@@ -1,10 +1,11 @@
 # Helpers shared by the bash tests of uvtasks-mcp; each test sources it:
 #   . "$(dirname "$0")/lib.sh"
 # The counting (ok, bad, summary), the server under test (require_mcp),
-# whether a process runs (alive, zombie), and JSON-RPC with the server:
-# through a coproc (send, expect_id, check: fds $SRV_IN and $SRV_OUT) or
-# through FIFOs whose answers a `cat` copies to $tmp/log (send, answer:
-# fd $SRV_IN), with requests built by tool_call and json_str.
+# whether a process runs (alive, zombie), the EXIT trap (server_cleanup),
+# and JSON-RPC with the server: through a coproc (send, expect_id, check:
+# fds $SRV_IN and $SRV_OUT) or through FIFOs whose answers a `cat` copies
+# to $tmp/log (send, answer: fd $SRV_IN), with requests built by tool_call
+# and json_str.
 
 passed=0
 failed=0
@@ -24,6 +25,14 @@ require_mcp() {
     echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
     exit 77
   fi
+}
+
+# An EXIT trap for a test whose server is $srv (empty: none) and whose
+# tasks sleep for $marker seconds: they are killed, $tmp is removed.
+server_cleanup() {
+  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
+  pkill -KILL -f "sleep $marker" 2>/dev/null
+  rm -rf "$tmp"
 }
 
 # zombie PID: PID has ended and is not reaped yet; alive PID: it runs.

@@ -19,12 +19,7 @@ require_mcp
 tmp=$(mktemp -d)
 srv=
 marker=100.$$$RANDOM
-cleanup() {
-  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-  pkill -KILL -f "sleep $marker" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap server_cleanup EXIT
 
 # start VERSION ARGS...: the server on FIFOs; its answers go to $tmp/log.
 start() {
