@@ -38,7 +38,7 @@ void uvt__session_unref(uvt_registry_t *reg, uvt__session_t *s) {
 int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
                        const char *agent_id, const char *session_id) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__session_t *s;
   size_t id_len, session_len;
   char *mem;
@@ -164,7 +164,7 @@ int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb) {
     return UV_EINVAL;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   /* Disposal requested already: disposing, or done with its callback to
    * come. */
   if (a->state_ == UVT__AGENT_DISPOSING || a->state_ == UVT__AGENT_DONE)

@@ -20,7 +20,7 @@ uvt_context_t *uvt_context_find(const uvt_registry_t *reg, const void *key) {
 int uvt_context_add(uvt_registry_t *reg, uvt_context_t *ext) {
   if (reg == NULL || ext == NULL || ext->key == NULL || ext->close == NULL)
     return UV_EINVAL;
-  UVT__LOOP_ONLY(reg); /* P-THREAD-1 */
+  UVT_LOOP_ONLY(reg); /* P-THREAD-1 */
   if (reg->closing || reg->ext_state != UVT__EXT_OPEN)
     return UVT_ECLOSING;
   ext->reg = reg;

@@ -14,7 +14,7 @@
 
 int uvt_forget(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_task_t *t;
   int err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
@@ -35,7 +35,7 @@ int64_t uvt_held_bytes(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller) {
   uvt_task_t *t;
   int err;
-  UVT__LOOP_ONLY(reg); /* P-THREAD-1 */
+  UVT_LOOP_ONLY(reg); /* P-THREAD-1 */
   err = uvt__lookup(reg, id, caller, &t);
   if (err != 0)
     return err;

@@ -7,7 +7,7 @@
 int uvt_kill(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              const char *reason, uvt_kill_result_t *result) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_task_t *t;
   char *copy = NULL;
   int was_running;

@@ -8,7 +8,7 @@
 
 int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l, uvt_done_cb cb) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   if (reg == NULL || l == NULL || cb == NULL)
     return UV_EINVAL;
   if (l->active_ == UVT__LISTENER_ACTIVE && l->registry != NULL)
@@ -28,7 +28,7 @@ void uvt_listener_stop(uvt_listener_t *l) {
     return;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY_VOID(l->registry);
+  UVT_LOOP_ONLY_VOID(l->registry);
   uvt__list_remove(&l->link_);
   l->active_ = UVT__LISTENER_STOPPED;
 }

@@ -25,7 +25,7 @@ static int print_task(FILE *fp, const uvt_task_t *t) {
 
 int uvt_registry_print(const uvt_registry_t *reg, FILE *fp) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   const struct uvt__link *n;
   int bad = 0;
   size_t count;

@@ -7,7 +7,7 @@
 int uvt_get(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
             uvt_snapshot_t *out) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_task_t *t;
   int err;
   if (out == NULL)
@@ -32,7 +32,7 @@ static uvt__session_t *caller_session(uvt_registry_t *reg,
 int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
              uvt_snapshot_t **out, size_t *count) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__session_t *s;
   struct uvt__link *a, *a_end, *b, *b_end;
   uvt_snapshot_t *arr;
@@ -88,7 +88,7 @@ int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
 int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
              uvt_read_t *out) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_task_t *t;
   uvt_buf_t buf;
   int err;
@@ -173,8 +173,8 @@ int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
     return UV_EINVAL;
   *text = NULL;
   *len = 0;
-  UVT__LOOP_ONLY(t->reg); /* P-THREAD-1 */
-  *len = t->output_len; /* 0 until the outcome is recorded */
+  UVT_LOOP_ONLY(t->reg); /* P-THREAD-1 */
+  *len = t->output_len;  /* 0 until the outcome is recorded */
   if (t->output == NULL || t->output_pos >= t->output_len) {
     *text = NULL;
     return 0;
@@ -191,7 +191,7 @@ int uvt_task_remainder_take(uvt_task_t *t, int consume, uvt_snapshot_t *snap) {
   int err;
   if (t == NULL)
     return UV_EINVAL;
-  UVT__LOOP_ONLY(t->reg); /* P-THREAD-1 */
+  UVT_LOOP_ONLY(t->reg); /* P-THREAD-1 */
   if (!uvt_status_is_terminal(t->status))
     return UV_EINVAL;
   was = t->reported;

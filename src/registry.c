@@ -115,7 +115,7 @@ void uvt_registry_metrics(const uvt_registry_t *reg, uvt_metrics_t *m) {
 
 int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb, void *data) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   struct uvt__link sweep;
   struct uvt__link *n;
 

@@ -77,7 +77,7 @@ static void write_id_number(uvt_task_t *t, uint64_t n) {
 int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
               char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt__kind_t *kind;
   uvt_task_t *t;
   uvt_agent_t *owner;

@@ -6,7 +6,7 @@
 int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                        const char *name) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   char *copy;
   if (reg == NULL || s == NULL || name == NULL || name[0] == '\0')
     return UV_EINVAL;
@@ -31,7 +31,7 @@ void uvt_surface_detach(uvt_surface_t *s) {
     return;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY_VOID(s->registry);
+  UVT_LOOP_ONLY_VOID(s->registry);
   uvt__list_remove(&s->link_);
   s->registry->surface_count--;
   uvt__free((char *)s->name);

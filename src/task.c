@@ -217,7 +217,7 @@ int uvt_task_lookup(uvt_registry_t *reg, const char *id,
   if (out == NULL)
     return UV_EINVAL;
   *out = NULL;
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   return uvt__lookup(reg, id, caller, out);
 }
 
@@ -260,6 +260,6 @@ void uvt_task_set_detail(uvt_task_t *t, char *detail) {
 int uvt_task_snapshot(const uvt_task_t *t, uvt_snapshot_t *snap) {
   if (t == NULL || snap == NULL)
     return UV_EINVAL;
-  UVT__LOOP_ONLY(t->reg);
+  UVT_LOOP_ONLY(t->reg);
   return uvt__snapshot_take(t, snap);
 }

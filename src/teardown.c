@@ -172,7 +172,7 @@ void uvt_task_quiescent(uvt_task_t *t) {
     return;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY_VOID(t->reg);
+  UVT_LOOP_ONLY_VOID(t->reg);
   t->quiesce_pending = 0;
   if (uvt__in_hook(t, UVT__HOOK_QUIESCE))
     return; /* the hook's caller goes on from here */

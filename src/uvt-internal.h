@@ -292,18 +292,8 @@ void uvt__kick(uvt_registry_t *reg);
  * argument check answers that).  Any thread; touches nothing of reg but
  * the loop thread's id and the log callback. */
 int uvt__off_loop(const uvt_registry_t *reg, const char *fn);
-/* Return UVT_ETHREAD from a public function called off the loop thread. */
-#define UVT__LOOP_ONLY(reg)                                                    \
-  do {                                                                         \
-    if (uvt__off_loop((reg), __func__))                                        \
-      return UVT_ETHREAD;                                                      \
-  } while (0)
-/* The same for a function without a result. */
-#define UVT__LOOP_ONLY_VOID(reg)                                               \
-  do {                                                                         \
-    if (uvt__off_loop((reg), __func__))                                        \
-      return;                                                                  \
-  } while (0)
+/* A public function refuses a call off the loop thread with producer.h's
+ * UVT_LOOP_ONLY(reg) / UVT_LOOP_ONLY_VOID(reg). */
 
 void uvt__log(const uvt_registry_t *reg, int level, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -10,7 +10,7 @@
 int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
              uint64_t timeout_ms, const uvt_agent_t *caller, uvt_wait_cb cb) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   uvt_task_t *t;
   int err;
 
@@ -57,7 +57,7 @@ int uvt_wait_abort(uvt_wait_t *req) {
   if (req == NULL || !uvt__wait_in_use(req))
     return UV_EINVAL;
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(req->registry);
+  UVT_LOOP_ONLY(req->registry);
   switch (req->state_) {
   case UVT__WAIT_PENDING:
     reg = req->registry;

@@ -6,7 +6,7 @@
 
 int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w, uvt_change_cb cb) {
   /* P-THREAD-1: before anything is touched. */
-  UVT__LOOP_ONLY(reg);
+  UVT_LOOP_ONLY(reg);
   if (reg == NULL || w == NULL || cb == NULL)
     return UV_EINVAL;
   if (w->active_ == UVT__WATCH_ACTIVE && w->registry != NULL)
@@ -26,7 +26,7 @@ void uvt_watch_stop(uvt_watch_t *w) {
     return;
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
-  UVT__LOOP_ONLY_VOID(w->registry);
+  UVT_LOOP_ONLY_VOID(w->registry);
   uvt__list_remove(&w->link_);
   w->active_ = UVT__WATCH_STOPPED;
 }

@@ -1,6 +1,7 @@
 /* Chosen signals for a live task (P-KILL-8). */
 #define _GNU_SOURCE
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,40 @@ static int marker_wait_no_loop(const marker_t *m, const char *word, int n) {
     nanosleep(&ts, NULL);
   }
   return 1;
+}
+
+/* ---- trap scripts ----------------------------------------------------- */
+
+/* Start the shell script `fmt` (printf-style: the marker file goes in
+ * with %s) with test_opts() and, unless grace_ms is 0, that grace; return
+ * its session id.  With `sb`, also wait until the script printed "up"
+ * (read into sb): its traps are set by then. */
+static pid_t start_trap(fixture_t *f, uint64_t grace_ms, sbuf_t *sb,
+                        char id[UVT_ID_MAX], const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+static pid_t start_trap(fixture_t *f, uint64_t grace_ms, sbuf_t *sb,
+                        char id[UVT_ID_MAX], const char *fmt, ...) {
+  uvt_process_options_t o;
+  char cmd[512];
+  va_list ap;
+  pid_t sid;
+
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof(cmd), fmt, ap);
+  va_end(ap);
+  test_opts(&o);
+  if (grace_ms > 0)
+    o.grace_ms = grace_ms;
+  o.command = cmd;
+  assert_int_equal(uvt_process_start(f->reg, &o, id), 0);
+  sid = task_pid(f, id, NULL);
+  if (sb != NULL)
+    read_until_has(f, id, NULL, sb, "up\n");
+  return sid;
 }
 
 /* ---- process states --------------------------------------------------- */
@@ -249,7 +284,6 @@ static void test_refused(void **state) {
 static void test_signal_once(void **state) {
   fixture_t f;
   marker_t m;
-  char cmd[512];
   char id[UVT_ID_MAX];
   uvt_kill_result_t kr;
   waitres_t w;
@@ -259,13 +293,10 @@ static void test_signal_once(void **state) {
 
   marker_init(&m);
   fixture_init(&f, NULL);
-  snprintf(cmd, sizeof(cmd),
-           "trap 'echo usr1 >> %s' USR1; trap 'echo usr2 >> %s' USR2; "
-           "echo up; while :; do sleep 0.05; done",
-           m.file, m.file);
-  assert_int_equal(start_sh(&f, NULL, cmd, id), 0);
-  task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
+  start_trap(&f, 0, &sb, id,
+             "trap 'echo usr1 >> %s' USR1; trap 'echo usr2 >> %s' USR2; "
+             "echo up; while :; do sleep 0.05; done",
+             m.file, m.file);
   for (i = 1; i <= 3; i++) {
     assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGUSR1), 0);
     assert_true(marker_wait_no_loop(&m, "usr1", i));
@@ -316,7 +347,6 @@ static int none_stopped(void *arg) {
 static void test_stop_cont_back_to_back(void **state) {
   fixture_t f;
   marker_t m;
-  char cmd[512];
   char id[UVT_ID_MAX];
   uvt_kill_result_t kr;
   waitres_t w;
@@ -327,14 +357,11 @@ static void test_stop_cont_back_to_back(void **state) {
 
   marker_init(&m);
   fixture_init(&f, NULL);
-  snprintf(cmd, sizeof(cmd),
-           "trap 'echo usr2 >> %s' USR2; "
-           "perl -e 'setpgrp(0, 0); exec @ARGV' sleep 1000 & "
-           "echo up; while :; do sleep 0.05; done",
-           m.file);
-  assert_int_equal(start_sh(&f, NULL, cmd, id), 0);
-  sid = task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
+  sid = start_trap(&f, 0, &sb, id,
+                   "trap 'echo usr2 >> %s' USR2; "
+                   "perl -e 'setpgrp(0, 0); exec @ARGV' sleep 1000 & "
+                   "echo up; while :; do sleep 0.05; done",
+                   m.file);
   assert_true(session_has(&f, sid, "sleep 1000", 1));
   job.sid = sid;
   job.job = 0;
@@ -368,8 +395,6 @@ static void test_stop_cont_back_to_back(void **state) {
 static void test_kill_term_once(void **state) {
   fixture_t f;
   marker_t m;
-  uvt_process_options_t o;
-  char cmd[512];
   char id[UVT_ID_MAX];
   uvt_kill_result_t kr;
   waitres_t w;
@@ -379,16 +404,10 @@ static void test_kill_term_once(void **state) {
 
   marker_init(&m);
   fixture_init(&f, NULL);
-  test_opts(&o);
-  o.grace_ms = 60000;
-  snprintf(cmd, sizeof(cmd),
-           "trap 'echo term >> %s' TERM; trap 'echo usr2 >> %s' USR2; "
-           "echo up; while :; do sleep 0.05; done",
-           m.file, m.file);
-  o.command = cmd;
-  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-  sid = task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
+  sid = start_trap(&f, 60000, &sb, id,
+                   "trap 'echo term >> %s' TERM; trap 'echo usr2 >> %s' USR2; "
+                   "echo up; while :; do sleep 0.05; done",
+                   m.file, m.file);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   assert_true(marker_wait_no_loop(&m, "term", 1));
   uv_run(&f.loop, UV_RUN_NOWAIT);
@@ -420,8 +439,6 @@ enum { BY_SIGSTOP, BY_SIGSTOP_NO_WAIT, JOB_BY_SIGTSTP, JOB_BY_SIGTTIN };
 static void kill_stopped(int how) {
   fixture_t f;
   marker_t m;
-  uvt_process_options_t o;
-  char cmd[512];
   char id[UVT_ID_MAX];
   uvt_kill_result_t kr;
   waitres_t w;
@@ -433,24 +450,20 @@ static void kill_stopped(int how) {
 
   marker_init(&m);
   fixture_init(&f, NULL);
-  test_opts(&o);
-  o.grace_ms = 60000; /* far beyond the waits below */
+  /* The grace: far beyond the waits below. */
   if (in_job)
-    snprintf(cmd, sizeof(cmd),
-             "perl -e 'setpgrp(0, 0); exec @ARGV' sh -c 'trap \"echo term >> "
-             "%s; exit 7\" TERM; "
-             "echo up; while :; do sleep 0.05; done' & job=$!; "
-             "trap 'wait $job; exit 3' TERM; while :; do sleep 0.05; done",
-             m.file);
+    sid = start_trap(
+        &f, 60000, &sb, id,
+        "perl -e 'setpgrp(0, 0); exec @ARGV' sh -c 'trap \"echo term >> "
+        "%s; exit 7\" TERM; "
+        "echo up; while :; do sleep 0.05; done' & job=$!; "
+        "trap 'wait $job; exit 3' TERM; while :; do sleep 0.05; done",
+        m.file);
   else
-    snprintf(cmd, sizeof(cmd),
-             "trap 'echo term >> %s; exit 7' TERM; echo up; "
-             "while :; do sleep 0.05; done",
-             m.file);
-  o.command = cmd;
-  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-  sid = task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
+    sid = start_trap(&f, 60000, &sb, id,
+                     "trap 'echo term >> %s; exit 7' TERM; echo up; "
+                     "while :; do sleep 0.05; done",
+                     m.file);
   stopped = sid;
   if (in_job) {
     job.sid = sid;
@@ -504,7 +517,6 @@ static void test_kill_ttin_stopped(void **state) {
 static void test_sigterm_stopped(void **state) {
   fixture_t f;
   marker_t m;
-  char cmd[512];
   char id[UVT_ID_MAX];
   waitres_t w;
   sbuf_t sb = {0};
@@ -513,13 +525,10 @@ static void test_sigterm_stopped(void **state) {
 
   marker_init(&m);
   fixture_init(&f, NULL);
-  snprintf(cmd, sizeof(cmd),
-           "trap 'echo term >> %s; exit 7' TERM; echo up; "
-           "while :; do sleep 0.05; done",
-           m.file);
-  assert_int_equal(start_sh(&f, NULL, cmd, id), 0);
-  sid = task_pid(&f, id, NULL);
-  read_until_has(&f, id, NULL, &sb, "up\n");
+  sid = start_trap(&f, 0, &sb, id,
+                   "trap 'echo term >> %s; exit 7' TERM; echo up; "
+                   "while :; do sleep 0.05; done",
+                   m.file);
   assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGSTOP), 0);
   assert_true(run_until(&f, group_stopped, &sid, 10000));
   assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGTERM), 0);
@@ -544,8 +553,6 @@ static int one_stopped(void *arg) {
 static void test_kill_stopped_leftover(void **state) {
   fixture_t f;
   marker_t m;
-  uvt_process_options_t o;
-  char cmd[512];
   char id[UVT_ID_MAX];
   uvt_kill_result_t kr;
   waitres_t w;
@@ -554,15 +561,11 @@ static void test_kill_stopped_leftover(void **state) {
 
   marker_init(&m);
   fixture_init(&f, NULL);
-  test_opts(&o);
-  o.grace_ms = 60000;
-  snprintf(cmd, sizeof(cmd),
-           "sh -c 'trap \"echo term >> %s; exit 0\" TERM; kill -STOP $$; "
-           "while :; do sleep 0.05; done' & echo started",
-           m.file);
-  o.command = cmd;
-  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-  sid = task_pid(&f, id, NULL);
+  sid =
+      start_trap(&f, 60000, NULL, id,
+                 "sh -c 'trap \"echo term >> %s; exit 0\" TERM; kill -STOP $$; "
+                 "while :; do sleep 0.05; done' & echo started",
+                 m.file);
   wait_task(&f, &w, id, 20000, NULL);
   assert_int_equal(w.snap.status, UVT_COMPLETED);
   wait_end(&w);

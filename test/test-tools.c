@@ -759,6 +759,29 @@ static void test_utf8_repair(void **state) {
   tfix_close(&t);
 }
 
+/* M-MCP-8, M-TOOLS-7: uvt_tools_utf8_repair() sizes with NULL, then
+ * writes the same repair the results show: each maximal invalid subpart
+ * becomes U+FFFD, NUL and valid characters are kept, a character cut by
+ * the end is one subpart. */
+static void test_utf8_repair_public(void **state) {
+  static const char bad[] = "\xffok\0\xe4\xbd\xa0\xed\xa0\x80\xf0\x9f";
+  static const char want[] = "\xEF\xBF\xBDok\0\xe4\xbd\xa0"
+                             "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+                             "\xEF\xBF\xBD";
+  char out[sizeof(want) + 1];
+  size_t n;
+
+  (void)state;
+  n = uvt_tools_utf8_repair(bad, sizeof(bad) - 1, NULL);
+  assert_int_equal(n, sizeof(want) - 1);
+  memset(out, 'x', sizeof(out));
+  assert_int_equal(uvt_tools_utf8_repair(bad, sizeof(bad) - 1, out), n);
+  assert_memory_equal(out, want, n);
+  assert_int_equal(out[n], 'x'); /* nothing past the length */
+  assert_int_equal(uvt_tools_utf8_repair("ok", 2, NULL), 2);
+  assert_int_equal(uvt_tools_utf8_repair("", 0, NULL), 0);
+}
+
 /* Where `needle` first occurs in the `n` bytes at `hay`, or NULL (the
  * bytes may hold NULs). */
 static const char *find_bytes(const char *hay, size_t n, const char *needle) {
@@ -3886,6 +3909,7 @@ int main(void) {
       cmocka_unit_test(test_tool_errors),
       cmocka_unit_test(test_list),
       cmocka_unit_test(test_utf8_repair),
+      cmocka_unit_test(test_utf8_repair_public),
       cmocka_unit_test(test_nul_kept),
       cmocka_unit_test(test_attach_detach),
       cmocka_unit_test(test_allocation_failures),

@@ -397,6 +397,18 @@ UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
  * Thread: the loop thread; allowed inside any of our callbacks. */
 UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
 
+/* Repair `len` bytes of text to valid UTF-8, as the tools' results are
+ * (M-TOOLS-7) and as a JSON host must send them (M-MCP-8): each maximal
+ * invalid subpart becomes U+FFFD (3 bytes); NUL bytes are valid (U+0000)
+ * and kept.  Writes the result to `out` unless `out` is NULL, and returns
+ * its length in bytes (at most 3 * len): a first call with NULL `out`
+ * sizes the buffer for the second.
+ * Ownership: `out` is the caller's, at least that long, not overlapping
+ * `bytes`; nothing is NUL-terminated or allocated.
+ * Thread: any. */
+UVT_EXTERN size_t uvt_tools_utf8_repair(const char *bytes, size_t len,
+                                        char *out);
+
 /* Nonzero if `name` is one of the tools. Thread: any. */
 UVT_EXTERN int uvt_tools_has(const char *name);
 

@@ -29,28 +29,32 @@ static void call_unlink(mcp_call_t *call) {
 /* The CallToolResult: one text block, notices first if asked. */
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices) {
-  mcp_text_t t;
   mcp_notice_t *n;
+  char *all = NULL;
+  size_t all_len = 0;
+  FILE *f;
+  int bad;
   json_t *result;
   json_t *content;
   json_t *block;
   json_t *str;
 
-  mcp_text_init(&t);
-  for (n = notices ? server->notices : NULL; n != NULL; n = n->next) {
-    mcp_text_str(&t, "[notice] ");
-    mcp_text_str(&t, n->text);
-    mcp_text_str(&t, "\n");
-  }
+  f = open_memstream(&all, &all_len);
+  if (f == NULL)
+    return NULL;
+  for (n = notices ? server->notices : NULL; n != NULL; n = n->next)
+    fprintf(f, "[notice] %s\n", n->text);
   if (notices && server->notices != NULL)
-    mcp_text_str(&t, "\n");
-  mcp_text_raw(&t, text, len);
-  if (t.err != 0) {
-    mcp_text_free(&t);
+    fputc('\n', f);
+  if (len > 0)
+    fwrite(text, 1, len, f);
+  bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    free(all);
     return NULL;
   }
-  str = mcp_rpc_string(t.base != NULL ? t.base : "", t.len);
-  mcp_text_free(&t);
+  str = mcp_rpc_string(all, all_len);
+  free(all);
   result = json_object();
   content = json_array();
   block = json_object();
@@ -218,9 +222,14 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   }
 }
 
-/* Read one optional string argument.  Returns 0, or -1 after answering. */
+/* Read one optional string argument into *out (NULL when not given).
+ * With `len`, a string of any characters is taken, U+0000 included (it is
+ * written as a byte), and *len gets its length (left alone when not
+ * given); without, a NUL is refused.  `hint`, if not NULL, says in the
+ * error what the string is for.  Returns 0, or -1 after answering. */
 static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
-                      const char *tool, const char *key, const char **out) {
+                      const char *tool, const char *key, const char *hint,
+                      const char **out, size_t *len) {
   json_t *v = json_object_get(args, key);
   char buf[256];
 
@@ -228,17 +237,23 @@ static int arg_string(mcp_server_t *server, json_t *id, json_t *args,
   if (v == NULL || json_is_null(v))
     return 0;
   if (!json_is_string(v)) {
-    snprintf(buf, sizeof(buf), "%s: %s must be a string.", tool, key);
+    if (hint != NULL)
+      snprintf(buf, sizeof(buf), "%s: %s must be a string (%s).", tool, key,
+               hint);
+    else
+      snprintf(buf, sizeof(buf), "%s: %s must be a string.", tool, key);
     tool_error_result(server, id, buf);
     return -1;
   }
-  if (strlen(json_string_value(v)) != json_string_length(v)) {
+  if (len == NULL && strlen(json_string_value(v)) != json_string_length(v)) {
     snprintf(buf, sizeof(buf), "%s: %s must not contain NUL characters.", tool,
              key);
     tool_error_result(server, id, buf);
     return -1;
   }
   *out = json_string_value(v);
+  if (len != NULL)
+    *len = json_string_length(v);
   return 0;
 }
 
@@ -289,27 +304,6 @@ static int arg_bool(mcp_server_t *server, json_t *id, json_t *args,
   snprintf(buf, sizeof(buf), "%s: %s must be true or false.", tool, key);
   tool_error_result(server, id, buf);
   return -1;
-}
-
-/* write_stdin's chars (M-TOOLS-5): a string of any characters, U+0000
- * included (it is written as a byte), so it is taken with its length.
- * Returns 0, or -1 after answering. */
-static int arg_chars(mcp_server_t *server, json_t *id, json_t *args,
-                     const char *tool, uvt_tools_args_t *a) {
-  json_t *v = json_object_get(args, "chars");
-  char buf[200];
-
-  if (v == NULL || json_is_null(v))
-    return 0;
-  if (!json_is_string(v)) {
-    snprintf(buf, sizeof(buf),
-             "%s: chars must be a string (\"\" to only read output).", tool);
-    tool_error_result(server, id, buf);
-    return -1;
-  }
-  a->chars = json_string_value(v);
-  a->chars_len = json_string_length(v);
-  return 0;
 }
 
 /* timeout_ms: at least 1; more than any cap is capped by the tool. */
@@ -380,7 +374,7 @@ static int arg_task_id(mcp_server_t *server, json_t *id, json_t *args,
                        const char *tool, int screen, const char **out) {
   char buf[200];
 
-  if (arg_string(server, id, args, tool, "task_id", out) != 0)
+  if (arg_string(server, id, args, tool, "task_id", NULL, out, NULL) != 0)
     return -1;
   if (*out == NULL || mcp_task_find(server, *out) == NULL)
     return 0;
@@ -395,28 +389,6 @@ static int arg_task_id(mcp_server_t *server, json_t *id, json_t *args,
              tool, *out);
   tool_error_result(server, id, buf);
   return -1;
-}
-
-/* run_command's stdin (M-TOOLS-13): a string, the bytes the command
- * reads. */
-static int arg_stdin_text(mcp_server_t *server, json_t *id, json_t *args,
-                          const char *tool, uvt_tools_args_t *a) {
-  json_t *v = json_object_get(args, "stdin");
-  char buf[200];
-
-  if (v == NULL || json_is_null(v))
-    return 0;
-  if (!json_is_string(v)) {
-    snprintf(buf, sizeof(buf),
-             "%s: stdin must be a string (the bytes the command reads, then "
-             "end of file).",
-             tool);
-    tool_error_result(server, id, buf);
-    return -1;
-  }
-  a->stdin_text = json_string_value(v);
-  a->stdin_text_len = json_string_length(v);
-  return 0;
 }
 
 /* task_wait's task_ids (M-TOOLS-9), into `ids` (UVT_TOOLS_WAIT_IDS_MAX
@@ -565,7 +537,8 @@ static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
     field = (char *)a + g->off;
     switch (g->type) {
     case ARG_STRING:
-      err = arg_string(server, id, args, name, g->key, (const char **)field);
+      err = arg_string(server, id, args, name, g->key, NULL,
+                       (const char **)field, NULL);
       break;
     case ARG_BOOL:
       err = arg_bool(server, id, args, name, g->key, (int *)field);
@@ -588,11 +561,14 @@ static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
     case ARG_TASK_IDS:
       err = arg_task_ids(server, id, args, name, a, ids);
       break;
-    case ARG_CHARS:
-      err = arg_chars(server, id, args, name, a);
+    case ARG_CHARS: /* M-TOOLS-5: U+0000 is written as a byte */
+      err = arg_string(server, id, args, name, g->key,
+                       "\"\" to only read output", &a->chars, &a->chars_len);
       break;
-    case ARG_STDIN_TEXT:
-      err = arg_stdin_text(server, id, args, name, a);
+    case ARG_STDIN_TEXT: /* M-TOOLS-13 */
+      err = arg_string(server, id, args, name, g->key,
+                       "the bytes the command reads, then end of file",
+                       &a->stdin_text, &a->stdin_text_len);
       break;
     }
   }

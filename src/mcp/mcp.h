@@ -283,29 +283,6 @@ struct mcp_server_s {
   int registry_closed;
 };
 
-/* text.c: a growable text, kept NUL-terminated; it may hold NUL bytes
- * (command output), so `len` is its length.  `err` latches the first
- * allocation failure, so a run of appends is checked once at the end. */
-typedef struct {
-  char *base;
-  size_t len;
-  size_t cap;
-  int err;
-} mcp_text_t;
-
-void mcp_text_init(mcp_text_t *t);
-void mcp_text_free(mcp_text_t *t);
-void mcp_text_raw(mcp_text_t *t, const char *bytes, size_t len);
-void mcp_text_str(mcp_text_t *t, const char *s);
-void mcp_text_printf(mcp_text_t *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-/* Append `len` bytes as valid UTF-8: each maximal invalid subpart becomes
- * U+FFFD; NUL bytes are kept. */
-void mcp_text_utf8(mcp_text_t *t, const char *bytes, size_t len);
-
 /* stdio.c */
 int mcp_in_start(mcp_in_t *in, mcp_server_t *server);
 void mcp_in_stop(mcp_in_t *in);

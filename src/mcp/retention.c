@@ -42,7 +42,10 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
   size_t total = 0;
   size_t forgot = 0;
   uint64_t dropped = 0;
-  mcp_text_t t;
+  char *named = NULL; /* the first RETENTION_NAMED forgotten, listed */
+  size_t named_len = 0;
+  FILE *f;
+  int bad;
   size_t i;
 
   if (server->reg == NULL || server->shutting_down ||
@@ -70,7 +73,7 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
      * leftovers) does not push a newer one out. */
     ended += (size_t)may[i];
   }
-  mcp_text_init(&t);
+  f = open_memstream(&named, &named_len);
   /* Oldest first: uvt_list gives creation order. */
   for (i = 0; i < n; i++) {
     if (ended <= server->config.keep_finished &&
@@ -87,30 +90,35 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
     total -= unread[i];
     dropped += unread[i];
     forgot++;
-    if (forgot <= RETENTION_NAMED)
-      mcp_text_printf(&t, "%s%s (%zu unread bytes)", forgot > 1 ? ", " : "",
-                      snaps[i].id, unread[i]);
+    if (f != NULL && forgot <= RETENTION_NAMED)
+      fprintf(f, "%s%s (%zu unread bytes)", forgot > 1 ? ", " : "", snaps[i].id,
+              unread[i]);
   }
-  if (forgot > RETENTION_NAMED)
-    mcp_text_printf(&t, " and %zu more", forgot - RETENTION_NAMED);
-  if (forgot > 0 && t.err == 0) {
-    char head[256];
-    mcp_text_t msg;
+  if (f != NULL && forgot > RETENTION_NAMED)
+    fprintf(f, " and %zu more", forgot - RETENTION_NAMED);
+  bad = f == NULL || ferror(f);
+  if (f != NULL && fclose(f) != 0)
+    bad = 1;
+  if (forgot > 0 && !bad) {
+    char *msg = NULL;
+    size_t msg_len = 0;
 
-    snprintf(head, sizeof(head),
-             "Forgot %zu ended task%s to stay within --keep-finished %zu and "
-             "--max-unread-bytes %zu; %llu unread bytes of output dropped: ",
-             forgot, forgot == 1 ? "" : "s", server->config.keep_finished,
-             server->config.max_unread_bytes, (unsigned long long)dropped);
-    mcp_text_init(&msg);
-    mcp_text_str(&msg, head);
-    mcp_text_raw(&msg, t.base != NULL ? t.base : "", t.len);
-    mcp_text_str(&msg, ".");
-    if (msg.err == 0)
-      mcp_rpc_notice(&server->tools, &server->agent, msg.base);
-    mcp_text_free(&msg);
+    f = open_memstream(&msg, &msg_len);
+    if (f != NULL) {
+      fprintf(f,
+              "Forgot %zu ended task%s to stay within --keep-finished %zu and "
+              "--max-unread-bytes %zu; %llu unread bytes of output dropped: "
+              "%s.",
+              forgot, forgot == 1 ? "" : "s", server->config.keep_finished,
+              server->config.max_unread_bytes, (unsigned long long)dropped,
+              named);
+      bad = ferror(f);
+      if (fclose(f) == 0 && !bad)
+        mcp_rpc_notice(&server->tools, &server->agent, msg);
+      free(msg);
+    }
   }
-  mcp_text_free(&t);
+  free(named);
 done:
   free(unread);
   free(may);

@@ -17,20 +17,20 @@
 /* A JSON string of `len` bytes (NULs included), repaired to valid UTF-8 if
  * needed. */
 json_t *mcp_rpc_string(const char *s, size_t len) {
-  mcp_text_t t;
+  char *fixed;
+  size_t n;
   json_t *j;
 
   j = json_stringn(s, len);
   if (j != NULL)
     return j;
-  mcp_text_init(&t);
-  mcp_text_utf8(&t, s, len);
-  if (t.err != 0) {
-    mcp_text_free(&t);
+  n = uvt_tools_utf8_repair(s, len, NULL);
+  fixed = malloc(n > 0 ? n : 1);
+  if (fixed == NULL)
     return NULL;
-  }
-  j = json_stringn(t.base != NULL ? t.base : "", t.len);
-  mcp_text_free(&t);
+  uvt_tools_utf8_repair(s, len, fixed);
+  j = json_stringn(fixed, n);
+  free(fixed);
   return j;
 }
 

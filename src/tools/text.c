@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* Through the library's allocator (uvt_replace_allocator()). */
 void *uvt__tools_malloc(size_t size) {
   return uvt__malloc(size);
@@ -143,10 +142,19 @@ int uvt__utf8_seq(const unsigned char *s, size_t n) {
 
 static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
 
-void uvt__text_utf8(uvt__text_t *t, const char *bytes, size_t len) {
+/* Writes `n` bytes at `at` of `out` (unless `out` is NULL, when only
+ * counting); returns the offset after them. */
+static size_t put(char *out, size_t at, const char *bytes, size_t n) {
+  if (out != NULL && n > 0)
+    memcpy(out + at, bytes, n);
+  return at + n;
+}
+
+size_t uvt_tools_utf8_repair(const char *bytes, size_t len, char *out) {
   const unsigned char *s = (const unsigned char *)bytes;
   size_t i = 0;
   size_t run = 0; /* start of the current run of good bytes */
+  size_t n = 0;
   int k;
 
   while (i < len) {
@@ -155,12 +163,22 @@ void uvt__text_utf8(uvt__text_t *t, const char *bytes, size_t len) {
       i += (size_t)k;
       continue;
     }
-    uvt__text_raw(t, bytes + run, i - run);
-    uvt__text_raw(t, replacement, 3);
+    n = put(out, n, bytes + run, i - run);
+    n = put(out, n, replacement, 3);
     i += (size_t)-k;
     run = i;
   }
-  uvt__text_raw(t, bytes + run, i - run);
+  return put(out, n, bytes + run, len - run);
+}
+
+void uvt__text_utf8(uvt__text_t *t, const char *bytes, size_t len) {
+  size_t n = uvt_tools_utf8_repair(bytes, len, NULL);
+
+  if (n == 0 || text_reserve(t, n) != 0)
+    return;
+  uvt_tools_utf8_repair(bytes, len, t->base + t->len);
+  t->len += n;
+  t->base[t->len] = '\0';
 }
 
 void uvt__text_oneline(uvt__text_t *t, const char *s, size_t max_bytes) {

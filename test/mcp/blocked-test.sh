@@ -13,27 +13,14 @@
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash blocked-test.sh
 set -u
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
+. "$(dirname "$0")/lib.sh"
+require_mcp
 command -v python3 >/dev/null || { echo "python3 is needed" >&2; exit 77; }
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:400}"; }
 
 tmp=$(mktemp -d)
 srv=
 marker=100.$$$RANDOM
-cleanup() {
-  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-  pkill -KILL -f "sleep $marker" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap server_cleanup EXIT
 
 # Wait (up to 10 s) until the pipe behind FIFO `$1` is full; prints the
 # bytes in it and its size.
@@ -53,9 +40,6 @@ while True:
 print(n, size)
 EOF
 }
-
-zombie() { grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-alive() { kill -0 "$1" 2>/dev/null && ! zombie "$1"; }
 
 # start: the server with stdin and stdout on FIFOs the test holds open
 # (fd $W writes its input; fd $R holds its output and is never read).
@@ -145,5 +129,4 @@ t0=$(date +%s%N)
 exec {W}>&-
 finish "end of input, no guardian" "$t0"
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary

@@ -14,21 +14,13 @@
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash channels-test.sh
 set -u
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
+. "$(dirname "$0")/lib.sh"
+require_mcp
 AS=()
 if [ "$(id -u)" = 0 ]; then
   command -v setpriv >/dev/null || { echo "setpriv is needed as root" >&2; exit 77; }
   AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:400}"; }
 
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
@@ -40,18 +32,14 @@ if [ ${#AS[@]} -gt 0 ]; then
 fi
 srv=
 marker=100.$$$RANDOM
-cleanup() {
-  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-  pkill -KILL -f "sleep $marker" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap server_cleanup EXIT
 
 start() {
   rm -f "$tmp/in" "$tmp/out" "$tmp/log"
   # Open to the server's user as a client's own pipes would be.
   mkfifo -m 666 "$tmp/in" "$tmp/out"
   exec {W}<>"$tmp/in"
+  SRV_IN=$W
   cat "$tmp/out" >"$tmp/log" {W}>&- &
   "${AS[@]}" "$MCP" --cwd /tmp "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err" {W}>&- &
   srv=$!
@@ -59,24 +47,9 @@ start() {
   answer 0 >/dev/null
 }
 
-send() { printf '%s\n' "$1" >&"$W"; }
-
-# answer ID: the answer to request ID (waits up to 20 s for it).
-answer() {
-  local i
-  for i in $(seq 1 2000); do
-    grep -F "\"id\":$1}" "$tmp/log" 2>/dev/null | tail -1 | grep -q . && break
-    grep -F "\"id\":$1," "$tmp/log" 2>/dev/null | grep -q . && break
-    sleep 0.01
-  done
-  grep -F -e "\"id\":$1}" -e "\"id\":$1," "$tmp/log"
-}
-
 # run ID COMMAND: run_command, prints its answer.
 run() {
-  local cmd
-  cmd=$(printf '%s' "$2" | sed 's/\\/\\\\/g; s/"/\\"/g')
-  send "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_command\",\"arguments\":{\"command\":\"$cmd\"}}}"
+  send "$(tool_call "$1" run_command "{\"command\":\"$(json_str "$2")\"}")"
   answer "$1"
 }
 
@@ -153,5 +126,4 @@ else
 fi
 exec {W}>&-
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary

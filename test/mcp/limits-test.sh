@@ -12,26 +12,14 @@
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash limits-test.sh
 set -u
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:600}"; }
+. "$(dirname "$0")/lib.sh"
+GOT_MAX=600
+require_mcp
 
 tmp=$(mktemp -d)
 srv=
 marker=100.$$$RANDOM
-cleanup() {
-  [ -n "$srv" ] && kill -KILL "$srv" 2>/dev/null
-  pkill -KILL -f "sleep $marker" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap server_cleanup EXIT
 
 # start VERSION ARGS...: the server on FIFOs; its answers go to $tmp/log.
 start() {
@@ -40,6 +28,7 @@ start() {
   rm -f "$tmp/in" "$tmp/out" "$tmp/log"
   mkfifo "$tmp/in" "$tmp/out"
   exec {W}<>"$tmp/in"
+  SRV_IN=$W
   cat "$tmp/out" >"$tmp/log" {W}>&- &
   "$MCP" "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err" {W}>&- &
   srv=$!
@@ -53,23 +42,9 @@ stop() {
   srv=
 }
 
-send() { printf '%s\n' "$1" >&"$W"; }
-
-# answer ID: the line answering request ID (waits up to 20 s for it).
-answer() {
-  local i
-  for i in $(seq 1 2000); do
-    grep -q -F -e "\"id\":$1}" -e "\"id\":$1," "$tmp/log" 2>/dev/null && break
-    sleep 0.01
-  done
-  grep -F -e "\"id\":$1}" -e "\"id\":$1," "$tmp/log"
-}
-
-json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
-
 # call ID TOOL ARGS-JSON: a tools/call; prints its answer.
 call() {
-  send "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
+  send "$(tool_call "$1" "$2" "$3")"
   answer "$1"
 }
 
@@ -355,5 +330,4 @@ else
 fi
 stop
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary

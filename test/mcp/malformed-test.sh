@@ -8,16 +8,8 @@
 # UVTASKS_MCP=path/to/uvtasks-mcp bash malformed-test.sh
 set -u
 
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:400}"; }
+. "$(dirname "$0")/lib.sh"
+require_mcp
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -28,11 +20,11 @@ start_server() {
   SRV_OUT=${SRV[0]}
 }
 
-send() { printf '%s\n' "$1" >&"$SRV_IN"; }
-
 status_seen=0
 # Read lines until the response with id $1 ("null" for an unknown id);
-# notifications in between are skipped.  Sets REPLY_LINE.
+# notifications in between are skipped, tasks/status ones counted.  Sets
+# REPLY_LINE.  Stricter than lib.sh's (which it replaces, for check too):
+# another answer first is a failure, and each line comes within 20 s.
 expect_id() {
   local want=$1 line
   REPLY_LINE=
@@ -55,29 +47,6 @@ expect_id() {
   done
   return 1
 }
-
-# check NAME REQUEST ID PATTERN...: send, read the answer, match patterns.
-check() {
-  local name=$1 req=$2 id=$3 p
-  shift 3
-  send "$req"
-  if ! expect_id "$id"; then
-    bad "$name (no answer with id $id)" "$REPLY_LINE"
-    return
-  fi
-  for p in "$@"; do
-    case $REPLY_LINE in
-      *"$p"*) ;;
-      *)
-        bad "$name (wanted $p)" "$REPLY_LINE"
-        return
-        ;;
-    esac
-  done
-  ok "$name"
-}
-
-alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
 # task_pid TASK ID NAME: read TASK's output (task_output, 300 ms waits,
 # request id ID) until its first line, the `echo $$` of its shell, came;
@@ -530,5 +499,4 @@ else
   bad "files as stdin and stdout (exit $rc)" "$(cat "$tmp/out.jsonl")"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary

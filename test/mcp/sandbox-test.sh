@@ -10,18 +10,11 @@
 # UVTASKS_MCP=path/to/uvtasks-mcp bash sandbox-test.sh
 set -u
 
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
+. "$(dirname "$0")/lib.sh"
+GOT_MAX=600
+require_mcp
 command -v bwrap >/dev/null 2>&1 || { echo "no bwrap: skipped"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "no python3: skipped"; exit 77; }
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:600}"; }
 
 tmp=$(mktemp -d /tmp/uvt-mcp-sbx-XXXXXX)
 outside=$(mktemp -d /var/tmp/uvt-mcp-sbx-out-XXXXXX)
@@ -52,35 +45,6 @@ start_server() {
   SRV_OUT=${SRV[0]}
   SRV_PID=$SRV_PID
 }
-send() { printf '%s\n' "$1" >&"$SRV_IN"; }
-expect_id() {
-  local want=$1 line
-  REPLY_LINE=
-  while IFS= read -r -t 30 line <&"$SRV_OUT"; do
-    case $line in
-      *'"method":"notifications/'*) continue ;;
-      *"\"id\":$want,"* | *"\"id\":$want}"*) REPLY_LINE=$line; return 0 ;;
-    esac
-  done
-  return 1
-}
-# check NAME REQUEST ID PATTERN... ; a pattern starting with ! must be absent.
-check() {
-  local name=$1 req=$2 id=$3 p
-  shift 3
-  send "$req"
-  if ! expect_id "$id"; then
-    bad "$name (no answer with id $id)" "$REPLY_LINE"
-    return
-  fi
-  for p in "$@"; do
-    case $p in
-      !*) case $REPLY_LINE in *"${p#!}"*) bad "$name (did not want ${p#!})" "$REPLY_LINE"; return ;; esac ;;
-      *) case $REPLY_LINE in *"$p"*) ;; *) bad "$name (wanted $p)" "$REPLY_LINE"; return ;; esac ;;
-    esac
-  done
-  ok "$name"
-}
 init() {
   check "initialize" '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' 1 '"protocolVersion"'
   send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
@@ -90,7 +54,7 @@ stop_server() {
   wait "$SRV_PID" 2>/dev/null
 }
 run() { # run ID COMMAND (JSON-escaped)
-  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"%s"}}}' "$1" "$2"
+  tool_call "$1" run_command "{\"command\":\"$2\"}"
 }
 
 # ---- workspace, no network ---------------------------------------------
@@ -176,5 +140,4 @@ stop_server
 [ $rc = 2 ] && grep -q "no-such-dir" "$tmp/err" && ok "S-4: a missing --writable DIR is refused at start" ||
   bad "S-4: a missing --writable DIR is refused at start" "$rc $(cat "$tmp/err")"
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary

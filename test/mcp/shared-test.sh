@@ -9,6 +9,7 @@
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash shared-test.sh SOURCE_ROOT
 set -u
+. "$(dirname "$0")/lib.sh"
 
 MCP=${UVTASKS_MCP:-}
 ROOT=${1:-}
@@ -17,11 +18,6 @@ if [ -z "$MCP" ] || [ ! -x "$MCP" ] || [ ! -d "$SRC" ]; then
   echo "usage: UVTASKS_MCP=uvtasks-mcp $0 SOURCE_ROOT" >&2
   exit 77
 fi
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:400}"; }
 
 # 1. The shared library is what the server needs at run time.
 needed=$(readelf -d "$MCP" 2>&1 | grep NEEDED)
@@ -63,23 +59,8 @@ coproc SRV { exec "$MCP" --grace-ms 200 --no-guardian 2>"$tmp/stderr"; }
 SRV_IN=${SRV[1]}
 SRV_OUT=${SRV[0]}
 srv_pid=$SRV_PID
-send() { printf '%s\n' "$1" >&"$SRV_IN"; }
-# The answer with id $1 (notifications skipped) in REPLY_LINE.
-expect_id() {
-  local line
-  REPLY_LINE=
-  while IFS= read -r -t 30 line <&"$SRV_OUT"; do
-    case $line in
-      *"\"id\":$1,"* | *"\"id\":$1}"*)
-        REPLY_LINE=$line
-        return 0
-        ;;
-    esac
-  done
-  return 1
-}
 call() { # call ID TOOL ARGS PATTERN NAME
-  send "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
+  send "$(tool_call "$1" "$2" "$3")"
   if expect_id "$1" && [[ $REPLY_LINE == *$4* ]]; then
     ok "$5"
   else
@@ -109,5 +90,4 @@ else
   bad "end of input: exit 0" "exit $rc; $(cat "$tmp/stderr")"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary

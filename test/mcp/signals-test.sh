@@ -14,16 +14,8 @@
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash signals-test.sh
 set -u
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:400}"; }
+. "$(dirname "$0")/lib.sh"
+require_mcp
 
 tmp=$(mktemp -d)
 leader=
@@ -185,5 +177,4 @@ for sig in KILL ABRT; do
   leader=
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+summary

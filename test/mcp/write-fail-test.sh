@@ -14,16 +14,9 @@
 # UVTASKS_MCP=path/to/uvtasks-mcp bash write-fail-test.sh
 set -u
 
-MCP=${UVTASKS_MCP:-}
-if [ -z "$MCP" ] || [ ! -x "$MCP" ]; then
-  echo "UVTASKS_MCP must name the built uvtasks-mcp" >&2
-  exit 77
-fi
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok   $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; [ $# -gt 1 ] && echo "     got: ${2:0:600}"; }
+. "$(dirname "$0")/lib.sh"
+GOT_MAX=600
+require_mcp
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,10 +25,6 @@ left() { pgrep -f "sleep $marker" | wc -l; }
 
 INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"PV","capabilities":{},"clientInfo":{"name":"write-fail-test","version":"1"}}}'
 INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
-call() { # ID TOOL ARGS [EXTRA params members]
-  printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"%s","arguments":%s%s}}' \
-    "$1" "$2" "$3" "${4:+,$4}"
-}
 
 # scenario NAME N PROTOCOL MESSAGE...: the server with its Nth write
 # failing gets initialize and the messages, then its input stays open
@@ -88,29 +77,29 @@ bg="{\"command\":\"sleep $marker\"}"
 # behind it in the same read is not taken.
 scenario "a request's answer" 3 2025-06-18 \
   '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
-  "$(call 3 run_in_background "$bg")"
+  "$(tool_call 3 run_in_background "$bg")"
 # A tool call's answer, from the tools' callback; a second call waits.
 scenario "a tool call's answer" 5 2025-06-18 \
-  "$(call 2 run_in_background "$bg")" \
-  "$(call 3 task_output '{"task_id":"bash-1","wait":true,"timeout_ms":60000}')" \
-  "$(call 4 run_command '{"command":"echo answered"}')"
+  "$(tool_call 2 run_in_background "$bg")" \
+  "$(tool_call 3 task_output '{"task_id":"bash-1","wait":true,"timeout_ms":60000}')" \
+  "$(tool_call 4 run_command '{"command":"echo answered"}')"
 # The newline after a message's text.
 scenario "a message's newline" 4 2025-06-18 \
-  "$(call 2 run_in_background "$bg")" \
-  "$(call 3 run_command '{"command":"echo answered"}')"
+  "$(tool_call 2 run_in_background "$bg")" \
+  "$(tool_call 3 run_command '{"command":"echo answered"}')"
 # A batch's answer (2025-03-26), sent when its last call ends.
 scenario "a batch's answer" 3 2025-03-26 \
-  "[$(call 2 run_in_background "$bg"),$(call 3 run_command '{"command":"echo b"}')]"
+  "[$(tool_call 2 run_in_background "$bg"),$(tool_call 3 run_command '{"command":"echo b"}')]"
 # A progress notification, from the progress timer, two calls waiting.
 scenario "a progress notification" 3 2025-06-18 \
-  "$(call 2 run_command "{\"command\":\"sleep $marker\"}" '"_meta":{"progressToken":"p2"}')" \
-  "$(call 3 run_command "{\"command\":\"sleep $marker\"}" '"_meta":{"progressToken":"p3"}')"
+  "$(tool_call 2 run_command "{\"command\":\"sleep $marker\"}" '"_meta":{"progressToken":"p2"}')" \
+  "$(tool_call 3 run_command "{\"command\":\"sleep $marker\"}" '"_meta":{"progressToken":"p3"}')"
 # A Tasks status notification, from the registry's change feed, with a
 # tasks/result waiting for the task (the fourth message: the answers to
 # the two calls come first).
 scenario "a tasks/status notification" 7 2025-11-25 \
-  "$(call 2 run_in_background "$bg")" \
-  "$(call 3 run_command '{"command":"sleep 0.3; echo t"}' '"task":{"ttl":60000}')" \
+  "$(tool_call 2 run_in_background "$bg")" \
+  "$(tool_call 3 run_command '{"command":"sleep 0.3; echo t"}' '"task":{"ttl":60000}')" \
   '{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":"bash-2"}}'
 
 # The client closes its read end while a call runs: the call's answer
@@ -121,9 +110,9 @@ in=${SRV[1]}
 out=${SRV[0]}
 printf '%s\n%s\n' "${INIT/PV/2025-06-18}" "$INITED" >&"$in"
 IFS= read -r -t 30 line <&"$out"
-printf '%s\n' "$(call 2 run_in_background "$bg")" >&"$in"
+printf '%s\n' "$(tool_call 2 run_in_background "$bg")" >&"$in"
 IFS= read -r -t 30 line <&"$out"
-printf '%s\n' "$(call 3 run_command '{"command":"sleep 0.3; echo late"}')" >&"$in"
+printf '%s\n' "$(tool_call 3 run_command '{"command":"sleep 0.3; echo late"}')" >&"$in"
 exec {out}<&-
 for i in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
 if kill -0 "$pid" 2>/dev/null; then
@@ -146,5 +135,4 @@ else
   pkill -KILL -f "sleep $marker"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary
