@@ -100,6 +100,13 @@ typedef struct {
   int open;       /* the handle needs a uv_close */
   int stopped;
   int paused; /* M-MCP-8: the client is behind on reading our answers */
+  /* M-MCP-10: while paused, a watch on a duplicate of fd 0 for the
+   * client's hang-up, so that the end of input is seen even when it lies
+   * behind requests not read yet. */
+  uv_poll_t hup;
+  int hup_fd;   /* the duplicate, -1 when none */
+  int hup_open; /* the poll handle needs a uv_close */
+  int draining; /* the client hung up: read to the end, pause no more */
 } mcp_in_t;
 
 /* ---------------------------------------------------------------------- */

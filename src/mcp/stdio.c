@@ -4,8 +4,10 @@
  * more than that (M-MCP-3); output is written completely and in order. */
 #include "mcp.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------------- */
 /* Input                                                                   */
@@ -145,6 +147,7 @@ int mcp_in_start(mcp_in_t *in, mcp_server_t *server) {
 
   memset(in, 0, sizeof(*in));
   in->server = server;
+  in->hup_fd = -1;
   if (type == UV_TTY) {
     err = uv_tty_init(server->loop, &in->h.tty, 0, 1);
   } else if (type == UV_NAMED_PIPE) {
@@ -169,7 +172,63 @@ int mcp_in_start(mcp_in_t *in, mcp_server_t *server) {
   return uv_read_start(&in->h.stream, in_alloc_cb, in_read_cb);
 }
 
+/* M-MCP-10: the client hung up while reading was paused (a pipe with no
+ * writer left, a socket shut for writing, or an error on it).  What is
+ * still in the kernel's buffer is all that can come, so it is read to its
+ * end without pausing again: the requests in it are served in order and
+ * the end of input starts the shutdown as it always does. */
+static void in_hup_cb(uv_poll_t *h, int status, int events) {
+  mcp_in_t *in = h->data;
+
+  if (status == 0 && !(events & UV_DISCONNECT))
+    return;
+  uv_poll_stop(h);
+  in->draining = 1;
+  mcp_in_resume(in);
+}
+
+static void in_hup_closed(uv_handle_t *h) {
+  mcp_in_t *in = h->data;
+
+  if (in->hup_fd >= 0)
+    close(in->hup_fd);
+  in->hup_fd = -1;
+}
+
+/* Watch for the hang-up while paused.  Without the watch (no descriptor
+ * left for the duplicate) the pause still holds; only the end of input
+ * is then seen late, once the client reads again. */
+static void in_hup_watch(mcp_in_t *in) {
+  uv_os_fd_t fd;
+
+  if (!in->hup_open) {
+    in->hup_fd = -1;
+    if (uv_fileno(&in->h.handle, &fd) != 0)
+      return;
+    in->hup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    if (in->hup_fd < 0)
+      return;
+    if (uv_poll_init(in->server->loop, &in->hup, in->hup_fd) != 0) {
+      close(in->hup_fd);
+      in->hup_fd = -1;
+      return;
+    }
+    in->hup.data = in;
+    in->hup_open = 1;
+  }
+  uv_poll_start(&in->hup, UV_DISCONNECT, in_hup_cb);
+}
+
+static void in_hup_close(mcp_in_t *in) {
+  if (!in->hup_open)
+    return;
+  in->hup_open = 0;
+  uv_close((uv_handle_t *)&in->hup, in_hup_closed);
+}
+
 void mcp_in_stop(mcp_in_t *in) {
+  if (in->hup_open)
+    uv_poll_stop(&in->hup);
   if (in->stopped)
     return;
   in->stopped = 1;
@@ -180,11 +239,13 @@ void mcp_in_stop(mcp_in_t *in) {
 }
 
 void mcp_in_pause(mcp_in_t *in) {
-  if (in->paused || in->stopped)
+  if (in->paused || in->stopped || in->draining)
     return;
   in->paused = 1;
-  if (in->kind == MCP_IO_STREAM && in->open)
+  if (in->kind == MCP_IO_STREAM && in->open) {
     uv_read_stop(&in->h.stream);
+    in_hup_watch(in);
+  }
   /* File mode: the read in flight finishes; the next is not started. */
 }
 
@@ -192,6 +253,8 @@ void mcp_in_resume(mcp_in_t *in) {
   if (!in->paused)
     return;
   in->paused = 0;
+  if (in->hup_open)
+    uv_poll_stop(&in->hup);
   if (in->stopped)
     return;
   if (in->kind == MCP_IO_STREAM && in->open) {
@@ -206,6 +269,7 @@ void mcp_in_resume(mcp_in_t *in) {
 
 void mcp_in_close(mcp_in_t *in) {
   mcp_in_stop(in);
+  in_hup_close(in);
   if (in->open && !uv_is_closing(&in->h.handle))
     uv_close(&in->h.handle, NULL);
   in->open = 0;

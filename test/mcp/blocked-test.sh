@@ -5,6 +5,8 @@
 #  - end of input stops the tasks and the server exits within its hard
 #    limit (the pending writes are cancelled), and its guardian is never a
 #    zombie, neither while the server shuts down nor after;
+#  - the same when so many answers wait that the server stopped reading
+#    its input (the end of input is then seen by a watch for the hang-up);
 #  - the same for SIGTERM, SIGINT and SIGHUP with stdin still open.
 # The bound asserted is 8 s: the server's own is 1.5 s, by its timers,
 # but a sanitizer build on a loaded machine takes longer to get there and
@@ -61,7 +63,7 @@ start() {
   printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}' >&"$W"
   printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"sleep %s"}}}\n' "$marker" >&"$W"
   # Answers enough to fill the pipe and leave some queued in the server.
-  for i in $(seq 2 60); do
+  for i in $(seq 2 "${lists:-60}"); do
     printf '{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' "$i" >&"$W"
   done
   # Wait for the condition: the pipe is full (the server's writes wait).
@@ -122,6 +124,55 @@ for sig in TERM INT HUP; do
   kill -"$sig" "$srv"
   finish "SIG$sig" "$t0"
 done
+
+# Its sibling with more answers queued than the high-water mark (4 MiB:
+# 600 tools/list answers of about 11 KB): the server has stopped reading
+# its input, so the end of input lies unread behind the requests it has
+# not taken yet.  It must still see it (it hung here before).
+lists=600 start
+t0=$(date +%s%N)
+exec {W}>&-
+finish "end of input behind paused reading" "$t0"
+
+# The same with stdin a socket the client shuts for writing (a socket
+# reports the hang-up differently from a pipe: EPOLLRDHUP, not EPOLLHUP).
+sock_eof() {
+  "$PY" -S - "$MCP" "$tmp/sock-out" "$marker" <<'EOF'
+import json, os, socket, subprocess, sys, time
+mcp, out, marker = sys.argv[1:4]
+os.mkfifo(out)
+hold = os.open(out, os.O_RDWR)  # held open, never read
+a, b = socket.socketpair()
+p = subprocess.Popen([mcp], stdin=b, stdout=hold, stderr=subprocess.DEVNULL)
+b.close()
+w = lambda o: a.sendall((json.dumps(o) + "\n").encode())
+w({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+   "params": {"protocolVersion": "2025-11-25"}})
+w({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+   "name": "run_in_background", "arguments": {"command": "sleep " + marker}}})
+for i in range(2, 600):
+    w({"jsonrpc": "2.0", "id": i, "method": "tools/list"})
+a.shutdown(socket.SHUT_WR)
+t0 = time.monotonic()
+try:
+    p.wait(8)
+    print("exited %d" % int((time.monotonic() - t0) * 1000))
+except subprocess.TimeoutExpired:
+    p.kill()
+    p.wait()
+    print("hung")
+EOF
+}
+res=$(sock_eof)
+case "$res" in
+exited*) ok "M-MCP-10: a socket shut for writing behind paused reading: the server exits (${res#exited } ms)" ;;
+*) bad "M-MCP-10: a socket shut for writing behind paused reading: the server exits" "$res" ;;
+esac
+if pgrep -f "sleep $marker" >/dev/null; then
+  bad "M-MCP-10: a socket shut for writing: the task is stopped" "$(pgrep -af "sleep $marker")"
+else
+  ok "M-MCP-10: a socket shut for writing: the task is stopped"
+fi
 
 # Its sibling without the guardian: the same bound.
 start --no-guardian
