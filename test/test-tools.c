@@ -2868,7 +2868,8 @@ static void test_write_stdin_allocation_failures(void **state) {
  * end notice, task_output, run_command's result and task_list; shapes:
  * a plain `&` job, a `set -m` job (a group of its own) and `nohup timeout`
  * (GNU timeout puts itself in a group of its own).  Once they are stopped
- * the lines say that what it left has ended. */
+ * the lines say that what it left has ended (or left its session: without
+ * cgroups, the session is all that is seen). */
 static int left_gone(void *arg) {
   tfix_t *t = arg;
   return uvt_process_leftovers(t->f.reg, "bash-1", &t->a) == 0;
@@ -2940,9 +2941,76 @@ static void test_leftovers_in_texts(void **state) {
     call(&t, &r, &t.a, "task_output", &a);
     assert_string_equal(r.text,
                         "(no new output)\n[status: completed, exit code: 0; "
-                        "what it left running has ended]");
+                        "what it left running has ended or left its "
+                        "session]");
     tfix_close(&t);
   }
+}
+
+/* P-LEFT-1's sibling: what a task left running leaves its session
+ * (`setsid`, a daemon's double fork) rather than ending.  Without cgroups
+ * the session is all the registry sees, so the line must not claim that
+ * the process ended: it says it ended or left the session. */
+static void test_leftover_leaves_session(void **state) {
+  char dir[] = "/tmp/uvt-left-XXXXXX";
+  char cmd[512];
+  char path[600];
+  uvt_tools_args_t a;
+  tfix_t t;
+  rec_t r;
+  FILE *f;
+  int pid = 0;
+  int fd;
+  int i;
+  const struct timespec tick = {0, 10 * 1000 * 1000};
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/go", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  /* The member waits in the session until the test opens the FIFO, then
+   * writes its pid and becomes `sleep` in a session of its own. */
+  snprintf(cmd, sizeof(cmd),
+           "sh -c 'read x < %s/go; echo $$ > %s/pid.tmp; mv %s/pid.tmp "
+           "%s/pid; exec setsid sleep 300' & echo started",
+           dir, dir, dir, dir);
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = cmd;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  run_until_settled(&t, &t.a, "bash-1");
+  a = args_id("bash-1");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_true(ends_with(r.text, "[status: completed, exit code: 0; 1 process "
+                                "still running; task_kill bash-1 stops it]"));
+  fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "x\n", 2), 2);
+  close(fd);
+  snprintf(path, sizeof(path), "%s/pid", dir);
+  /* The loop has nothing left to run (the task ended): the condition is
+   * polled, bounded so that a fault fails rather than hangs. */
+  for (i = 0; i < 3000 && uvt_process_leftovers(t.f.reg, "bash-1", &t.a) != 0;
+       i++)
+    nanosleep(&tick, NULL);
+  assert_int_equal(uvt_process_leftovers(t.f.reg, "bash-1", &t.a), 0);
+  /* Written before the setsid that made the count 0. */
+  f = fopen(path, "r");
+  assert_non_null(f);
+  assert_int_equal(fscanf(f, "%d", &pid), 1);
+  fclose(f);
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_string_equal(r.text, "(no new output)\n[status: completed, exit code: "
+                              "0; what it left running has ended or left its "
+                              "session]");
+  /* It did not end: it runs in a session of its own. */
+  assert_true(pid > 0);
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  tfix_close(&t);
+  assert_int_equal(unlink(path), 0);
+  snprintf(path, sizeof(path), "%s/go", dir);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 /* Read bash-1's output (task_output, 100 ms waits) until it holds
@@ -3916,6 +3984,7 @@ int main(void) {
       cmocka_unit_test(test_run_in_background),
       cmocka_unit_test(test_c30_kill_ended_leftovers),
       cmocka_unit_test(test_leftovers_in_texts),
+      cmocka_unit_test(test_leftover_leaves_session),
       cmocka_unit_test(test_task_kill_signal),
       cmocka_unit_test(test_write_ctrl_c),
       cmocka_unit_test(test_write_ctrl_c_before_spawn),

@@ -60,7 +60,12 @@ void uvt__tools_detail(uvt_tools_t *tools, const uvt_agent_t *caller,
                      left, left == 1 ? "" : "es", snap->id,
                      left == 1 ? "it" : "them");
   else if (left == 0 && len != strlen(snap->detail))
-    uvt__text_str(t, "; what it left running has ended");
+    /* Without cgroups the session is all that is seen: a member that
+     * called setsid() is out of sight, not necessarily ended. */
+    uvt__text_str(t, uvt_process_cgroup_dir(tools->registry) != NULL
+                         ? "; what it left running has ended"
+                         : "; what it left running has ended or left its "
+                           "session");
 }
 
 void uvt__tools_status(uvt_tools_t *tools, const uvt_agent_t *caller,
