@@ -137,6 +137,7 @@ int uvt__process_peek(uvt_registry_t *reg, const char *id,
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
 typedef struct uvt__spawn_s uvt__spawn_t;
+typedef struct uvt__helper_s uvt__helper_t;
 
 /* A live leader as uvt_process_stop_all_now() sees it. */
 typedef struct {
@@ -481,6 +482,10 @@ struct uvt__procs_s {
   int spawn_stop;         /* close: threads leave (under the mutex) */
   int spawners_joined;
 
+  /* spawnhelper.c (P-SPAWN-7) */
+  uvt__helper_t *helper; /* started, or NULL */
+  int helper_on;         /* new requests go through it */
+
   /* Shutdown (context.c). */
   int closing;
   unsigned handles_closing;
@@ -678,6 +683,10 @@ struct uvt__spawn_s {
   unsigned long long start_ticks; /* at most the leader's start time */
   int cg_err;     /* 0: the child is in its group; else why not */
   char **sb_argv; /* a sandboxed task's argv (argv points here), or NULL */
+  /* P-SPAWN-7: the registry's spawn helper, or NULL (spawn here). */
+  uvt__helper_t *helper;
+  pid_t h_pid; /* written by the kernel for the helper's clone */
+  int h_err;   /* the errno of the helper's clone or of its child */
 };
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
@@ -695,6 +704,34 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
 void uvt__spawn_run(uvt__spawn_t *sp);
 /* Loop thread; accepts NULL. */
 void uvt__spawn_free(uvt__spawn_t *sp);
+
+/* ---- spawnhelper.c: the spawn helper process (P-SPAWN-7) ------------- */
+
+/* uvt__helper_spawn()'s "not through the helper": spawn here instead. */
+#define UVT__HELPER_NO 1
+
+/* Nonzero: every registry's process context starts with the helper on
+ * (the test harness sets it for the process suites' helper runs).  Read
+ * when a context is created. */
+extern int uvt__process_spawn_helper_default;
+
+/* Start a helper: 0 and *out, or UV_ENOTSUP (not possible here: valgrind,
+ * ThreadSanitizer, a seccomp filter), UV_ENOMEM, or a libuv error.  Loop
+ * thread (it waits for the helper's clone). */
+int uvt__helper_start(uvt__helper_t **out);
+/* Spawn sp's leader through the helper (any thread; one at a time):
+ * 0 and *pid (the host's child, exec'd), a libuv error of the spawn
+ * itself (the failed child is reaped), or UVT__HELPER_NO when the helper
+ * cannot take it (dead, a forked host, descriptors not passed): nothing
+ * was spawned, and sp's descriptors are still the caller's. */
+int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid);
+/* End the helper and reap it, then free `h` (accepts NULL).  No spawn may
+ * be out.  Loop thread. */
+void uvt__helper_stop(uvt__helper_t *h);
+/* Tests: the helper's pid (0 once it is known dead), and how many
+ * requests it answered. */
+pid_t uvt__helper_pid(const uvt__helper_t *h);
+unsigned uvt__helper_served(const uvt__helper_t *h);
 
 /* ---- sandbox.c: sandboxed tasks (S-1..S-4) ---------------------------- */
 
