@@ -63,8 +63,29 @@ static uvt__helper_t *helper_on(fixture_t *f) {
   }
   assert_int_equal(rc, 0);
   assert_non_null(procs_of(f)->helper);
-  assert_true(uvt__helper_pid(procs_of(f)->helper) > 0);
+  assert_true(uvt__helper_count(procs_of(f)->helper) > 0);
+  assert_true(uvt__helper_pid(procs_of(f)->helper, 0) > 0);
   return procs_of(f)->helper;
+}
+
+/* The helpers' pids (one per spawner thread), 0-terminated. */
+typedef struct {
+  pid_t pid[5];
+} hpids_t;
+
+static void helper_pids(uvt__helper_t *h, hpids_t *out) {
+  unsigned i;
+  memset(out, 0, sizeof(*out));
+  for (i = 0; i < uvt__helper_count(h) && i < 4; i++) {
+    out->pid[i] = uvt__helper_pid(h, i);
+    assert_true(out->pid[i] > 0);
+  }
+}
+
+static void kill_all(const hpids_t *p, int sig) {
+  int i;
+  for (i = 0; p->pid[i] > 0; i++)
+    assert_int_equal(kill(p->pid[i], sig), 0);
 }
 
 /* Process `pid` has exited (gone, or a zombie of someone else). */
@@ -81,6 +102,16 @@ static int reaped(void *arg) {
   struct stat st;
   snprintf(path, sizeof(path), "/proc/%d", (int)pid);
   return stat(path, &st) != 0;
+}
+
+/* Every helper of `arg` (an hpids_t) reaped. */
+static int all_reaped(void *arg) {
+  hpids_t *p = arg;
+  int i;
+  for (i = 0; p->pid[i] > 0; i++)
+    if (!reaped(&p->pid[i]))
+      return 0;
+  return 1;
 }
 
 /* Poll without a loop turn (the helper is not the loop's business). */
@@ -244,7 +275,8 @@ static void helper_killed_storm(int sig) {
   uvt_process_options_t o;
   uvt__helper_t *h;
   storm_t *s = calloc(1, sizeof(*s));
-  pid_t hpid;
+  hpids_t hp;
+  unsigned k;
   int fds;
   int i;
 
@@ -252,7 +284,7 @@ static void helper_killed_storm(int sig) {
   fds = count_fds();
   fixture_init(&f, NULL);
   h = helper_on(&f);
-  hpid = uvt__helper_pid(h);
+  helper_pids(h, &hp);
   s->f = &f;
   s->n = 48;
   test_opts(&o);
@@ -263,7 +295,7 @@ static void helper_killed_storm(int sig) {
     if (i == s->n / 3) {
       /* Let some spawns through it first. */
       run_until(&f, never, NULL, 0);
-      assert_int_equal(kill(hpid, sig), 0);
+      kill_all(&hp, sig);
     }
   }
   assert_true(run_until(&f, storm_done, s, 30000));
@@ -273,8 +305,9 @@ static void helper_killed_storm(int sig) {
     wait_end(&s->w[i]);
   }
   /* Reaped by the registry (its keeper), not left a zombie. */
-  assert_true(poll_until(reaped, &hpid, 10000));
-  assert_int_equal(uvt__helper_pid(h), 0);
+  assert_true(poll_until(all_reaped, &hp, 10000));
+  for (k = 0; k < uvt__helper_count(h); k++)
+    assert_int_equal(uvt__helper_pid(h, k), 0);
   assert_int_equal(uvt_process_spawn_helper(f.reg, 1), UV_ENOTSUP);
   fixture_close(&f);
   assert_int_equal(count_fds(), fds);
@@ -296,15 +329,16 @@ static void test_helper_ignores_signals(void **state) {
   uvt__helper_t *h;
   char id[UVT_ID_MAX];
   waitres_t w;
-  pid_t hpid;
+  hpids_t hp;
   size_t i;
+  unsigned k;
   (void)state;
 
   fixture_init(&f, NULL);
   h = helper_on(&f);
-  hpid = uvt__helper_pid(h);
+  helper_pids(h, &hp);
   for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-    assert_int_equal(kill(hpid, sigs[i]), 0);
+    kill_all(&hp, sigs[i]);
   test_opts(&o);
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
                    0);
@@ -312,9 +346,10 @@ static void test_helper_ignores_signals(void **state) {
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   wait_end(&w);
   assert_int_equal(uvt__helper_served(h), 1);
-  assert_int_equal(uvt__helper_pid(h), hpid);
+  for (k = 0; k < uvt__helper_count(h); k++)
+    assert_int_equal(uvt__helper_pid(h, k), hp.pid[k]);
   fixture_close(&f);
-  assert_true(reaped(&hpid));
+  assert_true(all_reaped(&hp));
 }
 
 /* P-SPAWN-7, fault: the helper killed with a spawn in hand (held at the
@@ -326,18 +361,18 @@ static void test_helper_killed_idle(void **state) {
   uvt__helper_t *h;
   char id[UVT_ID_MAX];
   waitres_t w;
-  pid_t hpid;
+  hpids_t hp;
   (void)state;
 
   fixture_init(&f, NULL);
   h = helper_on(&f);
-  hpid = uvt__helper_pid(h);
+  helper_pids(h, &hp);
   gate_close(1);
   test_opts(&o);
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "3", NULL, id),
                    0);
-  assert_int_equal(kill(hpid, SIGKILL), 0);
-  assert_true(poll_until(reaped, &hpid, 10000));
+  kill_all(&hp, SIGKILL);
+  assert_true(poll_until(all_reaped, &hp, 10000));
   gate_open(1);
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 3");
@@ -361,6 +396,7 @@ static void test_helper_emfile(void **state) {
   struct rlimit rl;
   struct rlimit old;
   unsigned served;
+  hpids_t hp;
   int held[4096];
   int n = 0;
   int i;
@@ -368,12 +404,14 @@ static void test_helper_emfile(void **state) {
 
   fixture_init(&f, NULL);
   h = helper_on(&f);
+  helper_pids(h, &hp);
   served = uvt__helper_served(h);
   /* The helper's side: 0..3 are taken, nothing more fits. */
   assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
   rl.rlim_cur = 4;
   rl.rlim_max = old.rlim_max;
-  assert_int_equal(prlimit(uvt__helper_pid(h), RLIMIT_NOFILE, &rl, NULL), 0);
+  for (i = 0; hp.pid[i] > 0; i++)
+    assert_int_equal(prlimit(hp.pid[i], RLIMIT_NOFILE, &rl, NULL), 0);
   test_opts(&o);
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "4", NULL, id),
                    0);
@@ -381,7 +419,8 @@ static void test_helper_emfile(void **state) {
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 4");
   wait_end(&w);
   assert_int_equal(uvt__helper_served(h), served);
-  assert_int_equal(prlimit(uvt__helper_pid(h), RLIMIT_NOFILE, &old, NULL), 0);
+  for (i = 0; hp.pid[i] > 0; i++)
+    assert_int_equal(prlimit(hp.pid[i], RLIMIT_NOFILE, &old, NULL), 0);
 
   /* The host's side. */
   rl.rlim_cur = 256;
@@ -465,7 +504,8 @@ static int exec_host(int out) {
   uvt_process_options_t o;
   const char *av[] = {"/bin/true", NULL};
   char id[UVT_ID_MAX];
-  pid_t hpid;
+  hpids_t hp;
+  unsigned k;
   int rc;
 
   uvt_surface_t surface;
@@ -493,10 +533,12 @@ static int exec_host(int out) {
       break;
     uv_run(&loop, UV_RUN_ONCE);
   }
-  hpid = uvt__helper_pid(ps->helper);
-  if (hpid <= 0 || uvt__helper_served(ps->helper) != 1)
+  memset(&hp, 0, sizeof(hp));
+  for (k = 0; k < uvt__helper_count(ps->helper) && k < 4; k++)
+    hp.pid[k] = uvt__helper_pid(ps->helper, k);
+  if (hp.pid[0] <= 0 || uvt__helper_served(ps->helper) != 1)
     return 5;
-  if (write(out, &hpid, sizeof(hpid)) != (ssize_t)sizeof(hpid))
+  if (write(out, &hp, sizeof(hp)) != (ssize_t)sizeof(hp))
     return 6;
   execl(self_exe, self_exe, "--helper=sleep", "30000", (char *)NULL);
   return 7;
@@ -508,8 +550,9 @@ static int exec_host(int out) {
 static void test_helper_host_exec(void **state) {
   int p[2];
   pid_t child;
-  pid_t hpid = 0;
+  hpids_t hp;
   int status;
+  int i;
   (void)state;
 
   if (under_valgrind())
@@ -525,12 +568,13 @@ static void test_helper_host_exec(void **state) {
     _exit(1);
   }
   close(p[1]);
-  assert_int_equal(read(p[0], &hpid, sizeof(hpid)), (ssize_t)sizeof(hpid));
+  assert_int_equal(read(p[0], &hp, sizeof(hp)), (ssize_t)sizeof(hp));
   close(p[0]);
-  assert_true(hpid > 0);
-  /* The exec'd program does not reap: the helper is a zombie once it
-   * has exited. */
-  assert_true(poll_until(exited, &hpid, 10000));
+  assert_true(hp.pid[0] > 0);
+  /* The exec'd program does not reap: a helper is a zombie once it has
+   * exited. */
+  for (i = 0; hp.pid[i] > 0; i++)
+    assert_true(poll_until(exited, &hp.pid[i], 10000));
   assert_int_equal(waitpid(child, &status, WNOHANG), 0); /* still running */
   kill(child, SIGKILL);
   assert_int_equal(waitpid(child, &status, 0), child);
@@ -543,13 +587,13 @@ static void test_helper_close_in_flight(void **state) {
   uvt_process_options_t o;
   uvt__helper_t *h;
   char id[UVT_ID_MAX];
-  pid_t hpid;
+  hpids_t hp;
   int i;
   (void)state;
 
   fixture_init(&f, NULL);
   h = helper_on(&f);
-  hpid = uvt__helper_pid(h);
+  helper_pids(h, &hp);
   gate_close(1);
   test_opts(&o);
   for (i = 0; i < 4; i++)
@@ -558,7 +602,7 @@ static void test_helper_close_in_flight(void **state) {
   gate_open(4);
   fixture_close(&f);
   gate_remove();
-  assert_true(reaped(&hpid));
+  assert_true(all_reaped(&hp));
   assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child at all */
   assert_int_equal(errno, ECHILD);
 }

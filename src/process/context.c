@@ -144,7 +144,8 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return err;
   }
   *out = ps;
-  if (uvt__process_spawn_helper_default && uvt__helper_start(&ps->helper) == 0)
+  if (uvt__process_spawn_helper_default &&
+      uvt__helper_start(uvt__spawner_count(), &ps->helper) == 0)
     ps->helper_on = 1;
   if (host_reaps_orphans(ps)) {
     ps->subreaper = 1;
@@ -186,12 +187,18 @@ int uvt_process_spawn_helper(uvt_registry_t *reg, int on) {
     return 0;
   }
   if (ps->helper == NULL) {
-    err = uvt__helper_start(&ps->helper);
+    err = uvt__helper_start(uvt__spawner_count(), &ps->helper);
     if (err != 0)
       return err;
   }
-  if (uvt__helper_pid(ps->helper) == 0)
-    return UV_ENOTSUP; /* it died, or its clone was refused */
+  {
+    unsigned i;
+    for (i = 0; i < uvt__helper_count(ps->helper); i++)
+      if (uvt__helper_pid(ps->helper, i) > 0)
+        break;
+    if (i == uvt__helper_count(ps->helper))
+      return UV_ENOTSUP; /* they died, or their clone was refused */
+  }
   ps->helper_on = 1;
   return 0;
 }

@@ -564,6 +564,8 @@ unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed);
 /* Spawner threads per registry; 0 = as many as cores, at most 4.  Read
  * when a registry starts its threads (tests and the benchmark set it). */
 extern unsigned uvt__process_spawners;
+/* How many threads a registry starts (what the above gives here). */
+unsigned uvt__spawner_count(void);
 
 /* The context's queues, mutex and async handle: 0 or a libuv error. */
 int uvt__spawner_init(uvt__procs_t *ps);
@@ -715,22 +717,25 @@ void uvt__spawn_free(uvt__spawn_t *sp);
  * when a context is created. */
 extern int uvt__process_spawn_helper_default;
 
-/* Start a helper: 0 and *out, or UV_ENOTSUP (not possible here: valgrind,
- * ThreadSanitizer, a seccomp filter), UV_ENOMEM, or a libuv error.  Loop
- * thread (it waits for the helper's clone). */
-int uvt__helper_start(uvt__helper_t **out);
-/* Spawn sp's leader through the helper (any thread; one at a time):
- * 0 and *pid (the host's child, exec'd), a libuv error of the spawn
- * itself (the failed child is reaped), or UVT__HELPER_NO when the helper
- * cannot take it (dead, a forked host, descriptors not passed): nothing
- * was spawned, and sp's descriptors are still the caller's. */
+/* Start `n` helpers (one per spawner thread; at most 4): 0 and *out
+ * (fewer than asked if some could not start), or the first one's error:
+ * UV_ENOTSUP (not possible here: valgrind, ThreadSanitizer, a seccomp
+ * filter), UV_ENOMEM, or a libuv error.  Loop thread (it waits for the
+ * helpers' clones). */
+int uvt__helper_start(unsigned n, uvt__helper_t **out);
+/* Spawn sp's leader through a free helper (any thread): 0 and *pid (the
+ * host's child, exec'd), a libuv error of the spawn itself (the failed
+ * child is reaped), or UVT__HELPER_NO when no helper can take it (all
+ * dead, a forked host, descriptors not passed): nothing was spawned, and
+ * sp's descriptors are still the caller's. */
 int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid);
-/* End the helper and reap it, then free `h` (accepts NULL).  No spawn may
- * be out.  Loop thread. */
+/* End the helpers and reap them, then free `h` (accepts NULL).  No spawn
+ * may be out.  Loop thread. */
 void uvt__helper_stop(uvt__helper_t *h);
-/* Tests: the helper's pid (0 once it is known dead), and how many
- * requests it answered. */
-pid_t uvt__helper_pid(const uvt__helper_t *h);
+/* Tests: how many helpers, helper i's pid (0 once it is known dead), and
+ * how many requests they answered. */
+unsigned uvt__helper_count(const uvt__helper_t *h);
+pid_t uvt__helper_pid(const uvt__helper_t *h, unsigned i);
 unsigned uvt__helper_served(const uvt__helper_t *h);
 
 /* ---- sandbox.c: sandboxed tasks (S-1..S-4) ---------------------------- */

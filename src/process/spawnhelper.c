@@ -113,7 +113,8 @@
 
 int uvt__process_spawn_helper_default;
 
-struct uvt__helper_s {
+/* One helper process. */
+typedef struct {
   uv_mutex_t mutex; /* one request at a time */
   int sock;         /* the host's end; -1 once closed */
   int peer;         /* the helper's end (closed in the host once the helper
@@ -128,6 +129,14 @@ struct uvt__helper_s {
   int start_err;
   char *map; /* guard, helper stack, guard, child stack */
   size_t map_bytes;
+} one_t;
+
+/* The registry's helpers: one per spawner thread, so that spawns overlap
+ * as they do on the threads (each helper waits for its child's exec). */
+#define HELPERS_MAX 4
+struct uvt__helper_s {
+  unsigned n;
+  one_t *one[HELPERS_MAX];
 };
 
 /* A request on the socket: the request's address and how many
@@ -261,7 +270,7 @@ NO_SAN static int helper_recv(helper_req_t *r, int *taken) {
 }
 
 NO_SAN static int helper_main(void *arg) {
-  uvt__helper_t *h = arg;
+  one_t *h = arg;
   char *child_stack = h->map + h->map_bytes;
   helper_req_t r;
   long pid;
@@ -331,7 +340,7 @@ NO_SAN static int helper_main(void *arg) {
  * it.  Between the two it touches nothing (its thread-local storage is
  * the helper's now). */
 static void keeper_main(void *arg) {
-  uvt__helper_t *h = arg;
+  one_t *h = arg;
   sigset_t all;
   int status;
   long pid;
@@ -357,8 +366,8 @@ static void keeper_main(void *arg) {
   atomic_store(&h->dead, 1);
 }
 
-int uvt__helper_start(uvt__helper_t **out) {
-  uvt__helper_t *h;
+static int one_start(one_t **out) {
+  one_t *h;
   int sv[2];
   int err;
 
@@ -430,9 +439,7 @@ fail_map:
   return err;
 }
 
-void uvt__helper_stop(uvt__helper_t *h) {
-  if (h == NULL)
-    return;
+static void one_stop(one_t *h) {
   /* End of file for the helper even where a forked child of the host
    * still holds a copy of our end; SIGKILL (through its pidfd: no pid
    * reuse) for one that is stopped.  No request is out: the spawner
@@ -450,11 +457,12 @@ void uvt__helper_stop(uvt__helper_t *h) {
 }
 
 /* The helper is gone: say so (under the mutex). */
-static void helper_lost(uvt__helper_t *h) {
+static void helper_lost(one_t *h) {
   atomic_store(&h->dead, 1);
 }
 
-int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid_out) {
+/* Spawn through `h`, whose mutex the caller holds (released here). */
+static int one_spawn(one_t *h, uvt__spawn_t *sp, pid_t *pid_out) {
   union {
     char buf[CMSG_SPACE(3 * sizeof(int))];
     struct cmsghdr align;
@@ -471,17 +479,12 @@ int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid_out) {
   int err;
   int status;
 
-  /* A forked host must not talk to its parent's helper: the address it
-   * would send means nothing in the parent's memory. */
-  if (atomic_load(&h->dead) || getpid() != h->owner)
-    return UVT__HELPER_NO;
   if (sp->tty == NULL) {
     if (sp->fd[0] >= 0)
       fds[nfd++] = sp->fd[0];
     fds[nfd++] = sp->fd[1];
     fds[nfd++] = sp->fd[2];
   }
-  uv_mutex_lock(&h->mutex);
   if (atomic_load(&h->dead)) {
     uv_mutex_unlock(&h->mutex);
     return UVT__HELPER_NO;
@@ -559,10 +562,84 @@ int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid_out) {
   return UVT__PERR(err != 0 ? err : EAGAIN);
 }
 
-pid_t uvt__helper_pid(const uvt__helper_t *h) {
-  return h != NULL && !atomic_load(&((uvt__helper_t *)h)->dead) ? h->pid : 0;
+int uvt__helper_start(unsigned n, uvt__helper_t **out) {
+  uvt__helper_t *pool;
+  int err = 0;
+
+  *out = NULL;
+  if (n == 0)
+    n = 1;
+  if (n > HELPERS_MAX)
+    n = HELPERS_MAX;
+  pool = uvt__calloc(1, sizeof(*pool));
+  if (pool == NULL)
+    return UV_ENOMEM;
+  while (pool->n < n) {
+    err = one_start(&pool->one[pool->n]);
+    if (err != 0)
+      break;
+    pool->n++;
+  }
+  if (pool->n == 0) {
+    uvt__free(pool);
+    return err;
+  }
+  *out = pool; /* fewer than asked is fine */
+  return 0;
 }
 
-unsigned uvt__helper_served(const uvt__helper_t *h) {
-  return h != NULL ? atomic_load(&((uvt__helper_t *)h)->served) : 0;
+void uvt__helper_stop(uvt__helper_t *pool) {
+  unsigned i;
+  if (pool == NULL)
+    return;
+  for (i = 0; i < pool->n; i++)
+    one_stop(pool->one[i]);
+  uvt__free(pool);
+}
+
+int uvt__helper_spawn(uvt__helper_t *pool, uvt__spawn_t *sp, pid_t *pid) {
+  one_t *h;
+  unsigned i;
+
+  /* A forked host must not talk to its parent's helpers: the address it
+   * would send means nothing in the parent's memory. */
+  if (pool->n == 0 || getpid() != pool->one[0]->owner)
+    return UVT__HELPER_NO;
+  /* A free one (there is one per spawner thread), else wait for the
+   * first one alive. */
+  for (i = 0; i < pool->n; i++) {
+    h = pool->one[i];
+    if (!atomic_load(&h->dead) && uv_mutex_trylock(&h->mutex) == 0)
+      return one_spawn(h, sp, pid);
+  }
+  for (i = 0; i < pool->n; i++) {
+    h = pool->one[i];
+    if (!atomic_load(&h->dead)) {
+      uv_mutex_lock(&h->mutex);
+      return one_spawn(h, sp, pid);
+    }
+  }
+  return UVT__HELPER_NO;
+}
+
+unsigned uvt__helper_count(const uvt__helper_t *pool) {
+  return pool != NULL ? pool->n : 0;
+}
+
+pid_t uvt__helper_pid(const uvt__helper_t *pool, unsigned i) {
+  one_t *h;
+  if (pool == NULL || i >= pool->n)
+    return 0;
+  h = pool->one[i];
+  return !atomic_load(&h->dead) ? h->pid : 0;
+}
+
+unsigned uvt__helper_served(const uvt__helper_t *pool) {
+  unsigned i;
+  unsigned n = 0;
+  if (pool == NULL)
+    return 0;
+  for (i = 0; i < pool->n; i++)
+    n += atomic_load(&pool->one[i]->served);
+  return n;
 }
