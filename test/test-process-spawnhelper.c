@@ -607,6 +607,51 @@ static void test_helper_close_in_flight(void **state) {
   assert_int_equal(errno, ECHILD);
 }
 
+static int thread_rc;
+
+static void call_from_thread(void *arg) {
+  fixture_t *f = arg;
+  thread_rc = uvt_process_spawn_helper(f->reg, 1);
+}
+
+/* P-SPAWN-7's option: errors, and P-THREAD-1 (another thread is refused
+ * before anything is touched); off again means later starts spawn on the
+ * threads, and on again needs no new helper. */
+static void test_helper_option(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  uvt__helper_t *h;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  uv_thread_t t;
+  unsigned served;
+  (void)state;
+
+  assert_int_equal(uvt_process_spawn_helper(NULL, 1), UV_EINVAL);
+  fixture_init(&f, NULL);
+  assert_int_equal(uv_thread_create(&t, call_from_thread, &f), 0);
+  assert_int_equal(uv_thread_join(&t), 0);
+  assert_int_equal(thread_rc, UVT_ETHREAD);
+  h = helper_on(&f);
+  served = uvt__helper_served(h);
+  assert_int_equal(uvt_process_spawn_helper(f.reg, 0), 0);
+  test_opts(&o);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
+                   0);
+  wait_task(&f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  assert_int_equal(uvt__helper_served(h), served);
+  assert_int_equal(uvt_process_spawn_helper(f.reg, 1), 0);
+  assert_ptr_equal(procs_of(&f)->helper, h);
+  assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "0", NULL, id),
+                   0);
+  wait_task(&f, &w, id, 5000, NULL);
+  wait_end(&w);
+  assert_int_equal(uvt__helper_served(h), served + 1);
+  fixture_close(&f);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "--exec-host") == 0) {
     ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
@@ -620,7 +665,7 @@ int main(int argc, char **argv) {
       T(test_helper_killed_storm),    T(test_helper_ignores_signals),
       T(test_helper_killed_idle),     T(test_helper_emfile),
       T(test_helper_host_fork),       T(test_helper_host_exec),
-      T(test_helper_close_in_flight),
+      T(test_helper_close_in_flight), T(test_helper_option),
   };
   return PROCESS_TESTS("process-spawnhelper", tests);
 }
