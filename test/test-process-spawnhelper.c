@@ -54,10 +54,22 @@ static uvt__procs_t *procs_of(fixture_t *f) {
   return ps;
 }
 
-/* Turn the helper on; skip where it cannot run (valgrind). */
+/* Where the helper cannot run (uvt_process_spawn_helper()'s UV_ENOTSUP). */
+static int no_helper_here(void) {
+#if defined(__SANITIZE_THREAD__)
+  return 1;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return 1;
+#endif
+#endif
+  return under_valgrind();
+}
+
+/* Turn the helper on; skip where it cannot run (valgrind, TSan). */
 static uvt__helper_t *helper_on(fixture_t *f) {
   int rc = uvt_process_spawn_helper(f->reg, 1);
-  if (rc == UV_ENOTSUP && under_valgrind()) {
+  if (rc == UV_ENOTSUP && no_helper_here()) {
     fixture_close(f);
     skip();
   }
@@ -555,7 +567,7 @@ static void test_helper_host_exec(void **state) {
   int i;
   (void)state;
 
-  if (under_valgrind())
+  if (no_helper_here())
     skip();
   assert_int_equal(pipe(p), 0);
   child = fork();
