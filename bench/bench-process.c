@@ -4,7 +4,7 @@
  *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
- *                 [--cgroups] [--sandbox]
+ *                 [--cgroups] [--sandbox] [--helper]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -27,7 +27,9 @@
  * a cgroup of its own (uvt_process_cgroups; the host's own cgroup);
  * --sandbox (S-1) runs every uvtasks task in a read-only sandbox without
  * network, and makes the posix_spawn loop run what such a task's leader
- * runs (env, bwrap, env, the command): bwrap's own cost, alone.
+ * runs (env, bwrap, env, the command): bwrap's own cost, alone; --helper
+ * turns the registry's spawn helper on (P-SPAWN-7,
+ * uvt_process_spawn_helper) before anything starts.
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
  * uvt_process_start or uv_spawn, wall time), start_cpu_p99_us (the loop
@@ -71,6 +73,7 @@ static struct {
   int probe;
   int cgroups;
   int sandbox;
+  int helper;
 } cfg;
 
 static uv_loop_t loop;
@@ -332,6 +335,8 @@ static void run_uvtasks(void) {
   BENCH_CHECK(uvt_listener_start(reg, &listener, on_done));
   if (cfg.cgroups)
     BENCH_CHECK(uvt_process_cgroups(reg, NULL));
+  if (cfg.helper)
+    BENCH_CHECK(uvt_process_spawn_helper(reg, 1));
   for (i = 0; i < cfg.idle; i++) {
     uvt_process_options_t o;
     uvt_process_options_init(&o);
@@ -559,6 +564,7 @@ int main(int argc, char **argv) {
   cfg.probe = bench_flag(argc, argv, "--probe");
   cfg.cgroups = bench_flag(argc, argv, "--cgroups");
   cfg.sandbox = bench_flag(argc, argv, "--sandbox");
+  cfg.helper = bench_flag(argc, argv, "--helper");
   uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
   heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
   {

@@ -178,6 +178,8 @@ for r in $(seq 1 "$rounds"); do
     wl="1 process $mode"
     run "$wl" uvtasks "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE
     run "$wl" "uvtasks/1spawner" "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE --spawners 1
+    # P-SPAWN-7: the same with the registry's spawn helper on.
+    run "$wl" "uvtasks+helper" "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE --helper
     run "$wl" posix_spawn "$B/bench-process" --impl posix_spawn --mode $mode --count $COUNT --live $LIVE
     run "$wl" uv_spawn "$B/bench-process" --impl uvspawn --mode $mode --count $COUNT --live $LIVE
     [ $has_node = 1 ] && run "$wl" node node bench/peers/spawn.js $COUNT $LIVE $mode
@@ -189,6 +191,8 @@ for r in $(seq 1 "$rounds"); do
   # (uv_spawn forks: with a 256 MiB host it is slow, so fewer tasks.)
   run "1 process argv" "uv_spawn+256MiB" "$B/bench-process" --impl uvspawn --count $((COUNT / 4)) --live $LIVE --heap-mib 256
   run "1 process argv" "uvtasks+500idle" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --idle $IDLE
+  run "1 process argv" "uvtasks+256MiB+helper" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --heap-mib 256 --helper
+  run "1 process argv" "uvtasks+500idle+helper" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --idle $IDLE --helper
   # A cgroup per task (opt-in), where this machine lets us make them.
   [ $has_cgroups = 1 ] && run "1 process argv" "uvtasks+cgroup" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --cgroups
   # S-1: every task in a sandbox (read-only, no network), and bwrap's own
@@ -208,6 +212,7 @@ for r in $(seq 1 "$rounds"); do
   #    this machine now), then during the storm.
   run "2 lateness" idle "$B/bench-process" --impl idle --idle-ms $IDLE_MS
   run "2 lateness" uvtasks "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --probe
+  run "2 lateness" "uvtasks+helper" "$B/bench-process" --impl uvtasks --count $COUNT --live $LIVE --probe --helper
   run "2 lateness" uv_spawn "$B/bench-process" --impl uvspawn --count $COUNT --live $LIVE --probe
   # 3. Output throughput.
   for cmd in head dd; do
@@ -383,6 +388,19 @@ END {
     "1 process argv", "uvtasks", "rate", 0.9, 0)
   rgoal("1 argv with 500 idle tasks vs plain", "1 process argv", "uvtasks+500idle", "rate",
     "1 process argv", "uvtasks", "rate", 0.9, 0)
+  # P-SPAWN-7: the spawn helper (off by default) on against off, and the
+  # same host-size goals with it on.
+  for (mi = 1; mi <= 2; mi++) {
+    mode = mi == 1 ? "argv" : "shell"; wl = "1 process " mode
+    rgoal(sprintf("1 %s: spawn helper on vs off (P-SPAWN-7)", mode),
+      wl, "uvtasks+helper", "rate", wl, "uvtasks", "rate", 1.0, 0)
+  }
+  rgoal("1 argv with a 256 MiB heap vs plain, spawn helper on", "1 process argv",
+    "uvtasks+256MiB+helper", "rate", "1 process argv", "uvtasks+helper", "rate", 0.9, 0)
+  rgoal("1 argv with 500 idle tasks vs plain, spawn helper on", "1 process argv",
+    "uvtasks+500idle+helper", "rate", "1 process argv", "uvtasks+helper", "rate", 0.9, 0)
+  rgoal("2 timer lateness p99 during the storm vs the idle loop, spawn helper on",
+    "2 lateness", "uvtasks+helper", "lat_p99_us", "2 lateness", "idle", "lat_p99_us", 1.5, 1)
   if (m("1s sandbox argv", "uvtasks+sandbox", "rate") != "") {
     rgoal("1s argv in a sandbox vs without (S-2)", "1s sandbox argv", "uvtasks+sandbox", "rate",
       "1s sandbox argv", "uvtasks", "rate", 0.5, 0)

@@ -801,6 +801,9 @@ int process_test_main(int argc, char **argv, const char *name,
     return 1;
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));
+  if (getenv("UVT_SPAWN_HELPER") != NULL &&
+      strcmp(getenv("UVT_SPAWN_HELPER"), "1") == 0)
+    uvt__process_spawn_helper_default = 1;
   return _cmocka_run_group_tests(name, tests, count, NULL, NULL);
 }
 

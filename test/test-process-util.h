@@ -17,6 +17,10 @@ extern char self_exe[PATH_MAX];
 extern int uvt__process_no_pidfd;
 /* The library's switch for its fork spawn (no posix_spawn closefrom). */
 extern int uvt__process_force_fork;
+/* P-SPAWN-7: every registry starts with the spawn helper on (set from
+ * UVT_SPAWN_HELPER=1 by process_test_main: the process suites' helper
+ * runs, meson's "process-helper" suite). */
+extern int uvt__process_spawn_helper_default;
 
 typedef struct {
   pid_t pid;

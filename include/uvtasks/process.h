@@ -588,6 +588,42 @@ UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
  * Thread: the loop thread. */
 UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
 
+/* The spawn helper on (`on` nonzero) or off for the registry's later
+ * starts (P-SPAWN-7).  The helper is a small process made by this call
+ * (once per registry; off by default, see below) that creates task
+ * leaders for the spawner threads: it shares the host's memory (nothing
+ * is copied) but has a descriptor table of five entries, so a spawn's
+ * cost does not grow with the host's descriptors.  Its leaders are the
+ * host's own children (clone(2) with CLONE_PARENT), so every clause of
+ * the process producer holds unchanged: the same sessions, stdio, pty,
+ * environment, cwd, descriptor hygiene (0..2 only), start errors, reaping
+ * and kills.  A task with a cgroup of its own (uvt_process_cgroups()) is
+ * still spawned by the spawner thread itself, as is every task once the
+ * helper has died (it is noticed by the next spawn; a spawn it had in
+ * hand is finished by the thread, or adopted if the helper had made the
+ * child).  The helper ends at registry close, at end of file on its
+ * socket (close-on-exec: a host that execs ends it) and with the thread
+ * that made it (PR_SET_PDEATHSIG); the registry reaps it.  A forked child
+ * of the host never uses its parent's helper.
+ *
+ * What it needs, as found on Linux 6.x with glibc 2.36: clone() with
+ * CLONE_VM | CLONE_PIDFD for the helper and CLONE_VM | CLONE_VFORK |
+ * CLONE_PARENT | CLONE_PARENT_SETTID for each leader (glibc 2.36 has no
+ * clone3() wrapper; clone(2) has every flag needed, and CLONE_PARENT is
+ * refused only to a pid namespace's init).  Not under valgrind (which
+ * refuses CLONE_VM without CLONE_VFORK or CLONE_THREAD) nor in a build
+ * with ThreadSanitizer.
+ *
+ * Off by default: on this project's 2-core runner (Linux 6.18) it neither
+ * won nor lost (on/off 0.98x-1.02x in every row: plain, 500 idle tasks,
+ * a 256 MiB heap, 1,500 descriptors, shell mode; docs/performance.md).
+ *
+ * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING, UV_ENOMEM, UV_ENOTSUP
+ * (no helper possible here, or it died: the spawner threads spawn), or
+ * the error of making its socket or thread.
+ * Thread: the loop thread. */
+UVT_EXTERN int uvt_process_spawn_helper(uvt_registry_t *reg, int on);
+
 /* The number of live processes in the task's session (P-KILL-5): for a
  * live task its leader and everything it started that stayed in the
  * session; for an ended task what it left running there (`server &`),

@@ -45,6 +45,10 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
     return;
   if (uvt__spawner_stop(ps) != 0)
     return; /* spawns still out: the threads' answers call again */
+  /* P-SPAWN-7: no request is out any more. */
+  uvt__helper_stop(ps->helper);
+  ps->helper = NULL;
+  ps->helper_on = 0;
   n = uvt__reap_close(ps, procs_handle_closed);
   if (n < 0)
     return; /* a leader's reap still needs the SIGCHLD watch */
@@ -140,6 +144,9 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     return err;
   }
   *out = ps;
+  if (uvt__process_spawn_helper_default &&
+      uvt__helper_start(uvt__spawner_count(), &ps->helper) == 0)
+    ps->helper_on = 1;
   if (host_reaps_orphans(ps)) {
     ps->subreaper = 1;
     return uvt__reap_start(ps);
@@ -160,4 +167,38 @@ int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
   if (err != 0)
     return err;
   return uvt__cgroup_open(ps, parent_dir);
+}
+
+/* P-SPAWN-7 (spawnhelper.c does the work): the spawn helper on or off. */
+int uvt_process_spawn_helper(uvt_registry_t *reg, int on) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  uvt__procs_t *ps;
+  int err;
+
+  if (reg == NULL)
+    return UV_EINVAL;
+  err = uvt__procs_get(reg, &ps);
+  if (err != 0)
+    return err;
+  if (!on) {
+    /* Requests already out keep it; it ends at registry close. */
+    ps->helper_on = 0;
+    return 0;
+  }
+  if (ps->helper == NULL) {
+    err = uvt__helper_start(uvt__spawner_count(), &ps->helper);
+    if (err != 0)
+      return err;
+  }
+  {
+    unsigned i;
+    for (i = 0; i < uvt__helper_count(ps->helper); i++)
+      if (uvt__helper_pid(ps->helper, i) > 0)
+        break;
+    if (i == uvt__helper_count(ps->helper))
+      return UV_ENOTSUP; /* they died, or their clone was refused */
+  }
+  ps->helper_on = 1;
+  return 0;
 }

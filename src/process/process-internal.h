@@ -137,6 +137,7 @@ int uvt__process_peek(uvt_registry_t *reg, const char *id,
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
 typedef struct uvt__spawn_s uvt__spawn_t;
+typedef struct uvt__helper_s uvt__helper_t;
 
 /* A live leader as uvt_process_stop_all_now() sees it. */
 typedef struct {
@@ -481,6 +482,10 @@ struct uvt__procs_s {
   int spawn_stop;         /* close: threads leave (under the mutex) */
   int spawners_joined;
 
+  /* spawnhelper.c (P-SPAWN-7) */
+  uvt__helper_t *helper; /* started, or NULL */
+  int helper_on;         /* new requests go through it */
+
   /* Shutdown (context.c). */
   int closing;
   unsigned handles_closing;
@@ -559,6 +564,8 @@ unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed);
 /* Spawner threads per registry; 0 = as many as cores, at most 4.  Read
  * when a registry starts its threads (tests and the benchmark set it). */
 extern unsigned uvt__process_spawners;
+/* How many threads a registry starts (what the above gives here). */
+unsigned uvt__spawner_count(void);
 
 /* The context's queues, mutex and async handle: 0 or a libuv error. */
 int uvt__spawner_init(uvt__procs_t *ps);
@@ -678,6 +685,10 @@ struct uvt__spawn_s {
   unsigned long long start_ticks; /* at most the leader's start time */
   int cg_err;     /* 0: the child is in its group; else why not */
   char **sb_argv; /* a sandboxed task's argv (argv points here), or NULL */
+  /* P-SPAWN-7: the registry's spawn helper, or NULL (spawn here). */
+  uvt__helper_t *helper;
+  pid_t h_pid; /* written by the kernel for the helper's clone */
+  int h_err;   /* the errno of the helper's clone or of its child */
 };
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
@@ -695,6 +706,37 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
 void uvt__spawn_run(uvt__spawn_t *sp);
 /* Loop thread; accepts NULL. */
 void uvt__spawn_free(uvt__spawn_t *sp);
+
+/* ---- spawnhelper.c: the spawn helper process (P-SPAWN-7) ------------- */
+
+/* uvt__helper_spawn()'s "not through the helper": spawn here instead. */
+#define UVT__HELPER_NO 1
+
+/* Nonzero: every registry's process context starts with the helper on
+ * (the test harness sets it for the process suites' helper runs).  Read
+ * when a context is created. */
+extern int uvt__process_spawn_helper_default;
+
+/* Start `n` helpers (one per spawner thread; at most 4): 0 and *out
+ * (fewer than asked if some could not start), or the first one's error:
+ * UV_ENOTSUP (not possible here: valgrind, ThreadSanitizer, a seccomp
+ * filter), UV_ENOMEM, or a libuv error.  Loop thread (it waits for the
+ * helpers' clones). */
+int uvt__helper_start(unsigned n, uvt__helper_t **out);
+/* Spawn sp's leader through a free helper (any thread): 0 and *pid (the
+ * host's child, exec'd), a libuv error of the spawn itself (the failed
+ * child is reaped), or UVT__HELPER_NO when no helper can take it (all
+ * dead, a forked host, descriptors not passed): nothing was spawned, and
+ * sp's descriptors are still the caller's. */
+int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid);
+/* End the helpers and reap them, then free `h` (accepts NULL).  No spawn
+ * may be out.  Loop thread. */
+void uvt__helper_stop(uvt__helper_t *h);
+/* Tests: how many helpers, helper i's pid (0 once it is known dead), and
+ * how many requests they answered. */
+unsigned uvt__helper_count(const uvt__helper_t *h);
+pid_t uvt__helper_pid(const uvt__helper_t *h, unsigned i);
+unsigned uvt__helper_served(const uvt__helper_t *h);
 
 /* ---- sandbox.c: sandboxed tasks (S-1..S-4) ---------------------------- */
 

@@ -969,6 +969,8 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   in_fd = outp[1] = errp[1] = -1;
   p->spawn->cookie = p;
   p->spawning = 1;
+  if (p->procs->helper_on)
+    p->spawn->helper = p->procs->helper; /* P-SPAWN-7 */
   if (p->procs->cg_dirfd >= 0) {
     /* P-KILL-5: a group of its own in the registry's cgroup. */
     p->spawn->cg_dirfd = p->procs->cg_dirfd;

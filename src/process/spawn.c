@@ -618,12 +618,22 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
     if (sp->cg_dirfd >= 0)
       sp->cg_err = uvt__cgroup_make(sp->cg_dirfd, sp->cg_name);
     sp->start_ticks = boot_ticks(sp->clk_tck);
+    sp->err = UVT__HELPER_NO;
+    /* P-SPAWN-7: through the helper where it can take the request; the
+     * rest (and all when it is gone) is spawned here. */
+    if (sp->helper != NULL && !sp->force_fork &&
+        !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
+      sp->err = uvt__helper_spawn(sp->helper, sp, &pid);
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
     /* With a cgroup, the child must enter it before it execs (a move
      * after posix_spawn returns races the command's first forks): fork. */
-    if (!sp->force_fork && !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
+    if (sp->err != UVT__HELPER_NO)
+      ;
+    else if (!sp->force_fork && !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
       sp->err = spawn_posix(sp, &pid);
     else
+#else
+    if (sp->err == UVT__HELPER_NO)
 #endif
       sp->err = spawn_fork(sp, &pid);
     if (sp->err == 0) {

@@ -158,11 +158,8 @@ int uvt__spawner_init(uvt__procs_t *ps) {
 
 /* The threads, with the first spawn.  Fewer than asked is fine; none at
  * all means the spawns run on the loop thread (uvt__spawner_submit). */
-static void spawners_start(uvt__procs_t *ps) {
+unsigned uvt__spawner_count(void) {
   unsigned want = uvt__process_spawners;
-  unsigned i;
-
-  ps->spawners_tried = 1;
   if (want == 0) {
     want = uv_available_parallelism();
     if (want > SPAWNERS_MAX)
@@ -170,6 +167,14 @@ static void spawners_start(uvt__procs_t *ps) {
   }
   if (want > SPAWNERS_MAX)
     want = SPAWNERS_MAX;
+  return want;
+}
+
+static void spawners_start(uvt__procs_t *ps) {
+  unsigned want = uvt__spawner_count();
+  unsigned i;
+
+  ps->spawners_tried = 1;
   for (i = 0; i < want; i++) {
     if (uv_thread_create(&ps->spawner[i], spawner_main, ps) != 0)
       break;
