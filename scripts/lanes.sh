@@ -2,7 +2,9 @@
 # The build lanes: plain, the sanitizers and valgrind.
 #
 #   bash scripts/lanes.sh plain     # the plain build (-Dwerror=true), every suite
-#   bash scripts/lanes.sh asan      # ASan + UBSan, every suite
+#   bash scripts/lanes.sh asan      # ASan + UBSan, every suite but the
+#                                   # process suites rerun with the spawn
+#                                   # helper on (its own tests do run)
 #   bash scripts/lanes.sh tsan      # TSan, the cross-thread tests
 #   bash scripts/lanes.sh valgrind  # memcheck over the unit suite and every
 #                                   # process suite
@@ -67,7 +69,8 @@ lane_asan() {
   # Every report is fatal: leaks at exit, UBSan at the first finding.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    run_tests build-asan --print-errorlogs --timeout-multiplier 3 "$@"
+    run_tests build-asan --print-errorlogs --timeout-multiplier 3 \
+    --no-suite process-helper "$@"
 }
 
 lane_tsan() {
