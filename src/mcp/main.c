@@ -48,8 +48,8 @@ static const char usage_options[] =
     "  --yield-ms MS        run_command's time in the foreground before it\n"
     "                       goes on in the background (default 45000, below\n"
     "                       the SDK's 60 s request timeout; 0 = to the end)\n"
-    "  --max-bytes N        output bytes one tool result shows (default "
-    "10000)\n"
+    "  --max-bytes N        output bytes one tool result shows (default\n"
+    "                       10000, at least 256)\n"
     "  --max-lines N        output lines one tool result shows (default\n"
     "                       1000, at least 10)\n"
     "  --spill-dir DIR      keep what results leave out and what the output\n"
@@ -376,11 +376,14 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
         goto bad;
       c->yield_ms = (int64_t)v;
     } else if (strcmp(a, "--max-bytes") == 0) {
-      if (parse_u64(val, &v) != 0 || v > 100000000)
+      if (parse_u64(val, &v) != 0 || v < UVT_TOOLS_MAX_BYTES_MIN ||
+          v > 100000000)
         goto bad;
       c->max_bytes = (size_t)v;
     } else if (strcmp(a, "--max-lines") == 0) { /* M-TOOLS-15 */
-      if (parse_u64(val, &v) != 0 || v > 100000000)
+      /* Below the tools' floor it would be raised without a word. */
+      if (parse_u64(val, &v) != 0 || v < UVT_TOOLS_MAX_LINES_MIN ||
+          v > 100000000)
         goto bad;
       c->max_lines = (size_t)v;
     } else if (strcmp(a, "--spill-dir") == 0) { /* M-TOOLS-10 */

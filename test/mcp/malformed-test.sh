@@ -499,4 +499,26 @@ else
   bad "files as stdin and stdout (exit $rc)" "$(cat "$tmp/out.jsonl")"
 fi
 
+# Bad option values: exit 2 with a line naming the option, never a value
+# quietly changed (--max-lines under its floor of 10 was raised to 10,
+# --max-bytes under 256 to 256).
+for opt in "--max-lines 5" "--max-lines 0" "--max-lines x" "--grace-ms -1" \
+  "--max-bytes 1e3" "--max-bytes 255" "--sandbox foo" "--max-tasks" ; do
+  # shellcheck disable=SC2086
+  "$MCP" $opt </dev/null >/dev/null 2>"$tmp/opt.err"
+  rc=$?
+  if [ "$rc" = 2 ] && grep -q "bad value for ${opt%% *}" "$tmp/opt.err"; then
+    ok "option $opt: exit 2, named"
+  else
+    bad "option $opt: exit 2, named" "exit $rc: $(head -c 300 "$tmp/opt.err")"
+  fi
+done
+"$MCP" --max-lines 10 --max-bytes 256 </dev/null >/dev/null 2>"$tmp/opt.err"
+rc=$?
+if [ "$rc" = 0 ]; then
+  ok "options --max-lines 10 --max-bytes 256 (the floors) are taken"
+else
+  bad "options --max-lines 10 --max-bytes 256 (the floors) are taken" "exit $rc: $(head -c 300 "$tmp/opt.err")"
+fi
+
 summary
