@@ -3056,17 +3056,23 @@ static void test_task_kill_signal(void **state) {
   call(&t, &r, &t.a, "task_kill", &a);
   assert_int_equal(r.is_error, 0);
   assert_string_equal(r.text,
-                      "Sent SIGUSR1 to every process of bash-1; it was not "
-                      "stopped (task_kill without signal stops it). "
-                      "task_output with wait shows what it does.\n"
+                      "Sent SIGUSR1 to every process of bash-1; the task "
+                      "ends only if the signal ends it (task_kill without "
+                      "signal stops it). task_output with wait shows what "
+                      "it does.\n"
                       "[status: running]");
   read_until(&t, "bash-1", "usr1 seen\n", all, sizeof(all));
 
   a.signal = "SIGSEGV";
   call(&t, &r, &t.a, "task_kill", &a);
   assert_int_equal(r.is_error, 1);
-  assert_non_null(strstr(r.text, "Unknown signal SIGSEGV; signal is one of "
-                                 "SIGINT, SIGHUP,"));
+  assert_non_null(strstr(r.text, "Unknown signal \"SIGSEGV\"; signal is one "
+                                 "of SIGINT, SIGHUP,"));
+  a.signal = ""; /* named in quotes, so that an empty name shows */
+  call(&t, &r, &t.a, "task_kill", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_true(strncmp(r.text, "Unknown signal \"\"; signal is one of ", 36) ==
+              0);
 
   a.signal = "INT"; /* the short spelling */
   call(&t, &r, &t.a, "task_kill", &a);
@@ -3082,6 +3088,30 @@ static void test_task_kill_signal(void **state) {
   assert_int_equal(r.is_error, 1);
   assert_string_equal(r.text, "bash-1 has ended (or is ending); nothing was "
                               "sent.\n[status: completed, exit code: 3]");
+
+  /* SIGKILL as a signal ends the task: the answer does not say that it
+   * was not stopped, and the end names the signal. */
+  uvt_tools_args_init(&a);
+  a.command = "exec sleep 300";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_string_equal(r.text, "Started bash-2.\n[status: running]");
+  a = args_id("bash-2");
+  a.signal = "SIGKILL";
+  for (;;) { /* until the spawn is in (P-SPAWN-6) */
+    call(&t, &r, &t.a, "task_kill", &a);
+    if (strstr(r.text, "has not started its command yet") == NULL)
+      break;
+    uv_run(&t.f.loop, UV_RUN_ONCE);
+  }
+  assert_int_equal(r.is_error, 0);
+  assert_true(strncmp(r.text, "Sent SIGKILL to every process of bash-2; the "
+                              "task ends only if the signal ends it",
+                      76) == 0);
+  assert_null(strstr(r.text, "not stopped"));
+  run_until_settled(&t, &t.a, "bash-2");
+  a = args_id("bash-2");
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_non_null(strstr(r.text, "SIGKILL"));
   tfix_close(&t);
 }
 

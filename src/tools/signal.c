@@ -20,7 +20,8 @@ static const struct {
     {"SIGWINCH", SIGWINCH},
 };
 
-/* "SIGINT", "sigint" or "INT": its number, or 0. */
+/* "SIGINT", "sigint", "INT" or "int": its number, or 0.  Models spell
+ * signals every way; the Node binding takes only Node's names. */
 static int signal_number(const char *name) {
   size_t i;
 
@@ -42,9 +43,9 @@ void uvt__tool_task_signal(uvt_tools_call_t *req,
 
   uvt__text_init(&t);
   if (signum == 0) {
-    uvt__text_str(&t, "Unknown signal ");
+    uvt__text_str(&t, "Unknown signal \"");
     uvt__text_oneline(&t, args->signal, 32);
-    uvt__text_str(&t, "; signal is one of");
+    uvt__text_str(&t, "\"; signal is one of");
     for (i = 0; i < sizeof(signals) / sizeof(signals[0]); i++)
       uvt__text_printf(&t, "%s %s", i == 0 ? "" : ",", signals[i].name);
     uvt__text_str(&t, ". Without signal, task_kill stops the task.");
@@ -72,11 +73,12 @@ void uvt__tool_task_signal(uvt_tools_call_t *req,
     /* The name as listed, whatever spelling the call used. */
     for (i = 0; signals[i].signum != signum; i++)
       ;
+    /* Not "it was not stopped": SIGKILL, SIGTERM and others end it. */
     uvt__text_printf(&t, "Sent %s to every process of ", signals[i].name);
     uvt__text_oneline(&t, args->task_id, UVT_ID_MAX);
-    uvt__text_str(&t, "; it was not stopped (task_kill without signal "
-                      "stops it). task_output with wait shows what it "
-                      "does.\n");
+    uvt__text_str(&t, "; the task ends only if the signal ends it "
+                      "(task_kill without signal stops it). task_output "
+                      "with wait shows what it does.\n");
   }
   memset(&snap, 0, sizeof(snap));
   if (uvt_get(reg, args->task_id, req->caller_, &snap) == 0) {
