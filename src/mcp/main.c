@@ -641,6 +641,11 @@ int main(int argc, char **argv) {
             "uvtasks-mcp: --spill-dir %s must be a directory you own that "
             "only you can enter (mode 0700, not a link)\n",
             topts.spill_dir);
+  else if (topts.spill_dir != NULL &&
+           (err == UV_ENOENT || err == UV_ENOTDIR || err == UV_EACCES ||
+            err == UV_ELOOP || err == UV_ENAMETOOLONG))
+    fprintf(stderr, "uvtasks-mcp: --spill-dir %s: %s\n", topts.spill_dir,
+            uvt_strerror(err));
   if (err == 0) {
     tools_attached = 1;
     server.tools.data = &server;

@@ -513,6 +513,16 @@ for opt in "--max-lines 5" "--max-lines 0" "--max-lines x" "--grace-ms -1" \
     bad "option $opt: exit 2, named" "exit $rc: $(head -c 300 "$tmp/opt.err")"
   fi
 done
+# A spill directory that cannot be used: the line names the option.
+for d in /proc/nope "$tmp/opt.err"; do
+  "$MCP" --spill-dir "$d" </dev/null >/dev/null 2>"$tmp/spill.err"
+  rc=$?
+  if [ "$rc" != 0 ] && grep -q -- "--spill-dir $d" "$tmp/spill.err"; then
+    ok "option --spill-dir $d: refused, named"
+  else
+    bad "option --spill-dir $d: refused, named" "exit $rc: $(head -c 300 "$tmp/spill.err")"
+  fi
+done
 "$MCP" --max-lines 10 --max-bytes 256 </dev/null >/dev/null 2>"$tmp/opt.err"
 rc=$?
 if [ "$rc" = 0 ]; then
