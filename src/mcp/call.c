@@ -373,12 +373,18 @@ static int tools_call_task(mcp_server_t *server, json_t *id, json_t *params,
 static int arg_task_id(mcp_server_t *server, json_t *id, json_t *args,
                        const char *tool, int screen, const char **out) {
   char buf[200];
+  mcp_task_t *task;
 
   if (arg_string(server, id, args, tool, "task_id", NULL, out, NULL) != 0)
     return -1;
-  if (*out == NULL || mcp_task_find(server, *out) == NULL)
+  if (*out == NULL || (task = mcp_task_find(server, *out)) == NULL)
     return 0;
-  if (screen)
+  if (task->era == MCP_ERA_2026) /* no tasks/result there: M-MCP-9 */
+    snprintf(buf, sizeof(buf),
+             "%s: %.100s is an MCP task; use tasks/get (its result comes "
+             "with it)%s.",
+             tool, *out, screen ? "" : " or tasks/cancel");
+  else if (screen)
     snprintf(buf, sizeof(buf),
              "%s: %.100s is an MCP task; use tasks/get or tasks/result.", tool,
              *out);

@@ -397,6 +397,8 @@ check "2026: tasks/get carries the result once completed" '{"jsonrpc":"2.0","id"
 check "2026: tasks/cancel of a finished task is acknowledged" '{"jsonrpc":"2.0","id":13,"method":"tasks/cancel","params":{"taskId":"bash-3",'"$TMETA"'}}' 13 '"result":{"resultType":"complete"}'
 check "2026: tasks/get of an unknown task is -32602" '{"jsonrpc":"2.0","id":14,"method":"tasks/get","params":{"taskId":"bash-99",'"$TMETA"'}}' 14 '"code":-32602'
 check "2026: tasks/update of a known task is acknowledged" '{"jsonrpc":"2.0","id":15,"method":"tasks/update","params":{"taskId":"bash-3","inputResponses":{},'"$TMETA"'}}' 15 '"result":{"resultType":"complete"}'
+check "2026: task_output on a 2026 MCP task names the era's methods" '{"jsonrpc":"2.0","id":30,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3"},'"$TMETA"'}}' 30 '"isError":true' 'is an MCP task; use tasks/get (its result comes with it) or tasks/cancel.'
+[[ $REPLY_LINE == *'tasks/result'* ]] && bad "2026: no tasks/result in the hint (the era has none)" "$REPLY_LINE" || ok "2026: no tasks/result in the hint (the era has none)"
 check "2026: a long task" '{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"exec sleep 30"},'"$TMETA"'}}' 16 '"taskId":"bash-4"'
 check "2026: tasks/cancel stops it" '{"jsonrpc":"2.0","id":17,"method":"tasks/cancel","params":{"taskId":"bash-4",'"$TMETA"'}}' 17 '"result":{"resultType":"complete"}'
 check "2026: and it reads cancelled" '{"jsonrpc":"2.0","id":18,"method":"tasks/get","params":{"taskId":"bash-4",'"$TMETA"'}}' 18 '"status":"cancelled"'
