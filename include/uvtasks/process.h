@@ -589,11 +589,12 @@ UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
 UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
 
 /* The spawn helper on (`on` nonzero) or off for the registry's later
- * starts (P-SPAWN-7).  The helper is a small process made by this call
- * (once per registry; off by default, see below) that creates task
- * leaders for the spawner threads: it shares the host's memory (nothing
- * is copied) but has a descriptor table of five entries, so a spawn's
- * cost does not grow with the host's descriptors.  Its leaders are the
+ * starts (P-SPAWN-7).  The helpers are small processes, one per spawner
+ * thread, made by the first call that turns them on (off by default, see
+ * below); each creates task leaders for its spawner thread: it shares the
+ * host's memory (nothing is copied) but has a descriptor table of its own
+ * with four entries (0-2 on /dev/null and its socket), so a spawn's cost
+ * does not grow with the host's descriptors.  Its leaders are the
  * host's own children (clone(2) with CLONE_PARENT), so every clause of
  * the process producer holds unchanged: the same sessions, stdio, pty,
  * environment, cwd, descriptor hygiene (0..2 only), start errors, reaping
@@ -618,7 +619,13 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * won nor lost (on/off 0.98x-1.02x in every row: plain, 500 idle tasks,
  * a 256 MiB heap, 1,500 descriptors, shell mode; docs/performance.md).
  *
- * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING, UV_ENOMEM, UV_ENOTSUP
+ * A helper that is stopped (SIGSTOP, a debugger) holds the spawns it
+ * was handed, and the tasks queued behind them, until it runs again: a
+ * helper blocks every signal, so only SIGSTOP or ptrace can do that.
+ *
+ * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING (the registry closes and
+ * no process was started in it; a call earlier in a close starts helpers
+ * that the close ends and reaps), UV_ENOMEM, UV_ENOTSUP
  * (no helper possible here, or it died: the spawner threads spawn), or
  * the error of making its socket or thread.
  * Thread: the loop thread. */
