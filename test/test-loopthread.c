@@ -317,6 +317,7 @@ static void test_detached_agent_off_loop(void **state) {
   (void)state;
 
   tfix_init(&t);
+  memset(&a, 0, sizeof(a)); /* never used: R-BUSY-1 reads its state */
   assert_int_equal(uvt_agent_register(t.reg, &a, "A", "s1"), 0);
   a.data = &disposed;
   assert_int_equal(uvt_registry_close(t.reg, on_close, &t), 0);
