@@ -191,14 +191,8 @@ int uvt_process_spawn_helper(uvt_registry_t *reg, int on) {
     if (err != 0)
       return err;
   }
-  {
-    unsigned i;
-    for (i = 0; i < uvt__helper_count(ps->helper); i++)
-      if (uvt__helper_pid(ps->helper, i) > 0)
-        break;
-    if (i == uvt__helper_count(ps->helper))
-      return UV_ENOTSUP; /* they died, or their clone was refused */
-  }
+  if (!uvt__helper_alive(ps->helper))
+    return UV_ENOTSUP; /* they died, or their clone was refused */
   ps->helper_on = 1;
   return 0;
 }

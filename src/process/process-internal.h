@@ -732,6 +732,8 @@ int uvt__helper_spawn(uvt__helper_t *h, uvt__spawn_t *sp, pid_t *pid);
 /* End the helpers and reap them, then free `h` (accepts NULL).  No spawn
  * may be out.  Loop thread. */
 void uvt__helper_stop(uvt__helper_t *h);
+/* 1 while at least one helper of `h` is not known dead (0 for NULL). */
+int uvt__helper_alive(const uvt__helper_t *h);
 /* Tests: how many helpers, helper i's pid (0 once it is known dead), and
  * how many requests they answered. */
 unsigned uvt__helper_count(const uvt__helper_t *h);

@@ -622,6 +622,14 @@ int uvt__helper_spawn(uvt__helper_t *pool, uvt__spawn_t *sp, pid_t *pid) {
   return UVT__HELPER_NO;
 }
 
+int uvt__helper_alive(const uvt__helper_t *pool) {
+  unsigned i;
+  for (i = 0; pool != NULL && i < pool->n; i++)
+    if (!atomic_load(&pool->one[i]->dead))
+      return 1;
+  return 0;
+}
+
 unsigned uvt__helper_count(const uvt__helper_t *pool) {
   return pool != NULL ? pool->n : 0;
 }
