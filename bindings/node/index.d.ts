@@ -230,6 +230,16 @@ export interface RegistryOptions {
    * environment) within a second.  Costs one small Node process.
    */
   guardian?: boolean
+  /**
+   * P-SPAWN-7: spawn through small helper processes (one per spawner
+   * thread) whose descriptor table and memory map do not grow with this
+   * process, instead of from the spawner threads themselves.  Every
+   * other behaviour is unchanged.  Default false (on the project's
+   * runner it neither won nor lost; docs/performance.md).  Where no helper
+   * can run, the spawner threads spawn as without it.  Throws the
+   * system's error (EMFILE, ENOMEM) if a helper could not be made.
+   */
+  spawnHelper?: boolean
 }
 
 export interface RegistryMetrics {

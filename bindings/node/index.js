@@ -213,10 +213,13 @@ class TaskRegistry {
     if (options.guardian !== undefined && typeof options.guardian !== 'boolean') {
       throw codedTypeError('options.guardian must be a boolean')
     }
+    if (options.spawnHelper !== undefined && typeof options.spawnHelper !== 'boolean') {
+      throw codedTypeError('options.spawnHelper must be a boolean')
+    }
     this.#guard = options.guardian === true ? startGuardian() : null
     this.#keep = bound(options.keepFinished, 'keepFinished', KEEP_FINISHED)
     this.#maxBytes = bound(options.maxUnreadBytes, 'maxUnreadBytes', MAX_UNREAD_BYTES)
-    this.#r = native.create({ teardownGraceMs, maxLivePerOwner }, this)
+    this.#r = native.create({ teardownGraceMs, maxLivePerOwner, spawnHelper: options.spawnHelper === true }, this)
     registryOpened()
     // The package's own listener, first of all: per-task end hooks (N-7)
     // and retention (N-8).

@@ -615,9 +615,10 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * refuses CLONE_VM without CLONE_VFORK or CLONE_THREAD) nor in a build
  * with ThreadSanitizer.
  *
- * Off by default: on this project's 2-core runner (Linux 6.18) it neither
- * won nor lost (on/off 0.98x-1.02x in every row: plain, 500 idle tasks,
- * a 256 MiB heap, 1,500 descriptors, shell mode; docs/performance.md).
+ * Off by default: on this project's 2-core runner (Linux 6.18) no row won
+ * in every run (a full run: argv 0.97x of off, shell 1.04x, 500 idle
+ * tasks 1.01x of plain against 0.93x off, the start call 224 us at p99
+ * against 190; earlier runs even; docs/performance.md).
  *
  * A helper that is stopped (SIGSTOP, a debugger) holds the spawns it
  * was handed, and the tasks queued behind them, until it runs again: a

@@ -217,6 +217,12 @@ static void on_task_ended(uvt_listener_t *l, const uvt_snapshot_t *snap,
   uvtn_outputs_done(l->data, snap->id);
 }
 
+/* A registry whose spawn helper could not start is closed before create()
+ * throws: nothing of it reached JS. */
+static void on_failed_closed(void *data) {
+  free(data); /* the uvtn_reg_t, with no JS side yet */
+}
+
 /* create(options, resource) -> registry handle */
 napi_value uvtn_create(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -225,10 +231,14 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
   uvt_options_t o;
   uvtn_reg_t *r = NULL;
   uint64_t n;
+  bool helper = false;
   int err;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   uvt_options_init(&o);
+  /* spawnHelper (P-SPAWN-7): index.js has checked it is a boolean. */
+  if (napi_get_named_property(env, argv[0], "spawnHelper", &v) == napi_ok)
+    napi_get_value_bool(env, v, &helper);
   if (napi_get_named_property(env, argv[0], "teardownGraceMs", &v) == napi_ok &&
       !uvtn_u64(env, v, "teardownGraceMs", &o.teardown_grace_ms))
     goto out;
@@ -256,6 +266,14 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
   if (err != 0) {
     free(r);
     uvtn_throw(env, err, "new TaskRegistry", NULL);
+    goto out;
+  }
+  /* UV_ENOTSUP (no helper possible here) is not an error: the spawner
+   * threads spawn, as they do once a helper has died. */
+  if (helper && (err = uvt_process_spawn_helper(r->reg, 1)) != 0 &&
+      err != UV_ENOTSUP) {
+    uvt_registry_close(r->reg, on_failed_closed, r);
+    uvtn_throw(env, err, "new TaskRegistry: spawnHelper", NULL);
     goto out;
   }
   /* Cannot fail on a new registry (its arguments are valid and it is not
