@@ -426,7 +426,11 @@ UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
  * "tasks service disposed", settlement is awaited (bounded by
  * teardown_grace_ms), pending waits get their terminal snapshots, every
  * record is dropped, registered agents are detached, every libuv handle of
- * ours is closed; then `cb(data)` runs once.
+ * ours is closed; then `cb(data)` runs once.  A task force-failed at the
+ * grace is still stopped before `cb`: a process task gets SIGKILL at the
+ * force-fail and `cb` waits until its processes are gone (at most its
+ * grace_ms + 10 s for SIGKILL to be answered, and its drain_ms), and a
+ * spawn still held by a stopped spawn helper is waited for (P-SPAWN-7).
  *
  * Returns 0, UV_EINVAL (NULL reg), or UVT_ECLOSING if close was already
  * requested (`cb` will not run for this call).  `cb` may be NULL.

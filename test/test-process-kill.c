@@ -147,6 +147,60 @@ static void test_kill_twice(void **state) {
   fixture_close(&f);
 }
 
+/* ---- a task that outlives the registry's close ------------------------ */
+
+typedef struct {
+  uv_loop_t *loop;
+  pid_t sid;
+  int closed;
+  int open_at_close;  /* handles not closing when the callback ran */
+  int session_at_close; /* 0: no process of the task's session left */
+} close_seen_t;
+
+static void close_seen(void *data) {
+  close_seen_t *c = data;
+  c->closed++;
+  c->open_at_close = open_handles(c->loop);
+  c->session_at_close = kill(-c->sid, 0) == 0 || errno != ESRCH;
+}
+
+/* R-CLOSE-2 with R-AGENT-4 and P-KILL-4: a task the registry's close
+ * force-fails (it ignores SIGTERM and its grace, 20 s, is longer than
+ * teardown_grace_ms) gets SIGKILL at the force-fail, and the close
+ * callback runs once nothing of it is left: no handle of ours on the
+ * loop, no process of its session (it ran with the task's timers still
+ * armed, and they read the freed registry after it). */
+static void test_close_force_failed(void **state) {
+  fixture_t f;
+  uvt_options_t ro;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  close_seen_t c;
+  sbuf_t sb;
+  (void)state;
+
+  uvt_options_init(&ro);
+  ro.teardown_grace_ms = 100;
+  fixture_init(&f, &ro);
+  test_opts(&o);
+  o.command = "trap '' TERM; echo ready; while :; do sleep 1; done";
+  o.grace_ms = 20000;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  memset(&c, 0, sizeof(c));
+  c.loop = &f.loop;
+  c.sid = task_pid(&f, id, NULL);
+  memset(&sb, 0, sizeof(sb));
+  read_until_has(&f, id, NULL, &sb, "ready"); /* the trap is set */
+  free(sb.buf);
+  assert_int_equal(uvt_registry_close(f.reg, close_seen, &c), 0);
+  f.reg = NULL;
+  assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(c.closed, 1);
+  assert_int_equal(c.open_at_close, 0);
+  assert_int_equal(c.session_at_close, 0);
+  assert_int_equal(uv_loop_close(&f.loop), 0);
+}
+
 /* P-KILL-2, P-KILL-3: a leader that already exited keeps its honest
  * outcome, and nothing is signalled after its reap: the grandchild holding
  * stdout is still alive after the kill and the settle. */
@@ -813,6 +867,7 @@ int main(int argc, char **argv) {
       T(test_c03_kill_grace),
       T(test_kill_twice),
       T(test_kill_after_exit),
+      T(test_close_force_failed),
       T(test_c03_trap_cleanup),
       T(test_c02_dispose),
       T(test_quiesce_ignore_term),

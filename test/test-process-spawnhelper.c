@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -619,6 +620,123 @@ static void test_helper_close_in_flight(void **state) {
   assert_int_equal(errno, ECHILD);
 }
 
+/* ---- a stopped helper and the registry's close ------------------------ */
+
+static atomic_int decided; /* spawns past the hook's phase 1 */
+
+static void count_decided(int phase) {
+  if (phase == 1)
+    atomic_fetch_add(&decided, 1);
+}
+
+/* Every helper of `arg` (an hpids_t) stopped (state T). */
+static int all_stopped(void *arg) {
+  hpids_t *p = arg;
+  pstat_t st;
+  int i;
+  for (i = 0; p->pid[i] > 0; i++)
+    if (read_stat(p->pid[i], &st) != 0 || st.state != 'T')
+      return 0;
+  return 1;
+}
+
+typedef struct {
+  uv_loop_t *loop;
+  int want;           /* spawns handed to the stopped helpers */
+  waitres_t w[4];     /* a wait on each (pending waits get the end) */
+  int closed;         /* close callbacks */
+  int open_at_close;  /* handles not closing when the close callback ran */
+} held_t;
+
+static int held_decided(void *arg) {
+  held_t *hd = arg;
+  return atomic_load(&decided) >= hd->want;
+}
+
+static int held_ended_all(void *arg) {
+  held_t *hd = arg;
+  int i;
+  for (i = 0; i < hd->want; i++)
+    if (!hd->w[i].done)
+      return 0;
+  return 1;
+}
+
+static void held_closed(void *data) {
+  held_t *hd = data;
+  hd->closed++;
+  hd->open_at_close = open_handles(hd->loop);
+}
+
+/* P-SPAWN-7 with R-CLOSE-2, fault: helpers stopped (SIGSTOP) with spawns
+ * in hand past the teardown grace.  The tasks end at the grace, the close
+ * waits while the helpers are stopped, and once they run again (and make
+ * the children they were asked for) it stops and reaps those children
+ * before its callback: when the callback runs no handle of the library
+ * is left on the loop.  (It ran with a task's handles still open and its
+ * kill timer then read the freed registry: found by a new user's host.) */
+static void test_helper_stopped_close(void **state) {
+  fixture_t f;
+  uvt_options_t ro;
+  uvt_process_options_t o;
+  uvt__helper_t *h;
+  char id[UVT_ID_MAX];
+  held_t hd;
+  hpids_t hp;
+  uint64_t closed_at;
+  int i;
+  (void)state;
+
+  uvt_options_init(&ro);
+  ro.teardown_grace_ms = 100;
+  fixture_init(&f, &ro);
+  h = helper_on(&f);
+  helper_pids(h, &hp);
+  kill_all(&hp, SIGSTOP);
+  assert_true(poll_until(all_stopped, &hp, 10000));
+  memset(&hd, 0, sizeof(hd));
+  hd.loop = &f.loop;
+  hd.want = (int)uvt__helper_count(h);
+  assert_true(hd.want >= 1 && hd.want <= 4);
+  atomic_store(&decided, 0);
+  uvt__process_spawn_hook = count_decided;
+  test_opts(&o);
+  o.grace_ms = 100;
+  for (i = 0; i < hd.want; i++) {
+    assert_int_equal(
+        start_helper(&f, NULL, &o, "--helper=sleep", "20000", NULL, id), 0);
+    wait_begin(&f, &hd.w[i], id, 600000, NULL);
+  }
+  /* Each spawner thread has handed its request to its stopped helper. */
+  assert_true(poll_until(held_decided, &hd, 10000));
+  uvt__process_spawn_hook = NULL;
+  uvt__process_kill_give_up_ms = 50;
+  closed_at = now_ms();
+  assert_int_equal(uvt_registry_close(f.reg, held_closed, &hd), 0);
+  f.reg = NULL;
+  /* The teardown grace passes: each task ends, force-failed. */
+  fixture_run_until(&f, held_ended_all, &hd);
+  for (i = 0; i < hd.want; i++) {
+    assert_int_equal(hd.w[i].snap.status, UVT_FAILED);
+    wait_end(&hd.w[i]);
+  }
+  assert_int_equal(hd.closed, 0); /* the helpers hold their spawns */
+  /* The condition of the fault is time itself: the kill's window (its
+   * grace, then how long SIGKILL may go unanswered) has passed before the
+   * children exist, as with helpers stopped for longer than that. */
+  while (now_ms() - closed_at <= o.grace_ms + 50 + 50)
+    usleep(10000);
+  kill_all(&hp, SIGCONT);
+  assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(hd.closed, 1);
+  assert_int_equal(hd.open_at_close, 0);
+  assert_int_equal(uv_loop_close(&f.loop), 0);
+  assert_true(all_reaped(&hp));
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child at all */
+  assert_int_equal(errno, ECHILD);
+  uvt__process_kill_give_up_ms = 10000;
+}
+
 static int thread_rc;
 
 static void call_from_thread(void *arg) {
@@ -677,7 +795,8 @@ int main(int argc, char **argv) {
       T(test_helper_killed_storm),    T(test_helper_ignores_signals),
       T(test_helper_killed_idle),     T(test_helper_emfile),
       T(test_helper_host_fork),       T(test_helper_host_exec),
-      T(test_helper_close_in_flight), T(test_helper_option),
+      T(test_helper_close_in_flight), T(test_helper_stopped_close),
+      T(test_helper_option),
   };
   return PROCESS_TESTS("process-spawnhelper", tests);
 }

@@ -599,6 +599,17 @@ void wait_end(waitres_t *w) {
   uvt_snapshot_cleanup(&w->snap);
 }
 
+static void count_open(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h))
+    (*(int *)arg)++;
+}
+
+int open_handles(uv_loop_t *loop) {
+  int n = 0;
+  uv_walk(loop, count_open, &n);
+  return n;
+}
+
 void sb_add(sbuf_t *sb, const char *s, size_t n) {
   if (sb->len + n + 1 > sb->cap) {
     size_t cap = sb->cap ? sb->cap : 256;

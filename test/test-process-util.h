@@ -119,6 +119,10 @@ void wait_task(fixture_t *f, waitres_t *w, const char *id, uint64_t timeout_ms,
                const uvt_agent_t *caller);
 void wait_end(waitres_t *w);
 
+/* Handles on `loop` that are not closing (R-CLOSE-2: none of ours once
+ * the registry's close callback runs). */
+int open_handles(uv_loop_t *loop);
+
 void sb_add(sbuf_t *sb, const char *s, size_t n);
 void sb_free(sbuf_t *sb);
 /* One read appended to sb; returns the snapshot's status. */

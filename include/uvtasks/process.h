@@ -622,7 +622,12 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  *
  * A helper that is stopped (SIGSTOP, a debugger) holds the spawns it
  * was handed, and the tasks queued behind them, until it runs again: a
- * helper blocks every signal, so only SIGSTOP or ptrace can do that.
+ * helper blocks every signal, so only SIGSTOP or ptrace can do that.  A
+ * registry close force-fails those tasks at its grace and then waits for
+ * the helper; the children it makes once it runs again are killed and
+ * reaped before the close callback.  Turning the helper off leaves the
+ * running helpers in place (idle) until registry close.  A host that
+ * execs leaves its helpers, ended, as zombies of the new program.
  *
  * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING (the registry closes and
  * no process was started in it; a call earlier in a close starts helpers

@@ -8,9 +8,14 @@
  * shuts it down after every record was dropped: it closes its handles and
  * then tells the registry it is done, so its handles count towards the
  * registry's quiescence (L-1).  A task that outlives its record (one that
- * disposal force-failed) outlives the context too: the context detaches
- * it at close, after stopping its process, and waits for its leader's
- * reap where that needs the SIGCHLD watch. */
+ * disposal force-failed, or whose spawn was answered only after that) is
+ * waited for: the context ends after the last task state it serves is
+ * freed, so no handle of a task is left on the loop and nothing of the
+ * registry is read after the close callback (R-CLOSE-2).  That wait is
+ * bounded by the task's own stop: SIGKILL at the force-fail, and at most
+ * grace_ms + 10 s for SIGKILL to be answered (process.c) and drain_ms for
+ * its pipes; a spawn still held by a stopped helper or spawner thread is
+ * waited for as before. */
 #define _GNU_SOURCE
 #include <string.h>
 #include <sys/prctl.h>
@@ -41,10 +46,16 @@ static void procs_handle_closed(uv_handle_t *h) {
 void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   int n;
 
-  if (!ps->closing || ps->handles_closing > 0)
+  if (!ps->closing || ps->handles_closing > 0 || ps->close_checking)
     return;
-  if (uvt__spawner_stop(ps) != 0)
+  /* The answers given here may free task states, which call again. */
+  ps->close_checking = 1;
+  n = uvt__spawner_stop(ps);
+  ps->close_checking = 0;
+  if (n != 0)
     return; /* spawns still out: the threads' answers call again */
+  if (ps->procs_live > 0)
+    return; /* a task outlived its record: its free calls again */
   /* P-SPAWN-7: no request is out any more. */
   uvt__helper_stop(ps->helper);
   ps->helper = NULL;

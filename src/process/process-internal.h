@@ -200,8 +200,9 @@ struct uvt__proc_s {
   uvt_task_t *task;
   uvt_registry_t *reg;
   uv_loop_t *loop;
-  uvt__procs_t *procs;               /* the registry's context; NULL once
-                                        it closed under this task */
+  uvt__procs_t *procs;               /* the registry's context, which
+                                        outlives every task it counted */
+  int counted;                       /* in procs->procs_live */
   const uvt_process_options_t *opts; /* valid during run() only */
 
   char id[UVT_ID_MAX];
@@ -488,14 +489,17 @@ struct uvt__procs_s {
 
   /* Shutdown (context.c). */
   int closing;
+  int close_checking; /* in uvt__procs_maybe_closed() */
   unsigned handles_closing;
+  unsigned procs_live; /* tasks' states not yet freed (R-CLOSE-2) */
   uvt_context_done_cb done;
 };
 
 /* The registry's context, created on first use.  Returns 0 and *out, or
  * UV_ENOMEM, UVT_ECLOSING. */
 int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out);
-/* Called by reap.c when a list it waits on at close became empty. */
+/* Called by reap.c when a list it waits on at close became empty, by the
+ * spawner's answers and by the last task state's free. */
 void uvt__procs_maybe_closed(uvt__procs_t *ps);
 
 /* ---- members.c: the task's session (P-KILL-5, P-KILL-3, P-REAP-1) ------ */
@@ -637,6 +641,10 @@ int uvt__reap_close(uvt__procs_t *ps, uv_close_cb on_closed);
 /* Nonzero: spawn through fork even where posix_spawn has everything (for
  * tests of the fallback).  Loop thread; set between tasks. */
 extern int uvt__process_force_fork;
+/* How long SIGKILL may go unanswered before a task settles anyway (ms,
+ * default 10000; process.c).  Tests shorten it.  Loop thread; set between
+ * tasks. */
+extern int uvt__process_kill_give_up_ms;
 /* Tests only: called by the thread that runs a spawn, with 0 before it
  * looks at the request's `cancelled` and 1 once it decided to spawn, so a
  * test can hold the spawner at either point.  Read when a request is

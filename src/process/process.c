@@ -31,8 +31,9 @@
 #define KILL_POLL_MS 10
 /* How long SIGKILL may go unanswered before the task settles anyway: a
  * process in uninterruptible sleep (a hung network file system) cannot die
- * until its I/O returns, and must not hold the task open for ever. */
-#define KILL_GIVE_UP_MS 10000
+ * until its I/O returns, and must not hold the task open for ever.  Tests
+ * shorten it (process-internal.h). */
+int uvt__process_kill_give_up_ms = 10000;
 
 /* ---- names ------------------------------------------------------------ */
 
@@ -103,6 +104,8 @@ static uint64_t ms_since(uint64_t t0_ns) {
 }
 
 static void proc_free(uvt__proc_t *p) {
+  uvt__procs_t *ps = p->counted ? p->procs : NULL;
+
   uvt__reap_unwatch(p);
   uvt__notify_cancel(p);
   if (p->cg)
@@ -113,6 +116,9 @@ static void proc_free(uvt__proc_t *p) {
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
   uvt__free(p);
+  /* R-CLOSE-2: a closing context waits for the last of its tasks. */
+  if (ps != NULL && --ps->procs_live == 0)
+    uvt__procs_maybe_closed(ps);
 }
 
 static void maybe_free(uvt__proc_t *p) {
@@ -475,12 +481,13 @@ static void on_kill_timer(uv_timer_t *timer) {
     return;
   }
   if (p->killed_now &&
-      ms_since(p->kill_start_ns) >= p->grace_ms + KILL_GIVE_UP_MS) {
+      ms_since(p->kill_start_ns) >=
+          p->grace_ms + (uint64_t)uvt__process_kill_give_up_ms) {
     p->kill_gave_up = 1;
     uvt_log(p->reg, UVT_LOG_WARN,
             "task %s: processes of its session outlived SIGKILL for %d ms "
             "(in uninterruptible sleep?); it ends without waiting for them",
-            p->id, KILL_GIVE_UP_MS);
+            p->id, uvt__process_kill_give_up_ms);
     uv_timer_stop(timer);
     maybe_finish(p);
     return;
@@ -801,6 +808,19 @@ static void hook_release(uvt_task_t *t) {
     p->quiescing = 0;
     uvt__members_count(p, SIGKILL);
     close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  } else if (!p->settled && !p->run_failed && !p->killed_now &&
+             (p->live & UVT__H_KILL)) {
+    /* Force-failed while it runs (R-AGENT-4): disposal stopped waiting,
+     * and the registry's close waits for this state's handles
+     * (context.c): SIGKILL now rather than after the grace. */
+    if (!p->kill_requested)
+      p->kill_start_ns = uv_hrtime();
+    p->kill_requested = 1;
+    p->killed_now = 1;
+    if (p->spawning)
+      atomic_store(&p->spawn->cancelled, 1);
+    uvt__members_signal(p, SIGKILL);
+    arm(&p->kill_timer, on_kill_timer, 0);
   }
   maybe_free(p);
 }
@@ -911,6 +931,8 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   err = uvt__procs_get(p->reg, &p->procs);
   if (err != 0)
     return err;
+  p->counted = 1;
+  p->procs->procs_live++;
   if (o->pty) {
     /* One terminal for the child's stdin, stdout and stderr: the slave
      * travels in the request (child[0]), the master is read here and a
@@ -1111,12 +1133,13 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
     not_started(p, err);
     return;
   }
-  if (p->released) {
+  if (p->released || p->killed_now) {
     /* The record was dropped while the spawn was out (disposal gave up on
-     * it): nobody wants this child. */
+     * it: nobody wants this child), or the kill's grace passed: SIGKILL.
+     * How long it may go unanswered counts from now, not from the kill
+     * (a stopped helper may have held the spawn for longer than that). */
     p->killed_now = 1;
-    uvt__members_signal(p, SIGKILL);
-  } else if (p->killed_now) {
+    p->kill_start_ns = uv_hrtime() - p->grace_ms * 1000000u;
     uvt__members_signal(p, SIGKILL);
   } else if (p->kill_requested) {
     /* P-LIMIT-1, P-END-3: the runtime limit passed while the spawn was

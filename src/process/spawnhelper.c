@@ -5,7 +5,8 @@
  * the child (and the child then closes every descriptor above stdio), so
  * a spawn costs more the more descriptors the host holds (500 idle tasks
  * are 1,500 pipe ends).  The helper is a process with a descriptor table
- * of five entries; the leaders it creates copy that one.
+ * of four entries (0-2 on /dev/null and its socket); the leaders it
+ * creates copy that one.
  *
  * The design, and what this machine's kernel (6.x) and glibc (2.36)
  * allow:
