@@ -235,7 +235,7 @@ export interface RegistryOptions {
    * thread) whose descriptor table and memory map do not grow with this
    * process, instead of from the spawner threads themselves.  Every
    * other behaviour is unchanged.  Default false (on the project's
-   * runner it neither won nor lost; docs/performance.md).  Where no helper
+   * runner no row won in every run; docs/performance.md).  Where no helper
    * can run, the spawner threads spawn as without it.  Throws the
    * system's error (EMFILE, ENOMEM) if a helper could not be made.
    */
