@@ -354,7 +354,8 @@ END {
     split(order[i], f, SUBSEP)
     if (!(f[3] in unit)) continue
     if (f[3] == "lat_p50_us" && f[1] != "2 lateness") continue
-    if (f[3] ~ /^start_|^loop_cpu/ && (f[1] !~ /^1 process/ || (f[2] != "uvtasks" && f[2] != "uvtasks+helper" && f[2] != "uv_spawn" && f[2] != "posix_spawn"))) continue
+    if (f[3] ~ /^start_/ && (f[1] !~ /^1 process/ || (f[2] != "uvtasks" && f[2] != "uvtasks+helper" && f[2] != "uv_spawn" && f[2] != "posix_spawn"))) continue
+    if (f[3] ~ /^loop_cpu/ && (f[1] !~ /^1 process/ || (f[2] !~ /^uvtasks/ && f[2] != "uv_spawn" && f[2] != "posix_spawn"))) continue
     if (f[3] ~ /^start_/ && f[2] == "posix_spawn") continue
     r = ""
     if ((f[1] in ref) && f[2] != ref[f[1]] && f[3] !~ /^start_|^loop_cpu|^lat_wait|^lat_own/) {
