@@ -567,8 +567,9 @@ unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed) {
   struct uvt__link *n;
   size_t i;
 
-  /* Procs that outlive the context (their records were force-failed and
-   * dropped) go on without it: their passes run at once from now on. */
+  /* The context closes only once every task state it served was freed
+   * (context.c, procs_live), and a freed state is untracked: the table
+   * and the sweep list are empty here.  Emptying them stays as a guard. */
   while ((n = uvt__list_pop(&ps->sweeping)) != NULL)
     ;
   for (i = 0; i < ps->sessions_size; i++) {
