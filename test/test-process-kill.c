@@ -191,7 +191,7 @@ static void test_close_force_failed(void **state) {
   c.sid = task_pid(&f, id, NULL);
   memset(&sb, 0, sizeof(sb));
   read_until_has(&f, id, NULL, &sb, "ready"); /* the trap is set */
-  free(sb.buf);
+  sb_free(&sb);
   assert_int_equal(uvt_registry_close(f.reg, close_seen, &c), 0);
   f.reg = NULL;
   assert_int_equal(uv_run(&f.loop, UV_RUN_DEFAULT), 0);
