@@ -675,6 +675,7 @@ static void test_s2_signal(void **state) {
   o.sandbox = &sb;
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   read_until_has(&f, id, NULL, &out, "ready\n");
+  task_pid(&f, id, NULL); /* its output may come before the pid does */
   assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGUSR1), 0);
   read_until_has(&f, id, NULL, &out, "got-usr1");
   assert_int_equal(uvt_get(f.reg, id, NULL, &s), 0);

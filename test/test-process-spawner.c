@@ -5,9 +5,9 @@
  * close with spawns out reaches quiescence.  Also run by the TSan lane
  * (the spawner is a second thread).
  *
- * A test holds the spawner at a chosen point through the library's test
- * hook (uvt__process_spawn_hook): phase 0 is before the spawner looks at
- * the request's cancel flag, phase 1 after it decided to spawn. */
+ * A test holds the spawner at a chosen point with test-util's spawn gate
+ * (the library's test hook): phase 0 is before the spawner looks at the
+ * request's cancel flag, phase 1 after it decided to spawn. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -23,35 +23,7 @@
 
 #include "test-process-util.h"
 
-extern void (*uvt__process_spawn_hook)(int phase);
 extern unsigned uvt__process_spawners;
-
-/* ---- holding the spawner ---------------------------------------------- */
-
-static uv_sem_t gate;
-static int gate_phase;
-
-static void gate_hook(int phase) {
-  if (phase == gate_phase)
-    uv_sem_wait(&gate);
-}
-
-/* Hold every spawn at `phase` until gate_open() lets them go, one each. */
-static void gate_close(int phase) {
-  assert_int_equal(uv_sem_init(&gate, 0), 0);
-  gate_phase = phase;
-  uvt__process_spawn_hook = gate_hook;
-}
-
-static void gate_open(int n) {
-  while (n-- > 0)
-    uv_sem_post(&gate);
-}
-
-static void gate_remove(void) {
-  uvt__process_spawn_hook = NULL;
-  uv_sem_destroy(&gate);
-}
 
 /* A file the command would create: absent means it never ran. */
 static void marker_path(char buf[64]) {
@@ -97,7 +69,7 @@ static void test_kill_before_spawned(void **state) {
   test_opts(&o);
   o.owner = &a;
   o.command = cmd;
-  gate_close(0);
+  spawn_gate_close(0);
   for (k = 1; k <= 2; k++) {
     assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
     /* The spawn is out: the task is running like any other. */
@@ -117,7 +89,7 @@ static void test_kill_before_spawned(void **state) {
     assert_int_equal(kr, UVT_KILL_REQUESTED);
     if (k == 2)
       assert_int_equal(uvt_kill(f.reg, id, &a, NULL, &kr), 0);
-    gate_open(1);
+    spawn_gate_open(1);
     fixture_run_until(&f, wait_done, &w);
     assert_int_equal(w.status, 0);
     assert_outcome(&w.snap, UVT_KILLED, "killed before it started");
@@ -132,7 +104,7 @@ static void test_kill_before_spawned(void **state) {
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   wait_begin(&f, &w, id, 10000, &a);
   run_for(&f, 150);
-  gate_open(1);
+  spawn_gate_open(1);
   fixture_run_until(&f, wait_done, &w);
   assert_int_equal(w.snap.status, UVT_KILLED);
   assert_non_null(strstr(w.snap.detail, "timed out after "));
@@ -147,11 +119,11 @@ static void test_kill_before_spawned(void **state) {
   assert_int_equal(uvt_agent_dispose(&a, on_disposed), 0);
   run_for(&f, 20);
   assert_int_equal(d.calls, 0);
-  gate_open(1);
+  spawn_gate_open(1);
   fixture_run_until(&f, disposed, &d);
   assert_int_equal(d.calls, 1);
   assert_false(exists(marker));
-  gate_remove();
+  spawn_gate_remove();
   fixture_close(&f);
 }
 
@@ -171,12 +143,12 @@ static void test_kill_while_spawning(void **state) {
   test_opts(&o);
   o.grace_ms = 20000;
   o.command = "sleep 100";
-  gate_close(1);
+  spawn_gate_close(1);
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   run_for(&f, 20);
   t0 = now_ms();
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
-  gate_open(1);
+  spawn_gate_open(1);
   wait_task(&f, &w, id, 10000, NULL);
   assert_int_equal(w.snap.status, UVT_KILLED);
   /* SIGTERM reached it (the shell, or the shell's sleep). */
@@ -184,7 +156,7 @@ static void test_kill_while_spawning(void **state) {
     assert_string_equal(w.snap.detail, "exit code: 143 after kill request");
   assert_true(now_ms() - t0 < 10000);
   wait_end(&w);
-  gate_remove();
+  spawn_gate_remove();
   fixture_close(&f);
 }
 
@@ -218,7 +190,7 @@ static void test_close_spawns_out(void **state) {
   assert_int_equal(uvt_surface_attach(reg, &surface, "test"), 0);
   test_opts(&o);
   o.command = cmd;
-  gate_close(0);
+  spawn_gate_close(0);
   for (i = 0; i < N; i++)
     assert_int_equal(uvt_process_start(reg, &o, NULL), 0);
   closed_cb_calls = 0;
@@ -226,12 +198,12 @@ static void test_close_spawns_out(void **state) {
   uv_run(&loop, UV_RUN_NOWAIT);
   assert_int_equal(closed_cb_calls, 0);
   /* The one held lets go; the others were still queued. */
-  gate_open(N);
+  spawn_gate_open(N);
   assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
   assert_int_equal(closed_cb_calls, 1);
   assert_int_equal(uv_loop_close(&loop), 0);
   assert_false(exists(marker));
-  gate_remove();
+  spawn_gate_remove();
 
   /* The same without holding anything: 100 starts, then close at once. */
   assert_int_equal(uv_loop_init(&loop), 0);
@@ -495,17 +467,17 @@ static void test_stop_all_now(void **state) {
   b = task_pid(&f, idb, NULL);
   assert_true(session_has(&f, b, "sleep 300", 1));
   /* One more, held after the spawner decided to spawn it. */
-  gate_close(1);
+  spawn_gate_close(1);
   o.command = "sleep 300";
   assert_int_equal(uvt_process_start(f.reg, &o, idc), 0);
   run_for(&f, 20);
   memset(&st, 0, sizeof(st));
   assert_int_equal(uv_thread_create(&th, stopall_thread, &st), 0);
   run_for(&f, 50);
-  gate_open(1);
+  spawn_gate_open(1);
   assert_int_equal(uv_thread_join(&th), 0);
   assert_int_equal(st.signalled, 3);
-  gate_remove();
+  spawn_gate_remove();
   /* Nothing left of any of them, without another signal from us. */
   c = task_pid(&f, idc, NULL);
   assert_true(session_gone(&f, a, 3000));

@@ -21,32 +21,6 @@
 #include "process/process-internal.h"
 #include "test-process-util.h"
 
-/* ---- holding the spawner (as test-process-spawner.c) ------------------ */
-
-static uv_sem_t gate;
-static int gate_phase;
-
-static void gate_hook(int phase) {
-  if (phase == gate_phase)
-    uv_sem_wait(&gate);
-}
-
-static void gate_close(int phase) {
-  assert_int_equal(uv_sem_init(&gate, 0), 0);
-  gate_phase = phase;
-  uvt__process_spawn_hook = gate_hook;
-}
-
-static void gate_open(int n) {
-  while (n-- > 0)
-    uv_sem_post(&gate);
-}
-
-static void gate_remove(void) {
-  uvt__process_spawn_hook = NULL;
-  uv_sem_destroy(&gate);
-}
-
 /* ---- the helper ------------------------------------------------------- */
 
 static uvt__procs_t *procs_of(fixture_t *f) {
@@ -380,18 +354,18 @@ static void test_helper_killed_idle(void **state) {
   fixture_init(&f, NULL);
   h = helper_on(&f);
   helper_pids(h, &hp);
-  gate_close(1);
+  spawn_gate_close(1);
   test_opts(&o);
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "3", NULL, id),
                    0);
   kill_all(&hp, SIGKILL);
   assert_true(poll_until(all_reaped, &hp, 10000));
-  gate_open(1);
+  spawn_gate_open(1);
   wait_task(&f, &w, id, 10000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 3");
   wait_end(&w);
   assert_int_equal(uvt__helper_served(h), 0);
-  gate_remove();
+  spawn_gate_remove();
   fixture_close(&f);
 }
 
@@ -439,7 +413,7 @@ static void test_helper_emfile(void **state) {
   rl.rlim_cur = 256;
   rl.rlim_max = old.rlim_max;
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
-  gate_close(1);
+  spawn_gate_close(1);
   assert_int_equal(start_helper(&f, NULL, &o, "--helper=exit", "5", NULL, id),
                    0);
   for (;;) {
@@ -450,7 +424,7 @@ static void test_helper_emfile(void **state) {
     held[n++] = fd;
   }
   assert_int_equal(errno, EMFILE);
-  gate_open(1);
+  spawn_gate_open(1);
   /* Wait for the answer with the table still full. */
   while (procs_of(&f)->spawns_out > 0)
     run_until(&f, never, NULL, 5);
@@ -461,7 +435,7 @@ static void test_helper_emfile(void **state) {
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 5");
   wait_end(&w);
   assert_int_equal(uvt__helper_served(h), served + 1);
-  gate_remove();
+  spawn_gate_remove();
   fixture_close(&f);
 }
 
@@ -607,14 +581,14 @@ static void test_helper_close_in_flight(void **state) {
   fixture_init(&f, NULL);
   h = helper_on(&f);
   helper_pids(h, &hp);
-  gate_close(1);
+  spawn_gate_close(1);
   test_opts(&o);
   for (i = 0; i < 4; i++)
     assert_int_equal(
         start_helper(&f, NULL, &o, "--helper=sleep", "20000", NULL, id), 0);
-  gate_open(4);
+  spawn_gate_open(4);
   fixture_close(&f);
-  gate_remove();
+  spawn_gate_remove();
   assert_true(all_reaped(&hp));
   assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* no child at all */
   assert_int_equal(errno, ECHILD);

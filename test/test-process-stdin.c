@@ -13,7 +13,6 @@
 
 #include "test-process-util.h"
 
-extern void (*uvt__process_spawn_hook)(int phase);
 extern size_t uvt__process_stdin_pending(uvt_registry_t *reg, const char *id);
 
 static int start_in(fixture_t *f, uvt_agent_t *owner, const char *cmd,
@@ -382,13 +381,6 @@ static void test_in_fence(void **state) {
 
 /* ---- writes while the spawn is out (P-IN-1 with P-SPAWN-6) ------------ */
 
-static uv_sem_t gate;
-
-static void gate_hook(int phase) {
-  if (phase == 1)
-    uv_sem_wait(&gate);
-}
-
 /* P-IN-1: bytes written before the child exists are read by it once it
  * does; a task killed before its spawn drops them (UV_EPIPE afterwards),
  * and no descriptor is left. */
@@ -403,8 +395,7 @@ static void test_in_before_spawn(void **state) {
 
   fds = count_fds();
   fixture_init(&f, NULL);
-  assert_int_equal(uv_sem_init(&gate, 0), 0);
-  uvt__process_spawn_hook = gate_hook;
+  spawn_gate_close(1);
   assert_int_equal(start_in(&f, NULL, "cat", 0, id), 0);
   assert_int_equal(start_in(&f, NULL, "cat", 0, id2), 0);
   run_for(&f, 50);
@@ -415,8 +406,7 @@ static void test_in_before_spawn(void **state) {
   assert_int_equal(uvt_process_close_stdin(f.reg, id, NULL), 0);
   assert_int_equal(wr(&f, id2, "never read\n"), 0);
   assert_int_equal(uvt_kill(f.reg, id2, NULL, "test", NULL), 0);
-  uv_sem_post(&gate);
-  uv_sem_post(&gate);
+  spawn_gate_open(2);
   wait_task(&f, &w, id, 5000, NULL);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   read_into(&f, id, NULL, &sb);
@@ -427,8 +417,7 @@ static void test_in_before_spawn(void **state) {
   assert_int_equal(w.snap.status, UVT_KILLED);
   assert_int_equal(wr(&f, id2, "x"), UV_EPIPE);
   wait_end(&w);
-  uvt__process_spawn_hook = NULL;
-  uv_sem_destroy(&gate);
+  spawn_gate_remove();
   fixture_close(&f);
   assert_int_equal(count_fds(), fds);
 }

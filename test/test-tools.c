@@ -102,6 +102,13 @@ static void rec_cb(uvt_tools_call_t *req, int status) {
   uvt_tools_call_cleanup(req);
 }
 
+/* The spawner reported bash-1's pid to the loop.  Its output alone does
+ * not say so: the child may print before the spawner's answer is in. */
+static int bash1_spawned(void *arg) {
+  tfix_t *t = arg;
+  return uvt_process_pid(t->f.reg, "bash-1", &t->a) > 0;
+}
+
 static int rec_done(void *arg) {
   rec_t *r = arg;
   return r->calls > 0;
@@ -3050,6 +3057,7 @@ static void test_task_kill_signal(void **state) {
   call(&t, &r, &t.a, "run_in_background", &a);
   assert_string_equal(r.text, "Started bash-1.\n[status: running]");
   read_until(&t, "bash-1", "up\n", all, sizeof(all));
+  fixture_run_until(&t.f, bash1_spawned, &t);
 
   a = args_id("bash-1");
   a.signal = "SIGUSR1";
@@ -3132,6 +3140,7 @@ static void test_write_ctrl_c(void **state) {
   a.stdin_pipe = 1;
   call(&t, &r, &t.a, "run_in_background", &a);
   read_until(&t, "bash-1", "up\n", all, sizeof(all));
+  fixture_run_until(&t.f, bash1_spawned, &t);
   a = args_id("bash-1");
   a.chars = "a\x03b\n";
   a.yield_ms = 0;
@@ -3160,16 +3169,21 @@ static void test_write_ctrl_c_before_spawn(void **state) {
   uvt_tools_args_init(&a);
   a.command = "trap 'echo interrupted; exit 4' INT; echo up; cat";
   a.stdin_pipe = 1;
+  /* The spawn is held until the Ctrl-C was answered: the loop turns that
+   * deliver the answers cannot report a pid meanwhile. */
+  spawn_gate_close(0);
   call(&t, &r, &t.a, "run_in_background", &a);
-  /* No loop turn yet: the spawner has not reported the pid. */
   a = args_id("bash-1");
   a.chars = "\x03";
   a.yield_ms = 0;
   call(&t, &r, &t.a, "write_stdin", &a);
+  spawn_gate_open(1);
   assert_int_equal(r.is_error, 1);
   assert_non_null(strstr(r.text, "bash-1 has not started its command yet; "
                                  "nothing was sent."));
   read_until(&t, "bash-1", "up\n", all, sizeof(all));
+  fixture_run_until(&t.f, bash1_spawned, &t);
+  spawn_gate_remove(); /* the spawn is out of the hook: it answered */
   a.yield_ms = 2000;
   call(&t, &r, &t.a, "write_stdin", &a);
   assert_int_equal(r.is_error, 0);

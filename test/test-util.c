@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The spawner's test hook (src/process/spawn.c). */
+extern void (*uvt__process_spawn_hook)(int phase);
+
 void fixture_log(void *log_data, int level, const char *message) {
   fixture_t *f = log_data;
   if (level <= UVT_LOG_WARN) {
@@ -91,6 +94,30 @@ int proc_reached(const char *argv_joined, int sig, int parent,
     while (nanosleep(&ms, &ms) != 0 && errno == EINTR)
       ;
   }
+}
+
+static uv_sem_t gate;
+static int gate_phase;
+
+static void gate_hook(int phase) {
+  if (phase == gate_phase)
+    uv_sem_wait(&gate);
+}
+
+void spawn_gate_close(int phase) {
+  assert_int_equal(uv_sem_init(&gate, 0), 0);
+  gate_phase = phase;
+  uvt__process_spawn_hook = gate_hook;
+}
+
+void spawn_gate_open(int n) {
+  while (n-- > 0)
+    uv_sem_post(&gate);
+}
+
+void spawn_gate_remove(void) {
+  uvt__process_spawn_hook = NULL;
+  uv_sem_destroy(&gate);
 }
 
 void fixture_init(fixture_t *f, const uvt_options_t *o) {

@@ -46,6 +46,17 @@ ssize_t proc_cmdline(int pid, char *buf, size_t size);
  * Polls /proc each millisecond for up to max_ms; returns its pid, or 0. */
 int proc_reached(const char *argv_joined, int sig, int parent, uint64_t max_ms);
 
+/* Holding the process producer's spawner (its test hook,
+ * uvt__process_spawn_hook): after spawn_gate_close(phase), every spawn
+ * waits at `phase` (0: before it looks at the request's `cancelled`; 1:
+ * once it decided to spawn) until spawn_gate_open() lets it go, one spawn
+ * per count.  A test that needs "the spawn is still out" holds it there
+ * instead of hoping no loop turn reported it.  spawn_gate_remove() takes
+ * the hook away; every held spawn must have been let go by then. */
+void spawn_gate_close(int phase);
+void spawn_gate_open(int n);
+void spawn_gate_remove(void);
+
 /* Which hook of the fake a re-entrant call runs from (R-REENTER-1). */
 enum {
   FAKE_RUN = 0,
