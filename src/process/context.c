@@ -34,6 +34,7 @@ static void procs_unhold(uvt__procs_t *ps) {
     return;
   done = ps->done;
   uvt__free(ps->sessions);
+  uvt__free(ps->landing);
   if (done != NULL)
     done(&ps->ext);
   uvt__free(ps);

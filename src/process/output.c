@@ -92,7 +92,7 @@ static size_t grow(uvt__outbuf_t *b, size_t want) {
 
   if (want <= b->alloc)
     return b->alloc;
-  n = b->alloc ? b->alloc : RING_START;
+  n = b->alloc ? b->alloc : b->hint > RING_START ? b->hint : RING_START;
   while (n < want && n < b->cap)
     n = n > b->cap / 2 ? b->cap : n * 2;
   if (n > b->cap)

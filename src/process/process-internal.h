@@ -448,6 +448,13 @@ struct uvt__procs_s {
   /* env.c */
   uvt__envcache_t envc;
 
+  /* process.c: where a stream's read lands while the stream has no ring,
+   * so a stream that reads nothing but its end (a command with no output
+   * on it) allocates nothing; its bytes, if any, are pushed into a ring
+   * right after the read.  READ_CHUNK bytes from the first such read to
+   * the context's end; loop thread. */
+  char *landing;
+
   /* notify.c */
   uv_check_t notify_check;
   int notify_init;

@@ -216,8 +216,10 @@ static void maybe_finish(uvt__proc_t *p) {
 /* ---- output ----------------------------------------------------------- */
 
 /* Where the next bytes of `s` go, so a read system call writes them in
- * place: the stream's ring (uvt__outbuf_space), else the scratch buffer,
- * whose bytes go through uvt__outbuf_push (which drops them).  With
+ * place: the stream's ring (uvt__outbuf_space); while the stream has no
+ * ring, the context's landing block, so that a read of the end alone
+ * allocates nothing; else the scratch buffer.  Bytes read to either of
+ * the last two go through uvt__outbuf_push (store_bytes).  With
  * output_backpressure no more than the room below the cap is asked for, so
  * nothing unread is ever overwritten (P-OUT-4); 0 when there is no room. */
 static size_t read_room(uvt__stream_t *s, char **at) {
@@ -229,6 +231,14 @@ static size_t read_room(uvt__stream_t *s, char **at) {
     want = s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len : want;
   if (want == 0)
     return 0;
+  if (s->buf.alloc == 0 && p->procs != NULL) {
+    if (p->procs->landing == NULL)
+      p->procs->landing = uvt__malloc(READ_CHUNK);
+    if (p->procs->landing != NULL) {
+      *at = p->procs->landing;
+      return want;
+    }
+  }
   n = uvt__outbuf_space(&s->buf, want, at);
   if (n > 0)
     return n;
@@ -250,14 +260,21 @@ static void maybe_pause(uvt__stream_t *s) {
   s->paused = 1;
 }
 
-/* `n` bytes were read to `at` (from read_room). */
-static void got_bytes(uvt__stream_t *s, const char *at, size_t n) {
+/* `n` bytes were read to `at` (from read_room): into the ring, or copied
+ * there now (the landing block is the next read's). */
+static void store_bytes(uvt__stream_t *s, const char *at, size_t n) {
   uvt__proc_t *p = s->proc;
 
-  if (at == p->scratch)
+  if (at == p->scratch || (p->procs != NULL && at == p->procs->landing))
     uvt__outbuf_push(&s->buf, at, n);
   else
     uvt__outbuf_commit(&s->buf, n);
+}
+
+static void got_bytes(uvt__stream_t *s, const char *at, size_t n) {
+  uvt__proc_t *p = s->proc;
+
+  store_bytes(s, at, n);
   maybe_pause(s);
   uvt__notify_output(p);
 }
@@ -377,10 +394,7 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
         continue;
       if (n <= 0)
         break;
-      if (at == p->scratch)
-        uvt__outbuf_push(&s->buf, at, (size_t)n);
-      else
-        uvt__outbuf_commit(&s->buf, (size_t)n);
+      store_bytes(s, at, (size_t)n);
       total += (size_t)n;
     }
   }
