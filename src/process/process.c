@@ -103,6 +103,14 @@ static uint64_t ms_since(uint64_t t0_ns) {
   return (uv_hrtime() - t0_ns + 999999u) / 1000000u;
 }
 
+/* SIGKILL to every process of the task's session now (P-KILL-1,
+ * P-KILL-7), remembered in killed_now: a kill timer's later passes send it
+ * again to what the session still holds. */
+static int kill_now(uvt__proc_t *p) {
+  p->killed_now = 1;
+  return uvt__members_signal(p, SIGKILL);
+}
+
 static void proc_free(uvt__proc_t *p) {
   uvt__procs_t *ps = p->counted ? p->procs : NULL;
 
@@ -507,8 +515,7 @@ static void on_kill_timer(uv_timer_t *timer) {
     return;
   }
   if (p->killed_now || ms_since(p->kill_start_ns) >= p->grace_ms) {
-    p->killed_now = 1;
-    uvt__members_signal(p, SIGKILL);
+    kill_now(p);
   } else {
     uvt__members_check(p);
   }
@@ -679,8 +686,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
    * session, asked again, means "stop now" (R-KILL-3, P-KILL-7). */
   if (uvt__proc_check_leader(p)) {
     if (!p->finishing && kill_pending(p)) {
-      p->killed_now = 1;
-      uvt__members_signal(p, SIGKILL);
+      kill_now(p);
     } else if (!p->kill_requested && !p->settled && p->pid > 0) {
       /* P-KILL-7: the leader ended on its own while its output drains;
        * the outcome stays its own (P-KILL-2), but what it left running is
@@ -701,8 +707,7 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
     uv_update_time(p->loop);
     uv_timer_start(&p->kill_timer, on_kill_timer, KILL_POLL_MS, KILL_POLL_MS);
   }
-  p->killed_now = 1;
-  return uvt__members_signal(p, SIGKILL);
+  return kill_now(p);
 }
 
 static int buf_sink(void *ctx, const void *bytes, size_t len) {
@@ -756,8 +761,7 @@ static void on_quiesce_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
   if (!p->killed_now && ms_since(p->quiesce_start_ns) >= p->grace_ms) {
-    p->killed_now = 1;
-    uvt__members_signal(p, SIGKILL);
+    kill_now(p);
   } else {
     uvt__members_check(p);
   }
@@ -830,10 +834,9 @@ static void hook_release(uvt_task_t *t) {
     if (!p->kill_requested)
       p->kill_start_ns = uv_hrtime();
     p->kill_requested = 1;
-    p->killed_now = 1;
     if (p->spawning)
       atomic_store(&p->spawn->cancelled, 1);
-    uvt__members_signal(p, SIGKILL);
+    kill_now(p);
     arm(&p->kill_timer, on_kill_timer, 0);
   }
   maybe_free(p);
@@ -1152,9 +1155,8 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
      * it: nobody wants this child), or the kill's grace passed: SIGKILL.
      * How long it may go unanswered counts from now, not from the kill
      * (a stopped helper may have held the spawn for longer than that). */
-    p->killed_now = 1;
     p->kill_start_ns = uv_hrtime() - p->grace_ms * 1000000u;
-    uvt__members_signal(p, SIGKILL);
+    kill_now(p);
   } else if (p->kill_requested) {
     /* P-LIMIT-1, P-END-3: the runtime limit passed while the spawn was
      * out (a stalled loop runs its timers before it reads the answer),
