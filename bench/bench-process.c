@@ -19,7 +19,9 @@
  *                loop's timer lateness on this machine now.
  * In shell mode the raw loops run `bash -c true` (uvtasks' shell).
  * --heap-mib touches that much heap first; --idle keeps that many
- * `sleep 3600` tasks alive during the run (uvtasks only); --probe runs a
+ * `sleep 3600` tasks alive during the run (uvtasks only; the clock starts
+ * once each of them sleeps, and idle_settle_ms says how long that took);
+ * --probe runs a
  * 1 ms repeating uv_timer on the same loop and reports its lateness, and
  * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
  * descriptors open; --spawners N sets the registry's spawner threads (0:
@@ -318,13 +320,53 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
 }
 
 static uv_timer_t settle_timer;
+static char (*idle_ids)[UVT_ID_MAX];
+static long idle_asleep; /* idle tasks seen asleep, in start order */
+static uint64_t idle_t0;
 
-static void begin_storm(uv_timer_t *timer) {
-  if (timer != NULL)
-    uv_close((uv_handle_t *)timer, NULL);
+static void begin_storm(void) {
   probe_start();
   t_start = bench_now_ns();
   refill();
+}
+
+/* An idle task is idle once its `sleep` sleeps: the kernel shows the
+ * process waiting in nanosleep.  Until then it may still be exec'ing and
+ * loading, which takes CPU the storm would lose. */
+static int idle_task_asleep(const char *id) {
+  char path[64];
+  char wchan[64];
+  ssize_t n;
+  int pid = uvt_process_pid(reg, id, NULL);
+  int fd;
+
+  if (pid <= 0)
+    return 0;
+  snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  n = read(fd, wchan, sizeof(wchan) - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  wchan[n] = '\0';
+  return strstr(wchan, "nanosleep") != NULL;
+}
+
+/* Every 10 ms until all idle tasks sleep (or 120 s passed: then the storm
+ * starts anyway and the time says so). */
+static void idle_check(uv_timer_t *timer) {
+  while (idle_asleep < cfg.idle && idle_task_asleep(idle_ids[idle_asleep]))
+    idle_asleep++;
+  if (idle_asleep < cfg.idle && bench_now_ns() - idle_t0 < 120000000000ull)
+    return;
+  printf("idle_settle_ms %.0f\n", (double)(bench_now_ns() - idle_t0) / 1e6);
+  if (idle_asleep < cfg.idle)
+    fprintf(stderr, "bench: %ld of %ld idle tasks asleep after 120 s\n",
+            idle_asleep, cfg.idle);
+  uv_close((uv_handle_t *)timer, NULL);
+  begin_storm();
 }
 
 static void run_uvtasks(void) {
@@ -337,24 +379,33 @@ static void run_uvtasks(void) {
     BENCH_CHECK(uvt_process_cgroups(reg, NULL));
   if (cfg.helper)
     BENCH_CHECK(uvt_process_spawn_helper(reg, 1));
+  if (cfg.idle > 0) {
+    idle_ids = calloc((size_t)cfg.idle, sizeof(*idle_ids));
+    if (idle_ids == NULL) {
+      fprintf(stderr, "bench: out of memory\n");
+      exit(1);
+    }
+  }
+  idle_t0 = bench_now_ns();
   for (i = 0; i < cfg.idle; i++) {
     uvt_process_options_t o;
     uvt_process_options_init(&o);
     o.argv = argv_idle;
     o.kind = "idle";
     o.grace_ms = 100;
-    BENCH_CHECK(uvt_process_start(reg, &o, NULL));
+    BENCH_CHECK(uvt_process_start(reg, &o, idle_ids[i]));
   }
   start_one = uvt_start_one;
   if (cfg.idle > 0) {
-    /* Let the idle tasks finish starting (exec, dynamic loading) before
-     * the clock starts: they must be idle, not competing for the CPU. */
+    /* The idle tasks must be idle, not competing for the CPU, before the
+     * clock starts. */
     uv_timer_init(&loop, &settle_timer);
-    uv_timer_start(&settle_timer, begin_storm, 1000, 0);
+    uv_timer_start(&settle_timer, idle_check, 10, 10);
   } else {
-    begin_storm(NULL);
+    begin_storm();
   }
   uv_run(&loop, UV_RUN_DEFAULT);
+  free(idle_ids);
 }
 
 /* ---- raw uv_spawn */
