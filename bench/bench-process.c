@@ -21,9 +21,8 @@
  * --heap-mib touches that much heap first; --idle keeps that many
  * `sleep 3600` tasks alive during the run (uvtasks only; the clock starts
  * once each of them sleeps, and idle_settle_ms says how long that took);
- * --probe runs a
- * 1 ms repeating uv_timer on the same loop and reports its lateness, and
- * paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
+ * --probe runs a 1 ms repeating uv_timer on the same loop and reports its
+ * lateness, and paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
  * descriptors open; --spawners N sets the registry's spawner threads (0:
  * the library's default, one per core); --cgroups gives every uvtasks task
  * a cgroup of its own (uvt_process_cgroups; the host's own cgroup);

@@ -344,6 +344,7 @@ END {
   unit["ns_low"] = "ns/task at 10 live"; unit["ns_high"] = "ns/task at 100000 live"
   unit["flat_ratio"] = "x (100000 / 10 live)"
   unit["lat_wait_p99_us"] = "us p99 waiting for CPU"; unit["lat_own_p99_us"] = "us p99 beyond the wait"
+  unit["idle_settle_ms"] = "ms to idle (no clock)"
   ref["1 process argv"] = "posix_spawn"; ref["1 process shell"] = "posix_spawn"
   ref["3 output head"] = "rawpipe"; ref["3 output dd"] = "rawpipe"
   ref["2 lateness"] = "uv_spawn"

@@ -616,10 +616,10 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * with ThreadSanitizer.
  *
  * Off by default: on this project's 2-core runner (Linux 6.18) no row won
- * in every run (two full runs of one night: argv 0.97x and 1.07x of off,
- * 500 idle tasks 1.01x and 0.87x of plain against 0.93x and 0.81x off,
- * the start call's p99 slower by 25-35 us, the loop's lateness during
- * spawn storms about halved; docs/performance.md).
+ * in every run (four full runs of one night: argv 0.97x to 1.07x of off,
+ * shell 0.99x to 1.14x; in the last, 500 idle tasks at 0.99x of plain
+ * against 0.88x off, the start call's p99 slower by 25 us, the loop's
+ * lateness during spawn storms 0.4x of off's; docs/performance.md).
  *
  * A helper that is stopped (SIGSTOP, a debugger) holds the spawns it
  * was handed, and the tasks queued behind them, until it runs again: a
