@@ -4004,6 +4004,75 @@ static void test_process_head_drop_merge(void **state) {
   free(full);
 }
 
+/* M-TOOLS-10 with P-OUT-2: on_drop gets exactly the bytes that more
+ * output pushed out, and a stream keeps output_cap_bytes.  A stream that
+ * filled its ring and then only read its end (or nothing) lost its whole
+ * ring to on_drop: `head -c 1000` at a 1000-byte cap read as empty.
+ * Sizes around the cap and the read block (64 KiB), on stdout and on
+ * stderr. */
+static void test_process_drop_exact(void **state) {
+  static const size_t sizes[] = {999, 1000, 1001, 4096, 65536, 65539, 200000};
+  static const char *const fmt[] = {"seq 1 100000 | head -c %zu",
+                                    "seq 1 100000 | head -c %zu >&2"};
+  fixture_t f;
+  uvt_process_options_t po;
+  uvt_process_read_t r;
+  drops_t d;
+  char id[UVT_ID_MAX];
+  char cmd[64];
+  char *full;
+  size_t n = 0;
+  size_t i;
+  int e;
+  int k;
+
+  (void)state;
+  full = malloc(100000 * 7);
+  assert_non_null(full);
+  for (k = 1; k <= 100000; k++)
+    n += (size_t)sprintf(full + n, "%d\n", k);
+  fixture_init(&f, NULL);
+  memset(&d, 0, sizeof(d));
+  d.f = &f;
+  d.cap = n;
+  d.got = malloc(n);
+  assert_non_null(d.got);
+  for (e = 0; e < 2; e++) {
+    for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+      size_t want = sizes[i];
+      size_t kept = want < 1000 ? want : 1000;
+      const char *bytes;
+      size_t len;
+      uint64_t dropped;
+
+      snprintf(cmd, sizeof(cmd), fmt[e], want);
+      uvt_process_options_init(&po);
+      po.command = cmd;
+      po.output_cap_bytes = 1000;
+      po.on_drop = drop_rec;
+      po.on_drop_data = &d;
+      d.len = 0;
+      assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
+      d.id = id;
+      fixture_run_until(&f, task_ended, &d);
+      assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
+      bytes = e == 0 ? r.out : r.err;
+      len = e == 0 ? r.out_len : r.err_len;
+      dropped = e == 0 ? r.out_dropped : r.err_dropped;
+      assert_int_equal(len, kept);
+      assert_memory_equal(bytes, full + want - kept, kept);
+      assert_int_equal(dropped, want - kept);
+      assert_int_equal(d.len, want - kept);
+      assert_memory_equal(d.got, full, d.len);
+      uvt_process_read_cleanup(&r);
+      assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+    }
+  }
+  fixture_close(&f);
+  free(d.got);
+  free(full);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -4073,6 +4142,7 @@ int main(void) {
       cmocka_unit_test(test_m_tools_10_spill_dir),
       cmocka_unit_test(test_m_tools_11_screen),
       cmocka_unit_test(test_process_head_drop_merge),
+      cmocka_unit_test(test_process_drop_exact),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -413,10 +413,9 @@ typedef struct {
   /* Optional (M-TOOLS-10): called on the loop thread, in stream order,
    * with bytes the cap is about to drop (P-OUT-2), so a host can keep
    * them elsewhere (uvtasks-mcp's --spill-dir); `bytes` is valid for the
-   * call only.  With it, a full stream drops the oldest bytes a read may
-   * overwrite just before that read (they are handed here first), so a
-   * read may find slightly fewer than output_cap_bytes unread.  The
-   * stream's id names the task; both streams come here.  It must not call
+   * call only.  Exactly the bytes that more output pushes out come here:
+   * a stream that holds output_cap_bytes and gets no more keeps them all.
+   * The stream's id names the task; both streams come here.  It must not call
    * back into the library for this task. */
   uvt_drop_cb on_drop;
   void *on_drop_data;

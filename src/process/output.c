@@ -184,11 +184,13 @@ size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at) {
     grow(b, b->alloc + 1);
   if (b->alloc == 0)
     return 0;
-  if (b->len == b->alloc && b->spill != NULL) {
-    /* M-TOOLS-10: the oldest bytes the read may overwrite are handed on
-     * (and counted dropped) before the read, not lost in it. */
-    drop_oldest(b, b->alloc - b->head < want ? b->alloc - b->head : want);
-  }
+  /* M-TOOLS-10: bytes a read would overwrite in place must be handed on
+   * first, but only those that more bytes actually push out (a read that
+   * finds the end, or nothing, drops nothing): the caller reads elsewhere
+   * and pushes (uvt__outbuf_push spills exactly what arrived beyond the
+   * cap). */
+  if (b->len == b->alloc && b->spill != NULL)
+    return 0;
   if (b->len == b->alloc) {
     /* Full (at the cap, or out of memory below it): the bytes overwrite the
      * oldest ones, which the commit counts as dropped (P-OUT-2). */

@@ -55,9 +55,12 @@ void uvt__outbuf_free(uvt__outbuf_t *b);
 /* Where the next bytes of the stream go, so a read system call writes them
  * in place: sets *at and returns a contiguous span of up to `want` bytes
  * (growing the ring towards the cap first when it is short of room), or 0
- * when there is no memory for a ring.  With the ring full at the cap the
- * span is the oldest unread bytes, which the bytes written there replace.
- * Nothing may touch `b` before the matching commit. */
+ * when there is no memory for a ring, or when the ring is full and its
+ * dropped bytes are handed on (spill): then read elsewhere and push, so
+ * that only bytes that arrive drop old ones.  With the ring full at the
+ * cap and no spill the span is the oldest unread bytes, which the bytes
+ * written there replace.  Nothing may touch `b` before the matching
+ * commit. */
 size_t uvt__outbuf_space(uvt__outbuf_t *b, size_t want, char **at);
 /* `n` bytes (at most the span) were written at the span: append them,
  * counting the unread bytes they replaced as dropped. */

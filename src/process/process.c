@@ -224,10 +224,11 @@ static void maybe_finish(uvt__proc_t *p) {
 /* ---- output ----------------------------------------------------------- */
 
 /* Where the next bytes of `s` go, so a read system call writes them in
- * place: the stream's ring (uvt__outbuf_space); while the stream has no
- * ring, the context's landing block, so that a read of the end alone
- * allocates nothing; else the scratch buffer.  Bytes read to either of
- * the last two go through uvt__outbuf_push (store_bytes).  With
+ * place: the stream's ring (uvt__outbuf_space).  Else, while the stream
+ * has no ring (a read of the end alone then allocates nothing) or when
+ * the ring cannot take the read in place (full, with on_drop: M-TOOLS-10),
+ * the context's landing block; else the scratch buffer.  Bytes read to
+ * either of the last two go through uvt__outbuf_push (store_bytes).  With
  * output_backpressure no more than the room below the cap is asked for, so
  * nothing unread is ever overwritten (P-OUT-4); 0 when there is no room. */
 static size_t read_room(uvt__stream_t *s, char **at) {
@@ -239,7 +240,10 @@ static size_t read_room(uvt__stream_t *s, char **at) {
     want = s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len : want;
   if (want == 0)
     return 0;
-  if (s->buf.alloc == 0 && p->procs != NULL) {
+  n = s->buf.alloc == 0 ? 0 : uvt__outbuf_space(&s->buf, want, at);
+  if (n > 0)
+    return n;
+  if (p->procs != NULL) {
     if (p->procs->landing == NULL)
       p->procs->landing = uvt__malloc(READ_CHUNK);
     if (p->procs->landing != NULL) {
@@ -247,9 +251,6 @@ static size_t read_room(uvt__stream_t *s, char **at) {
       return want;
     }
   }
-  n = uvt__outbuf_space(&s->buf, want, at);
-  if (n > 0)
-    return n;
   if (p->scratch == NULL)
     p->scratch = uvt__malloc(READ_CHUNK);
   *at = p->scratch;
