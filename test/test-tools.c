@@ -3920,6 +3920,27 @@ static void drop_rec(const char *id, const char *bytes, size_t len,
   d->len += len;
 }
 
+/* What `seq 1 100000` prints (malloc'd; *len its length). */
+static char *seq_text(size_t *len) {
+  char *full = malloc(100000 * 7);
+  int i;
+
+  assert_non_null(full);
+  *len = 0;
+  for (i = 1; i <= 100000; i++)
+    *len += (size_t)sprintf(full + *len, "%d\n", i);
+  return full;
+}
+
+/* An on_drop record of up to `cap` bytes for tasks of `f`. */
+static void drops_init(drops_t *d, fixture_t *f, size_t cap) {
+  memset(d, 0, sizeof(*d));
+  d->f = f;
+  d->cap = cap;
+  d->got = malloc(cap);
+  assert_non_null(d->got);
+}
+
 static int task_ended(void *arg) {
   drops_t *d = arg;
   uvt_snapshot_t s;
@@ -3946,19 +3967,11 @@ static void test_process_head_drop_merge(void **state) {
   size_t n = 0;
   unsigned long long missing;
   const char *notice;
-  int i;
 
   (void)state;
-  full = malloc(100000 * 7);
-  assert_non_null(full);
-  for (i = 1; i <= 100000; i++)
-    n += (size_t)sprintf(full + n, "%d\n", i);
+  full = seq_text(&n);
   fixture_init(&f, NULL);
-  memset(&d, 0, sizeof(d));
-  d.f = &f;
-  d.cap = n;
-  d.got = malloc(n);
-  assert_non_null(d.got);
+  drops_init(&d, &f, n);
   uvt_process_options_init(&po);
   po.command = "seq 1 100000";
   po.output_cap_bytes = 4096;
@@ -4024,19 +4037,11 @@ static void test_process_drop_exact(void **state) {
   size_t n = 0;
   size_t i;
   int e;
-  int k;
 
   (void)state;
-  full = malloc(100000 * 7);
-  assert_non_null(full);
-  for (k = 1; k <= 100000; k++)
-    n += (size_t)sprintf(full + n, "%d\n", k);
+  full = seq_text(&n);
   fixture_init(&f, NULL);
-  memset(&d, 0, sizeof(d));
-  d.f = &f;
-  d.cap = n;
-  d.got = malloc(n);
-  assert_non_null(d.got);
+  drops_init(&d, &f, n);
   for (e = 0; e < 2; e++) {
     for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
       size_t want = sizes[i];
