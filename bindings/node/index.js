@@ -11,12 +11,15 @@ const { Readable } = require('node:stream')
 // build/uvtasks.node or a prebuilt addon (loader.js, N-5).
 const native = require('./loader.js').load()
 const { OutputPump, stdinWritable } = require('./streams.js')
+const { Retention } = require('./retention.js')
 
 const UVT_EWAITTIMEOUT = -20007
 const UVT_EABORTED = -20008
 
 // The C handle of each agent object (never exposed).
 const agentHandles = new WeakMap()
+// What its registry does once an agent's disposal is done (N-11).
+const agentDisposed = new WeakMap()
 
 function handleOf(caller, what = 'caller') {
   if (caller === undefined || caller === null) return undefined
@@ -48,6 +51,40 @@ function signalName(n) {
     if (num === n) return name
   }
   return `SIG${n}`
+}
+
+// The signals P-KILL-8 allows (uvt_process_signal()).
+const SIGNALLABLE = new Set(['SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2',
+  'SIGTERM', 'SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGWINCH'].map((n) => signals[n]))
+
+// N-13: an options object (kill's, wait's), not an agent, a number or null.
+function isOptions(v) {
+  return v !== null && typeof v === 'object' && !agentHandles.has(v) &&
+    Object.getPrototypeOf(v) === Object.prototype
+}
+
+function checkKeys(o, keys, what) {
+  for (const k of Object.keys(o)) {
+    if (!keys.includes(k)) {
+      const e = new TypeError(`${what}: unknown option ${JSON.stringify(k)} ` +
+                              `(it takes ${keys.join(', ')})`)
+      e.code = 'ERR_INVALID_ARG_VALUE'
+      throw e
+    }
+  }
+}
+
+// kill()'s signal option: SIGTERM (15) or SIGKILL (9).
+function killSignal(sig) {
+  const n = typeof sig === 'string' ? signals[sig] : sig
+  if (n === signals.SIGTERM || n === signals.SIGKILL) return n
+  const e = new Error(`EINVAL: kill() sends SIGTERM, then SIGKILL after graceMs ` +
+                      `(signal: 'SIGTERM', the default) or SIGKILL at once ` +
+                      `(signal: 'SIGKILL'), not ${String(sig)}; signal(id, ` +
+                      `${JSON.stringify(String(sig))}) sends one signal without a kill`)
+  e.code = 'EINVAL'
+  e.errno = -22
+  throw e
 }
 
 function checkFunction(fn, what) {
@@ -126,7 +163,11 @@ class Agent {
   // dropped.
   dispose() {
     return new Promise((resolve) => {
-      native.disposeAgent(agentHandles.get(this), resolve)
+      const h = agentHandles.get(this)
+      native.disposeAgent(h, () => {
+        agentDisposed.get(this)?.(h)
+        resolve()
+      })
     })
   }
 }
@@ -217,9 +258,16 @@ class TaskRegistry {
       throw codedTypeError('options.spawnHelper must be a boolean')
     }
     this.#guard = options.guardian === true ? startGuardian() : null
-    this.#keep = bound(options.keepFinished, 'keepFinished', KEEP_FINISHED)
-    this.#maxBytes = bound(options.maxUnreadBytes, 'maxUnreadBytes', MAX_UNREAD_BYTES)
+    const keep = bound(options.keepFinished, 'keepFinished', KEEP_FINISHED)
+    const maxBytes = bound(options.maxUnreadBytes, 'maxUnreadBytes', MAX_UNREAD_BYTES)
     this.#r = native.create({ teardownGraceMs, maxLivePerOwner, spawnHelper: options.spawnHelper === true }, this)
+    const r = this.#r
+    this.#retention = new Retention({
+      held: (id, h) => native.heldBytes(r, id, h),
+      leftovers: (id, h) => native.procStatus(r, id, h, true)?.leftovers ?? 0,
+      forget: (id, h) => native.forget(r, id, h),
+      dropped: (id) => this.#gone(id),
+    }, keep, maxBytes)
     registryOpened()
     // The package's own listener, first of all: per-task end hooks (N-7)
     // and retention (N-8).
@@ -229,10 +277,9 @@ class TaskRegistry {
   #guard = null // the guardian's token (N-10), or null
   #endHooks = new Map() // id -> function run at the task's end (N-7)
   #clean = new Set() // ended process tasks with no leftovers: none will come
-  #keep
-  #maxBytes
-  #finished = new Map() // id -> output bytes held, ended tasks in end order (N-8)
-  #finishedBytes = 0
+  #retention // what is kept of ended tasks (N-11, retention.js)
+  #consumed = new Set() // ended tasks whose onData pump read the rest (N-11)
+  #aborted = new Set() // tasks an AbortSignal killed (N-13)
   #sweepQueued = false
 
   // The handle to look at a task with: its caller's, else one of its
@@ -251,13 +298,8 @@ class TaskRegistry {
       this.#endHooks.delete(snap.id)
       hook()
     }
-    if (this.#keep === Infinity && this.#maxBytes === Infinity) return
-    let bytes = 0
-    try {
-      bytes = native.heldBytes(this.#r, snap.id, h)
-    } catch {}
-    this.#finished.set(snap.id, { bytes, h })
-    this.#finishedBytes += bytes
+    const consumed = this.#consumed.delete(snap.id)
+    this.#retention.ended(snap.id, h, leftAtEnd(snap), consumed)
     this.#queueSweep()
   }
 
@@ -272,59 +314,54 @@ class TaskRegistry {
     this.#pumps.clear()
     for (const hook of this.#endHooks.values()) hook()
     this.#endHooks.clear()
+    this.#retention.clear()
   }
 
-  #unfinish(id) {
-    const f = this.#finished.get(id)
-    if (f === undefined) return
-    this.#finished.delete(id)
-    this.#finishedBytes -= f.bytes
+  // The package's state of a task that is gone.
+  #gone(id) {
     this.#clean.delete(id)
-  }
-
-  #over() {
-    return this.#finished.size > this.#keep || this.#finishedBytes > this.#maxBytes
+    this.#aborted.delete(id)
   }
 
   // After the dispatch that ended a task (its waits have reported it by
   // then), not inside it.
   #queueSweep() {
-    if (this.#sweepQueued || !this.#over()) return
+    if (this.#sweepQueued || !this.#retention.due()) return
     this.#sweepQueued = true
     setImmediate(() => {
       this.#sweepQueued = false
-      this.#sweep()
+      this.#retention.sweep()
     })
   }
 
-  // N-8: past either bound, forget the oldest ended tasks whose end was
-  // reported (R-READ-3) and that left no process running (P-LEFT-1);
-  // the others stay until they are.
-  #sweep() {
-    for (const [id, { h }] of this.#finished) {
-      if (!this.#over()) return
-      let snap
-      try {
-        snap = native.get(this.#r, id, h)
-      } catch {
-        this.#unfinish(id) // forgotten or dropped otherwise, or closed
-        continue
-      }
-      if (!snap.reported) continue
-      if (!leftAtEnd(snap)) this.#clean.add(id)
-      let st
-      try {
-        st = native.procStatus(this.#r, id, h, !this.#clean.has(id))
-      } catch {
-        continue
-      }
-      if (st !== undefined && st.leftovers > 0) continue
-      try {
-        native.forget(this.#r, id, h)
-      } catch {
-        continue
-      }
-      this.#unfinish(id)
+  // A read through the package of an ended task: nothing of it is left to
+  // read (N-11).
+  #wasRead(snap) {
+    if (snap.status === 'completed' || snap.status === 'killed' ||
+        snap.status === 'failed') {
+      this.#retention.read(snap.id)
+      this.#queueSweep()
+    }
+  }
+
+  // N-11: a look at an id the bounds forgot says so (the code stays
+  // UVT_ENOTASK: N-1).
+  #explain(err, id) {
+    if (err === null || typeof err !== 'object' || err.code !== 'UVT_ENOTASK') return err
+    const why = this.#retention.why(id)
+    if (why === undefined) return err
+    err.message += why.unreadBytes > 0
+      ? ` (forgotten: ${why.bound}: ${why.unreadBytes} bytes never read were dropped)`
+      : ` (forgotten: ${why.bound}: nothing of it was left to read)`
+    err.forgotten = { ...why }
+    return err
+  }
+
+  #looked(id, fn) {
+    try {
+      return fn()
+    } catch (err) {
+      throw this.#explain(err, id)
     }
   }
 
@@ -334,6 +371,7 @@ class TaskRegistry {
   // its session still running after its end (P-LEFT-1; 0 while it runs).
   #status(snap, caller) {
     if (snap === undefined || snap === null) return snap
+    if (this.#aborted.has(snap.id)) snap.aborted = true
     const ended = snap.status === 'completed' || snap.status === 'killed' ||
                   snap.status === 'failed'
     if (ended && !leftAtEnd(snap)) this.#clean.add(snap.id)
@@ -369,6 +407,7 @@ class TaskRegistry {
     const agent = new Agent(agentId, sessionId)
     const h = native.registerAgent(this.#r, agentId, sessionId, agent)
     agentHandles.set(agent, h)
+    agentDisposed.set(agent, (handle) => this.#retention.agentGone(handle))
     this.#sessionAgents.set(sessionId, h)
     return agent
   }
@@ -405,7 +444,7 @@ class TaskRegistry {
 
   get(id, caller) {
     const h = handleOf(caller)
-    return this.#status(native.get(this.#r, id, h), h)
+    return this.#status(this.#looked(id, () => native.get(this.#r, id, h)), h)
   }
 
   list(caller) {
@@ -415,23 +454,57 @@ class TaskRegistry {
 
   read(id, caller) {
     const h = handleOf(caller)
-    const r = native.read(this.#r, id, h)
+    const r = this.#looked(id, () => native.read(this.#r, id, h))
     this.#status(r.snapshot, h)
-    this.#queueSweep()
+    this.#wasRead(r.snapshot)
     return r
   }
 
+  // R-KILL-*: kill(id, caller?, reason?) or, N-13, kill(id, { signal,
+  // reason, caller }).  `signal`: 'SIGTERM' (the default: SIGTERM to the
+  // whole session, graceMs, then SIGKILL) or 'SIGKILL' (the same kill,
+  // with SIGKILL to every process of the session at once); any other is
+  // EINVAL, since a kill always ends with SIGKILL: signal() sends one
+  // signal without a kill.
   kill(id, caller, reason) {
-    return native.kill(this.#r, id, handleOf(caller), reason)
+    let sig = null
+    if (isOptions(caller)) {
+      const o = caller
+      checkKeys(o, ['signal', 'reason', 'caller'], 'kill() options')
+      caller = o.caller
+      reason = o.reason
+      if (o.signal !== undefined && o.signal !== null) sig = killSignal(o.signal)
+    }
+    const h = handleOf(caller)
+    const res = this.#looked(id, () => native.kill(this.#r, id, h, reason))
+    if (sig === signals.SIGKILL && res === 'requested') {
+      try {
+        native.signal(this.#r, id, h, sig)
+      } catch (err) {
+        // The spawn is still out: SIGKILL as soon as there is a pid (the
+        // kill itself already stops it then, after graceMs).
+        if (err.code === 'EAGAIN') this.#queueSignal(id, h, sig)
+      }
+    }
+    return res
   }
 
-  // R-WAIT-*: the terminal snapshot, or the live one when timeoutMs passed;
-  // an abort rejects with UVT_EABORTED unless the task already settled.
+  // R-WAIT-*: the terminal snapshot, or the live one when the timeout
+  // passed; an abort rejects with UVT_EABORTED unless the task already
+  // settled.  wait(id, timeoutMs?, caller?, signal?) or, N-13, wait(id,
+  // { timeout, caller, signal }).
   //
   // N-9 (D5): a timeout that is not a positive number (0, negative, NaN,
   // +-Infinity) is the library's EINVAL, after its id checks; a fraction
   // is rounded up.  No timeout (undefined or null) waits until the end.
   wait(id, timeoutMs, caller, signal) {
+    if (isOptions(timeoutMs)) {
+      const o = timeoutMs
+      checkKeys(o, ['timeout', 'caller', 'signal'], 'wait() options')
+      timeoutMs = o.timeout
+      caller = o.caller
+      signal = o.signal
+    }
     return new Promise((resolve, reject) => {
       if (timeoutMs === undefined || timeoutMs === null) {
         timeoutMs = Number.MAX_SAFE_INTEGER // the library saturates: never
@@ -446,13 +519,13 @@ class TaskRegistry {
       }
       let onAbort = null
       const h = handleOf(caller)
-      const w = native.wait(this.#r, id, timeoutMs, h,
+      const w = this.#looked(id, () => native.wait(this.#r, id, timeoutMs, h,
         (status, snapshot) => {
           if (onAbort !== null) signal.removeEventListener('abort', onAbort)
           this.#queueSweep()
           if (status === 0 || status === UVT_EWAITTIMEOUT) resolve(this.#status(snapshot, h))
           else reject(abortedError(signal))
-        })
+        }))
       if (signal !== undefined && signal !== null) {
         onAbort = () => native.waitAbort(w)
         if (signal.aborted) onAbort()
@@ -485,9 +558,10 @@ class TaskRegistry {
   }
 
   forget(id, caller) {
-    native.forget(this.#r, id, handleOf(caller))
-    this.#unfinish(id)
-    this.#clean.delete(id)
+    const h = handleOf(caller)
+    this.#looked(id, () => native.forget(this.#r, id, h))
+    this.#retention.removed(id)
+    this.#gone(id)
   }
 
   // The process producer (contract §3, §3b).
@@ -533,6 +607,7 @@ class TaskRegistry {
       o.onOutput = (id, atEnd) => {
         if (atEnd === true) {
           this.#pumps.delete(id)
+          this.#consumed.add(id) // N-11: the package was its reader
           pump.pull(true)
         } else {
           pump.pull(false)
@@ -566,7 +641,10 @@ class TaskRegistry {
       const reason = signal.reason instanceof Error ? signal.reason.message
         : signal.reason === undefined ? 'aborted' : String(signal.reason)
       try {
-        native.kill(this.#r, id, owner, `aborted: ${reason}`)
+        // N-13: snapshots say aborted: true (a reason is only text).
+        if (native.kill(this.#r, id, owner, `aborted: ${reason}`) === 'requested') {
+          this.#aborted.add(id)
+        }
       } catch {} // ended or forgotten meanwhile, or the registry closed
     }
     if (signal.aborted) {
@@ -581,12 +659,54 @@ class TaskRegistry {
   // 'SIGUSR2', 'SIGTERM', 'SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGWINCH', or
   // its number) to every process of the live task's session; no
   // escalation: the task stays live unless the signal ends it.
+  //
+  // N-13: while the spawn is still out (no pid yet, P-SPAWN-6) the signal
+  // is queued, in order with later ones, and sent once the process exists
+  // (dropped if it never does, or ended first: there is nothing to
+  // signal then).  Returns 'sent' or 'queued'.
   signal(id, sig, caller) {
     let n
     if (typeof sig === 'number') n = Number.isInteger(sig) ? sig : 0
     else if (typeof sig === 'string') n = signals[sig] ?? 0
     else throw codedTypeError('signal must be a name (\'SIGINT\') or a number')
-    native.signal(this.#r, id, handleOf(caller), n)
+    const h = handleOf(caller)
+    const queued = this.#signalQueue.get(id)
+    if (queued !== undefined && queued.h === h) {
+      if (!SIGNALLABLE.has(n)) {
+        this.#looked(id, () => native.signal(this.#r, id, h, n)) // its EINVAL
+      }
+      queued.sigs.push(n)
+      return 'queued'
+    }
+    try {
+      native.signal(this.#r, id, h, n)
+      return 'sent'
+    } catch (err) {
+      if (err.code !== 'EAGAIN') throw this.#explain(err, id)
+    }
+    this.#queueSignal(id, h, n)
+    return 'queued'
+  }
+
+  #signalQueue = new Map() // id -> { h, sigs } while its spawn is out (N-13)
+
+  #queueSignal(id, h, n) {
+    const q = this.#signalQueue.get(id)
+    if (q !== undefined) {
+      q.sigs.push(n)
+      return
+    }
+    this.#signalQueue.set(id, { h, sigs: [n] })
+    const send = () => {
+      const { sigs } = this.#signalQueue.get(id)
+      this.#signalQueue.delete(id)
+      for (const s of sigs) {
+        try {
+          native.signal(this.#r, id, h, s)
+        } catch {} // ended meanwhile (ESRCH), or the registry closed
+      }
+    }
+    this.#spawnedAs(id, h).then(send, () => this.#signalQueue.delete(id))
   }
 
   // N-7: resolves with { pid } once the task's process exists, or rejects
@@ -594,7 +714,10 @@ class TaskRegistry {
   // ESRCH when a kill came first).  The library has no event for it: the
   // pid is looked at once per loop turn, then every few ms.
   spawned(id, caller) {
-    const h = handleOf(caller)
+    return this.#spawnedAs(id, handleOf(caller))
+  }
+
+  #spawnedAs(id, h) {
     return new Promise((resolve, reject) => {
       let turns = 0
       const again = () => {
@@ -676,8 +799,8 @@ class TaskRegistry {
   // code or the signal that ended it (both null when there is none: the
   // spawn failed or a kill came first).  Shares read()'s cursor.
   readProcess(id, caller) {
-    const r = native.readProcess(this.#r, id, handleOf(caller))
-    this.#queueSweep()
+    const r = this.#looked(id, () => native.readProcess(this.#r, id, handleOf(caller)))
+    this.#wasRead(r.snapshot)
     return {
       stdout: r.stdout,
       stderr: r.stderr,
@@ -713,8 +836,11 @@ class TaskRegistry {
     return native.pid(this.#r, id, handleOf(caller))
   }
 
+  // R-METRICS-1, plus N-11's: forgotten (ended tasks the bounds
+  // forgot), forgottenUnread (of which held output nobody had read) and
+  // unreadBytesDropped (that output's bytes).
   metrics() {
-    return native.metrics(this.#r)
+    return { ...native.metrics(this.#r), ...this.#retention.counts }
   }
 
   // R-CLOSE-1: resolves once every task was stopped and every handle closed.
