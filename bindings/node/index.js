@@ -53,6 +53,28 @@ function signalName(n) {
   return `SIG${n}`
 }
 
+// N-12: the most bytes onData gets in one call, and what the library
+// holds unread per stream before it stops reading the task's output.
+const HIGH_WATER_MARK = 64 * 1024
+
+function highWaterMark(options) {
+  const v = options.highWaterMark
+  if (v === undefined || v === null) return HIGH_WATER_MARK
+  if (options.onData === undefined && options.streams !== true) {
+    const e = new TypeError('options.highWaterMark is the chunk size of onData or ' +
+                            'streams: true; this task has neither')
+    e.code = 'ERR_INVALID_ARG_VALUE'
+    throw e
+  }
+  if (typeof v !== 'number') throw codedTypeError('options.highWaterMark must be a number')
+  if (!Number.isInteger(v) || v < 1 || v > 2 ** 32) {
+    const e = new RangeError('options.highWaterMark must be a whole number of bytes, 1 to 2^32')
+    e.code = 'ERR_OUT_OF_RANGE'
+    throw e
+  }
+  return v
+}
+
 // The signals P-KILL-8 allows (uvt_process_signal()).
 const SIGNALLABLE = new Set(['SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2',
   'SIGTERM', 'SIGKILL', 'SIGCONT', 'SIGSTOP', 'SIGWINCH'].map((n) => signals[n]))
@@ -596,12 +618,17 @@ class TaskRegistry {
     }
     // N-6: the host is the reader; backpressure instead of drops.
     let pump = null
+    const hwm = highWaterMark(options)
     if (options.onData !== undefined || options.streams === true) {
       const r = this.#r
       const onOutput = options.onOutput
       const owner = o.owner
       pump = new OutputPump(() => native.readProcess(r, pump.id, owner),
-                            options.onData)
+                            options.onData, hwm)
+      // N-12: the library holds at most a chunk per stream before it stops
+      // reading the task's pipe, so each read hands over at most that (as
+      // child_process's 64 KiB reads), one chunk per stream per loop turn.
+      o.outputCapBytes = hwm
       o.outputBackpressure = true
       o.outputAtEnd = true
       o.onOutput = (id, atEnd) => {
@@ -623,6 +650,7 @@ class TaskRegistry {
     }
     delete o.onData
     delete o.streams
+    delete o.highWaterMark
     delete o.signal
     const id = native.spawn(this.#r, o)
     if (pump !== null) {

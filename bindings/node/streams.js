@@ -13,9 +13,10 @@ const { Readable, Writable } = require('node:stream')
 // registry's own listener at the terminal transition (before any host
 // listener or wait hears of the end), so the last bytes come out too.
 class OutputPump {
-  constructor(read, onData) {
+  constructor(read, onData, chunk) {
     this.read = read // () => readProcess(id) of the task
     this.onData = onData // (chunk, stream, id) or undefined
+    this.chunk = chunk // N-12: the most bytes handed over in one piece
     this.id = null
     this.out = null
     this.err = null
@@ -42,7 +43,17 @@ class OutputPump {
     }
   }
 
-  deliver(chunk, stream) {
+  // N-12: a read holds at most `chunk` bytes per stream while the task
+  // runs (the library's cap); the last read, after the leader exited, may
+  // hold more (what the pipe still had): handed over in pieces.
+  deliver(bytes, stream) {
+    for (let at = 0; at < bytes.length; at += this.chunk) {
+      this.deliverOne(at === 0 && bytes.length <= this.chunk ? bytes
+        : bytes.subarray(at, at + this.chunk), stream)
+    }
+  }
+
+  deliverOne(chunk, stream) {
     const s = stream === 'stdout' ? this.out : this.err
     // A stream consumer that is behind stops the reads until it asks again.
     if (s !== null && !s.push(chunk)) this.paused = true
