@@ -7,6 +7,8 @@
 //   --nodedir DIR / npm_config_nodedir   Node's prefix or header directory
 //   UVTASKS_WERROR=1                 warnings are errors (the project's CI)
 //   UVTASKS_BUILDTYPE=debug          an unoptimised build
+//   --why checkout|forced|fallback   why install.js builds (N-13: a
+//                                    missing tool's message says which)
 'use strict'
 const fs = require('node:fs')
 const path = require('node:path')
@@ -85,9 +87,26 @@ function checkTools() {
   if (missing.length > 0) {
     fail(`cannot build the addon from source: ${missing.join(', ')} not found ` +
          'on PATH (Debian: apt-get install meson ninja-build gcc; the Node ' +
-         'headers: libnode-dev). No prebuilt addon fits this machine ' +
-         `(${process.platform}-${process.arch}), so a source build is the only way.`)
+         `headers: libnode-dev). ${WHY[why()] ?? WHY.direct}`)
   }
+}
+
+// N-13: why this build runs, for the message of a missing tool.
+const platform = `${process.platform}-${process.arch}`
+const WHY = {
+  checkout: 'A checkout builds its own addon from the repository.',
+  forced: 'A build from source was asked for (npm install --build-from-source, ' +
+          'npm_config_build_from_source or UVTASKS_BUILD_FROM_SOURCE=1); without ' +
+          'that, the install uses the prebuilt addon where one fits ' +
+          '(linux-x64, linux-arm64 with glibc).',
+  fallback: `No prebuilt addon fits this machine (${platform}), so a source ` +
+            'build is the only way.',
+  direct: 'scripts/build.js builds the addon from source.',
+}
+
+function why() {
+  const i = process.argv.indexOf('--why')
+  return i > 0 ? process.argv[i + 1] : 'direct'
 }
 
 function run(cmd, args) {

@@ -13,14 +13,29 @@ const pkg = path.resolve(__dirname, '..')
 const forced = process.env.UVTASKS_BUILD_FROM_SOURCE === '1' ||
                process.env.npm_config_build_from_source === 'true'
 
-function build() {
+function build(why) {
   const r = spawnSync(process.execPath, [path.join(__dirname, 'build.js'),
-                                         ...process.argv.slice(2)],
+                                         ...process.argv.slice(2), '--why', why],
                       { stdio: 'inherit' })
   process.exit(r.status === null ? 1 : r.status)
 }
 
-if (checkoutRoot(pkg) !== null || forced) build()
+// N-14: where the package runs at all, said at install, not at first use.
+// npm refuses other platforms from package.json's os and cpu; this is for
+// the installs that do not look (--force, other package managers).
+const SUPPORTED = ['linux-x64', 'linux-arm64']
+const platform = `${process.platform}-${process.arch}`
+if (!SUPPORTED.includes(platform) && !forced) {
+  console.error(`uvtasks: ${platform} is not supported. uvtasks runs on Linux: ` +
+                'linux-x64 and linux-arm64 (prebuilt for glibc >= 2.34; musl ' +
+                'builds from source). It needs Linux sessions, pidfds and /proc, ' +
+                'so macOS and Windows cannot run it; another Linux CPU may try ' +
+                'UVTASKS_BUILD_FROM_SOURCE=1 (untested).')
+  process.exit(1)
+}
+
+if (checkoutRoot(pkg) !== null) build('checkout')
+if (forced) build('forced')
 
 // A prebuilt addon: loading it is the test that it fits (platform, libc,
 // Node-API level).  In a child, so a crash cannot take the install down.
@@ -39,4 +54,4 @@ if (probe.status === 0) {
 if (probe.stderr) process.stderr.write(probe.stderr)
 console.log(`uvtasks: no prebuilt addon fits ${process.platform}-${process.arch}; ` +
             'building from source')
-build()
+build('fallback')

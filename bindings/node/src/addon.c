@@ -139,6 +139,48 @@ void uvtn_throw_type(napi_env env, const char *msg) {
   napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", msg);
 }
 
+/* ---- the library's log lines (N-13) ---------------------------------- */
+
+void uvtn_log(void *data, int level, const char *message) {
+  uvtn_reg_t *r = data;
+  uv_thread_t self = uv_thread_self();
+  size_t have, add;
+  char *more;
+
+  if (r->capturing && level == UVT_LOG_ERROR &&
+      uv_thread_equal(&self, &r->loop_thread)) {
+    have = r->captured != NULL ? strlen(r->captured) : 0;
+    add = strlen(message);
+    more = realloc(r->captured, have + add + 3);
+    if (more != NULL) {
+      if (have > 0)
+        memcpy(more + have, "; ", 2), have += 2;
+      memcpy(more + have, message, add + 1);
+      r->captured = more;
+      return;
+    }
+  }
+  fprintf(stderr, "uvtasks: %s\n", message);
+}
+
+void uvtn_capture_begin(uvtn_reg_t *r) {
+  r->capturing = 1;
+  free(r->captured);
+  r->captured = NULL;
+}
+
+char *uvtn_capture_end(uvtn_reg_t *r, int flush) {
+  char *c = r->captured;
+  r->capturing = 0;
+  r->captured = NULL;
+  if (flush && c != NULL) {
+    fprintf(stderr, "uvtasks: %s\n", c);
+    free(c);
+    c = NULL;
+  }
+  return c;
+}
+
 /* ---- the registry object --------------------------------------------- */
 
 static void reg_finalize(napi_env env, void *data, void *hint) {
@@ -146,8 +188,12 @@ static void reg_finalize(napi_env env, void *data, void *hint) {
 }
 
 void uvtn_reg_unref(uvtn_reg_t *r) {
-  if (--r->refs == 0)
-    free(r);
+  if (--r->refs > 0)
+    return;
+  free(r->captured);
+  free(r->sandbox_why[0]);
+  free(r->sandbox_why[1]);
+  free(r);
 }
 
 uvtn_reg_t *uvtn_reg_arg(napi_env env, napi_value v, int need_open) {
@@ -236,6 +282,7 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   uvt_options_init(&o);
+  o.log = uvtn_log; /* log_data: the registry, set below */
   /* spawnHelper (P-SPAWN-7): index.js has checked it is a boolean. */
   if (napi_get_named_property(env, argv[0], "spawnHelper", &v) == napi_ok)
     napi_get_value_bool(env, v, &helper);
@@ -258,6 +305,8 @@ napi_value uvtn_create(napi_env env, napi_callback_info info) {
     goto out;
   }
   r->st = st;
+  r->loop_thread = uv_thread_self();
+  o.log_data = r;
   uvtn_list_init(&r->agents);
   uvtn_list_init(&r->surfaces);
   uvtn_list_init(&r->subs);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "uvtn.h"
 
@@ -237,6 +238,65 @@ static int sandbox_arg(napi_env env, napi_value obj, uvt_sandbox_t *sb,
   return 1;
 }
 
+/* N-13: the error of a spawn() the library refused, naming its cause:
+ * the library's own error lines of the call (a sandbox that cannot be
+ * made: no bwrap, user namespaces refused, bwrap's message), else for an
+ * error about a path the path that is at fault (a sandbox.writable path,
+ * the cwd, the program), else the library's text.  Always `code` (the
+ * error's name, N-1), `errno`, `syscall` 'spawn', and `path` when one is
+ * named. */
+static void spawn_error(napi_env env, int err, const char *prog,
+                        const char *cwd, char *const *writable,
+                        const char *captured) {
+  char msg[2048];
+  napi_value code, message, error, v;
+  const char *name = uvt_err_name(err);
+  const char *path = NULL, *what = NULL;
+  struct stat st;
+  char *const *w;
+
+  if (prog == NULL)
+    prog = "";
+  if (captured != NULL) {
+    snprintf(msg, sizeof(msg), "%s: %s, spawn '%s'", name, captured, prog);
+  } else if (err == UV_ENOENT || err == UV_ENOTDIR || err == UV_EACCES ||
+             err == UV_ELOOP || err == UV_ENAMETOOLONG) {
+    for (w = writable; w != NULL && *w != NULL && path == NULL; w++)
+      if (stat(*w, &st) != 0) {
+        path = *w;
+        what = "sandbox.writable";
+      }
+    if (path == NULL && cwd != NULL &&
+        (stat(cwd, &st) != 0 || !S_ISDIR(st.st_mode))) {
+      path = cwd;
+      what = "cwd";
+    }
+    if (path == NULL)
+      path = prog;
+    if (what != NULL)
+      snprintf(msg, sizeof(msg), "%s: %s: %s '%s', spawn '%s'", name,
+               uvt_strerror(err), what, path, prog);
+    else
+      snprintf(msg, sizeof(msg), "%s: %s, spawn '%s'", name, uvt_strerror(err),
+               prog);
+  } else {
+    snprintf(msg, sizeof(msg), "%s: %s, spawn '%s'", name, uvt_strerror(err),
+             prog);
+  }
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, msg, NAPI_AUTO_LENGTH, &message);
+  napi_create_error(env, code, message, &error);
+  napi_create_int32(env, err, &v);
+  napi_set_named_property(env, error, "errno", v);
+  napi_create_string_utf8(env, "spawn", NAPI_AUTO_LENGTH, &v);
+  napi_set_named_property(env, error, "syscall", v);
+  if (path != NULL) {
+    napi_create_string_utf8(env, path, NAPI_AUTO_LENGTH, &v);
+    napi_set_named_property(env, error, "path", v);
+  }
+  napi_throw(env, error);
+}
+
 /* spawn(reg, options) -> id.  The JS wrapper has turned `env` into an array
  * of "NAME=value" strings and `stdin: 'null'` into undefined. */
 napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
@@ -256,6 +316,7 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   uint64_t stdin_cap = UINT64_MAX;
   uvt_sandbox_t sandbox;
   char **sb_writable = NULL, **sb_hidden = NULL;
+  char *captured = NULL;
   int err, stdin_pipe = 0, at_end = 0;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -351,12 +412,25 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     o.stdin_data = stdin_data;
     o.stdin_len = stdin_len;
   }
+  uvtn_capture_begin(r);
   err = uvt_process_start(r->reg, &o, id);
+  captured = uvtn_capture_end(r, err == 0);
+  if (err == UV_ENOTSUP && o.sandbox != NULL) {
+    /* The library says why once per registry and network setting. */
+    char **why = &r->sandbox_why[o.sandbox->network != 0];
+    if (captured != NULL) {
+      free(*why);
+      *why = strdup(captured);
+    } else if (*why != NULL) {
+      captured = strdup(*why);
+    }
+  }
   if (err != 0) {
-    uvtn_throw(env, err, "spawn",
-               command != NULL                   ? command
-               : args != NULL && args[0] != NULL ? args[0]
-                                                 : NULL);
+    spawn_error(env, err,
+                command != NULL                   ? command
+                : args != NULL && args[0] != NULL ? args[0]
+                                                  : NULL,
+                cwd, sb_writable, captured);
     goto out;
   }
   if (sub != NULL) {
@@ -384,6 +458,7 @@ out:
   free_array(envv);
   free_array(sb_writable);
   free_array(sb_hidden);
+  free(captured);
   free(sub); /* unused: the spawn threw */
   uvtn_leave(st);
   return result;

@@ -78,7 +78,24 @@ struct uvtn_reg_s {
   uvt_listener_t ended; /* releases a task's onOutput at its end */
   int closing;
   int refs; /* JS External + open registry */
+  /* N-13: the library's error lines logged during a spawn() call, kept
+   * for the error it throws (NULL: none).  Only the loop thread's. */
+  int capturing;
+  char *captured;
+  uv_thread_t loop_thread;
+  /* The reason of the last sandbox that could not be made, per network
+   * setting: the library logs it once and then answers ENOTSUP alone. */
+  char *sandbox_why[2];
 };
+
+/* N-13: the registry's log hook: one line on stderr ("uvtasks: ..."), as
+ * the library's default, except the error lines of a spawn() call in
+ * progress, which its error carries instead (uvtn_capture_end()). */
+void uvtn_log(void *data, int level, const char *message);
+void uvtn_capture_begin(uvtn_reg_t *r);
+/* The captured lines (the caller frees them), or NULL; with `flush` they
+ * go to stderr instead and NULL is returned. */
+char *uvtn_capture_end(uvtn_reg_t *r, int flush);
 
 /* ---- addon.c: environment, scopes, errors, the registry object. */
 

@@ -184,3 +184,41 @@ test('N-5: with no prebuilt addon that fits, the install builds the packed sourc
   assert.equal(h.status, 0, h.all)
   assert.match(h.stdout, / completed 3 hello\n$/)
 })
+
+// N-13: a forced source build without a toolchain says it was asked for,
+// not that no prebuilt addon fits (one does).
+test('N-13: --build-from-source without a toolchain says a source build was asked for', (t) => {
+  const dir = tmpdir(t)
+  const { proj, env } = project(dir, 'host', barePath(dir))
+  assert.equal(install(proj, env, pack(), '--ignore-scripts').status, 0)
+  const script = path.join('node_modules', 'uvtasks', 'scripts', 'install.js')
+  for (const forced of [{ UVTASKS_BUILD_FROM_SOURCE: '1' }, { npm_config_build_from_source: 'true' }]) {
+    const b = run('node', [script], { cwd: proj, env: { ...env, ...forced } })
+    assert.equal(b.status, 1, b.all)
+    assert.match(b.all, /meson, ninja, a C compiler \(cc, gcc or clang\) not found/)
+    assert.match(b.all, /A build from source was asked for/)
+    assert.doesNotMatch(b.all, /No prebuilt addon fits/)
+  }
+})
+
+// N-14: a platform it does not run on fails at install, naming the ones it
+// runs on: npm from package.json's os and cpu, the install script for
+// installs that do not look (--force, other package managers).
+test('N-14: unsupported platforms fail at install with the supported ones named', (t) => {
+  const dir = tmpdir(t)
+  const { proj, env } = project(dir, 'host', barePath(dir))
+  assert.equal(install(proj, env, pack(), '--ignore-scripts').status, 0)
+  const script = path.join('node_modules', 'uvtasks', 'scripts', 'install.js')
+  const fake = path.join(dir, 'fake-platform.js')
+  for (const [platform, arch] of [['darwin', 'arm64'], ['win32', 'x64'], ['linux', 'riscv64']]) {
+    fs.writeFileSync(fake, `Object.defineProperty(process, 'platform', { value: '${platform}' })\n` +
+                           `Object.defineProperty(process, 'arch', { value: '${arch}' })\n`)
+    const b = run('node', ['--require', fake, script], { cwd: proj, env })
+    assert.equal(b.status, 1, b.all)
+    assert.match(b.stderr, new RegExp(`${platform}-${arch} is not supported`))
+    assert.match(b.stderr, /linux-x64 and linux-arm64/)
+  }
+  const pj = JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8'))
+  assert.deepEqual(pj.os, ['linux'])
+  assert.deepEqual(pj.cpu, ['x64', 'arm64'])
+})
