@@ -118,12 +118,14 @@ test('N-5: the packed tarball carries a prebuilt addon, README, LICENSE and its 
   const files = r.stdout.split('\n')
   for (const f of ['package/README.md', 'package/LICENSE', 'package/loader.js',
                    'package/prebuilds/linux-x64/node.napi.glibc.node',
+                   'package/prebuilds/linux-arm64/node.napi.glibc.node', // N-14
                    'package/deps/uvtasks/include/uvtasks.h',
                    'package/deps/uvtasks/src/registry.c']) {
     if (f.includes('linux-x64') && `${process.platform}-${process.arch}` !== 'linux-x64') continue
     assert.ok(files.includes(f), `${f} in the tarball`)
   }
   assert.ok(!files.some((f) => f.startsWith('package/build/')), 'no build/ in the tarball')
+  assert.ok(!files.some((f) => /^package\/(build-arm64|test)\//.test(f)), 'no build-arm64/, test/')
   // D1: packing leaves nothing behind in the checkout.
   assert.ok(!fs.existsSync(path.join(pkg, 'deps')), 'deps/ removed after pack')
   assert.ok(!fs.existsSync(path.join(pkg, 'prebuilds')), 'prebuilds/ removed after pack')
@@ -221,4 +223,20 @@ test('N-14: unsupported platforms fail at install with the supported ones named'
   const pj = JSON.parse(fs.readFileSync(path.join(pkg, 'package.json'), 'utf8'))
   assert.deepEqual(pj.os, ['linux'])
   assert.deepEqual(pj.cpu, ['x64', 'arm64'])
+})
+
+// N-14: the release command is clean: it packs both prebuilt addons (each
+// loaded first, the arm64 one under qemu-user) and warns of nothing but
+// the login a dry run does without.
+test('N-14: npm publish --dry-run is clean and ships linux-x64 and linux-arm64', () => {
+  const r = run('npm', ['publish', '--dry-run'], { cwd: pkg })
+  assert.equal(r.status, 0, r.all)
+  const warnings = r.all.split('\n').filter((l) => /^npm (warn|error)/i.test(l) &&
+    !/requires you to be logged in/.test(l))
+  assert.deepEqual(warnings, [])
+  assert.match(r.all, /prebuilt prebuilds\/linux-arm64\/node\.napi\.glibc\.node \(cross-compiled, loaded under qemu-user\)/)
+  assert.match(r.all, /npm notice [\d.]+k?B prebuilds\/linux-x64\/node\.napi\.glibc\.node/)
+  assert.match(r.all, /npm notice [\d.]+k?B prebuilds\/linux-arm64\/node\.napi\.glibc\.node/)
+  assert.doesNotMatch(r.all, /npm notice [\d.]+k?B test\//)
+  assert.ok(!fs.existsSync(path.join(pkg, 'prebuilds')), 'prebuilds/ removed after the dry run')
 })
