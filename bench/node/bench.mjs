@@ -5,7 +5,12 @@
 // copies the host's page tables; the registry's spawns should not care),
 // with the registry's spawn helper off and on (`spawnHelper: true`).
 //
-//   node bench/node/bench.mjs [--quick] [--rounds N] [--host-mib N]
+//   node bench/node/bench.mjs [--quick] [--rounds N] [--host-mib N] [--ui-only]
+//
+// The UI rows (N-12): a host whose onData callback decodes what comes
+// (UTF-8, split into lines, the last 500 kept, as a terminal view does)
+// against the same callback on child_process's 'data' events: MiB/s and
+// the loop's delay p99 while it runs.  --ui-only runs only those rows.
 //
 // Needs bindings/node built (npm install in bindings/node).  Rounds
 // alternate the implementations so both see the same machine noise; the
@@ -36,6 +41,7 @@ if (!Number.isInteger(HOST_MIB) || HOST_MIB < 1 || HOST_MIB > 4095) {
 }
 const HOST = `${HOST_MIB >= 1024 && HOST_MIB % 1024 === 0 ? `${HOST_MIB / 1024}GiB` : `${HOST_MIB}MiB`} host`
 const HOST_COUNT = quick ? 100 : 300
+const UI_ONLY = args.includes('--ui-only')
 
 const tasks = new TaskRegistry()
 tasks.attachSurface('bench')
@@ -118,8 +124,73 @@ const output = {
   }),
 }
 
+// N-12: the decoding UI callback, the same for both.
+const UI_MIB = quick ? 64 : 256
+const LINE = 'the quick brown fox jumps over the lazy dog 0123456789 ' +
+             '\u00e9\u00e8\u00ea\u00eb \u2713 tests passed'
+const UI_CMD = ['sh', '-c', `yes '${LINE}' | head -c ${UI_MIB * 1024 * 1024}`]
+function uiView() {
+  const decoder = new TextDecoder('utf-8')
+  const view = { lines: [], partial: '', bytes: 0 }
+  view.onChunk = (chunk) => {
+    view.bytes += chunk.length
+    const parts = (view.partial + decoder.decode(chunk, { stream: true })).split('\n')
+    view.partial = parts.pop()
+    for (const l of parts) view.lines.push(l)
+    if (view.lines.length > 1000) view.lines = view.lines.slice(-500)
+  }
+  return view
+}
+async function uiRun(start) {
+  const h = monitorEventLoopDelay({ resolution: 1 })
+  h.enable()
+  const view = uiView()
+  const t0 = process.hrtime.bigint()
+  await start(view.onChunk)
+  const secs = Number(process.hrtime.bigint() - t0) / 1e9
+  h.disable()
+  if (view.bytes !== UI_MIB * 1024 * 1024) throw new Error(`ui: ${view.bytes} bytes`)
+  return { mibs: UI_MIB / secs, p99: h.percentile(99) / 1e6 }
+}
+const ui = {
+  'uvtasks ui': () => uiRun(async (onData) => {
+    const id = tasks.spawn({ argv: UI_CMD, onData })
+    await tasks.wait(id)
+    tasks.forget(id)
+  }),
+  'child_process ui': () => uiRun((onData) => new Promise((resolve, reject) => {
+    const c = spawn(UI_CMD[0], UI_CMD.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] })
+    c.stdout.on('data', onData)
+    c.on('error', reject)
+    c.on('close', resolve)
+  })),
+}
+
 const samples = {}
 const add = (k, v) => { (samples[k] ||= []).push(v) }
+for (let r = 0; r < ROUNDS; r++) {
+  for (const [name, fn] of Object.entries(ui)) {
+    const { mibs, p99 } = await fn()
+    add(`${name} mibs`, mibs)
+    add(`${name} p99`, p99)
+  }
+}
+if (UI_ONLY) {
+  await tasks.close()
+  await helped.close()
+  const med = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]
+  const row = (k, unit) => {
+    const [u, c] = [med(samples[`uvtasks ui ${k}`]), med(samples[`child_process ui ${k}`])]
+    const r = (a) => `${Math.min(...a).toFixed(1)}-${Math.max(...a).toFixed(1)}`
+    console.log(`ui callback  uvtasks ${u.toFixed(1).padStart(7)} ${r(samples[`uvtasks ui ${k}`]).padStart(12)}  ` +
+      `child_process ${c.toFixed(1).padStart(7)} ${r(samples[`child_process ui ${k}`]).padStart(12)}  ${unit}  ${(u / c).toFixed(2)}x`)
+  }
+  console.log(`bench-node --ui-only: Node ${process.versions.node}, ${ROUNDS} rounds of ${UI_MIB} MiB, ` +
+    `load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`)
+  row('mibs', 'MiB/s')
+  row('p99', 'ms loop delay p99')
+  process.exit(0)
+}
 for (let r = 0; r < ROUNDS; r++) {
   for (const [name, fn] of Object.entries(impls)) {
     const { rate, p99 } = await fn()
@@ -173,6 +244,8 @@ const rows = [
   ['spawn shell', 'uvtasks shell rate', 'child_process shell rate', 'tasks/s'],
   ['spawn shell', 'uvtasks shell p99', 'child_process shell p99', 'ms loop delay p99'],
   ['output', 'uvtasks output', 'child_process output', 'MiB/s'],
+  ['ui callback', 'uvtasks ui mibs', 'child_process ui mibs', 'MiB/s'],
+  ['ui callback', 'uvtasks ui p99', 'child_process ui p99', 'ms loop delay p99'],
 ]
 console.log('workload      impl             median        min-max  unit                ratio')
 for (const [w, u, c, unit, who = 'uvtasks'] of rows) {
@@ -186,6 +259,9 @@ const goals = [
   ['argv storm loop delay p99 <= 0.5x child_process', m['uvtasks argv p99'] / m['child_process argv p99'] <= 0.5],
   ['shell storm loop delay p99 <= 0.5x child_process', m['uvtasks shell p99'] / m['child_process shell p99'] <= 0.5],
   ['output >= 1.0x child_process', m['uvtasks output'] / m['child_process output'] >= 1],
+  // N-12: a decoding UI callback: as fast, and the loop as responsive.
+  ['ui callback MiB/s >= 1.0x child_process', m['uvtasks ui mibs'] / m['child_process ui mibs'] >= 1],
+  ['ui callback loop delay p99 <= 1.0x child_process', m['uvtasks ui p99'] / m['child_process ui p99'] <= 1],
   // P-SPAWN-7: a big host does not slow the registry's spawns, and the
   // helper leaves that unchanged or better.
   [`${HOST_MIB} MiB host: spawn argv rate >= 2x child_process`,

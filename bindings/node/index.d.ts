@@ -33,6 +33,8 @@ export interface TaskSnapshot {
    * ended (0 while it runs); kill() of the ended task stops them.
    */
   leftovers?: number
+  /** N-13: true when the task was killed by its spawn() AbortSignal. */
+  aborted?: boolean
 }
 
 export interface TaskRead {
@@ -180,6 +182,13 @@ export interface SpawnOptions {
   /** N-6: make stdout(id)/stderr(id) available (implied by onData). */
   streams?: boolean
   /**
+   * N-12: the most bytes onData (and the streams) get in one chunk, and
+   * what the library holds unread per stream before it stops reading the
+   * task (outputCapBytes has no effect with onData); default 65536 (as
+   * child_process).  1..2^32; refused without onData or streams.
+   */
+  highWaterMark?: number
+  /**
    * N-7: aborting it kills the task (kill(): the whole session, graceMs,
    * then SIGKILL), with killReason "aborted: <the abort's reason>".  An
    * already aborted signal kills it at once.
@@ -213,14 +222,18 @@ export interface RegistryOptions {
   /** Live tasks one owner may hold; default 0 = no limit (R-LIMIT-1). */
   maxLivePerOwner?: number
   /**
-   * N-8: ended tasks kept; past it the oldest whose end was reported (by
-   * a wait, a read, or onData's last read) and that left no process
-   * running (P-LEFT-1) are forgotten.  Default 100; Infinity keeps all.
+   * N-8/N-11: ended tasks kept with nothing left to read (read since
+   * their end, onData's, or no output), reported or not; past it the
+   * oldest is forgotten (never one that left processes running,
+   * P-LEFT-1).  Default 100; Infinity keeps all.
    */
   keepFinished?: number
   /**
-   * N-8: output bytes the ended tasks' records may hold, bounded the same
-   * way.  Default 16 MiB; Infinity for no bound.
+   * N-8/N-11: output bytes the ended tasks' records may hold, a task
+   * with unread output counting at least 4 KiB; past it the oldest read
+   * task holding bytes, else the oldest unread one, is forgotten (its
+   * output lost: metrics() and a later UVT_ENOTASK say so).  A wait()
+   * reads nothing.  Default 16 MiB; Infinity for no bound.
    */
   maxUnreadBytes?: number
   /**
@@ -253,6 +266,28 @@ export interface RegistryMetrics {
   waitsAborted: number
   live: number
   records: number
+  /** N-11: ended tasks the bounds forgot. */
+  forgotten: number
+  /** N-11: of those, the ones whose output nobody had read. */
+  forgottenUnread: number
+  /** N-11: that output's bytes. */
+  unreadBytesDropped: number
+}
+
+/** N-13: kill() options. */
+export interface KillOptions {
+  /** 'SIGTERM' (default: graceMs, then SIGKILL) or 'SIGKILL' (at once). */
+  signal?: 'SIGTERM' | 'SIGKILL' | 15 | 9
+  reason?: string
+  caller?: Agent
+}
+
+/** N-13: wait() options. */
+export interface WaitOptions {
+  /** Milliseconds; none = until the end (0, NaN, +-Infinity: EINVAL). */
+  timeout?: number | null
+  caller?: Agent
+  signal?: AbortSignal
 }
 
 /**
@@ -282,6 +317,8 @@ export class TaskRegistry {
   list(caller?: Agent): TaskSnapshot[]
   read(id: string, caller?: Agent): TaskRead
   kill(id: string, caller?: Agent, reason?: string): 'requested' | 'already-terminal'
+  /** N-13: the options form; unknown keys throw ERR_INVALID_ARG_VALUE. */
+  kill(id: string, options: KillOptions): 'requested' | 'already-terminal'
   /**
    * The terminal snapshot, or the live one once timeoutMs passed (R-WAIT-4).
    * An abort rejects with code 'UVT_EABORTED' unless the task already
@@ -290,6 +327,8 @@ export class TaskRegistry {
    * deadline (until the task ends, the abort, or close()).
    */
   wait(id: string, timeoutMs?: number | null, caller?: Agent, signal?: AbortSignal): Promise<TaskSnapshot>
+  /** N-13: the options form. */
+  wait(id: string, options: WaitOptions): Promise<TaskSnapshot>
   /**
    * R-DONE-3: exactly once per terminal task; returns unsubscribe().
    * N-9: a listener that throws is logged to stderr; the others still run.
@@ -378,11 +417,13 @@ export class TaskRegistry {
    * N-7 / P-KILL-8: send one signal to every process of the live task's
    * session (SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTERM, SIGKILL,
    * SIGCONT, SIGSTOP, SIGWINCH, by name or number), with no escalation:
-   * the task stays live unless the signal ends it.  Throws EINVAL (another
-   * signal, not a process task), ESRCH (the task ended), EAGAIN (its spawn
-   * is still out: await spawned(id) first), UVT_ENOTASK, UVT_EFOREIGN.
+   * the task stays live unless the signal ends it.  N-13: while its spawn
+   * is still out the signal is queued, in order, and sent once the pid is
+   * known ('queued'; dropped if the process never exists).  Throws EINVAL
+   * (another signal, not a process task), ESRCH (the task ended),
+   * UVT_ENOTASK, UVT_EFOREIGN.
    */
-  signal(id: string, signal: NodeJS.Signals | number, caller?: Agent): void
+  signal(id: string, signal: NodeJS.Signals | number, caller?: Agent): 'sent' | 'queued'
   metrics(): RegistryMetrics
   /**
    * R-CLOSE-1: stop every task, then resolve.  Once closing, a second

@@ -28,16 +28,22 @@ const { librarySources } = require('../../scripts/sources.js')
 
 const pkg = path.resolve(__dirname, '..', '..')
 
+// Test name patterns per file.  Left out, and why: tests that need a
+// spawn error found in the child (ENOEXEC) or a pid in the turn of the
+// spawn: qemu-user runs glibc's posix_spawn (clone with CLONE_VFORK) as a
+// fork, so the child's exec error never reaches the parent; and the
+// guardian's "within 1 s of the host's death": an arm64 Node takes
+// seconds to start under emulation.  The full suite runs on x64.
 const SUBSET = {
   'process.test.js': ['a command runs', 'argv, env, cwd', 'kill stops the whole session',
-                      'pid\\(\\)', 'spawn failures', 'agent disposal and close'],
+                      'agent disposal and close'],
   'interactive.test.js': ['tty: one stream', 'tty: cols/rows', 'tty: "', 'readProcess\\(\\)'],
-  'control.test.js': ['N-7'],
-  'guardian.test.js': ['.'],
+  'control.test.js': ['N-7: an aborted', 'N-7: an already aborted', 'N-7: snapshots carry'],
+  'guardian.test.js': ['N-10: without the guardian', 'N-10: the guardian keeps no host'],
   'exit.test.js': ['process.exit\\(\\) stops every session'],
-  'node-shape.test.js': ['.'],
-  'chunks.test.js': ['.'],
-  'bounds.test.js': ['F1', 'drop is seen', 'left processes running', 'onData tasks'],
+  'node-shape.test.js': ['N-13'],
+  'chunks.test.js': ['N-12: onData chunks are at most', 'N-12: stderr and a tty'],
+  'bounds.test.js': ['N-11 F1', 'drop is seen', 'left processes running', 'onData tasks'],
 }
 
 const missing = cross.missing()
