@@ -23,6 +23,9 @@ elif [ "$mode" != "--build" ]; then
   # N-14: the Node package's linux-arm64 addon is cross-compiled and its
   # tests run in an arm64 Node under qemu-user.
   pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+  # the abi suite compares the built library with the last
+  # release's ABI dump (abidw, abidiff; scripts/abi-check.sh).
+  pkgs+=(abigail-tools)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   # The Node binding builds against the headers of the Node that runs it

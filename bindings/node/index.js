@@ -891,7 +891,7 @@ const features = Object.freeze({
 })
 
 // The version of the library compiled into the addon, which is also the
-// package's ("0.2.0").
+// package's ("0.3.0").
 const version = native.version
 
 module.exports = { TaskRegistry, features, version }

@@ -10,9 +10,9 @@
 #define UVTASKS_VERSION_H
 
 #define UVT_VERSION_MAJOR 0
-#define UVT_VERSION_MINOR 2
+#define UVT_VERSION_MINOR 3
 #define UVT_VERSION_PATCH 0
-#define UVT_VERSION_STRING "0.2.0"
+#define UVT_VERSION_STRING "0.3.0"
 #define UVT_VERSION_HEX                                                        \
   ((UVT_VERSION_MAJOR << 16) | (UVT_VERSION_MINOR << 8) | UVT_VERSION_PATCH)
 

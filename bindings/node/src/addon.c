@@ -500,7 +500,7 @@ NAPI_MODULE_INIT() {
                          &f);
     napi_set_named_property(env, exports, fns[i].name, f);
   }
-  /* The library compiled into this addon ("0.2.0"). */
+  /* The library compiled into this addon ("0.3.0"). */
   napi_create_string_utf8(env, uvt_version_string(), NAPI_AUTO_LENGTH,
                           &version);
   napi_set_named_property(env, exports, "version", version);
