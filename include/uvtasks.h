@@ -47,6 +47,9 @@
  *  - Every snapshot handed to the host is its own copy (free it with
  *    uvt_snapshot_cleanup()); one handed to a callback is valid for that
  *    callback only (copy it with uvt_snapshot_copy() to keep it).
+ *  - Each function's comment ends with the version that added it
+ *    ("Since: 0.1.0", as libuv's versionadded); docs/api.md, generated
+ *    from these headers by scripts/apiref.py, lists every function.
  *
  * Deviations from the contract's §1, and why:
  *  - uvt_hooks_t has two optional hooks more than the contract lists:
@@ -98,10 +101,12 @@ extern "C" {
  * UVT_VERSION_HEX is ((major << 16) | (minor << 8) | patch), like
  * uv_version().  Compare it with UVT_VERSION_HEX (uvtasks/version.h, the
  * version compiled against) to detect a mismatched shared library.
- * Thread: any. */
+ * Thread: any.
+ * Since: 0.2.0 */
 UVT_EXTERN unsigned int uvt_version(void);
 
-/* The same as "major.minor.patch".  Returns a static string.  Thread: any. */
+/* The same as "major.minor.patch".  Returns a static string.  Thread: any.
+ * Since: 0.2.0 */
 UVT_EXTERN const char *uvt_version_string(void);
 
 /* Buffer size for a task id, NUL included: a kind of at most 64 bytes, '-',
@@ -135,11 +140,13 @@ typedef enum {
 } uvt_errno_t;
 
 /* Human-readable text for `err`.  Returns a static string; codes outside the
- * registry's band fall back to uv_strerror(). Thread: any. */
+ * registry's band fall back to uv_strerror(). Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN const char *uvt_strerror(int err);
 
 /* The code's name ("UVT_ENOTASK"; "EINVAL" style names for libuv's codes, as
- * uv_err_name() gives them).  Returns a static string.  Thread: any. */
+ * uv_err_name() gives them).  Returns a static string.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN const char *uvt_err_name(int err);
 
 /* ---------------------------------------------------------------------- */
@@ -169,11 +176,13 @@ typedef enum {
 } uvt_status_t;
 
 /* "running", "stopping", "completed", "killed", "failed"; "unknown" for a
- * value outside the set.  Returns a static string.  Thread: any. */
+ * value outside the set.  Returns a static string.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN const char *uvt_status_name(uvt_status_t status);
 
 /* Whether `status` is terminal.  Returns 1 for completed, killed and
- * failed, else 0.  Thread: any. */
+ * failed, else 0.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_status_is_terminal(uvt_status_t status);
 
 typedef enum {
@@ -389,7 +398,8 @@ typedef void (*uvt_free_func)(void *ptr);
 
 /* Route every allocation of the library through these functions.  Call it
  * before any other function of the library, or while no registry exists.
- * Returns 0, or UV_EINVAL if a function is NULL.  Thread: not thread-safe. */
+ * Returns 0, or UV_EINVAL if a function is NULL.  Thread: not thread-safe.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_replace_allocator(uvt_malloc_func malloc_func,
                                      uvt_realloc_func realloc_func,
                                      uvt_calloc_func calloc_func,
@@ -400,7 +410,8 @@ UVT_EXTERN int uvt_replace_allocator(uvt_malloc_func malloc_func,
 
 /* Fill `o` with the defaults: teardown_grace_ms 10000, no admission limit,
  * log to stderr.
- * Accepts NULL.  Thread: any. */
+ * Accepts NULL.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_options_init(uvt_options_t *o);
 
 /* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied.
@@ -417,7 +428,8 @@ UVT_EXTERN void uvt_options_init(uvt_options_t *o);
  * wait or tool surface of it), here and in uvtasks/process.h, thread.h and
  * tools.h, refuses a call from any other thread with UVT_ETHREAD and a
  * log line, before it touches anything.  uvt_task_settle() and
- * uvt_process_stop_all_now() are for any thread. */
+ * uvt_process_stop_all_now() are for any thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
                                 uvt_registry_t **out);
 
@@ -438,23 +450,27 @@ UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
  * host's uv_run() returns with nothing of ours active (R-CLOSE-2).
  * Ownership: `reg` is freed by the library right after `cb` returns.
  * Thread: the loop thread; may be called from any of our callbacks
- * (R-CLOSE-3). */
+ * (R-CLOSE-3).
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_registry_close(uvt_registry_t *reg, uvt_close_cb cb,
                                   void *data);
 
 /* The loop the registry runs on.
- * Returns NULL for a NULL registry.  Thread: any. */
+ * Returns NULL for a NULL registry.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN uv_loop_t *uvt_registry_loop(const uvt_registry_t *reg);
 
 /* Copy the counters into *m (R-METRICS-1); does nothing if either is NULL.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_registry_metrics(const uvt_registry_t *reg,
                                      uvt_metrics_t *m);
 
 /* Write a human-readable dump of tasks, agents, surfaces, listeners and
  * pending waits to `fp` (R-DUMP-1).  Returns 0, UV_EINVAL (NULL reg or fp)
  * or UV_EIO (writing failed).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
 
 /* ---------------------------------------------------------------------- */
@@ -464,13 +480,15 @@ UVT_EXTERN int uvt_registry_print(const uvt_registry_t *reg, FILE *fp);
  * surface is attached.  Each attach counts on its own.
  * Returns 0, UV_EINVAL (NULL argument or empty name), UV_EBUSY (`s` is
  * attached, R-BUSY-1), UVT_ECLOSING, UV_ENOMEM.
- * Ownership: `name` is copied.  Thread: loop thread. */
+ * Ownership: `name` is copied.  Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_surface_attach(uvt_registry_t *reg, uvt_surface_t *s,
                                   const char *name);
 
 /* Detach; idempotent, accepts NULL; never touches tasks (R-DONE-5).  Safe
  * after the registry closed (close detaches every surface).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
 
 /* ---------------------------------------------------------------------- */
@@ -482,7 +500,8 @@ UVT_EXTERN void uvt_surface_detach(uvt_surface_t *s);
  * R-BUSY-1), UVT_ECLOSING, UV_EEXIST (an agent with that id is registered,
  * R-OWN-3), UV_ENOMEM.
  * Ownership: both strings are copied; a->id and a->session point at the
- * copies until disposal completes.  Thread: loop thread. */
+ * copies until disposal completes.  Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
                                   const char *agent_id, const char *session_id);
 
@@ -501,7 +520,8 @@ UVT_EXTERN int uvt_agent_register(uvt_registry_t *reg, uvt_agent_t *a,
  * no log hook is left).  `cb` may be NULL.
  * Callback: once, on the loop thread, never inside this call.  `a` may be
  * freed or registered again from `cb` on.
- * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3). */
+ * Thread: loop thread; allowed inside any of our callbacks (R-CLOSE-3).
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
 
 /* ---------------------------------------------------------------------- */
@@ -514,14 +534,16 @@ UVT_EXTERN int uvt_agent_dispose(uvt_agent_t *a, uvt_agent_cb cb);
  * Callback: on the loop thread; listeners run in start order, after the
  * record is final and before wait callbacks; a listener started during a
  * dispatch is not called for it; none runs once registry close began.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_listener_start(uvt_registry_t *reg, uvt_listener_t *l,
                                   uvt_done_cb cb);
 
 /* Stop; idempotent, accepts NULL; never touches tasks.  Safe inside any
  * callback, including the listener's own, and after the registry closed
  * (close stops every listener).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
 
 /* ---------------------------------------------------------------------- */
@@ -539,13 +561,15 @@ UVT_EXTERN void uvt_listener_stop(uvt_listener_t *l);
  * watchers after the listeners (R-DONE-3); containment as for listeners
  * (R-DONE-4); silent once registry close began.  The snapshot's status is
  * the one the transition produced; its other fields are current.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_watch_start(uvt_registry_t *reg, uvt_watch_t *w,
                                uvt_change_cb cb);
 
 /* Stop; idempotent, accepts NULL; never touches tasks; safe after the
  * registry closed.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
 
 /* Forget a terminal record (R-FORGET-1, R-FORGET-2): later lookups and
@@ -567,10 +591,12 @@ UVT_EXTERN void uvt_watch_stop(uvt_watch_t *w);
  * disposal; forgetting it only hides it.  Long-lived hosts use this to
  * bound retention; the tool surface and the bindings call it from their
  * wait callbacks.
- * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
+ * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN (an
+ * owned task and a caller of another session, or a NULL caller, R-OWN-2),
  * UV_EBUSY (the task is live: running or stopping, also while its outcome
  * waits in the settle queue).
- * Thread: loop thread; allowed inside any of our callbacks and hooks. */
+ * Thread: loop thread; allowed inside any of our callbacks and hooks.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
                           const uvt_agent_t *caller);
 
@@ -580,7 +606,8 @@ UVT_EXTERN int uvt_forget(uvt_registry_t *reg, const char *id,
  * Hosts that bound retention by memory (N-8) add these up.
  * Returns the count (>= 0), UV_EINVAL (NULL reg or id), UVT_ENOTASK,
  * UVT_EFOREIGN, UVT_ETHREAD (another thread, P-THREAD-1).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int64_t uvt_held_bytes(uvt_registry_t *reg, const char *id,
                                   const uvt_agent_t *caller);
 
@@ -664,21 +691,25 @@ typedef struct {
  * UVT_ESTALE (owner not the live registered agent, R-OWN-1), UVT_ELIMIT
  * (R-LIMIT-1), UV_ENOMEM, the error `run` returned; else 0.  On error
  * nothing is registered and no id number is used.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
                          char id_out[UVT_ID_MAX]);
 
 /* The spec's `arg`.  Returns NULL for NULL.  Thread: any (the value never
- * changes). */
+ * changes).
+ * Since: 0.1.0 */
 UVT_EXTERN void *uvt_task_arg(const uvt_task_t *t);
 
 /* The task's id; valid from the commit (after `run` returns) until the
  * record is dropped.  Thread: loop thread.
- * Returns NULL before the commit or for NULL. */
+ * Returns NULL before the commit or for NULL.
+ * Since: 0.1.0 */
 UVT_EXTERN const char *uvt_task_id(const uvt_task_t *t);
 
 /* The registry the task belongs to.  Thread: any.
- * Returns NULL for NULL. */
+ * Returns NULL for NULL.
+ * Since: 0.1.0 */
 UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
 
 /* Report how the work ended, at quiescence (R-DONE-1..3).  The outcome is
@@ -693,7 +724,8 @@ UVT_EXTERN uvt_registry_t *uvt_task_registry(const uvt_task_t *t);
  * with detail "outcome text lost: out of memory". Ownership: the task handle
  * stays valid until the producer settles; once the record is also dropped, it
  * is freed, so a producer must not use `t` after both its settle and its
- * release hook. Thread: any. */
+ * release hook. Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
 
 /* Tell the registry that the leftover work a `quiesce` call is stopping is
@@ -701,12 +733,14 @@ UVT_EXTERN int uvt_task_settle(uvt_task_t *t, const uvt_outcome_t *outcome);
  * per such call, before `release`.  A disposal that waited for it drops
  * the record now; if none waits, the record stays.  Accepts NULL and a task
  * with no quiesce in progress (then it does nothing).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_task_quiescent(uvt_task_t *t);
 
 /* Append `len` bytes to `b`.  Returns 0, UV_EINVAL (NULL b, or NULL bytes
  * with len > 0) or UV_ENOMEM (b unchanged).
- * Thread: the thread that owns `b` (the loop thread inside read_output). */
+ * Thread: the thread that owns `b` (the loop thread inside read_output).
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
 
 /* ---------------------------------------------------------------------- */
@@ -714,9 +748,11 @@ UVT_EXTERN int uvt_buf_append(uvt_buf_t *b, const void *bytes, size_t len);
 
 /* Snapshot one task without changing anything (R-GET-1).
  * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN
- * (R-OWN-2), UV_ENOMEM.  Ownership: *out is the caller's; free it with
+ * (an owned task and a caller of another session, or a NULL caller,
+ * R-OWN-2), UV_ENOMEM.  Ownership: *out is the caller's; free it with
  * uvt_snapshot_cleanup().
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, uvt_snapshot_t *out);
 
@@ -726,7 +762,8 @@ UVT_EXTERN int uvt_get(uvt_registry_t *reg, const char *id,
  * Returns 0, UV_EINVAL (NULL reg, out or count), UV_ENOMEM (*out NULL and
  * *count 0).  Ownership: *out (NULL when *count is 0)
  * is the caller's; free with uvt_snapshots_free(*out, *count).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
                         uvt_snapshot_t **out, size_t *count);
 
@@ -734,10 +771,13 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
  * produced since the previous read and consumes it; a final kind returns
  * nothing while live and its whole output once terminal, on every read.  A
  * read that finds the task terminal marks it reported.
- * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN,
- * UV_EBUSY (from inside this task's own read_output hook, R-REENTER-1),
- * UV_ENOMEM, or the producer's read_output error.  Ownership: *out is the
- * caller's; free with uvt_read_cleanup(). Thread: loop thread. */
+ * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN
+ * (the task is owned and `caller` is of another session, or NULL, or a
+ * disposed agent: a NULL caller reads unowned tasks only, R-OWN-2;
+ * nothing is consumed), UV_EBUSY (from inside this task's own read_output
+ * hook, R-REENTER-1), UV_ENOMEM, or the producer's read_output error.  Ownership: *out is the
+ * caller's; free with uvt_read_cleanup(). Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, uvt_read_t *out);
 
@@ -750,13 +790,15 @@ UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
  * in progress) is asked to stop what the work left running, without
  * waiting for it (P-KILL-6: `server &` left by a finished command).
  * `reason` NULL = "killed"; `result` may be NULL.
- * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN,
+ * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN (an
+ * owned task and a caller of another session, or a NULL caller, R-OWN-2),
  * UV_EBUSY (from inside this task's own cancel hook, R-REENTER-1),
  * UV_ENOMEM, or the producer's cancel error.  If the cancel hook itself
  * disposed the task's owner or closed the registry, that disposal's cancel
  * is this same call (the hook is not entered again), its reason is the one
  * kept, and a failing cancel force-fails the record as R-AGENT-3 says.
- * Thread: loop thread; the cancel hook runs inside this call. */
+ * Thread: loop thread; the cancel hook runs inside this call.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, const char *reason,
                         uvt_kill_result_t *result);
@@ -767,14 +809,16 @@ UVT_EXTERN int uvt_kill(uvt_registry_t *reg, const char *id,
  * most a millisecond late beyond what the loop's own delays add.
  * Returns 0, UV_EINVAL (NULL argument, timeout 0), UV_EBUSY (`req` is
  * pending: its callback has not run yet, C-23, R-BUSY-1), UVT_ENOTASK,
- * UVT_EFOREIGN, UVT_ECLOSING; checked in that order, except that the
+ * UVT_EFOREIGN (an owned task and a caller of another session, or a NULL
+ * caller, R-OWN-2), UVT_ECLOSING; checked in that order, except that the
  * timeout is checked after the id (R-WAIT-1).
  * Callback: once, never inside this call, with
  *   status 0 and the terminal snapshot (marked reported), or
  *   UVT_EWAITTIMEOUT and the live snapshot (task and `reported` untouched),
  *   or UVT_EABORTED and NULL (see uvt_wait_abort()).
  * `req` may be reused or freed from the callback on.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
                         uint64_t timeout_ms, const uvt_agent_t *caller,
                         uvt_wait_cb cb);
@@ -784,25 +828,30 @@ UVT_EXTERN int uvt_wait(uvt_registry_t *reg, uvt_wait_t *req, const char *id,
  * status 0 and the terminal snapshot.  Either way the task is untouched.
  * Returns 0, or UV_EINVAL if `req` is NULL or not pending (never submitted,
  * its callback ran, or it is already due with UVT_EABORTED).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_wait_abort(uvt_wait_t *req);
 
 /* Free a snapshot's memory and zero it; accepts NULL and snapshots that own
  * nothing (those handed to callbacks).
- * Thread: any (it touches only `s`). */
+ * Thread: any (it touches only `s`).
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_snapshot_cleanup(uvt_snapshot_t *s);
 
 /* Free an array from uvt_list(); accepts NULL.
- * Thread: any. */
+ * Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_snapshots_free(uvt_snapshot_t *a, size_t n);
 
 /* Free a read's text and snapshot and zero it; accepts NULL.
- * Thread: any. */
+ * Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_read_cleanup(uvt_read_t *r);
 
 /* Make *dst an owned copy of *src.  Returns 0,
  * UV_EINVAL (NULL dst or src) or UV_ENOMEM (*dst zeroed).
- * Thread: any. */
+ * Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_snapshot_copy(uvt_snapshot_t *dst,
                                  const uvt_snapshot_t *src);
 

@@ -429,7 +429,8 @@ typedef struct {
  * output cap 1 MiB per stream, no runtime limit; no stdin pipe (1 MiB of
  * pending input when one is asked for), no terminal (80 x 24 when one is),
  * no backpressure, no on_output.  Accepts NULL.
- * Ownership: nothing is allocated.  Thread: any. */
+ * Ownership: nothing is allocated.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
 
 /* Start a process task: check and prepare everything here, register the
@@ -527,7 +528,8 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * "spawn failed: NAME" (the libuv error name), with no child and every
  * handle closed.
  * Ownership: every option is copied or consumed before this returns.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
                                  const uvt_process_options_t *o,
                                  char id_out[UVT_ID_MAX]);
@@ -541,7 +543,8 @@ UVT_EXTERN int uvt_process_start(uvt_registry_t *reg,
  * UV_ESRCH if the task never had a process (its spawn failed, or a kill
  * came first), UV_EINVAL (NULL reg or id, or a task that is not a process
  * task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller);
 
@@ -554,7 +557,8 @@ UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
  * Returns the pid (> 0), 0 while the spawn is out or the sandbox is not
  * made yet, UV_ESRCH (no process, or the sandbox ended before its
  * command was seen), UV_EINVAL, UVT_ENOTASK, UVT_EFOREIGN.
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
                                        const uvt_agent_t *caller);
 
@@ -584,7 +588,8 @@ UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
  * UV_ENAMETOOLONG, or the error of mkdir (UV_EACCES, UV_EPERM, UV_EROFS,
  * UV_ENOENT, ...).
  * Ownership: parent_dir is only read during the call.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
 
 /* The spawn helper on (`on` nonzero) or off for the registry's later
@@ -634,7 +639,8 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * that the close ends and reaps), UV_ENOMEM, UV_ENOTSUP
  * (no helper possible here, or it died: the spawner threads spawn), or
  * the error of making its socket or thread.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_spawn_helper(uvt_registry_t *reg, int on);
 
 /* The number of live processes in the task's session (P-KILL-5): for a
@@ -647,7 +653,8 @@ UVT_EXTERN int uvt_process_spawn_helper(uvt_registry_t *reg, int on);
  *
  * Returns the count (>= 0), UV_EINVAL (NULL reg or id, or a task that is
  * not a process task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
 
@@ -673,7 +680,8 @@ UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
  * leader exited and it is ending: P-KILL-3 forbids signalling it; a kill
  * of the ended task stops what it left), UV_EAGAIN (the spawn is still
  * out, P-SPAWN-6: there is no process yet), UV_EPERM (the kernel refused).
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_signal(uvt_registry_t *reg, const char *id,
                                   const uvt_agent_t *caller, int signum);
 
@@ -707,7 +715,8 @@ UVT_EXTERN int uvt_process_signal(uvt_registry_t *reg, const char *id,
  * discarded (nobody would read them); the write that finds it out returns
  * UV_EPIPE.
  * Ownership: `bytes` is only read during the call.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_write(uvt_registry_t *reg, const char *id,
                                  const uvt_agent_t *caller, const char *bytes,
                                  size_t len);
@@ -722,7 +731,8 @@ UVT_EXTERN int uvt_process_write(uvt_registry_t *reg, const char *id,
  *
  * Returns 0, UV_EINVAL (NULL reg or id, a task without stdin_pipe or pty,
  * not a process task), UVT_ENOTASK, UVT_EFOREIGN.
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
                                        const uvt_agent_t *caller);
 
@@ -735,7 +745,8 @@ UVT_EXTERN int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
  * pty, not a process task), UV_EPIPE (the task ended or is ending: its
  * terminal is closed), UVT_ENOTASK, UVT_EFOREIGN, or the error of the
  * ioctl.
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_resize(uvt_registry_t *reg, const char *id,
                                   const uvt_agent_t *caller, uint16_t cols,
                                   uint16_t rows);
@@ -787,7 +798,8 @@ typedef struct {
  * UVT_EFOREIGN (R-OWN-2), UV_ENOMEM.  On error *out is zeroed and nothing
  * was consumed.
  * Ownership: *out's buffers and snapshot are the caller's.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_read(uvt_registry_t *reg, const char *id,
                                 const uvt_agent_t *caller,
                                 uvt_process_read_t *out);
@@ -800,13 +812,15 @@ UVT_EXTERN int uvt_process_read(uvt_registry_t *reg, const char *id,
  *
  * Returns 0, UV_EINVAL (NULL reg, id or out pointer, not a process task),
  * UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2).
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_status(uvt_registry_t *reg, const char *id,
                                   const uvt_agent_t *caller, int *exited,
                                   int *exit_code, int *term_signal);
 
 /* Free what uvt_process_read() put in `r` and zero its fields; accepts
- * NULL and a zeroed struct.  Thread: any. */
+ * NULL and a zeroed struct.  Thread: any.
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_process_read_cleanup(uvt_process_read_t *r);
 
 /* ---- Looks that consume nothing (src/process/look.c) ------------------
@@ -840,7 +854,8 @@ typedef struct {
  * Returns 0 and fills *out, UV_EINVAL (NULL reg, id or out, not a process
  * task), UVT_ENOTASK (none, or dropped), UVT_EFOREIGN (R-OWN-2),
  * UVT_ETHREAD.  On error *out is zeroed.
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_peek(uvt_registry_t *reg, const char *id,
                                 const uvt_agent_t *caller,
                                 uvt_process_peek_t *out);
@@ -854,7 +869,8 @@ UVT_EXTERN int uvt_process_peek(uvt_registry_t *reg, const char *id,
  *
  * Returns 0, UV_EINVAL (NULL reg, id or buf, size 0, not a process task),
  * UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UVT_ETHREAD.
- * Ownership: `buf` is the caller's.  Thread: the loop thread. */
+ * Ownership: `buf` is the caller's.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_last_line(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller, char *buf,
                                      size_t size);
@@ -866,7 +882,8 @@ UVT_EXTERN int uvt_process_last_line(uvt_registry_t *reg, const char *id,
  *
  * Returns 0 and *bytes, UV_EINVAL (NULL reg, id or bytes), UVT_ENOTASK,
  * UVT_EFOREIGN (R-OWN-2), UVT_ETHREAD; *bytes is 0 on error.
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
                                         const uvt_agent_t *caller,
                                         size_t *bytes);
@@ -874,7 +891,8 @@ UVT_EXTERN int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
 /* The registry's cgroup directory made by uvt_process_cgroups() (P-KILL-5,
  * M-MCP-15), or NULL when it has none (not enabled, or reg NULL).
  * Ownership: the string is the registry's; it lives until registry close.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
 
 /* Send SIGKILL at once to every live process task of every registry in
@@ -889,7 +907,8 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  *
  * Returns the number of sessions signalled (>= 0).
  * Ownership: nothing is allocated.
- * Thread: any (it takes locks: not from a signal handler). */
+ * Thread: any (it takes locks: not from a signal handler).
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_stop_all_now(void);
 
 #ifdef __cplusplus

@@ -38,7 +38,8 @@ extern "C" {
 /* 1, after logging a line naming `fn` through the registry's log hook,
  * when the calling thread is not `reg`'s loop thread; 0 when it is, and
  * for a NULL reg (the caller's own argument check answers that).
- * Thread: any; reads only the loop thread's id and the log hook. */
+ * Thread: any; reads only the loop thread's id and the log hook.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_off_loop(const uvt_registry_t *reg, const char *fn);
 
 /* First statement of a producer's public function that returns an int:
@@ -64,7 +65,8 @@ UVT_EXTERN int uvt_off_loop(const uvt_registry_t *reg, const char *fn);
  * the registry's log hook (uvt_options_t.log) at `level` (UVT_LOG_ERROR ..
  * UVT_LOG_DEBUG); with no hook it goes to stderr as "uvtasks: <line>".
  * `reg` must not be NULL.  Thread: the loop thread, or any thread when the
- * host's log hook is thread-safe (stderr is). */
+ * host's log hook is thread-safe (stderr is).
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_log(const uvt_registry_t *reg, int level, const char *fmt,
                         ...)
 #if defined(__GNUC__)
@@ -85,33 +87,39 @@ UVT_EXTERN void uvt_log(const uvt_registry_t *reg, int level, const char *fmt,
  * call), UV_EINVAL (NULL reg or id), UVT_ENOTASK (no record with that id,
  * or it was hidden by a disposal), UVT_EFOREIGN (owned by another session),
  * UVT_ETHREAD (another thread, P-THREAD-1; *out NULL in every error).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_task_lookup(uvt_registry_t *reg, const char *id,
                                const uvt_agent_t *caller, uvt_task_t **out);
 
 /* The record `id` names, whoever owns it: a producer's own view (the
  * Slurm engine finds the task a change-feed entry speaks of).  Returns
  * NULL when there is none, for a NULL argument, or from another thread
- * (refused and logged, P-THREAD-1).  Thread: loop thread. */
+ * (refused and logged, P-THREAD-1).  Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN uvt_task_t *uvt_task_find(uvt_registry_t *reg, const char *id);
 
 /* The task's status as the registry recorded it (UVT_RUNNING until the
  * outcome is applied on the loop, whatever the producer settled).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN uvt_status_t uvt_task_status(const uvt_task_t *t);
 
-/* 1 while the task is running or stopping, else 0. Thread: loop thread. */
+/* 1 while the task is running or stopping, else 0. Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_task_is_live(const uvt_task_t *t);
 
 /* The hooks `run` filled in.  A producer compares a hook with its own to
  * tell its tasks from others' (the same id space holds every kind).
- * Valid until the record is dropped.  Thread: loop thread. */
+ * Valid until the record is dropped.  Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN const uvt_hooks_t *uvt_task_hooks(const uvt_task_t *t);
 
 /* 1 while the task is being taken down because its registry is closing
  * or its owner agent is being disposed (R-CLOSE-1, R-OWN-4), else 0; a
  * cancel hook uses it to tell a host's leaving from a kill (the Slurm
- * engine's detach on close, E-6).  Thread: loop thread. */
+ * engine's detach on close, E-6).  Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_task_host_leaving(const uvt_task_t *t);
 
 /* Show `detail` (NUL-terminated, allocated with the library's allocator,
@@ -119,14 +127,16 @@ UVT_EXTERN int uvt_task_host_leaving(const uvt_task_t *t);
  * Slurm engine's pending reason).  Ownership: taken over in every case;
  * freed at once when the task is no longer live, else replaced by the
  * next call or by the outcome's detail; a call from another thread is
- * refused (logged, P-THREAD-1) and frees `detail`.  Thread: loop thread. */
+ * refused (logged, P-THREAD-1) and frees `detail`.  Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_task_set_detail(uvt_task_t *t, char *detail);
 
 /* A snapshot of the task as uvt_get() gives it (R-SNAP-1).
  * Returns 0, UV_EINVAL (NULL argument), UVT_ETHREAD (another thread,
  * P-THREAD-1) or UV_ENOMEM (in every error *snap holds nothing to clean
  * up).  Ownership: the caller frees *snap with uvt_snapshot_cleanup().
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_task_snapshot(const uvt_task_t *t, uvt_snapshot_t *snap);
 
 /* ---------------------------------------------------------------------- */
@@ -147,7 +157,8 @@ UVT_EXTERN int uvt_task_snapshot(const uvt_task_t *t, uvt_snapshot_t *snap);
  * (*text non-NULL), 0 when one did or there is none (*text NULL; also
  * before the outcome is recorded, with *len 0), UV_EINVAL (NULL argument),
  * UVT_ETHREAD (another thread, P-THREAD-1; *text NULL, *len 0).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
                                        size_t *len);
 
@@ -158,7 +169,8 @@ UVT_EXTERN int uvt_task_remainder_peek(const uvt_task_t *t, const char **text,
  * Returns 0, UV_EINVAL (NULL t, or not terminal), UVT_ETHREAD (another
  * thread, P-THREAD-1), UV_ENOMEM.
  * Ownership: the caller frees *snap with uvt_snapshot_cleanup().
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_task_remainder_take(uvt_task_t *t, int consume,
                                        uvt_snapshot_t *snap);
 
@@ -169,7 +181,8 @@ UVT_EXTERN int uvt_task_remainder_take(uvt_task_t *t, int consume,
  * copy: `len` bytes of text in a block of `size` > len bytes allocated with
  * the library's allocator (uvt_replace_allocator's, else malloc).
  * Ownership: `base` passes to `b`.  Thread: the thread that owns `b` (the
- * loop thread inside read_output). */
+ * loop thread inside read_output).
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_buf_adopt(uvt_buf_t *b, char *base, size_t len,
                               size_t size);
 
@@ -199,7 +212,8 @@ struct uvt_context_s {
 
 /* The context added under `key`, or NULL (none, NULL reg, or a call
  * from another thread: refused and logged, P-THREAD-1).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN uvt_context_t *uvt_context_find(const uvt_registry_t *reg,
                                            const void *key);
 
@@ -208,7 +222,8 @@ UVT_EXTERN uvt_context_t *uvt_context_find(const uvt_registry_t *reg,
  * P-THREAD-1), or UVT_ECLOSING once the registry is closing (in every
  * error ctx is not added: free it yourself).
  * Ownership: `ctx` stays the producer's; it must live until `done`.
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_context_add(uvt_registry_t *reg, uvt_context_t *ctx);
 
 #ifdef __cplusplus

@@ -68,7 +68,8 @@ typedef struct {
   void *reserved_[4];
 } uvt_slurm_engine_options_t;
 
-/* Defaults as above, everything else zero/NULL. */
+/* Defaults as above, everything else zero/NULL.
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
 
 /* Start an engine for `reg` (its loop).  Creates out_dir (mode 0700 if
@@ -81,7 +82,8 @@ UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
  * /etc/slurm/slurm.conf: libslurm would end the process), UV_ENOMEM, or
  * the error of creating out_dir / opening the journal / starting the
  * thread.
- * Thread: loop. */
+ * Thread: loop.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_engine_new(uvt_registry_t *reg,
                                     const uvt_slurm_engine_options_t *o,
                                     uvt_slurm_engine_t **out);
@@ -92,7 +94,8 @@ UVT_EXTERN int uvt_slurm_engine_new(uvt_registry_t *reg,
  * Close the registry first (its close cancels or detaches the jobs through
  * the engine); tasks still live when the engine closes are settled
  * `failed` "slurm engine closed" and their jobs left running (a journal
- * keeps them).  Thread: loop. */
+ * keeps them).  Thread: loop.
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_engine_close(uvt_slurm_engine_t *e,
                                        void (*cb)(void *data), void *data);
 
@@ -115,7 +118,8 @@ typedef struct {
   void *reserved_[4];
 } uvt_slurm_options_t;
 
-/* Defaults as above. */
+/* Defaults as above.
+ * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
 
 /* Submit a batch job and register it as task "slurm-N" (E-1).  The task
@@ -130,7 +134,8 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * Returns uvt_start()'s errors, UV_EINVAL (NULL e or o, none or both of
  * command and argv, an empty command or argv, output_cap_bytes < 4),
  * UVT_ECLOSING (the engine is closing), UV_ENOMEM, or the error of
- * reading the working directory.  Thread: loop. */
+ * reading the working directory.  Thread: loop.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
                                const uvt_slurm_options_t *o,
                                char id_out[UVT_ID_MAX]);
@@ -145,13 +150,15 @@ UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
  * was already delivered to listeners is not registered again.
  * Returns the number of tasks registered (>= 0), or UV_EINVAL (NULL e,
  * no journal), or uvt_start()'s error for the first job that failed (jobs
- * after it are not adopted; those before it are).  Thread: loop. */
+ * after it are not adopted; those before it are).  Thread: loop.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner);
 
 /* The Slurm job id of task `id`, behind the fence (R-OWN-2).
  * Returns 0, UVT_ENOTASK, UVT_EFOREIGN, UV_EINVAL (NULL arguments, or a
  * task that is not a Slurm task) or UV_EAGAIN (not submitted yet).
- * Thread: loop. */
+ * Thread: loop.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_job_id(uvt_registry_t *reg, const char *id,
                                 const uvt_agent_t *caller, uint32_t *job);
 

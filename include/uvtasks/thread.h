@@ -58,7 +58,8 @@ typedef struct {
 } uvt_thread_options_t;
 
 /* Fill `o` with the defaults: kind and label "thread", no owner, the system
- * stack size.  Thread: any. */
+ * stack size.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_thread_options_init(uvt_thread_options_t *o);
 
 /* Start `fn(ctx, arg, out)` on a new thread as a task (§4).  `o` may be
@@ -73,29 +74,34 @@ UVT_EXTERN void uvt_thread_options_init(uvt_thread_options_t *o);
  * and wakes uvt_thread_sleep(); it never fails and never interrupts `fn`.
  * Ownership: `arg` stays the caller's; it must stay valid until `fn`
  * returns.  The context is the library's (see the lifecycle above).
- * Thread: loop thread. */
+ * Thread: loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_thread_start(uvt_registry_t *reg,
                                 const uvt_thread_options_t *o, uvt_thread_fn fn,
                                 void *arg, char id_out[UVT_ID_MAX]);
 
 /* Nonzero once the task was cancelled (a kill, or disposal of its owner or
- * the registry).  Thread: any; an atomic read. */
+ * the registry).  Thread: any; an atomic read.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_thread_cancelled(uvt_thread_ctx_t *ctx);
 
 /* Sleep up to `timeout_ms` milliseconds, waking early when the task is
  * cancelled.  Returns 1 if the task is cancelled (at once if it already
- * was), 0 if the time passed.  Thread: the task's thread. */
+ * was), 0 if the time passed.  Thread: the task's thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_thread_sleep(uvt_thread_ctx_t *ctx, uint64_t timeout_ms);
 
 /* Set the outcome's detail to a copy of `detail` (NULL clears it) and point
  * out->detail at the copy.  Returns 0, or UV_ENOMEM (out unchanged).
- * Ownership: the copy belongs to the context.  Thread: the task's thread. */
+ * Ownership: the copy belongs to the context.  Thread: the task's thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_thread_set_detail(uvt_thread_ctx_t *ctx, uvt_outcome_t *out,
                                      const char *detail);
 
 /* Append `len` bytes to the context's output and point out->output and
  * out->output_len at it.  Returns 0, or UV_ENOMEM (out unchanged).
- * Ownership: the copy belongs to the context.  Thread: the task's thread. */
+ * Ownership: the copy belongs to the context.  Thread: the task's thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_thread_append_output(uvt_thread_ctx_t *ctx,
                                         uvt_outcome_t *out, const void *bytes,
                                         size_t len);

@@ -360,12 +360,14 @@ struct uvt_tools_call_s {
 /* Fill `o` with the defaults: no notice callback, surface "tools", the
  * host's cwd, the process producer's cap and grace, results of at most
  * UVT_TOOLS_MAX_BYTES_DEFAULT output bytes, no yield.  Accepts NULL.
- * Thread: any. */
+ * Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
 
 /* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1,
  * max_bytes -1, yield_ms -1, stdin_pipe -1, tty -1, chars_len (size_t)-1,
- * close_stdin -1.  Accepts NULL.  Thread: any. */
+ * close_stdin -1.  Accepts NULL.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
 
 /* Attach the tool surface to `reg`: a control surface (so tasks may start),
@@ -378,7 +380,8 @@ UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
  * uvt_listener_start() or uv_idle_init().  On error nothing is attached.
  * Ownership: `tools` is the caller's; keep it in place until the
  * uvt_tools_detach() callback ran.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
                                 const uvt_tools_options_t *o);
 
@@ -394,7 +397,8 @@ UVT_EXTERN int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
  * Callback: once, on the loop thread, never inside this call, after every
  * pending call's callback.
  * Ownership: `tools` may be freed from `cb` on.
- * Thread: the loop thread; allowed inside any of our callbacks. */
+ * Thread: the loop thread; allowed inside any of our callbacks.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
 
 /* Repair `len` bytes of text to valid UTF-8, as the tools' results are
@@ -405,17 +409,20 @@ UVT_EXTERN int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb);
  * sizes the buffer for the second.
  * Ownership: `out` is the caller's, at least that long, not overlapping
  * `bytes`; nothing is NUL-terminated or allocated.
- * Thread: any. */
+ * Thread: any.
+ * Since: 0.3.0 */
 UVT_EXTERN size_t uvt_tools_utf8_repair(const char *bytes, size_t len,
                                         char *out);
 
-/* Nonzero if `name` is one of the tools. Thread: any. */
+/* Nonzero if `name` is one of the tools. Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_tools_has(const char *name);
 
 /* The tool schemas as JSON (M-TOOLS-3): an array of objects with "name",
  * "description" and "inputSchema" (a JSON Schema object), the shape MCP's
  * tools/list uses; other model APIs take the same three fields under their
- * own names.  Returns a static NUL-terminated string.  Thread: any. */
+ * own names.  Returns a static NUL-terminated string.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN const char *uvt_tools_schema_json(void);
 
 /* Call the tool `name` with `args` on behalf of `caller` (the agent whose
@@ -567,7 +574,8 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  * Ownership: the result text belongs to `req` until
  * uvt_tools_call_cleanup(); `req` may be reused (after cleanup) or freed
  * from the callback on.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                               uvt_agent_t *caller, const char *name,
                               const uvt_tools_args_t *args,
@@ -585,7 +593,8 @@ UVT_EXTERN int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
  * so the end is not lost.  A call whose work is done keeps its result.
  *
  * Returns 0, or UV_EINVAL if `req` is not pending (its callback ran).
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
 
 /* The id of the task `req` started: for a run_command call, from the
@@ -595,7 +604,8 @@ UVT_EXTERN int uvt_tools_call_abort(uvt_tools_call_t *req);
  * Returns the id, or NULL for NULL, other tools and a run_command whose
  * command did not start.
  * Ownership: the string is `req`'s; copy it to keep it.
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.1.0 */
 UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
 
 /* M-MCP-5: how a pending call is doing, for progress reports: the last
@@ -611,12 +621,14 @@ UVT_EXTERN const char *uvt_tools_call_task(const uvt_tools_call_t *req);
  * notifications/progress.)
  * Returns 0, or UV_EINVAL (NULL req or line, zero size, a call that is not
  * waiting on a process task; `line` then holds "" if size > 0).
- * Thread: the loop thread. */
+ * Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_tools_call_progress(const uvt_tools_call_t *req, char *line,
                                        size_t size);
 
 /* Free the result text of `req` and zero the result fields; accepts NULL
- * and requests without a result.  Thread: any. */
+ * and requests without a result.  Thread: any.
+ * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_call_cleanup(uvt_tools_call_t *req);
 
 #ifdef __cplusplus
