@@ -9,9 +9,14 @@
 #   bash scripts/lanes.sh valgrind  # memcheck over the unit suite and every
 #                                   # process suite
 #   bash scripts/lanes.sh all       # the three in turn
+#   bash scripts/lanes.sh portable  # -Dportable=true: the core, the thread
+#                                   # producer and the tool surface as
+#                                   # POSIX C without the Linux-only files,
+#                                   # and the suites that apply
+#                                   # (docs/porting.md)
 #
 # Each lane builds in its own directory (build, build-asan, build-tsan,
-# build-valgrind) and exits non-zero on any failing test or any sanitizer /
+# build-valgrind, build-portable) and exits non-zero on any failing test or any sanitizer /
 # valgrind report.  Extra arguments after the lane name go to `meson test`.
 set -euo pipefail
 
@@ -122,6 +127,11 @@ lane_valgrind() {
   fi
 }
 
+lane_portable() {
+  setup build-portable -Dportable=true -Dwerror=true
+  run_tests build-portable --print-errorlogs --num-processes 2 "$@"
+}
+
 lane=${1:-}
 [ $# -gt 0 ] && shift
 case "$lane" in
@@ -129,13 +139,14 @@ case "$lane" in
   asan) lane_asan "$@" ;;
   tsan) lane_tsan "$@" ;;
   valgrind) lane_valgrind "$@" ;;
+  portable) lane_portable "$@" ;;
   all)
     lane_asan "$@"
     lane_tsan "$@"
     lane_valgrind "$@"
     ;;
   *)
-    echo "usage: bash scripts/lanes.sh plain|asan|tsan|valgrind|all [meson test args]" >&2
+    echo "usage: bash scripts/lanes.sh plain|asan|tsan|valgrind|portable|all [meson test args]" >&2
     exit 2
     ;;
 esac

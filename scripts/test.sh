@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Build warning-free and run every test: the unit, process, MCP, fuzz,
-# docs and slurm (a 2-node cluster it starts and stops itself) suites, the Node binding's suites (bindings/node: npm install builds the
-# addon, npm test runs node --test), then the address+undefined,
-# thread-sanitizer and valgrind lanes.
+# docs, abi (the built library against the last release's ABI dump, A-1)
+# and slurm (a 2-node cluster it starts and stops itself) suites, the
+# portable build's (-Dportable=true), the Node binding's suites
+# (bindings/node: npm install builds the addon, npm test runs node
+# --test), then the address+undefined, thread-sanitizer and valgrind
+# lanes.
 # Works on a fresh Debian 12 machine as root (installs what it needs).
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    the plain build's suites only
@@ -20,6 +23,12 @@ fi
 
 echo "== build: plain, -Dwerror=true"
 bash scripts/lanes.sh plain
+
+# The portable build: the core, the thread producer and the tool surface
+# as POSIX C without the Linux-only files (docs/porting.md); about a
+# minute.
+echo "== build: portable, -Dportable=true"
+bash scripts/lanes.sh portable
 
 # The Node binding: built the way a user's `npm install` builds it, with
 # warnings as errors, then its node --test suites.

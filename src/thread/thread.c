@@ -1,7 +1,6 @@
 /* The thread producer (contract §4): a final-output task whose work runs on a
  * thread of its own, settled from that thread and joined on the loop thread
  * when the outcome is recorded. */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>

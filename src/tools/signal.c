@@ -2,7 +2,6 @@
  * stopping it (P-KILL-8), and write_stdin of exactly "\u0003" to a task
  * whose stdin is a pipe is SIGINT to its session, as a terminal's Ctrl-C
  * would be. */
-#define _GNU_SOURCE
 #include <signal.h>
 #include <string.h>
 #include <strings.h>
