@@ -911,6 +911,37 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_stop_all_now(void);
 
+/* Room for the guardian's mark, NUL included (uvt_process_guardian()). */
+#define UVT_GUARDIAN_MARK_MAX 64
+
+/* This process's guardian (LU-3; N-10 for any host): a small process
+ * that, when this process ends however it ends (SIGKILL, a crash, a
+ * normal exit), sends SIGKILL to every process whose environment holds
+ * the mark, again until none is left, and then exits.  The first call in
+ * a process starts it (a shell script, POSIX sh with grep, sed and kill,
+ * started with posix_spawn: nothing of the host is copied, so any host,
+ * threads and a large heap included, may call it at any time); later
+ * calls give the same mark.  The host puts the mark
+ * ("UVTASKS_GUARDIAN=<pid>-<random>") in the `env` of each task it wants
+ * guarded, so the guardian also finds what left the task's session
+ * (`setsid cmd &`, a daemon), and leaves alone tasks not marked (a task
+ * meant to outlive the host).  Its trigger is the end of a Unix socket
+ * whose only end the host holds (close-on-exec; a socket, unlike a pipe,
+ * cannot be opened again through /proc): a child the host forks without
+ * exec holds it too and keeps the guardian waiting until it exits.  The
+ * guardian runs in a session of its own, ignores the shutdown signals and
+ * is not the host's child (its shell exits at once and is reaped here).
+ * Limits: a process that clears its environment (env -i) is out of
+ * reach; a process of the same user can kill the guardian.
+ *
+ * Returns 0 and the mark in `mark` (NUL-terminated), UV_EINVAL (NULL
+ * mark), UV_ENOENT (the shell did not start the guardian: no /bin/sh),
+ * or the error of socketpair, posix_spawn or of reading random bytes.
+ * Ownership: nothing is allocated; the socket lives until the process
+ * ends.  Thread: any (it takes a lock); it blocks for the shell's start
+ * (about a millisecond), once per process. */
+UVT_EXTERN int uvt_process_guardian(char mark[UVT_GUARDIAN_MARK_MAX]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,1 @@
+local H = require('harness')
