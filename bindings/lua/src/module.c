@@ -455,7 +455,7 @@ static void maybe_hook_nvim(lua_State *L) {
 }
 
 /* uvt.new{ teardown_grace_ms, max_live_per_owner, keep_finished,
- * max_unread_bytes, guardian, spawn_helper, log, close_on_exit } ->
+ * max_unread_bytes, guardian, cgroups, spawn_helper, log, close_on_exit } ->
  * registry. */
 static int l_new(lua_State *L) {
   uvt_options_t o;
@@ -463,7 +463,8 @@ static int l_new(lua_State *L) {
   uvtl_reg_t *r, **box;
   luv_ctx_t *ctx;
   double keep, max_bytes;
-  int guardian, helper, on_exit, err, has_log;
+  int guardian, helper, on_exit, err, has_log, cgroups = 0;
+  const char *cgroup_dir = NULL;
   uint64_t n;
 
   if (!lua_isnoneornil(L, 1))
@@ -488,6 +489,14 @@ static int l_new(lua_State *L) {
   guardian = bool_opt(L, 1, "guardian", 0);
   helper = bool_opt(L, 1, "spawn_helper", 0);
   on_exit = bool_opt(L, 1, "close_on_exit", 1);
+  if (uvtl_opt_field(L, 1, "cgroups")) {
+    if (lua_type(L, -1) == LUA_TSTRING)
+      cgroup_dir = lua_tostring(L, -1); /* anchored by the options */
+    else if (lua_type(L, -1) != LUA_TBOOLEAN)
+      return uvtl_arg_error(L, "cgroups must be a boolean or a directory");
+    cgroups = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   has_log = uvtl_opt_field(L, 1, "log");
   if (has_log && !lua_isfunction(L, -1))
     return uvtl_arg_error(L, "log must be a function");
@@ -544,6 +553,10 @@ static int l_new(lua_State *L) {
   r->refs++; /* the open registry */
   uvtl_list_insert(&open_regs, &r->link);
   err = uvtl_retention_init(r);
+  if (err == 0 && cgroups) {
+    /* P-KILL-5's cgroup per task: a setsid child dies with its task. */
+    err = uvt_process_cgroups(r->reg, cgroup_dir);
+  }
   if (err == 0 && helper) {
     err = uvt_process_spawn_helper(r->reg, 1);
     if (err == UV_ENOTSUP)

@@ -34,22 +34,19 @@ function H.wait_until(pred, what)
     end
     return
   end
+  -- As vim.wait does: the condition is looked at every 2 ms as well as
+  -- after each event (a file another process writes makes no event here).
   local expired = false
-  local guard = uv.new_timer()
-  guard:unref()
-  guard:start(LIMIT, 0, function()
-    expired = true
+  local started = uv.now()
+  local poll = uv.new_timer()
+  poll:start(2, 2, function()
+    uv.update_time()
+    expired = uv.now() - started > LIMIT
   end)
   while not pred() and not expired do
-    -- The guard is unreferenced: with nothing else on the loop, run()
-    -- returns at once and the condition can never come.
-    if not uv.run('once') and not pred() then
-      guard:close()
-      uv.run('nowait')
-      error('the loop ran dry waiting for ' .. (what or 'a condition'), 2)
-    end
+    uv.run('once')
   end
-  guard:close()
+  poll:close()
   uv.run('nowait')
   if expired then
     error('gave up waiting for ' .. (what or 'a condition'), 2)
