@@ -26,6 +26,9 @@ elif [ "$mode" != "--build" ]; then
   # the abi suite compares the built library with the last
   # release's ABI dump (abidw, abidiff; scripts/abi-check.sh).
   pkgs+=(abigail-tools)
+  # LU-1..LU-4: the Lua module builds against luv's and LuaJIT's headers;
+  # its suites run under luajit with luv and under Debian's Neovim.
+  pkgs+=(lua-luv-dev libluajit-5.1-dev luajit neovim)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   # The Node binding builds against the headers of the Node that runs it
