@@ -93,7 +93,8 @@ H.test('LU-1: a REPL on a terminal: prompt, input, resize, end of file', functio
     tty = true,
     cols = 100,
     rows = 30,
-    env = { PYTHONSTARTUP = '' },
+    -- (LD_PRELOAD: the ASan lane preloads its runtime into the host only.)
+    env = { PYTHONSTARTUP = '', LD_PRELOAD = '' },
     on_data = function(chunk, stream)
       if stream ~= 'stdout' then
         screen = screen .. '<stderr?>' -- a terminal is one stream
