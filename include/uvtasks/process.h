@@ -939,7 +939,8 @@ UVT_EXTERN int uvt_process_stop_all_now(void);
  * or the error of socketpair, posix_spawn or of reading random bytes.
  * Ownership: nothing is allocated; the socket lives until the process
  * ends.  Thread: any (it takes a lock); it blocks for the shell's start
- * (about a millisecond), once per process. */
+ * (about a millisecond), once per process.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_guardian(char mark[UVT_GUARDIAN_MARK_MAX]);
 
 #ifdef __cplusplus
