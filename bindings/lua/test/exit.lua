@@ -75,13 +75,18 @@ local function host(kind, env)
   end
   local h = { reg = reg, id = id, mark = mark, leaders = pids, sessions = sessions, dir = dir }
   H.ok(#H.marked(mark) >= 7, 'the tasks run')
-  -- The processes that left their task's session (setsid).
-  h.escaped = {}
-  for _, p in ipairs(H.marked(mark)) do
-    if not sessions[session_of(p) or -1] then
-      h.escaped[#h.escaped + 1] = p
+  -- The process that left its task's session (setsid).  The host counts
+  -- it once it exists, which may be before it called setsid(): wait for
+  -- the call, not just the process.
+  H.wait_until(function()
+    h.escaped = {}
+    for _, p in ipairs(H.marked(mark)) do
+      if not sessions[session_of(p) or -1] then
+        h.escaped[#h.escaped + 1] = p
+      end
     end
-  end
+    return #h.escaped >= 1
+  end, 'the setsid child to leave its session')
   H.eq(#h.escaped, 1, 'processes that left their session')
   local go = io.open(env.UVTL_HOST_OUT .. '.go', 'w')
   go:close()
