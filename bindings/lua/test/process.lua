@@ -201,9 +201,11 @@ H.test('LU-1: signal sends one signal to the session; timeout_ms stops a task li
   local reg = fixture()
   local id = reg:spawn({ command = 'trap "echo got-usr1" USR1; echo ready; while :; do sleep 0.05; done' })
   local out = ''
+  -- Output can come before the spawner thread's answer: signal needs the
+  -- pid (EAGAIN until then, P-SPAWN-6), so wait for both.
   H.wait_until(function()
     out = out .. reg:read(id).stdout
-    return out:find('ready', 1, true) ~= nil
+    return out:find('ready', 1, true) ~= nil and reg:pid(id) ~= nil
   end, 'ready')
   reg:signal(id, 'SIGUSR1')
   H.wait_until(function()
