@@ -138,6 +138,8 @@ static int build_dispose_cb(lua_State *L, void *arg) {
 static void agent_disposed(uvt_agent_t *agent) {
   uvtl_agent_t *a = (uvtl_agent_t *)agent;
   a->refs++; /* across the call */
+  /* Its tasks were dropped with it: no longer counted (N-11). */
+  uvtl_retention_agent_gone(a->r, a);
   if (a->dispose_ref != LUA_NOREF)
     uvtl_call_lua(a->r, "an agent's dispose callback", NULL, build_dispose_cb,
                   a);
@@ -498,7 +500,7 @@ static wait_t *start_wait(lua_State *L, uvtl_reg_t *r, const char *id,
     if (co_ref != LUA_NOREF)
       luaL_unref(L, LUA_REGISTRYINDEX, co_ref);
     free(w);
-    uvtl_error(L, err, "wait", id);
+    uvtl_task_error(L, r, err, "wait", id);
   }
   r->refs++;
   w->pending = 1;
@@ -582,7 +584,7 @@ static int l_get(lua_State *L) {
   memset(&snap, 0, sizeof(snap));
   err = uvt_get(r->reg, id, caller, &snap);
   if (err != 0)
-    return uvtl_error(L, err, "get", id);
+    return uvtl_task_error(L, r, err, "get", id);
   /* The copy is ours: push it protected from a leak on a memory error. */
   lua_pushnil(L); /* room */
   uvtl_push_snapshot(L, r, &snap, caller);
@@ -625,7 +627,7 @@ static int l_kill(lua_State *L) {
     reason = luaL_checkstring(L, -1);
   err = uvt_kill(r->reg, id, caller, reason, &res);
   if (err != 0)
-    return uvtl_error(L, err, "kill", id);
+    return uvtl_task_error(L, r, err, "kill", id);
   lua_pushstring(L,
                  res == UVT_KILL_REQUESTED ? "requested" : "already-terminal");
   return 1;
@@ -638,7 +640,7 @@ static int l_forget(lua_State *L) {
   const uvt_agent_t *caller = opt_caller(L, 3);
   int err = uvt_forget(r->reg, id, caller);
   if (err != 0)
-    return uvtl_error(L, err, "forget", id);
+    return uvtl_task_error(L, r, err, "forget", id);
   uvtl_retention_forgot(r, id);
   return 0;
 }

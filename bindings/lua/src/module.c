@@ -39,6 +39,87 @@ int uvtl_list_empty(const uvtl_link_t *h) {
   return h->next == h;
 }
 
+/* ---- ids to records (FNV-1a, chained, doubled at two per bucket) ------ */
+
+static uint32_t id_hash(const char *id) {
+  uint32_t h = 2166136261u;
+  for (; *id != '\0'; id++) {
+    h ^= (unsigned char)*id;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+static void idmap_grow(uvtl_idmap_t *m) {
+  size_t n = m->nbuckets * 2, i;
+  uvtl_idnode_t **b = calloc(n, sizeof(*b));
+  if (b == NULL)
+    return; /* longer chains; still right */
+  for (i = 0; i < m->nbuckets; i++) {
+    uvtl_idnode_t *e = m->buckets[i], *next;
+    for (; e != NULL; e = next) {
+      next = e->next;
+      e->next = b[e->hash & (n - 1)];
+      b[e->hash & (n - 1)] = e;
+    }
+  }
+  free(m->buckets);
+  m->buckets = b;
+  m->nbuckets = n;
+}
+
+int uvtl_idmap_init(uvtl_idmap_t *m) {
+  m->count = 0;
+  m->buckets = calloc(16, sizeof(*m->buckets));
+  m->nbuckets = m->buckets != NULL ? 16 : 0;
+  return m->buckets != NULL ? 0 : UV_ENOMEM;
+}
+
+void uvtl_idmap_put(uvtl_idmap_t *m, uvtl_idnode_t *n) {
+  size_t i;
+  if (m->count >= m->nbuckets * 2)
+    idmap_grow(m);
+  n->hash = id_hash(n->id);
+  i = n->hash & (m->nbuckets - 1);
+  n->next = m->buckets[i];
+  m->buckets[i] = n;
+  m->count++;
+}
+
+uvtl_idnode_t *uvtl_idmap_get(const uvtl_idmap_t *m, const char *id) {
+  uint32_t h;
+  uvtl_idnode_t *e;
+  if (m->buckets == NULL)
+    return NULL;
+  h = id_hash(id);
+  for (e = m->buckets[h & (m->nbuckets - 1)]; e != NULL; e = e->next)
+    if (e->hash == h && strcmp(e->id, id) == 0)
+      return e;
+  return NULL;
+}
+
+void uvtl_idmap_remove(uvtl_idmap_t *m, uvtl_idnode_t *n) {
+  uvtl_idnode_t **p;
+  if (m->buckets == NULL)
+    return;
+  for (p = &m->buckets[n->hash & (m->nbuckets - 1)]; *p != NULL;
+       p = &(*p)->next) {
+    if (*p == n) {
+      *p = n->next;
+      n->next = NULL;
+      m->count--;
+      return;
+    }
+  }
+}
+
+void uvtl_idmap_free(uvtl_idmap_t *m) {
+  free(m->buckets);
+  m->buckets = NULL;
+  m->nbuckets = 0;
+  m->count = 0;
+}
+
 /* ---- errors (LU-1) ------------------------------------------------------ */
 
 int uvtl_error(lua_State *L, int err, const char *what, const char *id) {
@@ -49,6 +130,17 @@ int uvtl_error(lua_State *L, int err, const char *what, const char *id) {
     lua_pushfstring(L, "%s: %s, %s", name, uvt_strerror(err), what);
   else
     lua_pushfstring(L, "%s: %s", name, uvt_strerror(err));
+  return lua_error(L);
+}
+
+int uvtl_task_error(lua_State *L, uvtl_reg_t *r, int err, const char *what,
+                    const char *id) {
+  char why[128];
+  if (err != UVT_ENOTASK || id == NULL ||
+      !uvtl_retention_why(r, id, why, sizeof(why)))
+    return uvtl_error(L, err, what, id);
+  lua_pushfstring(L, "%s: %s, %s '%s'%s", uvt_err_name(err), uvt_strerror(err),
+                  what, id, why);
   return lua_error(L);
 }
 
@@ -344,7 +436,7 @@ static int l_metrics(lua_State *L) {
 
   memset(&m, 0, sizeof(m));
   uvt_registry_metrics(r->reg, &m);
-  lua_createtable(L, 0, 10);
+  lua_createtable(L, 0, 13);
 #define SET(name, v)                                                           \
   lua_pushnumber(L, (lua_Number)(v));                                          \
   lua_setfield(L, -2, name)
@@ -359,6 +451,9 @@ static int l_metrics(lua_State *L) {
   SET("live", m.live);
   SET("records", m.records);
 #undef SET
+  /* N-11's: ended tasks the bounds forgot, those of them that held
+   * output nobody had read, and that output's bytes. */
+  uvtl_retention_metrics(L, r);
   return 1;
 }
 
@@ -394,10 +489,11 @@ static int bool_opt(lua_State *L, int idx, const char *name, int dflt) {
 static void the_listener(uvt_listener_t *l, const uvt_snapshot_t *snap,
                          uvt_agent_t *owner) {
   uvtl_reg_t *r = l->data;
+  int consumed;
   /* First of all listeners: an on_data pump's last bytes, then the
-   * retention bookkeeping (LU-1, as N-6 and N-8 order them). */
-  uvtl_pumps_done(r, snap->id);
-  uvtl_retention_ended(r, snap, owner);
+   * retention bookkeeping (LU-1, as N-6 and N-11 order them). */
+  consumed = uvtl_pumps_done(r, snap->id);
+  uvtl_retention_ended(r, snap, owner, consumed);
 }
 
 /* Neovim (LU-3): one VimLeavePre autocommand per state closes every open
@@ -514,6 +610,10 @@ static int l_new(lua_State *L) {
   b = calloc(1, sizeof(*b));
   if (b == NULL)
     return uvtl_error(L, UV_ENOMEM, "new", NULL);
+  if (uvtl_idmap_init(&b->r.pumps_by_id) != 0) {
+    free(b);
+    return uvtl_error(L, UV_ENOMEM, "new", NULL);
+  }
   r = &b->r;
   r->L = ctx->L != NULL ? ctx->L : L;
   r->loop = ctx->loop;
@@ -528,7 +628,6 @@ static int l_new(lua_State *L) {
   uvtl_list_init(&r->subs);
   uvtl_list_init(&r->waits);
   uvtl_list_init(&r->pumps);
-  uvtl_list_init(&r->finished);
   *box = r;
   r->refs = 1; /* the userdata */
   lua_pushvalue(L, -1);
@@ -579,6 +678,7 @@ fail:
   uvtl_unref(r, &b->log.ref);
   uvtl_unref(r, &r->self_ref);
   *box = NULL;
+  uvtl_idmap_free(&r->pumps_by_id);
   free(b);
   return uvtl_error(L, err, "new", NULL);
 }

@@ -19,7 +19,8 @@
  * `refs`: one while the task may still call it, one across each call (the
  * callback may end the task or close the registry). */
 typedef struct {
-  uvtl_link_t link; /* r->pumps while held */
+  uvtl_link_t link;   /* r->pumps while held */
+  uvtl_idnode_t node; /* r->pumps_by_id while held */
   uvtl_reg_t *r;
   int data_ref;             /* on_data(chunk, stream, id), or LUA_NOREF */
   int output_ref;           /* on_output(id), or LUA_NOREF */
@@ -44,6 +45,7 @@ static int pump_unhold(pump_t *p) {
     return 0;
   p->held = 0;
   uvtl_list_remove(&p->link);
+  uvtl_idmap_remove(&p->r->pumps_by_id, &p->node);
   uvtl_unref(p->r, &p->data_ref);
   uvtl_unref(p->r, &p->output_ref);
   if (p->owner_l != NULL)
@@ -125,23 +127,26 @@ static void on_output(const char *id, void *data) {
  * transition, before any host listener and wait callback, so the bytes
  * still unread then (on_output is called no more) reach on_data before
  * anything says the task ended. */
-void uvtl_pumps_done(uvtl_reg_t *r, const char *id) {
-  uvtl_link_t *n;
-  for (n = r->pumps.next; n != &r->pumps; n = n->next) {
-    pump_t *p = uvtl_container_of(n, pump_t, link);
-    if (strcmp(p->id, id) == 0) {
-      p->refs++;
-      pull(p);
-      p->refs -= pump_unhold(p); /* the call's count is still held */
-      pump_unref(p);
-      return;
-    }
-  }
+int uvtl_pumps_done(uvtl_reg_t *r, const char *id) {
+  uvtl_idnode_t *n = uvtl_idmap_get(&r->pumps_by_id, id);
+  pump_t *p;
+  int consumed;
+
+  if (n == NULL)
+    return 0;
+  p = uvtl_container_of(n, pump_t, node);
+  consumed = p->data_ref != LUA_NOREF;
+  p->refs++;
+  pull(p);
+  p->refs -= pump_unhold(p); /* the call's count is still held */
+  pump_unref(p);
+  return consumed;
 }
 
 void uvtl_pumps_closed(uvtl_reg_t *r) {
   while (!uvtl_list_empty(&r->pumps))
     pump_release(uvtl_container_of(r->pumps.next, pump_t, link));
+  uvtl_idmap_free(&r->pumps_by_id);
 }
 
 /* ---- spawn ------------------------------------------------------------- */
@@ -367,6 +372,8 @@ static int l_spawn(lua_State *L) {
     p->held = 1;
     p->refs = 1;
     uvtl_list_insert(&r->pumps, &p->link);
+    p->node.id = p->id;
+    uvtl_idmap_put(&r->pumps_by_id, &p->node);
   }
   lua_pushstring(L, id);
   return 1;
@@ -411,7 +418,7 @@ static int l_read(lua_State *L) {
   memset(&rd, 0, sizeof(rd));
   err = uvt_process_read(t.r->reg, t.id, t.caller, &rd);
   if (err != 0)
-    return uvtl_error(L, err, "read", t.id);
+    return uvtl_task_error(L, t.r, err, "read", t.id);
   lua_pushlstring(L, rd.out, rd.out_len);
   lua_setfield(L, -2, "stdout");
   lua_pushlstring(L, rd.err, rd.err_len);
@@ -440,6 +447,9 @@ static int l_read(lua_State *L) {
   }
   uvtl_push_snapshot(L, t.r, &rd.snapshot, t.caller);
   lua_setfield(L, -2, "snapshot");
+  /* N-11: a read of an ended task leaves nothing of it to read. */
+  if (uvt_status_is_terminal(rd.snapshot.status))
+    uvtl_retention_read(t.r, t.id);
   uvt_process_read_cleanup(&rd);
   return 1;
 }
@@ -457,7 +467,7 @@ static int l_write(lua_State *L) {
   data = lua_tolstring(L, 3, &len);
   err = uvt_process_write(t.r->reg, t.id, t.caller, data, len);
   if (err != 0)
-    return uvtl_error(L, err, "write", t.id);
+    return uvtl_task_error(L, t.r, err, "write", t.id);
   return 0;
 }
 
@@ -468,7 +478,7 @@ static int l_close_stdin(lua_State *L) {
   task_args(L, 3, &t);
   err = uvt_process_close_stdin(t.r->reg, t.id, t.caller);
   if (err != 0)
-    return uvtl_error(L, err, "close_stdin", t.id);
+    return uvtl_task_error(L, t.r, err, "close_stdin", t.id);
   return 0;
 }
 
@@ -485,7 +495,7 @@ static int l_resize(lua_State *L) {
   err = uvt_process_resize(t.r->reg, t.id, t.caller, (uint16_t)cols,
                            (uint16_t)rows);
   if (err != 0)
-    return uvtl_error(L, err, "resize", t.id);
+    return uvtl_task_error(L, t.r, err, "resize", t.id);
   return 0;
 }
 
@@ -504,7 +514,7 @@ static int l_signal(lua_State *L) {
   /* An unknown name is 0, which the library refuses with EINVAL. */
   err = uvt_process_signal(t.r->reg, t.id, t.caller, signum);
   if (err != 0)
-    return uvtl_error(L, err, "signal", t.id);
+    return uvtl_task_error(L, t.r, err, "signal", t.id);
   return 0;
 }
 
@@ -516,7 +526,7 @@ static int l_pid(lua_State *L) {
   task_args(L, 3, &t);
   pid = uvt_process_pid(t.r->reg, t.id, t.caller);
   if (pid < 0)
-    return uvtl_error(L, pid, "pid", t.id);
+    return uvtl_task_error(L, t.r, pid, "pid", t.id);
   if (pid == 0)
     lua_pushnil(L);
   else

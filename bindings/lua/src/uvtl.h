@@ -65,6 +65,32 @@ int uvtl_list_empty(const uvtl_link_t *h);
 #define uvtl_container_of(ptr, type, member)                                   \
   ((type *)((char *)(ptr)-offsetof(type, member)))
 
+/* Task ids to the module's own records of them, O(1) per look, put and
+ * removal (LU-1: a task's end costs the same whatever the number of
+ * records, as N-11 asks).  Intrusive: a node lives in the record it
+ * finds; `id` points into that record. */
+typedef struct uvtl_idnode_s {
+  struct uvtl_idnode_s *next;
+  uint32_t hash;
+  const char *id;
+} uvtl_idnode_t;
+
+typedef struct {
+  uvtl_idnode_t **buckets; /* NULL before init and after free */
+  size_t nbuckets;         /* a power of two */
+  size_t count;
+} uvtl_idmap_t;
+
+/* Returns 0 or UV_ENOMEM. */
+int uvtl_idmap_init(uvtl_idmap_t *m);
+/* Adds `n` (its id set; ids are unique).  Cannot fail: a map that cannot
+ * grow keeps working with longer chains. */
+void uvtl_idmap_put(uvtl_idmap_t *m, uvtl_idnode_t *n);
+uvtl_idnode_t *uvtl_idmap_get(const uvtl_idmap_t *m, const char *id);
+void uvtl_idmap_remove(uvtl_idmap_t *m, uvtl_idnode_t *n);
+/* Frees the buckets (not the nodes). */
+void uvtl_idmap_free(uvtl_idmap_t *m);
+
 /* One registry. */
 struct uvtl_reg_s {
   lua_State *L;        /* the state's main thread: callbacks run on it */
@@ -83,15 +109,12 @@ struct uvtl_reg_s {
   uvtl_link_t subs;     /* on_task_done listeners started */
   uvtl_link_t waits;    /* waits pending */
   uvtl_link_t pumps;    /* on_data / on_output of tasks not yet ended */
+  uvtl_idmap_t pumps_by_id;
   unsigned next_serial; /* names surfaces and listeners for their closures */
-  /* Retention (LU-1 keep_finished, max_unread_bytes; as N-8, N-11). */
-  double keep_finished;    /* ended records kept; HUGE_VAL = no bound */
-  double max_unread_bytes; /* output bytes they may hold; HUGE_VAL = none */
-  uvtl_link_t finished;    /* ended tasks, in end order */
-  size_t finished_count;
-  double finished_bytes;
-  uv_check_t sweep_check; /* sweeps after the dispatch that ended a task */
-  int sweep_open;         /* sweep_check initialised and not closed */
+  /* Retention (LU-1 keep_finished, max_unread_bytes: N-11's rule). */
+  double keep_finished;    /* spent records kept; HUGE_VAL = no bound */
+  double max_unread_bytes; /* bytes ended records may count; HUGE_VAL = none */
+  struct uvtl_retention_s *ret; /* retention.c's state, NULL until init */
   /* LU-3: "UVTASKS_GUARDIAN=<token>" added to every task's environment,
    * or "" without the guardian. */
   char guardian_mark[UVT_GUARDIAN_MARK_MAX];
@@ -114,6 +137,12 @@ struct uvtl_agent_s {
  * "UVT_EFOREIGN: the task belongs to another session (read 'bash-1')".
  * `what` and `id` may be NULL.  Does not return. */
 int uvtl_error(lua_State *L, int err, const char *what, const char *id);
+/* uvtl_error() for a call on task `id` of `r`: a UVT_ENOTASK for an id
+ * that the bounds forgot says so (N-11's words, in LU-1's names):
+ * "UVT_ENOTASK: ..., read 'bash-1' (forgotten: max_unread_bytes: 80000
+ * bytes never read were dropped)".  Does not return. */
+int uvtl_task_error(lua_State *L, uvtl_reg_t *r, int err, const char *what,
+                    const char *id);
 /* "EINVAL: <msg>" for an argument of the wrong type.  Does not return. */
 int uvtl_arg_error(lua_State *L, const char *msg);
 
@@ -173,15 +202,33 @@ void uvtl_push_owner(lua_State *L, uvt_agent_t *owner);
 /* ---- process.c: spawn and the process task calls. */
 void uvtl_process_register(lua_State *L);
 /* The task reached its terminal transition: hand an on_data pump its last
- * bytes and let go of its functions (P-EVT-1: never called after). */
-void uvtl_pumps_done(uvtl_reg_t *r, const char *id);
+ * bytes and let go of its functions (P-EVT-1: never called after).
+ * Returns 1 if an on_data function read the task's output (nothing of it
+ * is left unread, N-11), else 0. */
+int uvtl_pumps_done(uvtl_reg_t *r, const char *id);
 void uvtl_pumps_closed(uvtl_reg_t *r);
 
-/* ---- retention.c (LU-1 keep_finished / max_unread_bytes). */
+/* ---- retention.c (LU-1 keep_finished / max_unread_bytes, N-11's rule).
+ * Every call costs O(1) whatever the number of records, but agent_gone
+ * (one pass over them, at a disposal) and the sweep's drops (each record
+ * is dropped once). */
 int uvtl_retention_init(uvtl_reg_t *r);
+/* The module's own listener saw `snap` end; `consumed`: an on_data
+ * function read its output. */
 void uvtl_retention_ended(uvtl_reg_t *r, const uvt_snapshot_t *snap,
-                          uvt_agent_t *owner);
+                          uvt_agent_t *owner, int consumed);
+/* reg:read() of an ended task: nothing of it is left to read. */
+void uvtl_retention_read(uvtl_reg_t *r, const char *id);
+/* reg:forget() of a task: stop counting it. */
 void uvtl_retention_forgot(uvtl_reg_t *r, const char *id);
+/* An agent's disposal finished: its ended tasks went with it. */
+void uvtl_retention_agent_gone(uvtl_reg_t *r, uvtl_agent_t *a);
+/* Why `id` is unknown, if the bounds forgot it lately: writes "
+ * (forgotten: <bound>: ...)" to buf and returns 1; else 0. */
+int uvtl_retention_why(uvtl_reg_t *r, const char *id, char *buf, size_t size);
+/* Sets forgotten, forgotten_unread and unread_bytes_dropped in the table
+ * on top of the stack (reg:metrics()). */
+void uvtl_retention_metrics(lua_State *L, uvtl_reg_t *r);
 /* Registry close: close the module's check handle, then call
  * uvtl_reg_fully_closed(). */
 void uvtl_retention_closed(uvtl_reg_t *r);

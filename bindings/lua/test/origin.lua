@@ -1,7 +1,8 @@
 -- The origin's scenarios through the Lua API (LU-1, LU-2), as the Node
 -- package ported them (bindings/node/test/origin.test.js): ids, fences,
 -- consuming reads, waits whose deadline is not a failure, exactly-once
--- listeners with throwing ones.  Runs in luajit and in Neovim.
+-- listeners with throwing ones.  Runs in luajit and in Neovim.  The
+-- bounds on what is kept of ended tasks are bounds.lua's.
 local H = require('harness')
 local uvt = require('uvtasks')
 
@@ -321,24 +322,5 @@ H.test('LU-1: forget drops an ended record; a live one is EBUSY', function()
   wait_end(reg, id)
   reg:forget(id)
   H.raises('UVT_ENOTASK', reg.get, reg, id)
-  H.close(reg)
-end)
-
-H.test('LU-1: keep_finished bounds the ended records kept (oldest first)', function()
-  local reg = fixture({ keep_finished = 2 })
-  local ids = {}
-  for i = 1, 4 do
-    ids[i] = reg:spawn({ command = 'echo ' .. i })
-    wait_end(reg, ids[i])
-  end
-  -- The sweep runs after the dispatch that ended the fourth.
-  H.wait_until(function()
-    return not pcall(reg.get, reg, ids[2])
-  end, 'the sweep')
-  H.raises('UVT_ENOTASK', reg.get, reg, ids[1])
-  H.eq(reg:get(ids[3]).status, 'completed')
-  H.eq(reg:read(ids[4]).stdout, '4\n')
-  H.raises('EINVAL', uvt.new, { keep_finished = -1 })
-  H.raises('EINVAL', uvt.new, { keep_finished = 'x' })
   H.close(reg)
 end)
