@@ -392,7 +392,14 @@ static int l_close(lua_State *L) {
  * (lua_close(): every object is finalised, anchored or not).  The latter
  * is closed here and the loop run until it is quiet, before luv's own
  * finaliser (created earlier, so run later) closes the loop: luv would
- * take our handles for its own. */
+ * take our handles for its own (its walk closes every handle with its
+ * own callback, which reads the handle's data as luv's: a crash).
+ *
+ * lua_close() may come from inside uv.run() (os.exit(code, true) in a
+ * callback).  The loop is run here all the same: luv's finaliser runs it
+ * from there too, right after, and the frames below never resume (the
+ * state is gone).  Every task's session gets SIGKILL first, so that no
+ * grace is waited for inside a callback. */
 static int l_gc(lua_State *L) {
   uvtl_reg_t **box = luaL_checkudata(L, 1, UVTL_REG_MT);
   uvtl_reg_t *r = *box;
@@ -406,15 +413,10 @@ static int l_gc(lua_State *L) {
     if (!r->closing)
       start_close(r);
     ctx = luv_context(L);
-    if (ctx != NULL && ctx->mode != -1) {
-      /* lua_close() from inside uv.run(): the loop cannot be run here.
-       * Stop every task's session now (no loop needed); the handles stay
-       * (luv closes them with the loop). */
-      uvt_process_stop_all_now();
-    } else {
-      while (r->reg != NULL)
-        uv_run(r->loop, UV_RUN_ONCE);
-    }
+    if (ctx != NULL && ctx->mode != -1)
+      uvt_process_stop_all_now(); /* inside uv.run(): no grace */
+    while (r->reg != NULL)
+      uv_run(r->loop, UV_RUN_ONCE);
   }
   uvtl_reg_unref(r);
   return 0;

@@ -188,3 +188,13 @@ H.test('LU-3: a luajit script that ends with the registry open stops its tasks (
   H.eq(#in_sessions(h), 0)
   done(h)
 end)
+
+-- Its sibling: the state closed from inside uv.run() (os.exit(0, true) in
+-- a callback), where luv's own finaliser runs the loop after ours.
+H.test('LU-3: os.exit(0, true) from a luv callback stops the tasks and exits cleanly (lua_close inside uv.run)', function()
+  local h = host('luajit', { UVTL_HOST_END = 'exitcb' })
+  local snap = host_end(h)
+  H.eq(snap.detail, 'exit code: 0')
+  H.eq(#in_sessions(h), 0)
+  done(h)
+end)
