@@ -1,29 +1,82 @@
 #!/bin/bash
 # A throwaway Slurm cluster on loopback for the slurm suite and bench:
-# munged (as user munge, own key and socket), slurmctld, and two slurmd
-# (`-N n1` on port 6818, `-N n2` on 6819), every file under DIR.
+# munged (as user munge, own key and socket), slurmctld, and two slurmd,
+# every file under DIR.  Ports, node names and the controller's state
+# directory are arguments, and nothing of another cluster is touched
+# (E-15): the nodes' cgroups are named after this cluster's node names.
 #
-#   scripts/slurm-cluster.sh up DIR      start (idempotent); prints the
-#                                        SLURM_CONF line to export
+#   scripts/slurm-cluster.sh up DIR [OPTIONS]  start (idempotent); prints
+#                                        the SLURM_CONF line to export
 #   scripts/slurm-cluster.sh down DIR    cancel every job, stop every daemon
 #                                        by its pid (idempotent)
 #   scripts/slurm-cluster.sh status DIR  exit 0 if both nodes answer
+#
+# OPTIONS, read when DIR has no slurm.conf yet (later runs keep them):
+#   --port P          slurmctld's port (default 6817); the two nodes listen
+#                     on P+1 and P+2
+#   --nodes A,B       the two node names (default n1,n2).  They also name
+#                     the nodes' cgroups (slurm_A, slurm_B): two clusters
+#                     on one machine need names of their own
+#   --state-dir S     slurmctld's StateSaveLocation (default DIR/ctld)
+#   --name N          ClusterName (default uvt)
+#   --min-job-age S   MinJobAge, how long the controller keeps an ended
+#                     job, in seconds (default 3600; the suite uses 2)
+# Each node declares one fake GPU (gres gpu:1 on /dev/null), so that a
+# job asking for --gres=gpu:1 can be shown and tested without a GPU.
 #
 # DIR should be short (the munge socket path must fit in 108 bytes).
 # Needs root (slurmd) and the packages slurm-wlm, munge (scripts/setup.sh).
 # No systemd, no init scripts, nothing under /etc is touched.
 set -u
 
+usage() {
+  echo "usage: $0 up|down|status DIR [--port P] [--nodes A,B]" \
+    "[--state-dir S] [--name N] [--min-job-age S]" >&2
+  exit 2
+}
+
 cmd=${1:-}
 dir=${2:-}
 if [ -z "$cmd" ] || [ -z "$dir" ]; then
-  echo "usage: $0 up|down|status DIR" >&2
-  exit 2
+  usage
 fi
+shift 2
+port=6817
+nodes=n1,n2
+state=
+name=uvt
+min_job_age=3600
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || usage
+  case $1 in
+  --port) port=$2 ;;
+  --nodes) nodes=$2 ;;
+  --state-dir) state=$2 ;;
+  --name) name=$2 ;;
+  --min-job-age) min_job_age=$2 ;;
+  *) usage ;;
+  esac
+  shift 2
+done
+case $port in '' | *[!0-9]*) usage ;; esac
+case $min_job_age in '' | *[!0-9]*) usage ;; esac
+case $nodes in [a-zA-Z]*,[a-zA-Z]*) ;; *) usage ;; esac
+case $nodes in *[!a-zA-Z0-9,-]* | *,*,*) usage ;; esac
+case $name in '' | *[!a-zA-Z0-9_-]*) usage ;; esac
 mkdir -p "$dir" || exit 1
 dir=$(cd "$dir" && pwd)
 conf=$dir/slurm.conf
 export SLURM_CONF=$conf
+# Once written, the cluster's own files say what it is.
+if [ -s "$dir/nodes" ]; then
+  nodes=$(cat "$dir/nodes")
+fi
+if [ -s "$dir/state-dir" ]; then
+  state=$(cat "$dir/state-dir")
+fi
+[ -n "$state" ] || state=$dir/ctld
+n1=${nodes%%,*}
+n2=${nodes#*,}
 
 log() { echo "slurm-cluster: $*" >&2; }
 
@@ -81,15 +134,15 @@ write_conf() {
   cg=${pt#* }
   user=$(id -un)
   cat >"$conf" <<EOF
-ClusterName=uvt
+ClusterName=$name
 SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=6817
+SlurmctldPort=$port
 SlurmUser=$user
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/sock
-StateSaveLocation=$dir/ctld
+StateSaveLocation=$state
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd-%n.pid
@@ -107,15 +160,20 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 KillWait=2
-MinJobAge=3600
+MinJobAge=$min_job_age
 JobRequeue=0
 MessageTimeout=10
 SlurmdTimeout=300
 InactiveLimit=0
 Waittime=0
-NodeName=n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=6818 CPUs=32 RealMemory=8000 State=UNKNOWN
-NodeName=n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=6819 CPUs=32 RealMemory=8000 State=UNKNOWN
-PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
+GresTypes=gpu
+NodeName=$n1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=32 RealMemory=8000 Gres=gpu:1 State=UNKNOWN
+NodeName=$n2 NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=32 RealMemory=8000 Gres=gpu:1 State=UNKNOWN
+PartitionName=debug Nodes=$n1,$n2 Default=YES MaxTime=INFINITE State=UP
+EOF
+  # A fake GPU: a device file every machine has.
+  cat >"$dir/gres.conf" <<EOF
+NodeName=$n1,$n2 Name=gpu File=/dev/null
 EOF
   if [ "$cg" != none ]; then
     cat >"$dir/cgroup.conf" <<EOF
@@ -123,26 +181,29 @@ CgroupPlugin=cgroup/$cg
 CgroupMountpoint=/sys/fs/cgroup
 ConstrainCores=no
 ConstrainRAMSpace=no
+ConstrainDevices=no
 EOF
   else
     rm -f "$dir/cgroup.conf"
   fi
   echo "$pt" >"$dir/proctrack"
+  echo "$n1,$n2" >"$dir/nodes"
+  echo "$state" >"$dir/state-dir"
 }
 
 nodes_idle() {
   local out
   out=$(sinfo -h -N -o '%N %t' 2>/dev/null) || return 1
-  echo "$out" | grep -q '^n1 idle' && echo "$out" | grep -q '^n2 idle'
+  echo "$out" | grep -q "^$n1 idle" && echo "$out" | grep -q "^$n2 idle"
 }
 
 up() {
-  local i
+  local i n
   # munged (user munge) must reach its socket under DIR.
   chmod 0755 "$dir" || return 1
-  mkdir -p "$dir/munge" "$dir/ctld" "$dir/spool/n1" "$dir/spool/n2" \
-    "$dir/log" || return 1
   [ -f "$conf" ] || write_conf
+  mkdir -p "$dir/munge" "$state" "$dir/spool/$n1" "$dir/spool/$n2" \
+    "$dir/log" || return 1
   # munged runs as its own user, with a key and a socket of this cluster.
   if ! alive "$dir/munge/pid"; then
     if [ ! -s "$dir/munge/key" ]; then
@@ -167,7 +228,7 @@ up() {
         return 1
       }
   fi
-  for n in n1 n2; do
+  for n in "$n1" "$n2"; do
     if ! alive "$dir/slurmd-$n.pid"; then
       /usr/sbin/slurmd -f "$conf" -N "$n" ||
         {
@@ -183,7 +244,7 @@ up() {
     fi
     # A node that registered down from an earlier run comes back here.
     if [ $((i % 20)) -eq 0 ]; then
-      scontrol update nodename=n1,n2 state=resume >/dev/null 2>&1
+      scontrol update nodename="$n1,$n2" state=resume >/dev/null 2>&1
     fi
     sleep 0.1
   done
@@ -195,7 +256,8 @@ up() {
 down() {
   local i
   # Jobs first, while the daemons can still end them (their whole process
-  # trees, through proctrack), then every daemon by its pid.
+  # trees, through proctrack), then every daemon by its pid.  SLURM_CONF
+  # names this cluster's controller: no other cluster hears the cancel.
   if alive "$dir/slurmctld.pid"; then
     scancel --full -u "$(id -un)" >/dev/null 2>&1
     for i in $(seq 1 100); do
@@ -203,19 +265,22 @@ down() {
       sleep 0.1
     done
   fi
-  stop_pids "$dir/slurmd-n1.pid" "$dir/slurmd-n2.pid" "$dir/slurmctld.pid" \
+  stop_pids "$dir/slurmd-$n1.pid" "$dir/slurmd-$n2.pid" "$dir/slurmctld.pid" \
     "$dir/munge/pid"
   reap_jobs
   return 0
 }
 
 # What a test left behind when it failed half-way (a job frozen to play a
-# lost node, a job whose slurmd was killed): thaw every job cgroup of the
-# nodes n1 and n2 and SIGKILL what is in it, slurmstepd included.
+# lost node, a job whose slurmd was killed): thaw every job cgroup of this
+# cluster's two nodes (slurm_<node>) and SIGKILL what is in it, slurmstepd
+# included.  Another cluster's nodes have names of their own: their
+# cgroups are never looked at.
 reap_jobs() {
   local cg st pid
-  for cg in /sys/fs/cgroup/freezer/slurm_n1/*/job_* \
-    /sys/fs/cgroup/freezer/slurm_n2/*/job_*; do
+  [ -s "$dir/nodes" ] || return 0
+  for cg in "/sys/fs/cgroup/freezer/slurm_$n1"/*/job_* \
+    "/sys/fs/cgroup/freezer/slurm_$n2"/*/job_*; do
     [ -d "$cg" ] || continue
     for st in "$cg"/freezer.state "$cg"/*/freezer.state; do
       [ -f "$st" ] && echo THAWED >"$st" 2>/dev/null
@@ -238,7 +303,8 @@ status() {
     echo "slurmctld: not running"
     return 1
   }
-  nodes_idle || sinfo -h -N -o '%N %t' 2>/dev/null | grep -qE '^n[12] (idle|mix|alloc)' ||
+  nodes_idle || sinfo -h -N -o '%N %t' 2>/dev/null |
+    grep -qE "^($n1|$n2) (idle|mix|alloc)" ||
     {
       echo "nodes not up"
       return 1
@@ -251,8 +317,5 @@ case $cmd in
 up) up ;;
 down) down ;;
 status) status ;;
-*)
-  echo "usage: $0 up|down|status DIR" >&2
-  exit 2
-  ;;
+*) usage ;;
 esac

@@ -4,6 +4,11 @@
 # happened.  Exit 77 (skipped) without root or without Slurm installed.
 #   test/slurm-suite.sh SOURCE_ROOT TEST_BINARY [UVTASKS_MCP]
 # With UVTASKS_MCP, test/slurm-mcp-test.py runs too (E-8).
+# UVT_SLURM_PORT picks the controller's port (default 6817; the nodes take
+# the next two): the cluster's node names come from it, so two suites on
+# different ports never share a port, a node name or a cgroup (E-15).
+# The controller forgets an ended job after 2 s (MinJobAge): every outcome
+# is checked against a controller that forgets fast (E-14).
 set -u
 root=$1
 bin=$2
@@ -13,12 +18,14 @@ if [ "$(id -u)" -ne 0 ] || ! command -v slurmctld >/dev/null ||
   echo "slurm suite: needs root and the packages slurm-wlm, munge (scripts/setup.sh)"
   exit 77
 fi
-# One cluster at a time on this machine (fixed ports 6817-6819).
-exec 9>/tmp/uvtasks-slurm.lock
+port=${UVT_SLURM_PORT:-6817}
+# One cluster per port on this machine.
+exec 9>"/tmp/uvtasks-slurm-$port.lock"
 flock 9
 dir=$(mktemp -d /tmp/uvs.XXXXXX)
 trap '"$root/scripts/slurm-cluster.sh" down "$dir"; rm -rf "$dir"' EXIT
-"$root/scripts/slurm-cluster.sh" up "$dir" >/dev/null || exit 1
+"$root/scripts/slurm-cluster.sh" up "$dir" --port "$port" \
+  --nodes "u${port}a,u${port}b" --min-job-age 2 >/dev/null || exit 1
 export SLURM_CONF=$dir/slurm.conf UVT_SLURM_DIR=$dir UVT_SOURCE_ROOT=$root
 "$bin" || exit 1
 if [ -n "$mcp" ]; then
