@@ -855,6 +855,64 @@ static void slurm_readopt(void **state) {
   env_close(&v);
 }
 
+/* ---- E-11: a kill reaches the command's TERM handler ------------------ */
+
+typedef struct {
+  env_t *v;
+  const char *id;
+  char acc[8192];
+  const char *want;
+} outarg_t;
+
+/* Read into acc until it holds `want`. */
+static int output_has(void *arg) {
+  outarg_t *o = arg;
+  read_into(o->v, o->id, o->acc, sizeof(o->acc));
+  return strstr(o->acc, o->want) != NULL;
+}
+
+static void wait_output(env_t *v, const char *id, char *acc, size_t size,
+                        const char *want) {
+  outarg_t o;
+  memset(&o, 0, sizeof(o));
+  o.v = v;
+  o.id = id;
+  o.want = want;
+  snprintf(o.acc, sizeof(o.acc), "%s", acc);
+  run_until(v, output_has, &o, 120000);
+  snprintf(acc, size, "%s", o.acc);
+}
+
+/* The user's command as a cluster user writes it: a TERM handler that
+ * saves a checkpoint (it takes a while), a loop of foreground children. */
+#define CHECKPOINTER                                                           \
+  "trap 'sleep 0.3; echo checkpoint-saved; exit 0' TERM; "                     \
+  "trap 'echo warned-$((++w))' USR1; echo ready; "                             \
+  "while :; do sleep 0.1; done"
+
+static void slurm_kill_checkpoint(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[8192] = "", d[160], want[96];
+  uvt_kill_result_t kr;
+  uint32_t job;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  assert_int_equal(start_cmd(&v, CHECKPOINTER, id), 0);
+  wait_output(&v, id, acc, sizeof(acc), "ready\n");
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "test", &kr), 0);
+  wait_end(&v, id, 60000);
+  read_into(&v, id, acc, sizeof(acc));
+  /* E-11: the handler ran, as under plain sbatch + scancel. */
+  assert_non_null(strstr(acc, "checkpoint-saved\n"));
+  /* E-14: the real outcome, though the controller forgets the job 2 s
+   * after its end (MinJobAge). */
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  snprintf(want, sizeof(want), "slurm CANCELLED (job %u)", job);
+  assert_string_equal(d, want);
+  env_close(&v);
+}
+
 /* ---- E-7: a node lost under a running job ------------------------------ */
 
 static void slurm_lost_node(void **state) {
@@ -909,6 +967,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_close_detached, setup),
       cmocka_unit_test_setup(slurm_readopt, setup),
       cmocka_unit_test_setup(slurm_lost_node, setup),
+      cmocka_unit_test_setup(slurm_kill_checkpoint, setup),
   };
   cluster_dir = getenv("UVT_SLURM_DIR");
   if (cluster_dir != NULL && getenv("SLURM_CONF") != NULL) {

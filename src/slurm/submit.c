@@ -24,10 +24,72 @@ static void put_quoted(FILE *fp, const char *s) {
   fputc('\'', fp);
 }
 
-/* The batch script.  The command runs as a child of the wrapper; its
- * status goes to <key>.rc (the controller forgets ended jobs after
- * MinJobAge), and a status from a signal is raised again so Slurm sees
- * the signal (E-4).  The heartbeat loop touches <key>.hb (E-7). */
+/* The batch script (E-7, E-11).  Slurm sends a cancel's and a time
+ * limit's SIGTERM (and a warning signal given as B:SIG) to the batch shell
+ * alone, which is this wrapper, so it must not die of them: it passes each
+ * signal on to the command's process group and waits for the command (the
+ * controller's SIGKILL after KillWait ends what is still there), so a TERM
+ * handler runs as under plain sbatch.  The command runs in a process group
+ * of its own (set -m: it also keeps SIGINT and SIGQUIT, which a background
+ * command without job control would ignore), and so does the heartbeat
+ * loop, which goes with one kill of its group the moment the command ends:
+ * nothing holds the job past its end.  The command's status goes to
+ * <key>.rc with the signal Slurm sent and when (the controller forgets
+ * ended jobs after MinJobAge: E-14), and a status from a signal is raised
+ * again so Slurm sees the signal (E-4). */
+static const char wrapper_head[] =
+    "#!/bin/bash\n"
+    "# uvtasks: a Slurm task's wrapper\n";
+
+static const char wrapper_body[] =
+    "uvt_me=$$\n"
+    "uvt_t0=$SECONDS\n"
+    "uvt_cmd=\n"
+    "uvt_got=\n"
+    "uvt_at=\n"
+    "uvt_int=\n"
+    "uvt_fwd() {\n"
+    "  uvt_int=1\n"
+    "  if [ \"$1\" = TERM ] || [ -z \"$uvt_got\" ]; then\n"
+    "    uvt_got=$1\n"
+    "    uvt_at=$((SECONDS - uvt_t0))\n"
+    "  fi\n"
+    "  [ -n \"$uvt_cmd\" ] && kill -s \"$1\" -- \"-$uvt_cmd\" 2>/dev/null\n"
+    "}\n"
+    "for uvt_s in HUP INT QUIT USR1 USR2 ALRM TERM XCPU; do\n"
+    "  trap \"uvt_fwd $uvt_s\" \"$uvt_s\"\n"
+    "done\n"
+    "set -m\n"
+    "(\n"
+    "  trap - HUP INT QUIT USR1 USR2 ALRM TERM XCPU\n"
+    "  while kill -0 \"$uvt_me\" 2>/dev/null; do\n"
+    "    : >\"$uvt_hb\"\n"
+    "    sleep \"$uvt_beat_s\"\n"
+    "  done\n"
+    ") </dev/null >/dev/null 2>&1 &\n"
+    "uvt_beat=$!\n"
+    "disown \"$uvt_beat\"\n";
+
+static const char wrapper_tail[] =
+    " </dev/null &\n"
+    "uvt_cmd=$!\n"
+    "set +m\n"
+    "while :; do\n"
+    "  uvt_int=\n"
+    "  wait \"$uvt_cmd\" 2>/dev/null\n"
+    "  uvt_status=$?\n"
+    "  [ -n \"$uvt_int\" ] || break\n"
+    "done\n"
+    "kill -KILL -- \"-$uvt_beat\" 2>/dev/null\n"
+    "printf '%s %s %s\\n' \"$uvt_status\" \"${uvt_got:--}\" "
+    "\"${uvt_at:--}\" >\"$uvt_rc.tmp\" &&\n"
+    "  mv -f \"$uvt_rc.tmp\" \"$uvt_rc\"\n"
+    "if [ \"$uvt_status\" -gt 128 ] && [ \"$uvt_status\" -lt 193 ]; then\n"
+    "  trap - \"$((uvt_status - 128))\" 2>/dev/null\n"
+    "  kill -s \"$((uvt_status - 128))\" $$\n"
+    "fi\n"
+    "exit \"$uvt_status\"\n";
+
 static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
                          const uvt_slurm_options_t *o) {
   char *text = NULL;
@@ -37,16 +99,16 @@ static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
   size_t i;
   if (fp == NULL)
     return NULL;
-  fputs("#!/bin/bash\n# uvtasks: a Slurm task's wrapper\nuvt_hb=", fp);
+  fputs(wrapper_head, fp);
+  fputs("uvt_hb=", fp);
   uvt__sjob_path(j, "hb", path, sizeof(path));
   put_quoted(fp, path);
   fputs("\nuvt_rc=", fp);
   uvt__sjob_path(j, "rc", path, sizeof(path));
   put_quoted(fp, path);
-  fprintf(fp,
-          "\n(trap 'exit 0' TERM; while :; do : >\"$uvt_hb\"; sleep %llu; "
-          "done) </dev/null >/dev/null 2>&1 &\nuvt_beat=$!\n",
+  fprintf(fp, "\nuvt_beat_s=%llu\n",
           (unsigned long long)((e->heartbeat_ms + 999) / 1000));
+  fputs(wrapper_body, fp);
   if (o->command != NULL) {
     fputs("/bin/bash -c ", fp);
     put_quoted(fp, o->command);
@@ -57,14 +119,7 @@ static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
       put_quoted(fp, o->argv[i]);
     }
   }
-  fputs(" </dev/null\nuvt_status=$?\nkill \"$uvt_beat\" 2>/dev/null\n"
-        "printf '%s\\n' \"$uvt_status\" >\"$uvt_rc.tmp\" && "
-        "mv -f \"$uvt_rc.tmp\" \"$uvt_rc\"\n"
-        "if [ \"$uvt_status\" -gt 128 ] && [ \"$uvt_status\" -lt 193 ]; then\n"
-        "  trap - \"$((uvt_status - 128))\" 2>/dev/null\n"
-        "  kill -s \"$((uvt_status - 128))\" $$\nfi\n"
-        "exit \"$uvt_status\"\n",
-        fp);
+  fputs(wrapper_tail, fp);
   if (fclose(fp) != 0) {
     free(text);
     return NULL;
