@@ -39,6 +39,24 @@ extern "C" {
 
 typedef struct uvt_slurm_engine_s uvt_slurm_engine_t;
 
+/* E-12: what became of a submission, told to the host once the
+ * controller answered (uvt_slurm_options_t.submitted). */
+typedef enum {
+  UVT_SLURM_ACCEPTED = 0, /* the controller took it: `job` is its id */
+  UVT_SLURM_REFUSED = 1,  /* refused (`why`: Slurm's reason), or the
+                             retries ran out; the task settles `failed` */
+  UVT_SLURM_RETRYING = 2  /* the controller did not answer: the engine
+                             tries again with backoff (`why` says until
+                             when); ACCEPTED or REFUSED follows */
+} uvt_slurm_submit_t;
+
+/* Called on the loop thread: RETRYING at most once, then ACCEPTED or
+ * REFUSED once (never after the engine was closed).  `id` and `why` are
+ * valid during the call. */
+typedef void (*uvt_slurm_submitted_cb)(void *data, const char *id,
+                                       uvt_slurm_submit_t what, uint32_t job,
+                                       const char *why);
+
 typedef struct {
   /* slurm.conf of the cluster; NULL = $SLURM_CONF or libslurm's default. */
   const char *conf;
@@ -64,6 +82,17 @@ typedef struct {
    * check) is cancelled and settles `failed` "lost (no heartbeat for N s)". */
   uint64_t heartbeat_ms;
   uint64_t lost_after_ms;
+  /* E-12 (v4): a submission the controller does not answer (down,
+   * unreachable, busy) is tried again with backoff (1 s, doubling, at most
+   * 30 s between tries; each try waits up to the cluster's MessageTimeout)
+   * until this many ms passed since the first try (default 120000), then
+   * the task fails "sbatch failed: ... (gave up after N tries in S s)". */
+  uint64_t submit_retry_ms;
+  /* E-13 (v4): the extra sbatch options a task may give in sbatch_args,
+   * by name without dashes ("constraint", "exclusive", ...: the names
+   * uvt_slurm_options_t.sbatch_args lists); NULL-terminated; NULL = none
+   * (the default).  The host's choice, never the model's. */
+  const char *const *sbatch_allow;
   /* private: zero it */
   void *reserved_[4];
 } uvt_slurm_engine_options_t;
@@ -104,7 +133,12 @@ typedef struct {
   const char *command;
   const char *const *argv;
   const char *cwd;         /* NULL = the host's working directory */
-  const char *const *env;  /* "K=V" NULL-terminated; NULL = the host's */
+  /* E-10 (v4): the job's environment is a local task's (P-SPAWN-3,
+   * P-SPAWN-3b, M-MCP-14): the host's minus every variable that looks
+   * like a credential, plus the fixed additions, plus these "K=V"
+   * entries (NULL-terminated), which win and pass the scrub.  (v3 used
+   * the host's whole environment, or these entries alone.) */
+  const char *const *env;
   uvt_agent_t *owner;      /* NULL = unowned */
   const char *label;       /* NULL = the command (or argv[0]) */
   uint32_t cpus;           /* 0 = 1 */
@@ -114,6 +148,37 @@ typedef struct {
   /* The most bytes one read returns per stream (default 1 MiB, at least
    * 4).  The files keep the rest for the next read: nothing is dropped. */
   size_t output_cap_bytes;
+  /* E-13 (v4), as sbatch's options of the same names; NULL / 0 = the
+   * cluster's default.  With ntasks or nodes, `cpus` is per task
+   * (--cpus-per-task). */
+  const char *account; /* --account */
+  const char *qos;     /* --qos */
+  const char *gres;    /* --gres, e.g. "gpu:1" or "gpu:a100:2" */
+  uint32_t nodes;      /* --nodes (default 1) */
+  uint32_t ntasks;     /* --ntasks (default 1); the job's srun uses them */
+  /* --dependency with task ids for job ids: "afterok:slurm-2:slurm-3",
+   * types after, afterany, afterok, afternotok, aftercorr, joined by ','
+   * (all) or '?' (any), or "singleton".  Each id must be a Slurm task of
+   * this engine the owner may see. */
+  const char *dependency;
+  /* --array, e.g. "0-9" or "1-100%10": one task for the whole array; its
+   * detail counts the elements by state, a kill cancels them all, the
+   * output shows each element's lines under "[element N]".  Adopting an
+   * array after a restart reads each element's output from the start. */
+  const char *array;
+  /* --signal: "SIG@SECONDS" (SIG a name such as USR1, or a number): the
+   * command's process group gets SIG about SECONDS before the time limit
+   * (Slurm may send it up to a minute early). */
+  const char *signal;
+  /* Extra options "name=value" or "name" (no dashes), each allowed by the
+   * engine's sbatch_allow; NULL-terminated.  Known names: constraint,
+   * exclusive (no value), reservation, nodelist, exclude, mem-per-cpu
+   * (MB), tmp (MB), comment, nice, licenses, time-min (minutes). */
+  const char *const *sbatch_args;
+  /* E-12: told once the controller accepted or refused the job (or while
+   * it does not answer); NULL = not told (the snapshot's detail says). */
+  uvt_slurm_submitted_cb submitted;
+  void *submitted_data;
   /* private: zero it */
   void *reserved_[4];
 } uvt_slurm_options_t;
@@ -124,7 +189,10 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
 
 /* Submit a batch job and register it as task "slurm-N" (E-1).  The task
  * exists when this returns; the submission itself happens on the engine
- * thread: a refusal settles the task `failed` "sbatch failed: REASON".
+ * thread: a refusal settles the task `failed` "sbatch failed: REASON",
+ * and o->submitted hears of the answer (E-12).  The snapshot's detail
+ * says where the job is: "submitting", "pending: REASON (slurm job N)",
+ * "slurm job N on NODES", for an array the elements by state.
  * With a journal, the task is written (and fsync'd) before the job is
  * submitted.  The job: requeue off, name "uvt-<key>" (key: "slurm-" and
  * 8 random hex digits), a wrapper script handed to Slurm that runs the
@@ -132,7 +200,11 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * code); output in <key>.out and <key>.err.  Until the job runs, the
  * snapshot's detail says why it is pending ("pending: Resources").
  * Returns uvt_start()'s errors, UV_EINVAL (NULL e or o, none or both of
- * command and argv, an empty command or argv, output_cap_bytes < 4),
+ * command and argv, an empty command or argv, output_cap_bytes < 4, a
+ * malformed array, signal or dependency, a dependency on an id that is
+ * not a Slurm task of this engine, an sbatch_args entry the engine does
+ * not allow or know; E-13), UVT_ENOTASK / UVT_EFOREIGN (a dependency's
+ * id, behind the owner's fence),
  * UVT_ECLOSING (the engine is closing), UV_ENOMEM, or the error of
  * reading the working directory.  Thread: loop.
  * Since: 0.3.0 */
@@ -142,7 +214,16 @@ UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
 
 /* E-5: register every job of the journal that has not been reported as
  * ended, under its old id (R-START-6), owned by `owner` (NULL =
- * unowned), labelled "slurm job N (adopted)".  Call it before starting
+ * unowned), labelled "slurm job N (adopted)".
+ * E-9: a journal line must name this engine's cluster, its user and the
+ * job name uvt-<key>, and the controller must confirm the user and the
+ * name: the engine thread asks it (this call waits for that one answer,
+ * bounded by the cluster's MessageTimeout).  A line that does not match
+ * is dropped with a log line (UVT_LOG_WARN) and its job is neither
+ * adopted nor cancelled.  If the controller does not answer, the jobs
+ * are registered unconfirmed: nothing is sent to them (a kill waits) until
+ * it answers, and one it then disowns settles `failed` "not adopted:
+ * ..." untouched.  Call it before starting
  * new tasks: a new task may otherwise take a journalled id first (then
  * that job's adoption fails with UV_EEXIST).  Output resumes at the consumed offsets; a job that ended
  * while no host watched settles from what the controller (or, once the
@@ -153,6 +234,20 @@ UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
  * after it are not adopted; those before it are).  Thread: loop.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner);
+
+/* E-14: what the cluster offers the engine's user, as text for a person
+ * or a model: each partition with its state, time limit, nodes (idle of
+ * total), CPUs and memory per node and its gres; then the user's jobs in
+ * the controller (id, name, state, time, nodes or pending reason).
+ * Asked on the engine thread; cb(data, 0, text) on the loop thread, or
+ * cb(data, error, message) when the controller did not answer.  `text`
+ * is valid during the call.  Not called once the engine is closed.
+ * Returns 0, UV_EINVAL (NULL e or cb), UVT_ECLOSING, UV_ENOMEM.
+ * Thread: loop. */
+UVT_EXTERN int uvt_slurm_cluster_info(uvt_slurm_engine_t *e,
+                                      void (*cb)(void *data, int status,
+                                                 const char *text),
+                                      void *data);
 
 /* The Slurm job id of task `id`, behind the fence (R-OWN-2).
  * Returns 0, UVT_ENOTASK, UVT_EFOREIGN, UV_EINVAL (NULL arguments, or a

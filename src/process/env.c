@@ -375,3 +375,28 @@ void uvt__env_cache_free(uvt__envcache_t *c) {
   uvt__free(c->sb_bwrap);
   memset(c, 0, sizeof(*c));
 }
+
+/* E-10: a local task's environment for a producer that hands it to
+ * something else (the Slurm engine's jobs): a new NULL-terminated array
+ * of new strings, freed by the caller with uvt__free. */
+char **uvt__env_scrubbed_copy(const char *const *extra, size_t *n) {
+  uvt__env_t *env = env_build(extra);
+  char **out;
+  size_t i;
+
+  if (env == NULL)
+    return NULL;
+  out = uvt__calloc(env->n + 1, sizeof(char *));
+  for (i = 0; out != NULL && i < env->n; i++) {
+    if ((out[i] = uvt__strdup(env->envp[i])) == NULL) {
+      while (i > 0)
+        uvt__free(out[--i]);
+      uvt__free(out);
+      out = NULL;
+    }
+  }
+  if (out != NULL)
+    *n = env->n;
+  uvt__env_unref(env);
+  return out;
+}

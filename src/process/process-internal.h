@@ -410,6 +410,9 @@ int uvt__env_get(uvt__envcache_t *c, const char *const *extra,
                  uvt__env_t **out);
 void uvt__env_unref(uvt__env_t *env);
 void uvt__env_cache_free(uvt__envcache_t *c);
+/* E-10: the same environment as a copy for the Slurm engine's jobs
+ * (declared for it in src/slurm/slurm-internal.h). */
+char **uvt__env_scrubbed_copy(const char *const *extra, size_t *n);
 
 /* ---- context.c: the producer's per-registry context -------------------- */
 

@@ -1,7 +1,8 @@
-/* The Slurm engine (E-1, E-3, E-4, E-6, E-7): one thread of its own makes
- * every libslurm call (submit, load, cancel) and follows the engine's jobs;
- * the loop thread hears from it through a uv_async_t.  Task hooks run on
- * the loop thread and only queue requests for the thread. */
+/* The Slurm engine (E-1, E-3, E-4, E-6, E-7, E-9, E-11, E-12, E-14): one
+ * thread of its own makes every libslurm call (submit, load, cancel) and
+ * follows the engine's jobs; the loop thread hears from it through a
+ * uv_async_t.  Task hooks run on the loop thread and only queue requests
+ * for the thread. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +40,8 @@ uvt__sjob_t *uvt__sjob_new(uvt_slurm_engine_t *e) {
   if (j == NULL)
     return NULL;
   j->e = e;
+  j->slot = -1;
+  j->news = -1;
   e->jobs++; /* under the mutex or before the thread knows of it */
   uvt__list_init(&j->request_link);
   uvt__list_init(&j->poll_link);
@@ -57,6 +60,19 @@ void uvt__sjob_free(uvt__sjob_t *j) {
   uvt__free(j->cwd);
   uvt__free(j->partition);
   uvt__free(j->live_detail);
+  uvt__free(j->account);
+  uvt__free(j->qos);
+  uvt__free(j->gres);
+  uvt__free(j->array);
+  uvt__free(j->signal);
+  uvt__free(j->dependency);
+  uvt__free(j->elem_off);
+  for (i = 0; i < j->extra_n; i++)
+    uvt__free(j->extra[i]);
+  uvt__free(j->extra);
+  for (i = 0; i < j->deps_n; i++)
+    uvt__sjob_unref_locked(j->deps[i]);
+  uvt__free(j->deps);
   j->e->jobs--;
   uvt__free(j);
 }
@@ -109,6 +125,17 @@ static void thread_drop(uvt__sjob_t *j) {
   }
 }
 
+/* Mutex held.  E-12: tell the host what became of the submission. */
+static void tell(uvt__sjob_t *j, uvt_slurm_submit_t what, const char *why) {
+  if (j->submitted == NULL || j->news_told)
+    return;
+  if (what == UVT_SLURM_RETRYING && j->news == UVT_SLURM_RETRYING)
+    return;
+  j->news = (int)what;
+  snprintf(j->why, sizeof(j->why), "%.250s", why != NULL ? why : "");
+  to_loop(j);
+}
+
 /* Mutex held.  Settle the task with `end` and what output is left. */
 static void finish(uvt__sjob_t *j, uvt_status_t status, const char *detail) {
   uvt_outcome_t o;
@@ -128,15 +155,79 @@ static void finish(uvt__sjob_t *j, uvt_status_t status, const char *detail) {
 
 /* ---- The engine thread ------------------------------------------------- */
 
+/* libslurm exports these but its header does not declare them. */
+extern char *slurm_job_reason_string(enum job_state_reason inx);
+extern slurm_conf_t *slurm_conf_lock(void);
+extern void slurm_conf_unlock(void);
+
+/* E-13: --dependency with each task id replaced by its job id.  Returns
+ * 0, or -1 with `why` set (a task whose job was never submitted). */
+static int dependency_text(const uvt__sjob_t *j, char *buf, size_t size,
+                           char *why, size_t why_size) {
+  const char *p = j->dependency;
+  size_t n = 0, k = 0;
+  while (*p != '\0') {
+    size_t len = strcspn(p, ":,?");
+    int is_id = len > 6 && strncmp(p, "slurm-", 6) == 0;
+    if (is_id) {
+      uvt__sjob_t *d = k < j->deps_n ? j->deps[k++] : NULL;
+      if (d == NULL || d->job == 0) {
+        snprintf(why, why_size, "dependency %.*s has no Slurm job",
+                 (int)len, p);
+        return -1;
+      }
+      n += (size_t)snprintf(buf + n, size - n, "%u", d->job);
+    } else {
+      n += (size_t)snprintf(buf + n, size - n, "%.*s", (int)len, p);
+    }
+    if (n >= size) {
+      snprintf(why, why_size, "dependency too long");
+      return -1;
+    }
+    p += len;
+    if (*p != '\0') {
+      buf[n++] = *p++;
+      buf[n] = '\0';
+    }
+  }
+  return 0;
+}
+
+static int is_retryable(int err) {
+  switch (err) {
+  case SLURM_COMMUNICATIONS_CONNECTION_ERROR:
+  case SLURM_COMMUNICATIONS_SEND_ERROR:
+  case SLURM_COMMUNICATIONS_RECEIVE_ERROR:
+  case SLURM_COMMUNICATIONS_SHUTDOWN_ERROR:
+  case SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR:
+  case SLURMCTLD_COMMUNICATIONS_SEND_ERROR:
+  case SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR:
+  case SLURMCTLD_COMMUNICATIONS_SHUTDOWN_ERROR:
+  case SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT:
+  case ESLURM_ERROR_ON_DESC_TO_RECORD_COPY: /* "temporarily unable" */
+  case ESLURM_IN_STANDBY_MODE:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Returns 0 (job set), 1 (the controller did not answer: retry), -1
+ * (refused: why set). */
 static int do_submit(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint32_t *job,
                      char *why, size_t why_size) {
   job_desc_msg_t d;
   submit_response_msg_t *resp = NULL;
-  char name[UVT__SLURM_KEY_MAX + 8], out[4096], err[4096];
+  char name[UVT__SLURM_KEY_MAX + 8], out[4096], err[4096], dep[1024];
+  char sig[64], tres[512];
+  int rc;
+  size_t i;
   slurm_init_job_desc_msg(&d);
   snprintf(name, sizeof(name), "uvt-%s", j->key);
-  uvt__sjob_path(j, "out", out, sizeof(out));
-  uvt__sjob_path(j, "err", err, sizeof(err));
+  snprintf(out, sizeof(out), "%s/%s%s.out", e->out_dir, j->key,
+           j->array != NULL ? ".%a" : "");
+  snprintf(err, sizeof(err), "%s/%s%s.err", e->out_dir, j->key,
+           j->array != NULL ? ".%a" : "");
   d.name = name;
   d.script = j->command_script;
   d.std_out = out;
@@ -144,27 +235,195 @@ static int do_submit(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint32_t *job,
   d.work_dir = j->cwd;
   d.environment = j->env;
   d.env_size = (uint32_t)j->env_count;
-  d.user_id = getuid();
+  d.user_id = e->uid;
   d.group_id = getgid();
-  d.min_nodes = 1;
-  d.max_nodes = 1;
-  d.min_cpus = j->cpus;
-  d.num_tasks = 1;
+  d.min_nodes = j->nodes > 0 ? j->nodes : 1;
+  d.max_nodes = d.min_nodes;
+  d.num_tasks = j->ntasks > 0 ? j->ntasks : 1;
+  if (j->ntasks > 0 || j->nodes > 1) {
+    d.cpus_per_task = (uint16_t)j->cpus;
+    d.min_cpus = j->cpus * d.num_tasks;
+  } else {
+    d.min_cpus = j->cpus;
+  }
   if (j->mem_mb > 0)
     d.pn_min_memory = j->mem_mb;
   if (j->time_limit_min > 0)
     d.time_limit = j->time_limit_min;
   d.partition = j->partition != NULL ? j->partition : e->partition;
+  d.account = j->account;
+  d.qos = j->qos;
+  if (j->gres != NULL) {
+    /* As sbatch --gres: "gres:" before each element. */
+    const char *p = j->gres;
+    size_t n = 0;
+    while (*p != '\0' && n < sizeof(tres)) {
+      size_t len = strcspn(p, ",");
+      n += (size_t)snprintf(tres + n, sizeof(tres) - n, "%sgres:%.*s",
+                            n > 0 ? "," : "", (int)len, p);
+      p += len + (p[len] == ',');
+    }
+    d.tres_per_node = tres;
+  }
+  d.array_inx = j->array;
+  if (j->signal != NULL) {
+    /* E-11: B: the batch shell (the wrapper), which passes it on. */
+    char signame[32];
+    unsigned secs;
+    if (sscanf(j->signal, "%31[^@]@%u", signame, &secs) == 2) {
+      int num = atoi(signame);
+      if (num <= 0) {
+        const char *n = strncmp(signame, "SIG", 3) == 0 ? signame + 3 : signame;
+        for (num = 1; num < 65; num++) {
+          const char *a = sigabbrev_np(num);
+          if (a != NULL && strcmp(a, n) == 0)
+            break;
+        }
+      }
+      snprintf(sig, sizeof(sig), "%d", num);
+      d.warn_signal = (uint16_t)num;
+      d.warn_time = (uint16_t)secs;
+      d.warn_flags = KILL_JOB_BATCH;
+    }
+  }
+  if (j->dependency != NULL) {
+    if (dependency_text(j, dep, sizeof(dep), why, why_size) != 0)
+      return -1;
+    d.dependency = dep;
+  }
+  for (i = 0; i < j->extra_n; i++)
+    uvt__sbatch_apply(&d, j->extra[i]);
   d.requeue = 0; /* E-1 */
   if (slurm_submit_batch_job(&d, &resp) != 0) {
-    snprintf(why, why_size, "%s", slurm_strerror(slurm_get_errno()));
+    rc = slurm_get_errno();
+    snprintf(why, why_size, "%s", slurm_strerror(rc));
     if (resp != NULL)
       slurm_free_submit_response_response_msg(resp);
-    return -1;
+    return is_retryable(rc) ? 1 : -1;
   }
   *job = resp->job_id;
   slurm_free_submit_response_response_msg(resp);
   return 0;
+}
+
+/* Mutex held on entry and exit (dropped around the libslurm call).
+ * E-12: one try; a controller that does not answer is tried again with
+ * backoff until submit_retry_ms passed since the first try. */
+static void submit_one(uvt_slurm_engine_t *e, uvt__sjob_t *j) {
+  char why[256], detail[400];
+  uint32_t job = 0;
+  uint64_t now = mono_ms();
+  int sync = e->journal_sync, rc;
+  j->want_submit = 0;
+  if (j->submit_t0 == 0)
+    j->submit_t0 = now;
+  j->tries++;
+  e->journal_sync = 0;
+  uv_mutex_unlock(&e->mutex);
+  if (sync)
+    uvt__journal_sync(e); /* E-5: journalled before it runs */
+  rc = do_submit(e, j, &job, why, sizeof(why));
+  uv_mutex_lock(&e->mutex);
+  now = mono_ms();
+  if (rc == 0) {
+    j->job = job;
+    j->verified = 1;
+    uvt__journal_put(e, j, 'J');
+    /* E-12: on disk before the host hears "accepted". */
+    e->journal_sync = 0;
+    uv_mutex_unlock(&e->mutex);
+    uvt__journal_sync(e);
+    uv_mutex_lock(&e->mutex);
+    snprintf(detail, sizeof(detail), "pending (slurm job %u)", job);
+    uvt__free(j->live_detail);
+    j->live_detail = uvt__strdup(detail);
+    j->detail_dirty = 1;
+    to_loop(j);
+    snprintf(detail, sizeof(detail), "%u", job);
+    tell(j, UVT_SLURM_ACCEPTED, detail);
+    return;
+  }
+  if (j->settling)
+    return;
+  if (rc > 0 && now - j->submit_t0 < e->submit_retry_ms) {
+    uint64_t wait = 1000;
+    uint32_t k;
+    for (k = 1; k < j->tries && wait < 30000; k++)
+      wait *= 2;
+    if (wait > 30000)
+      wait = 30000;
+    j->next_try = now + wait;
+    snprintf(detail, sizeof(detail),
+             "submitting: the controller does not answer (%s); try %u, "
+             "trying again with backoff for up to %llu s",
+             why, j->tries, (unsigned long long)(e->submit_retry_ms / 1000));
+    uvt__free(j->live_detail);
+    j->live_detail = uvt__strdup(detail);
+    j->detail_dirty = 1;
+    to_loop(j);
+    tell(j, UVT_SLURM_RETRYING, detail + 12);
+    return;
+  }
+  if (rc > 0)
+    snprintf(detail, sizeof(detail),
+             "sbatch failed: %s (gave up after %u tries in %llu s)", why,
+             j->tries, (unsigned long long)((now - j->submit_t0) / 1000));
+  else
+    snprintf(detail, sizeof(detail), "sbatch failed: %s", why);
+  tell(j, UVT_SLURM_REFUSED, detail + 15);
+  finish(j, UVT_FAILED, detail); /* E-1 */
+}
+
+/* E-9: is the job the controller holds under `info` ours? */
+static int job_is_ours(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
+                       const job_info_t *info, char *why, size_t size) {
+  char name[UVT__SLURM_KEY_MAX + 8];
+  snprintf(name, sizeof(name), "uvt-%s", j->key);
+  if (info->user_id != e->uid) {
+    snprintf(why, size, "it is user %u's, not %u's", info->user_id, e->uid);
+    return 0;
+  }
+  if (info->name == NULL || strcmp(info->name, name) != 0) {
+    snprintf(why, size, "it is named \"%.64s\", not \"%s\"",
+             info->name != NULL ? info->name : "", name);
+    return 0;
+  }
+  if (info->cluster != NULL && info->cluster[0] != '\0' &&
+      e->cluster[0] != '\0' && strcmp(info->cluster, e->cluster) != 0) {
+    snprintf(why, size, "it runs on cluster %.64s, not %s", info->cluster,
+             e->cluster);
+    return 0;
+  }
+  return 1;
+}
+
+/* Mutex held on entry and exit.  E-9: ask the controller about an adopted
+ * job: UVT__VERIFY_*, with `why` for a foreign one. */
+static int verify_one(uvt_slurm_engine_t *e, uvt__sjob_t *j, char *why,
+                      size_t size) {
+  job_info_msg_t *msg = NULL;
+  uint32_t job = j->job, i;
+  int rc, err, answer;
+  uv_mutex_unlock(&e->mutex);
+  rc = slurm_load_job(&msg, job, SHOW_ALL);
+  err = rc != 0 ? slurm_get_errno() : 0;
+  if (rc != 0) {
+    answer = err == ESLURM_INVALID_JOB_ID ? UVT__VERIFY_GONE
+                                           : UVT__VERIFY_NOANSWER;
+  } else {
+    answer = UVT__VERIFY_GONE;
+    for (i = 0; i < msg->record_count; i++) {
+      job_info_t *info = &msg->job_array[i];
+      if (info->job_id != job && info->array_job_id != job)
+        continue;
+      answer = job_is_ours(e, j, info, why, size) ? UVT__VERIFY_OURS
+                                                  : UVT__VERIFY_FOREIGN;
+      break;
+    }
+    slurm_free_job_info_msg(msg);
+  }
+  uv_mutex_lock(&e->mutex);
+  return answer;
 }
 
 /* Mutex held on entry and exit; dropped around libslurm calls. */
@@ -174,26 +433,19 @@ static void handle_requests(uvt_slurm_engine_t *e) {
     uvt__sjob_t *j = uvt__container_of(l, uvt__sjob_t, request_link);
     j->in_requests = 0;
     j->refs++; /* kept across the unlocked calls */
-    if (j->want_submit) {
-      char why[256];
-      uint32_t job = 0;
-      int sync = e->journal_sync, rc;
-      e->journal_sync = 0;
-      j->want_submit = 0;
-      uv_mutex_unlock(&e->mutex);
-      if (sync && e->journal_fd >= 0)
-        (void)fdatasync(e->journal_fd); /* E-5: journalled before it runs */
-      rc = do_submit(e, j, &job, why, sizeof(why));
-      uv_mutex_lock(&e->mutex);
-      if (rc == 0) {
-        j->job = job;
-        uvt__journal_line(e, "J %s %u", j->id, job);
-      } else if (!j->settling) {
-        char detail[300];
-        snprintf(detail, sizeof(detail), "sbatch failed: %s", why);
-        finish(j, UVT_FAILED, detail); /* E-1 */
-      }
+    if (j->want_verify && j->job != 0) {
+      char why[160] = "";
+      int answer = verify_one(e, j, why, sizeof(why));
+      j->want_verify = 0;
+      j->verify_answer = answer;
+      if (answer == UVT__VERIFY_OURS || answer == UVT__VERIFY_GONE)
+        j->verified = 1;
+      else if (answer == UVT__VERIFY_FOREIGN)
+        snprintf(j->why, sizeof(j->why), "%s", why);
+      uv_cond_broadcast(&e->cond); /* adopt_all may be waiting */
     }
+    if (j->want_submit && !j->settling && mono_ms() >= j->next_try)
+      submit_one(e, j);
     if (j->want_find && !j->settling) {
       job_info_msg_t *msg = NULL;
       char name[UVT__SLURM_KEY_MAX + 8];
@@ -202,12 +454,16 @@ static void handle_requests(uvt_slurm_engine_t *e) {
       j->want_find = 0;
       snprintf(name, sizeof(name), "uvt-%s", j->key);
       uv_mutex_unlock(&e->mutex);
-      rc = slurm_load_job_user(&msg, getuid(), SHOW_ALL);
+      /* E-9: our user's jobs on this cluster, by their name. */
+      rc = slurm_load_job_user(&msg, e->uid, SHOW_ALL);
       if (rc == 0) {
         for (i = 0; i < msg->record_count; i++)
           if (msg->job_array[i].name != NULL &&
-              strcmp(msg->job_array[i].name, name) == 0)
-            found = msg->job_array[i].job_id;
+              strcmp(msg->job_array[i].name, name) == 0 &&
+              msg->job_array[i].user_id == e->uid)
+            found = msg->job_array[i].array_job_id != 0
+                        ? msg->job_array[i].array_job_id
+                        : msg->job_array[i].job_id;
         slurm_free_job_info_msg(msg);
       }
       uv_mutex_lock(&e->mutex);
@@ -215,19 +471,24 @@ static void handle_requests(uvt_slurm_engine_t *e) {
         j->want_find = 1; /* the controller did not answer: later */
       } else if (found != 0) {
         j->job = found;
-        uvt__journal_line(e, "J %s %u", j->id, found);
+        j->verified = 1;
+        uvt__journal_put(e, j, 'J');
       } else if (!j->settling) {
+        j->verified = 1;
         finish(j, UVT_FAILED,
                "slurm job never submitted (the host stopped first)");
       }
+      uv_cond_broadcast(&e->cond);
     }
-    if (j->kills > 0 && j->job != 0) {
+    /* E-9: nothing is sent to a job not confirmed ours. */
+    if (j->kills > 0 && j->job != 0 && j->verified) {
       uint32_t job = j->job;
       int rc;
       j->kills = 0;
       uv_mutex_unlock(&e->mutex);
       /* E-3: a cancel ends every process of the job (the controller sends
-       * SIGTERM, then SIGKILL after KillWait). */
+       * SIGTERM to the batch shell, which passes it on (E-11), then
+       * SIGKILL to all after KillWait). */
       rc = slurm_kill_job(job, SIGKILL, 0) != 0 &&
            slurm_get_errno() != ESLURM_ALREADY_DONE;
       uv_mutex_lock(&e->mutex);
@@ -240,26 +501,30 @@ static void handle_requests(uvt_slurm_engine_t *e) {
   }
 }
 
-static void set_pending(uvt__sjob_t *j, const char *reason) {
-  char buf[160];
-  if (reason == NULL) {
+static void set_detail(uvt__sjob_t *j, const char *text) {
+  if (text == NULL) {
     if (j->live_detail == NULL && !j->detail_dirty)
       return;
     uvt__free(j->live_detail);
     j->live_detail = NULL;
   } else {
-    snprintf(buf, sizeof(buf), reason[0] ? "pending: %s" : "pending", reason);
-    if (j->live_detail != NULL && strcmp(j->live_detail, buf) == 0)
+    if (j->live_detail != NULL && strcmp(j->live_detail, text) == 0)
       return;
     uvt__free(j->live_detail);
-    j->live_detail = uvt__strdup(buf);
+    j->live_detail = uvt__strdup(text);
   }
   j->detail_dirty = 1;
   to_loop(j);
 }
 
-/* libslurm exports the reason names but its header does not declare it. */
-extern char *slurm_job_reason_string(enum job_state_reason inx);
+static void set_pending(uvt__sjob_t *j, const char *reason) {
+  char buf[200];
+  if (reason != NULL && reason[0] != '\0')
+    snprintf(buf, sizeof(buf), "pending: %s (slurm job %u)", reason, j->job);
+  else
+    snprintf(buf, sizeof(buf), "pending (slurm job %u)", j->job);
+  set_detail(j, buf);
+}
 
 /* E-7: the heartbeat's file time changed since we last looked? */
 static void check_heartbeat(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint64_t now,
@@ -281,16 +546,183 @@ static void check_heartbeat(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint64_t now,
     *lost = 1;
 }
 
-static void read_rc(uvt__sjob_t *j, int *have, int *rc) {
+/* E-14: the wrapper's <key>.rc (NULL: none). */
+static int read_rc(uvt__sjob_t *j, char *buf, size_t size) {
   char path[4096];
   FILE *fp;
-  *have = 0;
+  size_t n;
   uvt__sjob_path(j, "rc", path, sizeof(path));
   if ((fp = fopen(path, "re")) == NULL)
-    return;
-  if (fscanf(fp, "%d", rc) == 1)
-    *have = 1;
+    return 0;
+  n = fread(buf, 1, size - 1, fp);
+  buf[n] = '\0';
   fclose(fp);
+  return n > 0;
+}
+
+/* Mutex held.  E-14: the job left the controller's records. */
+static void finish_forgotten(uvt__sjob_t *j) {
+  uvt__slurm_end_t end;
+  char rc[128];
+  if (j->seen_state != 0) {
+    /* Seen ended (COMPLETING) before it went: that is its outcome. */
+    uvt__slurm_map_end(j->seen_state, j->seen_exit, j->job, j->kill_requested,
+                       &end);
+  } else {
+    uvt__slurm_map_rc(read_rc(j, rc, sizeof(rc)) ? rc : NULL, j->job,
+                      j->kill_requested, j->limit_s, &end);
+  }
+  finish(j, end.status, end.detail);
+}
+
+/* E-13: an array's elements by state, and whether all have ended. */
+typedef struct {
+  uint32_t pending, running, completed, failed, cancelled, other;
+  uint32_t ended_bad_exit;
+  int completing;
+} uvt__counts_t;
+
+/* Elements in an array_task_str such as "3-9%2" or "1,4,7-8". */
+uint32_t uvt__array_count(const char *s) {
+  uint32_t n = 0;
+  while (s != NULL && *s != '\0') {
+    unsigned long a, b, step = 1;
+    char *end;
+    a = strtoul(s, &end, 10);
+    if (end == s)
+      break;
+    b = a;
+    s = end;
+    if (*s == '-') {
+      b = strtoul(s + 1, &end, 10);
+      s = end;
+      if (*s == ':') {
+        step = strtoul(s + 1, &end, 10);
+        s = end;
+      }
+    }
+    if (b >= a && step > 0)
+      n += (uint32_t)((b - a) / step + 1);
+    if (*s == '%')
+      break;
+    if (*s == ',')
+      s++;
+  }
+  return n;
+}
+
+uint32_t uvt__array_index(const char *s, uint32_t want) {
+  uint32_t n = 0;
+  while (s != NULL && *s != '\0') {
+    unsigned long a, b, step = 1;
+    char *end;
+    a = strtoul(s, &end, 10);
+    if (end == s)
+      break;
+    b = a;
+    s = end;
+    if (*s == '-') {
+      b = strtoul(s + 1, &end, 10);
+      s = end;
+      if (*s == ':') {
+        step = strtoul(s + 1, &end, 10);
+        s = end;
+      }
+    }
+    if (b >= a && step > 0) {
+      uint32_t k = (uint32_t)((b - a) / step + 1);
+      if (want < n + k)
+        return (uint32_t)(a + (want - n) * step);
+      n += k;
+    }
+    if (*s == '%')
+      break;
+    if (*s == ',')
+      s++;
+  }
+  return 0;
+}
+
+static void count_array(const job_info_msg_t *msg, uint32_t job,
+                        uvt__counts_t *c, int *found) {
+  uint32_t i;
+  memset(c, 0, sizeof(*c));
+  *found = 0;
+  for (i = 0; i < msg->record_count; i++) {
+    const job_info_t *info = &msg->job_array[i];
+    uint32_t base, n;
+    if (info->array_job_id != job && info->job_id != job)
+      continue;
+    *found = 1;
+    base = info->job_state & JOB_STATE_BASE;
+    n = base == JOB_PENDING && info->array_task_str != NULL
+            ? uvt__array_count(info->array_task_str)
+            : 1;
+    if (info->job_state & JOB_COMPLETING)
+      c->completing = 1;
+    switch (base) {
+    case JOB_PENDING:
+      c->pending += n;
+      break;
+    case JOB_RUNNING:
+    case JOB_SUSPENDED:
+      c->running += n;
+      break;
+    case JOB_COMPLETE:
+      c->completed += n;
+      break;
+    case JOB_CANCELLED:
+      c->cancelled += n;
+      break;
+    case JOB_FAILED:
+      c->failed += n;
+      break;
+    default:
+      c->other += n;
+      break;
+    }
+  }
+}
+
+static void counts_text(const uvt__counts_t *c, char *buf, size_t size) {
+  snprintf(buf, size,
+           "%u pending, %u running, %u completed, %u failed, %u cancelled, "
+           "%u other",
+           c->pending, c->running, c->completed, c->failed, c->cancelled,
+           c->other);
+}
+
+/* Mutex held.  E-13: one array task; returns 1 when it settled. */
+static int poll_array(uvt__sjob_t *j, const job_info_msg_t *msg) {
+  uvt__counts_t c;
+  int found;
+  char text[200], detail[300];
+  count_array(msg, j->job, &c, &found);
+  if (!found) {
+    /* Forgotten: what the last look said. */
+    if (j->live_detail != NULL && strncmp(j->live_detail, "array", 5) == 0)
+      snprintf(detail, sizeof(detail), "slurm %s (forgotten since)",
+               j->live_detail);
+    else
+      snprintf(detail, sizeof(detail),
+               "slurm forgot array job %u before its end was seen", j->job);
+    finish(j, j->kill_requested ? UVT_KILLED : UVT_FAILED, detail);
+    return 1;
+  }
+  counts_text(&c, text, sizeof(text));
+  if (c.pending + c.running > 0 || c.completing) {
+    snprintf(detail, sizeof(detail), "array job %u: %s", j->job, text);
+    set_detail(j, detail);
+    return 0;
+  }
+  snprintf(detail, sizeof(detail), "array job %u: %s", j->job, text);
+  if (c.failed + c.cancelled + c.other == 0)
+    finish(j, UVT_COMPLETED, detail);
+  else if (j->kill_requested || c.cancelled > 0)
+    finish(j, UVT_KILLED, detail);
+  else
+    finish(j, UVT_FAILED, detail);
+  return 1;
 }
 
 /* Mutex held on entry and exit.  One RPC for every job of ours. */
@@ -298,17 +730,25 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
   job_info_msg_t *msg = NULL;
   struct uvt__link *l, *next;
   int any = 0, rc;
-  uint64_t now;
+  uint64_t now = mono_ms();
 
   for (l = e->polled.next; l != &e->polled; l = l->next) {
     uvt__sjob_t *j = uvt__container_of(l, uvt__sjob_t, poll_link);
     if (j->job != 0 || j->detached)
       any = 1;
+    /* E-12: a submission waiting out its backoff. */
+    if (j->want_submit && !j->in_requests && now >= j->next_try)
+      uvt__sjob_queue_request(j);
+    /* E-9: an adopted job the controller has not confirmed yet. */
+    if (!j->verified && j->job != 0 && !j->in_requests && !j->settling) {
+      j->want_verify = 1;
+      uvt__sjob_queue_request(j);
+    }
   }
   if (!any)
     return;
   uv_mutex_unlock(&e->mutex);
-  rc = slurm_load_job_user(&msg, getuid(), SHOW_ALL);
+  rc = slurm_load_job_user(&msg, e->uid, SHOW_ALL);
   uv_mutex_lock(&e->mutex);
   if (rc != 0)
     return; /* the controller did not answer: the next poll asks again */
@@ -324,21 +764,22 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
         thread_drop(j);
       continue;
     }
-    if (j->job == 0)
+    if (j->job == 0 || !j->verified)
       continue;
     if (j->kills > 0 || j->want_find)
       uvt__sjob_queue_request(j); /* a cancel or a look-up to retry */
+    if (j->array != NULL) {
+      (void)poll_array(j, msg);
+      continue;
+    }
     for (i = 0; i < msg->record_count; i++)
       if (msg->job_array[i].job_id == j->job) {
         info = &msg->job_array[i];
         break;
       }
     if (info == NULL) {
-      /* Past MinJobAge: the wrapper's exit-code file tells. */
-      int have, code = 0;
-      read_rc(j, &have, &code);
-      uvt__slurm_map_rc(have, code, j->job, j->kill_requested, &end);
-      finish(j, end.status, end.detail);
+      /* Past MinJobAge (E-14). */
+      finish_forgotten(j);
       continue;
     }
     base = info->job_state & JOB_STATE_BASE;
@@ -350,10 +791,12 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
     } else if (base == JOB_RUNNING) {
       int lost;
       uint64_t silent = 0;
-      set_pending(j, NULL);
+      char detail[160];
+      snprintf(detail, sizeof(detail), "slurm job %u on %.100s", j->job,
+               info->nodes != NULL ? info->nodes : "?");
+      set_detail(j, detail);
       check_heartbeat(e, j, now, &lost, &silent);
       if (lost) {
-        char detail[96];
         uint32_t job = j->job;
         snprintf(detail, sizeof(detail), "lost (no heartbeat for %llu s)",
                  (unsigned long long)(silent / 1000));
@@ -366,7 +809,12 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
         if (!j->settling)
           finish(j, UVT_FAILED, detail);
       }
-    } else if (!(info->job_state & JOB_COMPLETING)) {
+    } else if (info->job_state & JOB_COMPLETING) {
+      /* E-14: ended; its processes are going.  Kept in case the
+       * controller forgets it before the next look. */
+      j->seen_state = info->job_state & JOB_STATE_BASE;
+      j->seen_exit = info->exit_code;
+    } else {
       /* E-3, E-4: ended, and no process of it is left. */
       uvt__slurm_map_end(info->job_state, info->exit_code, j->job,
                          j->kill_requested, &end);
@@ -374,6 +822,122 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
     }
   }
   slurm_free_job_info_msg(msg);
+}
+
+/* ---- E-14: cluster_info ------------------------------------------------- */
+
+typedef struct uvt__info_s {
+  struct uvt__link link;
+  void (*cb)(void *data, int status, const char *text);
+  void *data;
+  int status;
+  char *text;
+} uvt__info_t;
+
+static const char *minutes_text(uint32_t m, char *buf, size_t size) {
+  if (m == INFINITE)
+    return "unlimited";
+  if (m == NO_VAL)
+    return "default";
+  if (m >= 60 * 24)
+    snprintf(buf, size, "%u-%02u:%02u:00", m / 1440, m % 1440 / 60, m % 60);
+  else
+    snprintf(buf, size, "%u:%02u:00", m / 60, m % 60);
+  return buf;
+}
+
+/* On the engine thread, without the mutex. */
+static void cluster_info(uvt_slurm_engine_t *e, uvt__info_t *r) {
+  partition_info_msg_t *parts = NULL;
+  node_info_msg_t *nodes = NULL;
+  job_info_msg_t *jobs = NULL;
+  char *text = NULL, tbuf[32];
+  size_t len = 0;
+  FILE *fp;
+  uint32_t i, k;
+
+  if (slurm_load_partitions(0, &parts, SHOW_ALL) != 0 ||
+      slurm_load_node(0, &nodes, SHOW_ALL) != 0 ||
+      slurm_load_job_user(&jobs, e->uid, SHOW_ALL) != 0) {
+    char buf[256];
+    r->status = UV_EAGAIN;
+    snprintf(buf, sizeof(buf), "the controller did not answer: %s",
+             slurm_strerror(slurm_get_errno()));
+    r->text = uvt__strdup(buf);
+    goto out;
+  }
+  if ((fp = open_memstream(&text, &len)) == NULL) {
+    r->status = UV_ENOMEM;
+    goto out;
+  }
+  fprintf(fp, "Cluster %s, partitions (name, state, time limit, nodes idle "
+              "of total, CPUs and memory per node, gres):\n",
+          e->cluster[0] ? e->cluster : "?");
+  for (i = 0; i < parts->record_count; i++) {
+    partition_info_t *p = &parts->partition_array[i];
+    uint32_t idle = 0, total = 0, cpus = 0;
+    uint64_t mem = 0;
+    char gres[128] = "";
+    hostlist_t hl = slurm_hostlist_create(p->nodes != NULL ? p->nodes : "");
+    for (k = 0; hl != NULL && k < nodes->record_count; k++) {
+      node_info_t *n = &nodes->node_array[k];
+      if (n->name == NULL || slurm_hostlist_find(hl, n->name) < 0)
+        continue;
+      total++;
+      if ((n->node_state & NODE_STATE_BASE) == NODE_STATE_IDLE &&
+          !(n->node_state & NODE_STATE_DRAIN))
+        idle++;
+      if (n->cpus > cpus)
+        cpus = n->cpus;
+      if (n->real_memory > mem)
+        mem = n->real_memory;
+      if (gres[0] == '\0' && n->gres != NULL)
+        snprintf(gres, sizeof(gres), "%s", n->gres);
+    }
+    if (hl != NULL)
+      slurm_hostlist_destroy(hl);
+    fprintf(fp, "- %s%s: %s, time limit %s, %u of %u nodes idle, %u CPUs, "
+                "%llu MB, gres %s\n",
+            p->name, (p->flags & PART_FLAG_DEFAULT) ? " (default)" : "",
+            (p->state_up & PARTITION_UP) ? "up" : "down",
+            minutes_text(p->max_time, tbuf, sizeof(tbuf)), idle, total, cpus,
+            (unsigned long long)mem, gres[0] ? gres : "none");
+  }
+  fprintf(fp, "Your jobs in the controller (%u):\n", jobs->record_count);
+  for (i = 0; i < jobs->record_count; i++) {
+    job_info_t *j = &jobs->job_array[i];
+    uint32_t base = j->job_state & JOB_STATE_BASE;
+    if (j->array_task_str != NULL)
+      fprintf(fp, "- %u_[%s]", j->array_job_id, j->array_task_str);
+    else if (j->array_job_id != 0)
+      fprintf(fp, "- %u_%u", j->array_job_id, j->array_task_id);
+    else
+      fprintf(fp, "- %u", j->job_id);
+    fprintf(fp, " %s: %s", j->name != NULL ? j->name : "",
+            uvt__slurm_state_name(base));
+    if (base == JOB_PENDING) {
+      const char *why = slurm_job_reason_string(j->state_reason);
+      fprintf(fp, " (%s)", why != NULL ? why : "?");
+    } else if (j->nodes != NULL) {
+      fprintf(fp, " on %s", j->nodes);
+    }
+    fprintf(fp, ", partition %s\n", j->partition != NULL ? j->partition : "?");
+  }
+  if (fclose(fp) != 0) {
+    free(text);
+    r->status = UV_ENOMEM;
+    goto out;
+  }
+  r->text = uvt__strdup(text);
+  free(text);
+  r->status = r->text != NULL ? 0 : UV_ENOMEM;
+out:
+  if (parts != NULL)
+    slurm_free_partition_info_msg(parts);
+  if (nodes != NULL)
+    slurm_free_node_info_msg(nodes);
+  if (jobs != NULL)
+    slurm_free_job_info_msg(jobs);
 }
 
 static void engine_main(void *arg) {
@@ -384,14 +948,29 @@ static void engine_main(void *arg) {
   uv_mutex_lock(&lib_mutex);
   if (lib_users++ == 0)
     slurm_init(e->conf);
+  {
+    slurm_conf_t *c = slurm_conf_lock();
+    if (c->cluster_name != NULL)
+      snprintf(e->cluster, sizeof(e->cluster), "%s", c->cluster_name);
+    e->kill_wait_s = c->kill_wait;
+    slurm_conf_unlock();
+  }
   uv_mutex_unlock(&lib_mutex);
 
   uv_mutex_lock(&e->mutex);
   e->ready = 1; /* uvt_slurm_engine_new waits for this (see there) */
   uv_cond_broadcast(&e->cond);
   while (!e->stop) {
-    uint64_t now;
+    uint64_t now, wake;
     handle_requests(e);
+    while (!e->stop && (l = uvt__list_pop(&e->infos)) != NULL) {
+      uvt__info_t *r = uvt__container_of(l, uvt__info_t, link);
+      uv_mutex_unlock(&e->mutex);
+      cluster_info(e, r);
+      uv_mutex_lock(&e->mutex);
+      uvt__list_insert_tail(&e->infos_done, &r->link);
+      uv_async_send(&e->async);
+    }
     if (e->stop)
       break;
     now = mono_ms();
@@ -400,10 +979,11 @@ static void engine_main(void *arg) {
       now = mono_ms();
       next_poll = now + e->poll_ms;
     }
-    if (!uvt__list_empty(&e->requests) || e->stop)
+    if (!uvt__list_empty(&e->requests) || !uvt__list_empty(&e->infos) ||
+        e->stop)
       continue;
-    (void)uv_cond_timedwait(&e->cond, &e->mutex,
-                            (next_poll > now ? next_poll - now : 1) * 1000000u);
+    wake = next_poll > now ? next_poll - now : 1;
+    (void)uv_cond_timedwait(&e->cond, &e->mutex, wake * 1000000u);
   }
   /* Tasks still live are left to Slurm (a journal finds them again). */
   while ((l = uvt__list_pop(&e->polled)) != NULL) {
@@ -433,12 +1013,22 @@ static void engine_main(void *arg) {
 
 /* ---- The loop thread --------------------------------------------------- */
 
+static void free_strv(char **v) {
+  size_t i;
+  for (i = 0; v != NULL && v[i] != NULL; i++)
+    uvt__free(v[i]);
+  uvt__free(v);
+}
+
 static void engine_free(uvt_slurm_engine_t *e) {
   uv_cond_destroy(&e->cond);
   uv_mutex_destroy(&e->mutex);
   uvt__free(e->out_dir);
   uvt__free(e->conf);
   uvt__free(e->partition);
+  uvt__free(e->free_slots);
+  uvt__free(e->loaded);
+  free_strv(e->sbatch_allow);
   uvt__free(e);
 }
 
@@ -478,7 +1068,37 @@ static void engine_async(uv_async_t *h) {
       else
         uvt__free(d);
     }
+    /* E-12: the host hears of the submission (its callback may call
+     * into the engine: the mutex is not held). */
+    if (j->news >= 0 && !j->news_told && j->submitted != NULL &&
+        !e->closing) {
+      uvt_slurm_submit_t what = (uvt_slurm_submit_t)j->news;
+      char id[UVT_ID_MAX], why[256];
+      uint32_t job = j->job;
+      uvt_slurm_submitted_cb cb = j->submitted;
+      void *data = j->submitted_data;
+      memcpy(id, j->id, sizeof(id));
+      memcpy(why, j->why, sizeof(why));
+      j->news = -1;
+      if (what != UVT_SLURM_RETRYING)
+        j->news_told = 1;
+      j->refs++;
+      uv_mutex_unlock(&e->mutex);
+      cb(data, id, what, what == UVT_SLURM_ACCEPTED ? job : 0,
+         what == UVT_SLURM_ACCEPTED ? "" : why);
+      uv_mutex_lock(&e->mutex);
+      uvt__sjob_unref_locked(j);
+    }
     uvt__sjob_unref_locked(j);
+  }
+  while ((l = uvt__list_pop(&e->infos_done)) != NULL) {
+    uvt__info_t *r = uvt__container_of(l, uvt__info_t, link);
+    uv_mutex_unlock(&e->mutex);
+    if (!e->closing)
+      r->cb(r->data, r->status, r->text != NULL ? r->text : "out of memory");
+    uvt__free(r->text);
+    uvt__free(r);
+    uv_mutex_lock(&e->mutex);
   }
   journal_err = e->journal_err;
   e->journal_err = 0;
@@ -519,7 +1139,7 @@ static void engine_watch(uvt_watch_t *w, const uvt_snapshot_t *snap,
   uv_mutex_lock(&e->mutex);
   /* A detached job did not end: a later host adopts it (E-6). */
   if (!j->detached)
-    uvt__journal_line(e, "D %s", j->id);
+    uvt__journal_put(e, j, 'D');
   uv_mutex_unlock(&e->mutex);
 }
 
@@ -565,10 +1185,9 @@ static int slurm_read(uvt_task_t *t, uvt_buf_t *out) {
     o = j->out_off;
     r = j->err_off;
     err = uvt__sjob_read(j, out, 0);
+    /* E-15: the task's record is written again in place. */
     if (o != j->out_off || r != j->err_off)
-      uvt__journal_line(e, "O %s %llu %llu", j->id,
-                        (unsigned long long)j->out_off,
-                        (unsigned long long)j->err_off);
+      uvt__journal_put(e, j, j->job != 0 ? 'J' : 'T');
   }
   uv_mutex_unlock(&e->mutex);
   return err;
@@ -632,6 +1251,7 @@ void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o) {
   o->poll_ms = 250;
   o->heartbeat_ms = 1000;
   o->lost_after_ms = 30000;
+  o->submit_retry_ms = 120000;
 }
 
 void uvt_slurm_options_init(uvt_slurm_options_t *o) {
@@ -682,21 +1302,34 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
   e->heartbeat_ms = o->heartbeat_ms >= 1000 ? o->heartbeat_ms : 1000;
   e->lost_after_ms = o->lost_after_ms;
   e->detach_on_close = o->detach_on_close != 0;
+  e->uid = (uint32_t)getuid();
+  e->submit_retry_ms =
+      o->submit_retry_ms > 0 ? o->submit_retry_ms : 120000;
   uvt__list_init(&e->requests);
   uvt__list_init(&e->polled);
   uvt__list_init(&e->to_loop);
+  uvt__list_init(&e->infos);
+  uvt__list_init(&e->infos_done);
+  if (o->sbatch_allow != NULL) {
+    size_t n = 0, i;
+    while (o->sbatch_allow[n] != NULL)
+      n++;
+    if ((e->sbatch_allow = uvt__calloc(n + 1, sizeof(char *))) == NULL)
+      bad = 1;
+    for (i = 0; !bad && i < n; i++) {
+      if (!uvt__sbatch_known(o->sbatch_allow[i])) {
+        err = UV_EINVAL;
+        goto fail;
+      }
+      e->sbatch_allow[i] = dup_or_null(o->sbatch_allow[i], &bad);
+    }
+  }
   if (bad) {
     err = UV_ENOMEM;
     goto fail;
   }
-  if (o->journal != NULL) {
-    e->journal_fd =
-        open(o->journal, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (e->journal_fd < 0) {
-      err = uv_translate_sys_error(errno);
-      goto fail;
-    }
-  }
+  if (o->journal != NULL && (err = uvt__journal_open(e, o->journal)) != 0)
+    goto fail;
   if ((err = uv_mutex_init(&e->mutex)) != 0)
     goto fail;
   if ((err = uv_cond_init(&e->cond)) != 0) {
@@ -733,6 +1366,8 @@ fail:
   uvt__free(e->out_dir);
   uvt__free(e->conf);
   uvt__free(e->partition);
+  uvt__free(e->loaded);
+  free_strv(e->sbatch_allow);
   uvt__free(e);
   return err;
 }
@@ -751,6 +1386,41 @@ void uvt_slurm_engine_close(uvt_slurm_engine_t *e, void (*cb)(void *),
   if (e->thread_done)
     uv_async_send(&e->async);
   uv_mutex_unlock(&e->mutex);
+}
+
+int uvt_slurm_cluster_info(uvt_slurm_engine_t *e,
+                           void (*cb)(void *data, int status,
+                                      const char *text),
+                           void *data) {
+  uvt__info_t *r;
+  if (e == NULL || cb == NULL)
+    return UV_EINVAL;
+  UVT_LOOP_ONLY(e->reg);
+  if (e->closing)
+    return UVT_ECLOSING;
+  if ((r = uvt__calloc(1, sizeof(*r))) == NULL)
+    return UV_ENOMEM;
+  r->cb = cb;
+  r->data = data;
+  uv_mutex_lock(&e->mutex);
+  uvt__list_insert_tail(&e->infos, &r->link);
+  uv_cond_signal(&e->cond);
+  uv_mutex_unlock(&e->mutex);
+  return 0;
+}
+
+uvt__sjob_t *uvt__slurm_find(uvt_slurm_engine_t *e, const char *id,
+                             const uvt_agent_t *caller, int *err) {
+  uvt_task_t *t;
+  uvt__sjob_t *j;
+  if ((*err = uvt_task_lookup(e->reg, id, caller, &t)) != 0)
+    return NULL;
+  if (uvt_task_hooks(t)->cancel != slurm_cancel ||
+      (j = uvt_task_arg(t))->e != e) {
+    *err = UV_EINVAL;
+    return NULL;
+  }
+  return j;
 }
 
 int uvt_slurm_job_id(uvt_registry_t *reg, const char *id,

@@ -1,45 +1,122 @@
-/* E-5: the engine's journal, one text line per event, appended with one
- * write(2) each (O_APPEND), so a host that dies between two events leaves
- * whole lines.  Submissions are fsync'd by the engine thread before the
- * job goes to the controller: a job never runs unjournalled.  Lines:
- *   T <id> <key>          the task exists; its job is being submitted
- *   J <id> <job>          the job id
- *   O <id> <out> <err>    offsets consumed by reads
- *   D <id>                its end was delivered to listeners
- */
+/* E-5, E-9, E-15: the engine's journal, one record per task.
+ *
+ * Each task has one fixed-size record (UVT__JOURNAL_REC bytes, a line of
+ * text padded with spaces), written in place with one pwrite(2) at its
+ * slot: a read that moves the offsets rewrites the task's record, it does
+ * not add a line (E-15).  A record never crosses a 512-byte boundary, so a
+ * host that dies mid-write leaves the old record or the new one.  A task
+ * whose end was delivered frees its slot for the next task; when the
+ * engine opens the journal it writes the live records to a new file and
+ * renames it over the old one, so the file holds the live tasks only.
+ *
+ *   U1 <state> id=<id> key=<key> job=<job> out=<off> err=<off>
+ *      uid=<uid> cluster=<name> limit=<s> array=<0|1>
+ *
+ * state: T (submitting: no job id yet), J (the job id is known), D (its
+ * end was delivered; the slot is free).  uid, cluster and the job name
+ * uvt-<key> are what adoption checks with the controller (E-9).
+ *
+ * The v3 journal (a line per event: "T id key", "J id job",
+ * "O id out err", "D id") is read too and rewritten in this form.
+ * Callers hold the engine's mutex (or the thread has not started). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdarg.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "slurm-internal.h"
 
-void uvt__journal_line(uvt_slurm_engine_t *e, const char *fmt, ...) {
-  char line[256];
-  va_list ap;
-  int n;
+#define REC UVT__JOURNAL_REC
+
+static void journal_failed(uvt_slurm_engine_t *e, int err) {
+  /* Told on the loop thread (engine.c), whichever thread wrote. */
+  e->journal_err = err;
+  uv_async_send(&e->async);
+}
+
+/* Format one record (exactly REC bytes, the last a newline). */
+static int format_rec(const uvt_slurm_engine_t *e, char state,
+                      const char *id, const char *key, uint32_t job,
+                      uint64_t out, uint64_t err, unsigned uid,
+                      const char *cluster, uint32_t limit_s, int array,
+                      char rec[REC]) {
+  int n = snprintf(rec, REC,
+                   "U1 %c id=%s key=%s job=%u out=%llu err=%llu uid=%u "
+                   "cluster=%s limit=%u array=%d",
+                   state, id, key, job, (unsigned long long)out,
+                   (unsigned long long)err, uid,
+                   cluster != NULL && cluster[0] ? cluster : "-", limit_s,
+                   array);
+  (void)e;
+  if (n < 0 || n >= REC - 1)
+    return UV_E2BIG;
+  memset(rec + n, ' ', (size_t)(REC - 1 - n));
+  rec[REC - 1] = '\n';
+  return 0;
+}
+
+static int write_at(int fd, const char *rec, int64_t slot) {
   ssize_t w;
+  do
+    w = pwrite(fd, rec, REC, (off_t)slot * REC);
+  while (w < 0 && errno == EINTR);
+  if (w == REC)
+    return 0;
+  return w < 0 ? uv_translate_sys_error(errno) : UV_EIO;
+}
+
+/* A slot for a new record: a freed one, else the next at the end. */
+static int64_t take_slot(uvt_slurm_engine_t *e) {
+  if (e->free_slots_n > 0)
+    return e->free_slots[--e->free_slots_n];
+  return e->slots++;
+}
+
+static void free_slot(uvt_slurm_engine_t *e, int64_t slot) {
+  if (e->free_slots_n == e->free_slots_cap) {
+    size_t cap = e->free_slots_cap ? e->free_slots_cap * 2 : 16;
+    int64_t *g = uvt__realloc(e->free_slots, cap * sizeof(*g));
+    if (g == NULL)
+      return; /* the slot is lost until the next compaction */
+    e->free_slots = g;
+    e->free_slots_cap = cap;
+  }
+  e->free_slots[e->free_slots_n++] = slot;
+}
+
+void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state) {
+  char rec[REC];
+  int err;
   if (e->journal_fd < 0)
     return;
-  va_start(ap, fmt);
-  n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof(line) - 1)
-    return;
-  line[n++] = '\n';
-  do
-    w = write(e->journal_fd, line, (size_t)n);
-  while (w < 0 && errno == EINTR);
-  if (w != n) {
-    /* Told on the loop thread (engine.c), whichever thread wrote. */
-    e->journal_err = w < 0 ? uv_translate_sys_error(errno) : UV_EIO;
-    uv_async_send(&e->async);
+  if (j->slot < 0) {
+    if (state == 'D')
+      return;
+    j->slot = take_slot(e);
+  }
+  err = format_rec(e, state, j->id, j->key, j->job, j->out_off, j->err_off,
+                   e->uid, e->cluster, j->limit_s, j->array != NULL, rec);
+  if (err == 0)
+    err = write_at(e->journal_fd, rec, j->slot);
+  if (err != 0)
+    journal_failed(e, err);
+  if (state == 'D') {
+    free_slot(e, j->slot);
+    j->slot = -1;
   }
   e->journal_sync = 1;
 }
+
+void uvt__journal_sync(uvt_slurm_engine_t *e) {
+  if (e->journal_fd >= 0)
+    (void)fdatasync(e->journal_fd);
+}
+
+/* ---- Reading ------------------------------------------------------------ */
 
 static uvt__journal_entry_t *find(uvt__journal_entry_t *a, size_t n,
                                   const char *id) {
@@ -50,67 +127,223 @@ static uvt__journal_entry_t *find(uvt__journal_entry_t *a, size_t n,
   return NULL;
 }
 
-int uvt__journal_load(uvt_slurm_engine_t *e, uvt__journal_entry_t **out,
-                      size_t *count) {
+static uvt__journal_entry_t *add(uvt__journal_entry_t **a, size_t *n,
+                                 size_t *cap) {
+  uvt__journal_entry_t *x;
+  if (*n == *cap) {
+    size_t ncap = *cap ? *cap * 2 : 16;
+    uvt__journal_entry_t *g = uvt__realloc(*a, ncap * sizeof(**a));
+    if (g == NULL)
+      return NULL;
+    *a = g;
+    *cap = ncap;
+  }
+  x = &(*a)[(*n)++];
+  memset(x, 0, sizeof(*x));
+  return x;
+}
+
+/* One "name=value" field of a record into buf; 0 or -1. */
+static int field(const char *rec, const char *name, char *buf, size_t size) {
+  size_t len = strlen(name);
+  const char *p = rec;
+  while ((p = strstr(p, name)) != NULL) {
+    if ((p == rec || p[-1] == ' ') && p[len] == '=') {
+      size_t n = strcspn(p + len + 1, " \n");
+      if (n == 0 || n >= size)
+        return -1;
+      memcpy(buf, p + len + 1, n);
+      buf[n] = '\0';
+      return 0;
+    }
+    p += len;
+  }
+  return -1;
+}
+
+static int field_u64(const char *rec, const char *name, uint64_t *v) {
+  char buf[32], *end;
+  if (field(rec, name, buf, sizeof(buf)) != 0)
+    return -1;
+  errno = 0;
+  *v = strtoull(buf, &end, 10);
+  return errno != 0 || *end != '\0' ? -1 : 0;
+}
+
+/* A record of the current form; 0, or -1 for one that does not parse
+ * (skipped: a record never written whole). */
+static int parse_rec(const char *line, uvt__journal_entry_t *x) {
+  uint64_t job, out, err, uid, limit, array;
+  char state;
+  if (strncmp(line, "U1 ", 3) != 0 || line[3] == '\0' || line[4] != ' ')
+    return -1;
+  state = line[3];
+  if ((state != 'T' && state != 'J' && state != 'D') ||
+      field(line, "id", x->id, sizeof(x->id)) != 0 ||
+      field(line, "key", x->key, sizeof(x->key)) != 0 ||
+      field(line, "cluster", x->cluster, sizeof(x->cluster)) != 0 ||
+      field_u64(line, "job", &job) != 0 || field_u64(line, "out", &out) != 0 ||
+      field_u64(line, "err", &err) != 0 || field_u64(line, "uid", &uid) != 0 ||
+      field_u64(line, "limit", &limit) != 0 ||
+      field_u64(line, "array", &array) != 0 || job > UINT32_MAX ||
+      uid > UINT32_MAX || limit > UINT32_MAX)
+    return -1;
+  if (strcmp(x->cluster, "-") == 0)
+    x->cluster[0] = '\0';
+  x->job = (uint32_t)job;
+  x->out_off = out;
+  x->err_off = err;
+  x->uid = (uint32_t)uid;
+  x->has_identity = 1;
+  x->limit_s = (uint32_t)limit;
+  x->array = array != 0;
+  x->done = state == 'D';
+  return 0;
+}
+
+/* The v3 form: a line per event. */
+static int parse_v3(const char *line, uvt__journal_entry_t **a, size_t *n,
+                    size_t *cap) {
+  char id[UVT_ID_MAX], key[UVT__SLURM_KEY_MAX];
+  unsigned long long a1, a2;
+  unsigned job;
+  uvt__journal_entry_t *x;
+  if (sscanf(line, "T %63s %63s", id, key) == 2) {
+    /* An id used again by a later host (its earlier job ended): the
+     * later task replaces it. */
+    if ((x = find(*a, *n, id)) == NULL && (x = add(a, n, cap)) == NULL)
+      return UV_ENOMEM;
+    memset(x, 0, sizeof(*x));
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    snprintf(x->key, sizeof(x->key), "%s", key);
+  } else if (sscanf(line, "J %63s %u", id, &job) == 2) {
+    if ((x = find(*a, *n, id)) != NULL)
+      x->job = job;
+  } else if (sscanf(line, "O %63s %llu %llu", id, &a1, &a2) == 3) {
+    if ((x = find(*a, *n, id)) != NULL) {
+      x->out_off = a1;
+      x->err_off = a2;
+    }
+  } else if (sscanf(line, "D %63s", id) == 1) {
+    if ((x = find(*a, *n, id)) != NULL)
+      x->done = 1;
+  }
+  return 0;
+}
+
+static int load(int fd, uvt__journal_entry_t **out, size_t *count) {
   FILE *fp;
-  char line[512], id[UVT_ID_MAX], key[UVT__SLURM_KEY_MAX];
+  char line[REC + 1];
   uvt__journal_entry_t *a = NULL, *x;
   size_t n = 0, cap = 0;
-  int fd;
+  int dfd, err = 0;
 
-  *out = NULL;
-  *count = 0;
-  if ((fd = dup(e->journal_fd)) < 0)
+  if ((dfd = dup(fd)) < 0)
     return uv_translate_sys_error(errno);
-  if ((fp = fdopen(fd, "r")) == NULL) {
-    close(fd);
+  if ((fp = fdopen(dfd, "r")) == NULL) {
+    close(dfd);
     return UV_ENOMEM;
   }
   rewind(fp);
   while (fgets(line, sizeof(line), fp) != NULL) {
-    unsigned long long a1, a2;
-    unsigned job;
     if (strchr(line, '\n') == NULL)
       break; /* a torn last line */
-    if (sscanf(line, "T %64s %63s", id, key) == 2) {
-      /* An id used again by a later host (its earlier job ended): the
-       * later task replaces it. */
-      if ((x = find(a, n, id)) != NULL) {
-        memset(x, 0, sizeof(*x));
-        snprintf(x->id, sizeof(x->id), "%s", id);
-        snprintf(x->key, sizeof(x->key), "%s", key);
+    if (strncmp(line, "U1 ", 3) == 0) {
+      uvt__journal_entry_t r;
+      memset(&r, 0, sizeof(r));
+      if (parse_rec(line, &r) != 0 || r.done)
         continue;
+      /* One record per id: a later slot is a later task. */
+      if ((x = find(a, n, r.id)) == NULL && (x = add(&a, &n, &cap)) == NULL) {
+        err = UV_ENOMEM;
+        break;
       }
-      if (n == cap) {
-        size_t ncap = cap ? cap * 2 : 16;
-        uvt__journal_entry_t *g = uvt__realloc(a, ncap * sizeof(*a));
-        if (g == NULL) {
-          uvt__free(a);
-          fclose(fp);
-          return UV_ENOMEM;
-        }
-        a = g;
-        cap = ncap;
-      }
-      x = &a[n++];
-      memset(x, 0, sizeof(*x));
-      snprintf(x->id, sizeof(x->id), "%s", id);
-      snprintf(x->key, sizeof(x->key), "%s", key);
-    } else if (sscanf(line, "J %64s %u", id, &job) == 2) {
-      if ((x = find(a, n, id)) != NULL)
-        x->job = job;
-    } else if (sscanf(line, "O %64s %llu %llu", id, &a1, &a2) == 3) {
-      if ((x = find(a, n, id)) != NULL) {
-        x->out_off = a1;
-        x->err_off = a2;
-      }
-    } else if (sscanf(line, "D %64s", id) == 1) {
-      if ((x = find(a, n, id)) != NULL)
-        x->done = 1;
+      *x = r;
+    } else if ((err = parse_v3(line, &a, &n, &cap)) != 0) {
+      break;
     }
   }
   fclose(fp);
+  if (err != 0) {
+    uvt__free(a);
+    return err;
+  }
   *out = a;
   *count = n;
+  return 0;
+}
+
+/* Write the live entries to <path>.tmp (no symlink followed), flush it
+ * and rename it over the journal. */
+static int rewrite(uvt_slurm_engine_t *e, const char *path,
+                   uvt__journal_entry_t *a, size_t n, int *fd_out) {
+  char tmp[4096], rec[REC];
+  size_t i, slot = 0;
+  int fd, err = 0;
+  if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+    return UV_ENAMETOOLONG;
+  (void)unlink(tmp);
+  fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return uv_translate_sys_error(errno);
+  for (i = 0; i < n && err == 0; i++) {
+    if (a[i].done)
+      continue;
+    err = format_rec(e, a[i].job != 0 ? 'J' : 'T', a[i].id, a[i].key,
+                     a[i].job, a[i].out_off, a[i].err_off, a[i].uid,
+                     a[i].cluster, a[i].limit_s, a[i].array, rec);
+    if (err == 0)
+      err = write_at(fd, rec, (int64_t)slot);
+    a[i].slot = (int64_t)slot++;
+  }
+  if (err == 0 && fsync(fd) != 0)
+    err = uv_translate_sys_error(errno);
+  if (err == 0 && rename(tmp, path) != 0)
+    err = uv_translate_sys_error(errno);
+  if (err != 0) {
+    close(fd);
+    (void)unlink(tmp);
+    return err;
+  }
+  e->slots = (int64_t)slot;
+  *fd_out = fd;
+  return 0;
+}
+
+int uvt__journal_open(uvt_slurm_engine_t *e, const char *path) {
+  uvt__journal_entry_t *a = NULL;
+  size_t n = 0, i, live = 0;
+  int fd, nfd = -1, err;
+
+  fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return uv_translate_sys_error(errno);
+  if ((err = load(fd, &a, &n)) != 0) {
+    close(fd);
+    return err;
+  }
+  /* Legacy entries carry no identity: the controller's answer about the
+   * user and the job name is all adoption checks for them (E-9). */
+  for (i = 0; i < n; i++)
+    live += !a[i].done;
+  /* E-15: the file is written again with the live tasks only. */
+  err = rewrite(e, path, a, n, &nfd);
+  close(fd);
+  if (err != 0) {
+    uvt__free(a);
+    return err;
+  }
+  /* Only the live ones are kept for adoption. */
+  {
+    size_t k = 0;
+    for (i = 0; i < n; i++)
+      if (!a[i].done)
+        a[k++] = a[i];
+    n = k;
+  }
+  (void)live;
+  e->journal_fd = nfd;
+  e->loaded = a;
+  e->loaded_n = n;
   return 0;
 }

@@ -88,6 +88,48 @@ static int read_stream(const uvt__sjob_t *j, const char *ext, uint64_t off,
   return 0;
 }
 
+/* E-13: an array's elements, each from its own files and offsets, under
+ * "[element N]" when it has new bytes. */
+static int read_array(uvt__sjob_t *j, uvt_buf_t *b, int final) {
+  char ext[48], head[48];
+  uint32_t i;
+  int err = 0;
+  for (i = 0; i < j->elems && err == 0; i++) {
+    uint32_t idx = uvt__array_index(j->array, i);
+    char *o = NULL, *e = NULL;
+    size_t olen = 0, elen = 0;
+    uint64_t oleft, eleft;
+    snprintf(ext, sizeof(ext), "%u.out", idx);
+    err = read_stream(j, ext, j->elem_off[2 * i], j->cap, final, &o, &olen,
+                      &oleft);
+    snprintf(ext, sizeof(ext), "%u.err", idx);
+    if (err == 0)
+      err = read_stream(j, ext, j->elem_off[2 * i + 1], j->cap, final, &e,
+                        &elen, &eleft);
+    if (err == 0 && olen + elen > 0) {
+      int n = snprintf(head, sizeof(head), "[element %u]\n", idx);
+      err = uvt_buf_append(b, head, (size_t)n);
+      if (err == 0 && olen > 0)
+        err = uvt_buf_append(b, o, olen);
+      if (err == 0 && olen > 0 && o[olen - 1] != '\n')
+        err = uvt_buf_append(b, "\n", 1);
+      if (err == 0 && elen > 0)
+        err = uvt_buf_append(b, "[stderr]\n", 9);
+      if (err == 0 && elen > 0)
+        err = uvt_buf_append(b, e, elen);
+      if (err == 0 && elen > 0 && e[elen - 1] != '\n')
+        err = uvt_buf_append(b, "\n", 1);
+      if (err == 0) {
+        j->elem_off[2 * i] += olen;
+        j->elem_off[2 * i + 1] += elen;
+      }
+    }
+    uvt__free(o);
+    uvt__free(e);
+  }
+  return err;
+}
+
 int uvt__sjob_read(uvt__sjob_t *j, uvt_buf_t *b, int final) {
   char *o = NULL, *e = NULL;
   size_t olen, elen;
@@ -95,6 +137,8 @@ int uvt__sjob_read(uvt__sjob_t *j, uvt_buf_t *b, int final) {
   char note[128];
   int err;
 
+  if (j->array != NULL && j->elem_off != NULL)
+    return read_array(j, b, final);
   if ((err = read_stream(j, "out", j->out_off, j->cap, final, &o, &olen,
                          &oleft)) != 0)
     return err;

@@ -5,12 +5,17 @@
 #ifndef UVT_SLURM_INTERNAL_H
 #define UVT_SLURM_INTERNAL_H
 
+#include <slurm/slurm.h>
+
 #include "leaf/alloc.h"
 #include "leaf/list.h"
 #include "uvtasks/producer.h"
 #include "uvtasks/slurm.h"
 
 #define UVT__SLURM_KEY_MAX 64
+#define UVT__SLURM_CLUSTER_MAX 64
+/* journal.c: bytes of one task's record (a divisor of 512). */
+#define UVT__JOURNAL_REC 512
 
 typedef struct uvt__sjob_s uvt__sjob_t;
 
@@ -26,7 +31,19 @@ struct uvt_slurm_engine_s {
   char *conf;
   char *partition;
   int journal_fd; /* -1 = none */
+  uint32_t uid;   /* the submitting user (E-9) */
   uint64_t poll_ms;
+  uint64_t submit_retry_ms; /* E-12: how long a down controller is retried */
+  char **sbatch_allow;      /* E-13: the host's allowlist (NULL-terminated) */
+  /* Set by the thread after slurm_init, before `ready` (read-only after). */
+  char cluster[UVT__SLURM_CLUSTER_MAX]; /* ClusterName (E-9) */
+  uint32_t kill_wait_s;                 /* KillWait (E-11) */
+  /* journal.c (M): slots of the records (E-15) */
+  int64_t slots;         /* records in the file, live or free */
+  int64_t *free_slots;   /* freed slots to use again */
+  size_t free_slots_n, free_slots_cap;
+  struct uvt__journal_entry_s *loaded; /* live entries found at open */
+  size_t loaded_n;
   uint64_t heartbeat_ms;
   uint64_t lost_after_ms;
   int detach_on_close;
@@ -34,6 +51,8 @@ struct uvt_slurm_engine_s {
   struct uvt__link requests; /* jobs with a submit, find or kill to send */
   struct uvt__link polled;   /* jobs whose state the thread follows */
   struct uvt__link to_loop;  /* jobs with news for the loop thread */
+  struct uvt__link infos;      /* E-14: cluster_info asked */
+  struct uvt__link infos_done; /* ... and answered, for the loop */
   int stop;
   int ready; /* the thread's libslurm set-up is done */
   int thread_done;
@@ -61,7 +80,21 @@ struct uvt__sjob_s {
   uint32_t cpus;
   uint64_t mem_mb;
   uint32_t time_limit_min;
+  uint32_t limit_s; /* the time limit in s (0 = the partition's) */
   size_t cap;
+  /* E-13: what cluster users ask for (NULL / 0 = Slurm's default). */
+  char *account, *qos, *gres, *array, *signal, *dependency;
+  uint32_t nodes, ntasks;
+  uvt__sjob_t **deps; /* the tasks `dependency` names (referenced) */
+  size_t deps_n;
+  char **extra; /* E-13: allowlisted sbatch options, "name=value" */
+  size_t extra_n;
+  /* E-12: the host hears of the submission once. */
+  uvt_slurm_submitted_cb submitted;
+  void *submitted_data;
+  int64_t slot;          /* the journal record's slot, -1 none (M) */
+  uint64_t *elem_off;    /* E-13: an array's offsets, 2 per element */
+  uint32_t elems;
   /* (M) */
   int refs;           /* the registry's (until release) + the thread's */
   uint32_t job;       /* 0 until the submission returned */
@@ -72,6 +105,17 @@ struct uvt__sjob_s {
   int settling;       /* the thread is settling: reads return nothing */
   int detached;       /* E-6: dropped, not cancelled */
   int released;       /* the release hook ran */
+  int verified;       /* E-9: the controller confirmed the job is ours */
+  int want_verify;    /* E-9: adopted: ask the controller first */
+  int verify_answer;  /* E-9: 0 none yet, else a UVT__VERIFY_* */
+  uint32_t seen_state; /* E-14: the last ended state seen, 0 none */
+  uint32_t seen_exit;
+  uint64_t submit_t0;    /* E-12: the first try (monotonic ms) */
+  uint64_t next_try;     /* E-12: when to try again (0 = now) */
+  uint32_t tries;
+  int news;             /* E-12: UVT_SLURM_* to tell the loop, -1 none */
+  int news_told;        /* ACCEPTED / REFUSED told (RETRYING once) */
+  char why[256];        /* the controller's reason with the news */
   uint64_t out_off;   /* bytes of stdout consumed by reads */
   uint64_t err_off;   /* the same for stderr */
   char *live_detail;  /* pending reason for the loop to show */
@@ -90,6 +134,14 @@ int uvt__slurm_register(uvt_slurm_engine_t *e, uvt__sjob_t *j,
                         uvt_agent_t *owner, const char *label,
                         const char *want_id, char id_out[UVT_ID_MAX]);
 uvt__sjob_t *uvt__sjob_new(uvt_slurm_engine_t *e);
+/* The Slurm task `id` of engine `e` as `caller` may see it, or NULL with
+ * *err (uvt_task_lookup's, or UV_EINVAL: not a Slurm task of e). */
+uvt__sjob_t *uvt__slurm_find(uvt_slurm_engine_t *e, const char *id,
+                             const uvt_agent_t *caller, int *err);
+/* engine.c: elements in an array spec such as "0-9%2" or "1,4,7-8". */
+uint32_t uvt__array_count(const char *spec);
+/* The i-th element's index of the spec (i < count). */
+uint32_t uvt__array_index(const char *spec, uint32_t i);
 void uvt__sjob_free(uvt__sjob_t *j);
 
 /* output.c: read the job's new output from the consumed offsets.  `final`:
@@ -100,25 +152,47 @@ int uvt__sjob_read(uvt__sjob_t *j, uvt_buf_t *out, int final);
 void uvt__sjob_path(const uvt__sjob_t *j, const char *ext, char *buf,
                     size_t size);
 
-/* journal.c: one line per event, appended with one write(2) each.
- *   T <id> <key>            the task exists; its job is being submitted
- *   J <id> <job>            the job id
- *   O <id> <out> <err>      offsets consumed by reads
- *   D <id>                  its end was delivered (never adopt again)
+/* journal.c (E-5, E-9, E-15): a record per task, written in place.
+ * Open: read the journal (this form or v3's), write the live records to a
+ * new file renamed over it, keep them in e->loaded for adoption.
+ * Put: (re)write j's record in state T, J or D (D frees its slot).
  * Mutex held (or before the thread starts). */
-void uvt__journal_line(uvt_slurm_engine_t *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-typedef struct {
+typedef struct uvt__journal_entry_s {
   char id[UVT_ID_MAX];
   char key[UVT__SLURM_KEY_MAX];
+  char cluster[UVT__SLURM_CLUSTER_MAX]; /* "" = not recorded (v3) */
   uint32_t job;
+  uint32_t uid;
+  int has_identity; /* uid and cluster were recorded (not v3) */
+  uint32_t limit_s;
+  int array;
   uint64_t out_off, err_off;
   int done;
+  int64_t slot;
 } uvt__journal_entry_t;
-/* Every task of the journal, in order of first appearance; free with
- * uvt__free.  Returns 0 or an error. */
-int uvt__journal_load(uvt_slurm_engine_t *e, uvt__journal_entry_t **out,
-                      size_t *count);
+int uvt__journal_open(uvt_slurm_engine_t *e, const char *path);
+void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state);
+void uvt__journal_sync(uvt_slurm_engine_t *e);
+
+/* E-9: what the controller says of an adopted job. */
+enum {
+  UVT__VERIFY_OURS = 1,    /* it holds the job: our user, our name */
+  UVT__VERIFY_FOREIGN = 2, /* another user's or another name: drop */
+  UVT__VERIFY_GONE = 3,    /* it no longer holds the job id */
+  UVT__VERIFY_NOANSWER = 4 /* it did not answer: ask again later */
+};
+
+/* sbatch.c (E-13): the extra sbatch options a host may allow. */
+int uvt__sbatch_known(const char *name);
+/* "name=value" or "name": 0, or UV_EINVAL (unknown, a bad value). */
+int uvt__sbatch_check(const char *arg);
+void uvt__sbatch_apply(job_desc_msg_t *d, const char *arg);
+
+/* E-10 (src/process/env.c): a local task's environment (the host's minus
+ * credentials, the fixed additions, then `extra`) as a new array of new
+ * strings (the library's allocator), NULL-terminated, count in *n.
+ * Returns NULL (no memory). */
+char **uvt__env_scrubbed_copy(const char *const *extra, size_t *n);
 
 /* state.c: E-4, the outcome of a job that left Slurm's queue. */
 typedef struct {
@@ -127,9 +201,11 @@ typedef struct {
 } uvt__slurm_end_t;
 void uvt__slurm_map_end(uint32_t state, uint32_t exit_code, uint32_t job,
                         int kill_requested, uvt__slurm_end_t *end);
-/* The same from the wrapper's exit-code file, once Slurm forgot the job. */
-void uvt__slurm_map_rc(int have_rc, int rc, uint32_t job, int kill_requested,
-                       uvt__slurm_end_t *end);
+/* E-14: the same from the wrapper's <key>.rc file, once Slurm forgot the
+ * job: `text` is its contents (NULL: none), "STATUS [SIGNAL SECONDS]";
+ * limit_s the job's time limit (0 unknown). */
+void uvt__slurm_map_rc(const char *text, uint32_t job, int kill_requested,
+                       uint32_t limit_s, uvt__slurm_end_t *end);
 const char *uvt__slurm_state_name(uint32_t state);
 
 #endif

@@ -79,13 +79,37 @@ void uvt__slurm_map_end(uint32_t state, uint32_t exit_code, uint32_t job,
   }
 }
 
-void uvt__slurm_map_rc(int have_rc, int rc, uint32_t job, int kill_requested,
-                       uvt__slurm_end_t *end) {
+void uvt__slurm_map_rc(const char *text, uint32_t job, int kill_requested,
+                       uint32_t limit_s, uvt__slurm_end_t *end) {
+  int rc = 0, n;
+  char sig[16] = "-";
+  unsigned at = 0;
   memset(end, 0, sizeof(*end));
-  if (!have_rc) {
+  n = text != NULL ? sscanf(text, "%d %15s %u", &rc, sig, &at) : 0;
+  if (n < 1) {
     end->status = kill_requested ? UVT_KILLED : UVT_FAILED;
     snprintf(end->detail, sizeof(end->detail),
              "slurm forgot job %u and it left no exit code", job);
+    return;
+  }
+  /* E-11, E-14: the wrapper passed on Slurm's SIGTERM: a cancel, the time
+   * limit or a preemption, told apart by what we know. */
+  if (n >= 2 && strcmp(sig, "TERM") == 0) {
+    if (kill_requested) {
+      end->status = UVT_KILLED;
+      snprintf(end->detail, sizeof(end->detail), "slurm CANCELLED (job %u)",
+               job);
+    } else if (n == 3 && limit_s > 0 && at + 1 >= limit_s) {
+      end->status = UVT_FAILED;
+      snprintf(end->detail, sizeof(end->detail), "slurm TIMEOUT (job %u)",
+               job);
+    } else {
+      end->status = UVT_KILLED;
+      snprintf(end->detail, sizeof(end->detail),
+               "slurm ended job %u with SIGTERM (cancelled or preempted; "
+               "the controller forgot which)",
+               job);
+    }
     return;
   }
   /* The wrapper writes the command's status as a shell gives it. */

@@ -100,12 +100,13 @@ static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
   if (fp == NULL)
     return NULL;
   fputs(wrapper_head, fp);
-  fputs("uvt_hb=", fp);
-  uvt__sjob_path(j, "hb", path, sizeof(path));
+  /* An array's elements each write files of their own (<key>.<index>.*). */
+  fputs("uvt_base=", fp);
+  snprintf(path, sizeof(path), "%s/%s", e->out_dir, j->key);
   put_quoted(fp, path);
-  fputs("\nuvt_rc=", fp);
-  uvt__sjob_path(j, "rc", path, sizeof(path));
-  put_quoted(fp, path);
+  fputs(j->array != NULL ? "\nuvt_base=\"$uvt_base.$SLURM_ARRAY_TASK_ID\"" : "",
+        fp);
+  fputs("\nuvt_hb=\"$uvt_base.hb\"\nuvt_rc=\"$uvt_base.rc\"", fp);
   fprintf(fp, "\nuvt_beat_s=%llu\n",
           (unsigned long long)((e->heartbeat_ms + 999) / 1000));
   fputs(wrapper_body, fp);
@@ -132,21 +133,118 @@ static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
   }
 }
 
+/* E-10: a local task's environment: the host's minus credentials, the
+ * fixed additions, then the options' entries.  The controller keeps a
+ * job's environment in its state directory: nothing scrubbed is sent. */
 static int copy_env(uvt__sjob_t *j, const char *const *env) {
-  size_t n = 0, i;
-  if (env == NULL)
-    env = (const char *const *)environ;
-  while (env[n] != NULL)
-    n++;
-  if ((j->env = uvt__calloc(n + 1, sizeof(char *))) == NULL)
-    return UV_ENOMEM;
-  for (i = 0; i < n; i++) {
-    if (strchr(env[i], '=') == NULL)
+  size_t i;
+  for (i = 0; env != NULL && env[i] != NULL; i++)
+    if (strchr(env[i], '=') == NULL || env[i][0] == '=')
       return UV_EINVAL;
-    if ((j->env[i] = uvt__strdup(env[i])) == NULL)
-      return UV_ENOMEM;
-    j->env_count = i + 1;
+  if ((j->env = uvt__env_scrubbed_copy(env, &j->env_count)) == NULL)
+    return UV_ENOMEM;
+  return 0;
+}
+
+/* E-13: the options' values, checked before anything is registered. */
+static int plain_text(const char *s, const char *extra) {
+  if (s == NULL)
+    return 1;
+  if (*s == '\0' || *s == '-')
+    return 0;
+  for (; *s != '\0'; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || strchr(extra, *s) != NULL))
+      return 0;
+  return 1;
+}
+
+static const char *const forwarded[] = {"HUP",  "INT",  "QUIT", "USR1",
+                                        "USR2", "ALRM", "TERM", "XCPU"};
+
+static int signal_ok(const char *s) {
+  char name[32];
+  unsigned secs;
+  char tail;
+  const char *n;
+  size_t i;
+  if (s == NULL)
+    return 1;
+  if (sscanf(s, "%31[^@]@%u%c", name, &secs, &tail) != 2 || secs < 1 ||
+      secs > 65535)
+    return 0;
+  n = strncmp(name, "SIG", 3) == 0 ? name + 3 : name;
+  for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+    if (strcmp(n, forwarded[i]) == 0)
+      return 1;
+  return 0;
+}
+
+static const char *const dep_types[] = {"after", "afterany", "afterok",
+                                        "afternotok", "aftercorr"};
+
+/* E-13: "type:id[:id]..." parts joined by ',' or '?', or "singleton";
+ * each id a Slurm task of this engine that `owner` may see (referenced
+ * in j->deps, in order). */
+static int parse_dependency(uvt_slurm_engine_t *e, uvt__sjob_t *j,
+                            const char *spec, uvt_agent_t *owner) {
+  const char *p = spec;
+  char sep = 0;
+  if (strcmp(spec, "singleton") == 0)
+    return 0;
+  if (*spec == '\0' || strlen(spec) > 900)
+    return UV_EINVAL;
+  while (*p != '\0') {
+    size_t len = strcspn(p, ":,?"), t;
+    int ok = 0, ids = 0;
+    for (t = 0; t < sizeof(dep_types) / sizeof(dep_types[0]); t++)
+      if (strlen(dep_types[t]) == len && strncmp(p, dep_types[t], len) == 0)
+        ok = 1;
+    if (!ok)
+      return UV_EINVAL;
+    p += len;
+    while (*p == ':') {
+      char id[UVT_ID_MAX];
+      uvt__sjob_t *d, **g;
+      int err;
+      p++;
+      len = strcspn(p, ":,?");
+      if (len == 0 || len >= sizeof(id))
+        return UV_EINVAL;
+      memcpy(id, p, len);
+      id[len] = '\0';
+      if ((d = uvt__slurm_find(e, id, owner, &err)) == NULL)
+        return err;
+      g = uvt__realloc(j->deps, (j->deps_n + 1) * sizeof(*g));
+      if (g == NULL)
+        return UV_ENOMEM;
+      j->deps = g;
+      uv_mutex_lock(&e->mutex);
+      d->refs++;
+      uv_mutex_unlock(&e->mutex);
+      j->deps[j->deps_n++] = d;
+      p += len;
+      ids++;
+    }
+    if (ids == 0)
+      return UV_EINVAL;
+    if (*p == ',' || *p == '?') {
+      if (sep != 0 && sep != *p)
+        return UV_EINVAL;
+      sep = *p++;
+      if (*p == '\0')
+        return UV_EINVAL;
+    }
   }
+  return 0;
+}
+
+static int allowed(const uvt_slurm_engine_t *e, const char *arg) {
+  size_t len = strcspn(arg, "="), i;
+  for (i = 0; e->sbatch_allow != NULL && e->sbatch_allow[i] != NULL; i++)
+    if (strlen(e->sbatch_allow[i]) == len &&
+        strncmp(e->sbatch_allow[i], arg, len) == 0)
+      return 1;
   return 0;
 }
 
@@ -160,15 +258,23 @@ static void make_key(uvt__sjob_t *j, const char *id) {
            r[3]);
 }
 
+static int dup_opt(const char *s, char **out) {
+  if (s == NULL)
+    return 0;
+  return (*out = uvt__strdup(s)) != NULL ? 0 : UV_ENOMEM;
+}
+
 int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o,
                     char id_out[UVT_ID_MAX]) {
   uvt__sjob_t *j;
   char cwd[4096];
   const char *label;
+  size_t i;
   int err;
 
   if (e == NULL || o == NULL)
     return UV_EINVAL;
+  UVT_LOOP_ONLY(e->reg);
   if ((o->command == NULL) == (o->argv == NULL))
     return UV_EINVAL;
   if (o->command != NULL && o->command[strspn(o->command, " \t\n")] == '\0')
@@ -177,6 +283,17 @@ int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o,
     return UV_EINVAL;
   if (o->output_cap_bytes != 0 && o->output_cap_bytes < 4)
     return UV_EINVAL;
+  /* E-13: every value is checked before anything is registered. */
+  if (!plain_text(o->account, "_-.") || !plain_text(o->qos, "_-.") ||
+      !plain_text(o->partition, "_-.,") || !plain_text(o->gres, "_-.:,") ||
+      !plain_text(o->array, ",-:%") || !signal_ok(o->signal) ||
+      (o->array != NULL &&
+       (uvt__array_count(o->array) == 0 || uvt__array_count(o->array) > 10000)))
+    return UV_EINVAL;
+  for (i = 0; o->sbatch_args != NULL && o->sbatch_args[i] != NULL; i++)
+    if (!allowed(e, o->sbatch_args[i]) ||
+        uvt__sbatch_check(o->sbatch_args[i]) != 0)
+      return UV_EINVAL;
   if (e->closing)
     return UVT_ECLOSING;
   label = o->label != NULL ? o->label
@@ -191,10 +308,41 @@ int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o,
   j->cpus = o->cpus > 0 ? o->cpus : 1;
   j->mem_mb = o->mem_mb;
   j->time_limit_min = o->time_limit_min;
-  err = UV_ENOMEM;
-  if (o->partition != NULL &&
-      (j->partition = uvt__strdup(o->partition)) == NULL)
+  j->limit_s = o->time_limit_min * 60u;
+  j->nodes = o->nodes;
+  j->ntasks = o->ntasks;
+  j->submitted = o->submitted;
+  j->submitted_data = o->submitted_data;
+  if ((err = dup_opt(o->partition, &j->partition)) != 0 ||
+      (err = dup_opt(o->account, &j->account)) != 0 ||
+      (err = dup_opt(o->qos, &j->qos)) != 0 ||
+      (err = dup_opt(o->gres, &j->gres)) != 0 ||
+      (err = dup_opt(o->array, &j->array)) != 0 ||
+      (err = dup_opt(o->signal, &j->signal)) != 0 ||
+      (err = dup_opt(o->dependency, &j->dependency)) != 0)
     goto fail;
+  if (j->array != NULL) {
+    j->elems = uvt__array_count(j->array);
+    err = UV_ENOMEM;
+    if ((j->elem_off = uvt__calloc(2 * (size_t)j->elems, sizeof(uint64_t))) ==
+        NULL)
+      goto fail;
+  }
+  if (o->dependency != NULL &&
+      (err = parse_dependency(e, j, o->dependency, o->owner)) != 0)
+    goto fail;
+  for (i = 0; o->sbatch_args != NULL && o->sbatch_args[i] != NULL; i++)
+    ;
+  if (i > 0) {
+    err = UV_ENOMEM;
+    if ((j->extra = uvt__calloc(i, sizeof(char *))) == NULL)
+      goto fail;
+    for (j->extra_n = 0; j->extra_n < i; j->extra_n++)
+      if ((j->extra[j->extra_n] = uvt__strdup(o->sbatch_args[j->extra_n])) ==
+          NULL)
+        goto fail;
+  }
+  err = UV_ENOMEM;
   if (o->cwd == NULL && getcwd(cwd, sizeof(cwd)) == NULL) {
     err = uv_translate_sys_error(errno);
     goto fail;
@@ -210,13 +358,16 @@ int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o,
   err = UV_ENOMEM;
   if ((j->command_script = make_script(e, j, o)) == NULL)
     goto fail;
+  j->live_detail = uvt__strdup("submitting");
   if ((err = uvt__slurm_register(e, j, o->owner, label, NULL, id_out)) != 0)
     goto fail;
   /* Journalled first (the thread fsyncs it before submitting, E-5). */
   uv_mutex_lock(&e->mutex);
-  uvt__journal_line(e, "T %s %s", j->id, j->key);
+  j->verified = 1; /* ours: we submit it */
+  uvt__journal_put(e, j, 'T');
   if (!j->settling) {
     j->want_submit = 1;
+    j->detail_dirty = 1;
     uvt__sjob_queue_request(j);
   }
   uv_mutex_unlock(&e->mutex);
@@ -228,51 +379,162 @@ fail:
   return err;
 }
 
+/* E-9: a journal entry this engine may not even ask about (another
+ * cluster's, another user's): why, or NULL. */
+static const char *foreign_entry(const uvt_slurm_engine_t *e,
+                                 const uvt__journal_entry_t *x, char *buf,
+                                 size_t size) {
+  if (!x->has_identity)
+    return NULL; /* v3: the controller's answer decides */
+  if (x->uid != e->uid) {
+    snprintf(buf, size, "it names user %u, this engine runs as %u", x->uid,
+             e->uid);
+    return buf;
+  }
+  if (x->cluster[0] != '\0' && e->cluster[0] != '\0' &&
+      strcmp(x->cluster, e->cluster) != 0) {
+    snprintf(buf, size, "it names cluster %s, this engine's is %s",
+             x->cluster, e->cluster);
+    return buf;
+  }
+  return NULL;
+}
+
+static void drop_entry(uvt_slurm_engine_t *e, const uvt__journal_entry_t *x,
+                       const char *why) {
+  uvt__sjob_t tmp;
+  uvt_log(e->reg, UVT_LOG_WARN,
+          "slurm: journal line for %s (slurm job %u, uvt-%s) dropped: %s; "
+          "the job is left alone",
+          x->id, x->job, x->key, why);
+  /* Its record goes (the slot is freed). */
+  memset(&tmp, 0, sizeof(tmp));
+  snprintf(tmp.id, sizeof(tmp.id), "%s", x->id);
+  snprintf(tmp.key, sizeof(tmp.key), "%s", x->key);
+  tmp.slot = x->slot;
+  uv_mutex_lock(&e->mutex);
+  uvt__journal_put(e, &tmp, 'D');
+  uv_mutex_unlock(&e->mutex);
+}
+
 int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner) {
   uvt__journal_entry_t *a;
+  uvt__sjob_t **jobs;
   size_t n, i;
-  int err, adopted = 0;
+  int err = 0, adopted = 0;
+  char why[200];
 
   if (e == NULL || e->journal_fd < 0)
     return UV_EINVAL;
+  UVT_LOOP_ONLY(e->reg);
   if (e->closing)
     return UVT_ECLOSING;
   uv_mutex_lock(&e->mutex);
-  err = uvt__journal_load(e, &a, &n);
+  a = e->loaded;
+  n = e->loaded_n;
+  e->loaded = NULL;
+  e->loaded_n = 0;
   uv_mutex_unlock(&e->mutex);
-  if (err != 0)
-    return err;
+  if (n == 0) {
+    uvt__free(a);
+    return 0;
+  }
+  if ((jobs = uvt__calloc(n, sizeof(*jobs))) == NULL) {
+    uvt__free(a);
+    return UV_ENOMEM;
+  }
+  /* E-9: each job, one question to the controller on the engine thread;
+   * this call waits for the answers. */
   for (i = 0; i < n; i++) {
     uvt__sjob_t *j;
-    char label[UVT__SLURM_KEY_MAX + 32];
-    if (a[i].done)
+    const char *bad = foreign_entry(e, &a[i], why, sizeof(why));
+    if (bad != NULL) {
+      drop_entry(e, &a[i], bad);
       continue;
+    }
     uv_mutex_lock(&e->mutex);
     j = uvt__sjob_new(e);
+    if (j != NULL) {
+      snprintf(j->id, sizeof(j->id), "%s", a[i].id);
+      snprintf(j->key, sizeof(j->key), "%s", a[i].key);
+      j->job = a[i].job;
+      j->slot = a[i].slot;
+      j->limit_s = a[i].limit_s;
+      j->out_off = a[i].out_off;
+      j->err_off = a[i].err_off;
+      j->cap = 1u << 20;
+      j->refs = 1; /* ours until registered */
+      if (a[i].array) {
+        /* The elements' offsets are not journalled: they read again
+         * from the start.  The spec is not known: the counts come from
+         * the controller; the output of elements 0..N-1 is looked for. */
+        j->array = uvt__strdup("0-999");
+        j->elems = 1000;
+        j->elem_off = uvt__calloc(2000, sizeof(uint64_t));
+      }
+      if (a[i].job != 0) {
+        j->want_verify = 1;
+        uvt__sjob_queue_request(j);
+      } else {
+        j->want_find = 1; /* by name: user and name are checked there */
+      }
+    }
     uv_mutex_unlock(&e->mutex);
     if (j == NULL) {
       err = UV_ENOMEM;
       break;
     }
-    snprintf(j->key, sizeof(j->key), "%s", a[i].key);
-    j->job = a[i].job;
-    j->want_find = a[i].job == 0;
-    j->out_off = a[i].out_off;
-    j->err_off = a[i].err_off;
-    j->cap = 1u << 20;
-    if (a[i].job != 0)
-      snprintf(label, sizeof(label), "slurm job %u (adopted)", a[i].job);
-    else
-      snprintf(label, sizeof(label), "slurm job uvt-%s (adopted)", a[i].key);
-    err = uvt__slurm_register(e, j, owner, label, a[i].id, NULL);
-    if (err != 0) {
-      uv_mutex_lock(&e->mutex);
-      uvt__sjob_free(j);
-      uv_mutex_unlock(&e->mutex);
-      break;
-    }
-    adopted++;
+    jobs[i] = j;
   }
+  uv_mutex_lock(&e->mutex);
+  for (i = 0; i < n; i++)
+    while (jobs[i] != NULL && jobs[i]->want_verify && !e->stop)
+      uv_cond_wait(&e->cond, &e->mutex);
+  uv_mutex_unlock(&e->mutex);
+
+  for (i = 0; i < n; i++) {
+    uvt__sjob_t *j = jobs[i];
+    char label[UVT__SLURM_KEY_MAX + 32];
+    if (j == NULL)
+      continue;
+    if (err == 0 && j->verify_answer == UVT__VERIFY_FOREIGN) {
+      snprintf(why, sizeof(why), "the controller says %.150s", j->why);
+      drop_entry(e, &a[i], why);
+      j->slot = -1;
+    } else if (err == 0) {
+      if (j->verify_answer == UVT__VERIFY_NOANSWER)
+        uvt_log(e->reg, UVT_LOG_WARN,
+                "slurm: the controller did not answer about job %u (%s): "
+                "adopted unconfirmed; nothing is sent to it until it does",
+                j->job, j->id);
+      if (a[i].job != 0)
+        snprintf(label, sizeof(label), "slurm job %u (adopted)", a[i].job);
+      else
+        snprintf(label, sizeof(label), "slurm job uvt-%s (adopted)",
+                 a[i].key);
+      uv_mutex_lock(&e->mutex);
+      j->refs--;
+      uv_mutex_unlock(&e->mutex);
+      err = uvt__slurm_register(e, j, owner, label, a[i].id, NULL);
+      if (err == 0) {
+        adopted++;
+        continue;
+      }
+      uv_mutex_lock(&e->mutex);
+      j->refs++;
+      uv_mutex_unlock(&e->mutex);
+    }
+    /* Not registered: free it (off the thread's lists first). */
+    uv_mutex_lock(&e->mutex);
+    if (j->in_requests) {
+      j->in_requests = 0;
+      uvt__list_remove(&j->request_link);
+    }
+    j->want_find = 0;
+    uvt__sjob_free(j);
+    uv_mutex_unlock(&e->mutex);
+  }
+  uvt__free(jobs);
   uvt__free(a);
   return err != 0 ? err : adopted;
 }
