@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""E-8: uvtasks-mcp --slurm against the suite's cluster.
+"""E-8, E-10, E-12..E-14: uvtasks-mcp --slurm against the suite's cluster.
 
-submit_job gives slurm-N; task_output, task_list and task_kill work on it;
+submit_job answers with slurm-N and the Slurm job id once the controller
+took the job, or with Slurm's reason when it refused; task_output,
+task_list and task_kill work on it; the job sees no credential of the
+server's environment; cluster_info shows the partitions and the fake GPU;
 a server started again on the same journal takes a running job back under
 its id.  Run by test/slurm-suite.sh (SLURM_CONF and UVT_SLURM_DIR set).
 usage: slurm-mcp-test.py UVTASKS_MCP
@@ -14,13 +17,17 @@ import sys
 mcp = sys.argv[1]
 base = os.environ["UVT_SLURM_DIR"]
 journal = os.path.join(base, "mcp.journal")
-env = dict(os.environ, UVTASKS_SLURM_OUT=os.path.join(base, "mcp-out"))
+env = dict(os.environ, UVTASKS_SLURM_OUT=os.path.join(base, "mcp-out"),
+           AWS_SECRET_ACCESS_KEY="fake-aws-mcp-4711",
+           GITHUB_TOKEN="fake-gh-mcp-4711",
+           UVT_OK_TOKEN="passed-on-purpose")
 
 
 class Server:
     def __init__(self):
         self.p = subprocess.Popen(
-            [mcp, "--slurm", "--slurm-journal", journal, "--no-guardian"],
+            [mcp, "--slurm", "--slurm-journal", journal, "--no-guardian",
+             "--pass-env", "UVT_OK_TOKEN"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
         self.n = 0
         r = self.rpc("initialize", {"protocolVersion": "2025-06-18",
@@ -54,34 +61,57 @@ class Server:
         assert self.p.wait(timeout=120) == 0
 
 
-# E-8: the tool is listed and submits.
+# E-8: the tool is listed and submits; E-12: the answer names the job.
 s = Server()
 names = [t["name"] for t in s.rpc("tools/list", {})["tools"]]
-assert "submit_job" in names, names
+assert "submit_job" in names and "cluster_info" in names, names
 text, err = s.call("submit_job", {"command": "echo hi-from-slurm; exit 4",
                                   "label": "greeting"})
-assert not err and "slurm-1" in text, text
+assert not err and "slurm-1" in text and "Slurm job " in text, text
 text, err = s.call("task_output", {"task_id": "slurm-1", "wait": True,
                                    "timeout_ms": 60000})
 assert "hi-from-slurm" in text and "exit code: 4" in text, text
 text, err = s.call("submit_job", {"cpus": 2})
 assert err, text
+# E-12: a refusal, with Slurm's reason, at once.
+text, err = s.call("submit_job", {"command": "true",
+                                  "partition": "no-such-partition"})
+assert err and "refused" in text and "partition" in text, text
+# E-13: no extra sbatch option unless the server allows it.
+text, err = s.call("submit_job", {"command": "true",
+                                  "sbatch_args": ["constraint=x"]})
+assert err and "not valid" in text, text
+# E-10: the job sees the server's environment without its credentials.
+text, err = s.call("submit_job", {"command": "env"})
+assert not err, text
+tid = text.split("task ")[1].split(" ")[0]
+text, err = s.call("task_output", {"task_id": tid, "wait": True,
+                                   "timeout_ms": 60000})
+assert "fake-aws-mcp" not in text and "fake-gh-mcp" not in text, text
+assert "UVT_OK_TOKEN=passed-on-purpose" in text, text
+# E-14: what the cluster offers.
+text, err = s.call("cluster_info", {})
+assert not err and "debug" in text and "gpu" in text, text
 # A running job outlives the server (journal) ...
 text, err = s.call("submit_job", {"command": "echo started; sleep 300"})
-assert not err and "slurm-2" in text, text
+assert not err and "Submitted as task slurm-" in text, text
+run = text.split("task ")[1].split(" ")[0]
 while True:
-    text, err = s.call("task_output", {"task_id": "slurm-2", "wait": True,
+    text, err = s.call("task_output", {"task_id": run, "wait": True,
                                        "timeout_ms": 200})
     if "started" in text:
         break
+text, err = s.call("task_list", {})
+assert run in text and "slurm job " in text, text
 s.stop()
-# ... and the next server takes it back under its id.
+# ... and the next server takes it back under its id (only it: the
+# others' ends were delivered).
 s = Server()
 text, err = s.call("task_list", {})
-assert "slurm-2" in text and "slurm-1" not in text, text
-text, err = s.call("task_kill", {"task_id": "slurm-2"})
+assert run in text and "slurm-1 " not in text, text
+text, err = s.call("task_kill", {"task_id": run})
 assert not err, text
-text, err = s.call("task_output", {"task_id": "slurm-2", "wait": True,
+text, err = s.call("task_output", {"task_id": run, "wait": True,
                                    "timeout_ms": 60000})
 assert "killed" in text, text
 s.stop()

@@ -924,6 +924,419 @@ static void slurm_kill_checkpoint(void **state) {
   env_close(&v);
 }
 
+/* ---- E-11: the time limit and the warning signal ------------------------ */
+
+/* Two jobs of 1 minute (the shortest limit Slurm has), side by side: one
+ * with a warning signal 50 s before its limit.  Both save a checkpoint at
+ * the limit's TERM, and the warned one heard USR1 first. */
+static void slurm_timeout_checkpoint(void **state) {
+  env_t v;
+  char id[2][UVT_ID_MAX], acc[2][8192], d[160], want[96];
+  uvt_slurm_options_t o;
+  uint32_t job;
+  int i;
+  (void)state;
+  memset(acc, 0, sizeof(acc));
+  env_open(&v, NULL, 0, 0);
+  for (i = 0; i < 2; i++) {
+    uvt_slurm_options_init(&o);
+    o.command = CHECKPOINTER;
+    o.time_limit_min = 1;
+    o.signal = i == 1 ? "USR1@50" : NULL; /* E-13 */
+    assert_int_equal(uvt_slurm_start(v.e, &o, id[i]), 0);
+  }
+  for (i = 0; i < 2; i++) {
+    wait_end(&v, id[i], 240000);
+    read_into(&v, id[i], acc[i], sizeof(acc[i]));
+    assert_non_null(strstr(acc[i], "checkpoint-saved\n"));
+    assert_int_equal(uvt_slurm_job_id(v.f.reg, id[i], NULL, &job), 0);
+    assert_int_equal(status_of(&v, id[i], d, sizeof(d)), UVT_FAILED);
+    snprintf(want, sizeof(want), "slurm TIMEOUT (job %u)", job);
+    assert_string_equal(d, want);
+  }
+  assert_null(strstr(acc[0], "warned-"));
+  assert_non_null(strstr(acc[1], "warned-1\n"));
+  env_close(&v);
+}
+
+/* ---- E-9: a journal names a job that is not ours ------------------------- */
+
+static uint32_t sbatch_sleep(const char *name) {
+  char cmd[512], buf[64] = "";
+  FILE *p;
+  snprintf(cmd, sizeof(cmd),
+           "sbatch --parsable -J %s -o /dev/null --wrap 'sleep 300'", name);
+  p = popen(cmd, "r");
+  assert_non_null(p);
+  if (fgets(buf, sizeof(buf), p) == NULL)
+    buf[0] = '\0';
+  pclose(p);
+  return (uint32_t)strtoul(buf, NULL, 10);
+}
+
+static void slurm_journal_foreign(void **state) {
+  env_t v;
+  char journal[4096], d[160];
+  uvt_snapshot_t s;
+  uint32_t foreign;
+  FILE *fp;
+  int warnings;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  /* Someone's job of the same user, running. */
+  foreign = sbatch_sleep("someone-elses");
+  assert_true(foreign > 0);
+  /* A journal (v3's form, as a reset controller or another cluster's
+   * journal leaves it) that names that job under a key of ours. */
+  fp = fopen(journal, "w");
+  assert_non_null(fp);
+  fprintf(fp, "T slurm-7 slurm-0badc0de\nJ slurm-7 %u\n", foreign);
+  fclose(fp);
+  env_open(&v, journal, 0, 3000);
+  warnings = v.f.warnings;
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 0); /* E-9 */
+  assert_int_equal(uvt_get(v.f.reg, "slurm-7", NULL, &s), UVT_ENOTASK);
+  assert_true(v.f.warnings > warnings);
+  assert_non_null(strstr(v.f.last_warning, "dropped"));
+  assert_non_null(strstr(v.f.last_warning, "someone-elses"));
+  env_close(&v);
+  /* Neither adopted nor cancelled; and the line is gone. */
+  assert_true(job_state_is(foreign, "R PD"));
+  env_open(&v, journal, 0, 3000);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 0);
+  env_close(&v);
+  /* Lines of another cluster or another user are dropped unasked. */
+  fp = fopen(journal, "w");
+  assert_non_null(fp);
+  fprintf(fp,
+          "U1 J id=slurm-8 key=slurm-0badc0df job=%u out=0 err=0 uid=%u "
+          "cluster=elsewhere limit=0 array=0\n"
+          "U1 J id=slurm-9 key=slurm-0badc0e0 job=%u out=0 err=0 uid=%u "
+          "cluster=- limit=0 array=0\n",
+          foreign, (unsigned)getuid(), foreign, (unsigned)getuid() + 1);
+  fclose(fp);
+  env_open(&v, journal, 0, 3000);
+  warnings = v.f.warnings;
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 0);
+  assert_int_equal(v.f.warnings, warnings + 2);
+  assert_non_null(strstr(v.f.last_warning, "user"));
+  env_close(&v);
+  assert_true(job_state_is(foreign, "R PD"));
+  assert_int_equal(sh("scancel %u", foreign), 0);
+  (void)d;
+}
+
+/* ---- E-15: a record per task, not per read ------------------------------ */
+
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void slurm_journal_compact(void **state) {
+  env_t v;
+  char journal[4096], id[UVT_ID_MAX], acc[8192] = "", cmd[512], gate[4096];
+  long size;
+  int i;
+  FILE *fp;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  case_path(gate, sizeof(gate), "gate");
+  env_open(&v, journal, 0, 0);
+  snprintf(cmd, sizeof(cmd),
+           "for i in $(seq 1 20); do echo line-$i; sleep 0.05; done; "
+           "while [ ! -e %s ]; do sleep 0.05; done; echo last",
+           gate);
+  assert_int_equal(start_cmd(&v, cmd, id), 0);
+  wait_output(&v, id, acc, sizeof(acc), "line-20\n");
+  size = file_size(journal);
+  /* Reads that each consume output rewrite the one record. */
+  for (i = 0; i < 20; i++)
+    read_into(&v, id, acc, sizeof(acc));
+  assert_int_equal(file_size(journal), size);
+  assert_int_equal(size, UVT__JOURNAL_REC);
+  fp = fopen(gate, "w");
+  assert_non_null(fp);
+  fclose(fp);
+  wait_end(&v, id, 60000);
+  env_close(&v);
+  /* The delivered task's record is gone at the next open. */
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(file_size(journal), 0);
+  env_close(&v);
+}
+
+/* ---- E-10: the job's environment is scrubbed ---------------------------- */
+
+static void slurm_env_scrubbed(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[65536] = "", ctld[4096];
+  uvt_slurm_options_t o;
+  const char *pass[] = {"UVT_PASSED_TOKEN=passed-on-purpose", NULL};
+  (void)state;
+  setenv("AWS_SECRET_ACCESS_KEY", "fake-aws-secret-4711", 1);
+  setenv("GITHUB_TOKEN", "fake-github-token-4711", 1);
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  o.command = "env";
+  o.env = pass; /* --pass-env: passed through on purpose */
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  wait_end(&v, id, 60000);
+  read_into(&v, id, acc, sizeof(acc));
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+  unsetenv("GITHUB_TOKEN");
+  assert_null(strstr(acc, "fake-aws-secret"));
+  assert_null(strstr(acc, "fake-github-token"));
+  assert_non_null(strstr(acc, "UVT_PASSED_TOKEN=passed-on-purpose"));
+  assert_non_null(strstr(acc, "PAGER=cat")); /* a local task's additions */
+  /* Nothing scrubbed reached the controller's saved state. */
+  snprintf(ctld, sizeof(ctld), "%s/ctld", cluster_dir);
+  assert_int_not_equal(
+      sh("grep -rqs -e fake-aws-secret -e fake-github-token %s", ctld), 0);
+  env_close(&v);
+}
+
+/* ---- E-12: honest submissions ------------------------------------------- */
+
+typedef struct {
+  int told;
+  uvt_slurm_submit_t what[4];
+  uint32_t job;
+  char why[256];
+} told_t;
+
+static void on_submitted(void *data, const char *id, uvt_slurm_submit_t what,
+                         uint32_t job, const char *why) {
+  told_t *t = data;
+  (void)id;
+  assert_true(t->told < 4);
+  t->what[t->told++] = what;
+  t->job = job;
+  snprintf(t->why, sizeof(t->why), "%s", why);
+}
+
+static int told_final(void *arg) {
+  told_t *t = arg;
+  return t->told > 0 && t->what[t->told - 1] != UVT_SLURM_RETRYING;
+}
+
+static int told_any(void *arg) {
+  return ((told_t *)arg)->told > 0;
+}
+
+static void slurm_submit_answers(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], d[200];
+  uvt_slurm_options_t o;
+  told_t t;
+  uint32_t job;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  /* Accepted: the job id, in the answer and the detail. */
+  memset(&t, 0, sizeof(t));
+  uvt_slurm_options_init(&o);
+  o.command = "sleep 1";
+  o.submitted = on_submitted;
+  o.submitted_data = &t;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  status_of(&v, id, d, sizeof(d));
+  assert_string_equal(d, "submitting");
+  run_until(&v, told_final, &t, 60000);
+  assert_int_equal(t.told, 1);
+  assert_int_equal(t.what[0], UVT_SLURM_ACCEPTED);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_int_equal(t.job, job);
+  status_of(&v, id, d, sizeof(d));
+  {
+    char want[64];
+    snprintf(want, sizeof(want), "slurm job %u", job);
+    assert_non_null(strstr(d, want));
+  }
+  wait_end(&v, id, 60000);
+  /* Refused, with Slurm's reason. */
+  memset(&t, 0, sizeof(t));
+  o.partition = "no-such-partition";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  run_until(&v, told_final, &t, 60000);
+  assert_int_equal(t.what[0], UVT_SLURM_REFUSED);
+  assert_non_null(strstr(t.why, "partition"));
+  wait_end(&v, id, 60000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_FAILED);
+  env_close(&v);
+}
+
+static void slurm_controller_down(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], d[400], acc[256] = "";
+  uvt_slurm_options_t o;
+  told_t t;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  /* The controller goes away. */
+  assert_int_equal(sh("kill $(cat %s/slurmctld.pid); while kill -0 $(cat "
+                      "%s/slurmctld.pid) 2>/dev/null; do sleep 0.1; done",
+                      cluster_dir, cluster_dir),
+                   0);
+  memset(&t, 0, sizeof(t));
+  uvt_slurm_options_init(&o);
+  o.command = "echo made-it";
+  o.submitted = on_submitted;
+  o.submitted_data = &t;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  run_until(&v, told_any, &t, 120000);
+  assert_int_equal(t.what[0], UVT_SLURM_RETRYING);
+  assert_non_null(strstr(t.why, "120 s")); /* the limit, stated */
+  status_of(&v, id, d, sizeof(d));
+  assert_true(strncmp(d, "submitting: the controller does not answer", 42) ==
+              0);
+  /* ... and comes back: the job is accepted and runs. */
+  assert_int_equal(sh("%s/scripts/slurm-cluster.sh up %s >/dev/null",
+                      getenv("UVT_SOURCE_ROOT"), cluster_dir),
+                   0);
+  run_until(&v, told_final, &t, 180000);
+  assert_int_equal(t.what[t.told - 1], UVT_SLURM_ACCEPTED);
+  wait_end(&v, id, 60000);
+  read_into(&v, id, acc, sizeof(acc));
+  assert_string_equal(acc, "made-it\n");
+  assert_int_equal(status_of(&v, id, NULL, 0), UVT_COMPLETED);
+  env_close(&v);
+}
+
+/* ---- E-13: arrays and dependencies -------------------------------------- */
+
+static void slurm_array(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[4096] = "", d[300];
+  uvt_slurm_options_t o;
+  uvt_kill_result_t kr;
+  uint32_t job;
+  int i;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  o.command = "echo element-$SLURM_ARRAY_TASK_ID";
+  o.array = "0-3";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  wait_end(&v, id, 120000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_COMPLETED);
+  assert_non_null(strstr(d, "4 completed"));
+  read_into(&v, id, acc, sizeof(acc));
+  for (i = 0; i < 4; i++) {
+    char want[64];
+    snprintf(want, sizeof(want), "[element %d]\nelement-%d\n", i, i);
+    assert_non_null(strstr(acc, want));
+  }
+  /* Killed as one. */
+  o.command = "sleep 300";
+  o.array = "0-5%3";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  {
+    idarg_t a = {&v, id};
+    run_until(&v, has_job, &a, 60000);
+  }
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  wait_end(&v, id, 120000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  assert_true(job_state_is(job, "gone CA"));
+  assert_int_equal(sh("test -z \"$(squeue -h -j %u -t PD,R,CG 2>/dev/null)\"",
+                      job),
+                   0);
+  env_close(&v);
+}
+
+static void slurm_dependency(void **state) {
+  env_t v;
+  char a[UVT_ID_MAX], b[UVT_ID_MAX], c[UVT_ID_MAX], dep[128], file[4096],
+      cmd[4200], acc[256] = "", d[200];
+  uvt_slurm_options_t o;
+  (void)state;
+  case_path(file, sizeof(file), "chain");
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  snprintf(cmd, sizeof(cmd), "sleep 1; echo a > %s", file);
+  o.command = cmd;
+  assert_int_equal(uvt_slurm_start(v.e, &o, a), 0);
+  snprintf(dep, sizeof(dep), "afterok:%s", a);
+  snprintf(cmd, sizeof(cmd), "echo b >> %s", file);
+  o.dependency = dep;
+  assert_int_equal(uvt_slurm_start(v.e, &o, b), 0);
+  snprintf(dep, sizeof(dep), "afterok:%s:%s", a, b);
+  snprintf(cmd, sizeof(cmd), "cat %s", file);
+  assert_int_equal(uvt_slurm_start(v.e, &o, c), 0);
+  wait_end(&v, c, 120000);
+  read_into(&v, c, acc, sizeof(acc));
+  assert_string_equal(acc, "a\nb\n");
+  /* What is refused before anything is registered. */
+  o.dependency = "afterok:slurm-999";
+  assert_int_equal(uvt_slurm_start(v.e, &o, c), UVT_ENOTASK);
+  o.dependency = "sometime:slurm-1";
+  assert_int_equal(uvt_slurm_start(v.e, &o, c), UV_EINVAL);
+  o.dependency = NULL;
+  o.signal = "KILL@60"; /* only signals the wrapper passes on */
+  assert_int_equal(uvt_slurm_start(v.e, &o, c), UV_EINVAL);
+  o.signal = NULL;
+  o.array = "1-2;rm";
+  assert_int_equal(uvt_slurm_start(v.e, &o, c), UV_EINVAL);
+  o.array = NULL;
+  {
+    const char *args[] = {"constraint=x", NULL};
+    o.sbatch_args = args; /* none allowed by default */
+    assert_int_equal(uvt_slurm_start(v.e, &o, c), UV_EINVAL);
+  }
+  (void)d;
+  env_close(&v);
+}
+
+/* E-13: a GPU (the test cluster's fake gres) on two nodes. */
+static void slurm_gres_nodes(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[1024] = "", d[200];
+  uvt_slurm_options_t o;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  o.command = "echo nodes=$SLURM_JOB_NUM_NODES tasks=$SLURM_NTASKS "
+              "gpus=$SLURM_JOB_GPUS";
+  o.gres = "gpu:1";
+  o.nodes = 2;
+  o.ntasks = 2;
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  wait_end(&v, id, 120000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_COMPLETED);
+  read_into(&v, id, acc, sizeof(acc));
+  assert_non_null(strstr(acc, "nodes=2 tasks=2 gpus=0"));
+  env_close(&v);
+}
+
+/* An array a job starts dies with the job's kill. */
+static void slurm_inner_array(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], acc[1024] = "", inner_path[4096], cmd[4300];
+  uvt_kill_result_t kr;
+  unsigned inner = 0;
+  FILE *fp;
+  (void)state;
+  case_path(inner_path, sizeof(inner_path), "inner");
+  env_open(&v, NULL, 0, 0);
+  snprintf(cmd, sizeof(cmd),
+           "sbatch --parsable --array=0-2 -o /dev/null --wrap 'sleep 300' "
+           "> %s; echo ready; sleep 300",
+           inner_path);
+  assert_int_equal(start_cmd(&v, cmd, id), 0);
+  wait_output(&v, id, acc, sizeof(acc), "ready\n");
+  fp = fopen(inner_path, "r");
+  assert_non_null(fp);
+  assert_int_equal(fscanf(fp, "%u", &inner), 1);
+  fclose(fp);
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  wait_end(&v, id, 60000);
+  assert_int_equal(sh("test -z \"$(squeue -h -j %u -t PD,R,CG 2>/dev/null)\"",
+                      inner),
+                   0);
+  env_close(&v);
+}
+
 /* ---- E-7: a node lost under a running job ------------------------------ */
 
 static void slurm_lost_node(void **state) {
@@ -978,6 +1391,16 @@ int main(void) {
       cmocka_unit_test_setup(slurm_readopt, setup),
       cmocka_unit_test_setup(slurm_lost_node, setup),
       cmocka_unit_test_setup(slurm_kill_checkpoint, setup),
+      cmocka_unit_test_setup(slurm_journal_foreign, setup),
+      cmocka_unit_test_setup(slurm_journal_compact, setup),
+      cmocka_unit_test_setup(slurm_env_scrubbed, setup),
+      cmocka_unit_test_setup(slurm_submit_answers, setup),
+      cmocka_unit_test_setup(slurm_array, setup),
+      cmocka_unit_test_setup(slurm_dependency, setup),
+      cmocka_unit_test_setup(slurm_gres_nodes, setup),
+      cmocka_unit_test_setup(slurm_inner_array, setup),
+      cmocka_unit_test_setup(slurm_timeout_checkpoint, setup),
+      cmocka_unit_test_setup(slurm_controller_down, setup),
   };
   cluster_dir = getenv("UVT_SLURM_DIR");
   if (cluster_dir != NULL && getenv("SLURM_CONF") != NULL) {

@@ -604,19 +604,9 @@ void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
   }
   name = json_string_value(jname);
 #ifdef UVT_MCP_SLURM
-  /* E-8: submit_job, with --slurm. */
-  if (server->slurm != NULL && strcmp(name, "submit_job") == 0) {
-    json_t *result;
-    char text[512];
-    int is_error = mcp_slurm_submit(server, args, text, sizeof(text));
-    result = mcp_rpc_tool_result(server, text, strlen(text), is_error, 1);
-    if (result == NULL)
-      mcp_rpc_error(server, id, RPC_INTERNAL_ERROR,
-                    "Internal error: out of memory");
-    else
-      mcp_rpc_result(server, id, result);
+  /* E-8, E-12, E-14: submit_job and cluster_info, with --slurm. */
+  if (server->slurm != NULL && mcp_slurm_call(server, name, id, args) == 0)
     return;
-  }
 #endif
   tool = tool_find(name);
   if (tool == NULL || !uvt_tools_has(name)) {

@@ -88,6 +88,11 @@ static const char usage_options2[] =
     "  --slurm-journal FILE with --slurm: keep the jobs in FILE; they\n"
     "                       outlive the server and a server started on the\n"
     "                       same FILE takes them back\n"
+    "  --slurm-sbatch-allow NAME  with --slurm: let submit_job's sbatch_args\n"
+    "                       give the sbatch option NAME (repeatable; none\n"
+    "                       by default): constraint, exclusive,\n"
+    "                       reservation, nodelist, exclude, mem-per-cpu,\n"
+    "                       tmp, comment, nice, licenses, time-min\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -400,6 +405,12 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       continue;
     } else if (strcmp(a, "--slurm-journal") == 0) {
       c->slurm_journal = val;
+    } else if (strcmp(a, "--slurm-sbatch-allow") == 0) {
+      /* E-13: the host's allowlist of extra sbatch options. */
+      if (val == NULL || c->slurm_allow_n ==
+                             sizeof(c->slurm_allow) / sizeof(c->slurm_allow[0]))
+        goto bad;
+      c->slurm_allow[c->slurm_allow_n++] = val;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -635,6 +646,7 @@ int main(int argc, char **argv) {
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
   topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */
+  server.config.pass_env_entries = topts.env; /* E-10: Slurm jobs too */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err == UV_EPERM && topts.spill_dir != NULL)
     fprintf(stderr,

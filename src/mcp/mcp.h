@@ -232,6 +232,11 @@ typedef struct {
   size_t max_unread_bytes;   /* M-MCP-11: unread bytes of ended tasks */
   int slurm;                 /* E-8: --slurm */
   const char *slurm_journal; /* E-8: --slurm-journal FILE */
+  /* E-13: --slurm-sbatch-allow NAME (repeatable): sbatch_args allowed. */
+  const char *slurm_allow[32];
+  size_t slurm_allow_n;
+  /* E-10: the --pass-env entries, for the Slurm jobs too. */
+  const char *const *pass_env_entries;
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -357,8 +362,12 @@ void mcp_rpc_call_free(mcp_call_t *call);
 int mcp_slurm_init(mcp_server_t *server);
 void mcp_slurm_close(mcp_server_t *server);
 json_t *mcp_slurm_schema(void);
-int mcp_slurm_submit(mcp_server_t *server, json_t *args, char *buf,
-                     size_t size);
+/* E-12, E-14: tools/call of submit_job or cluster_info; answers `id` now
+ * (a refusal) or once the engine answered.  Returns 0 if `name` was one
+ * of them, -1 if not (nothing answered). */
+int mcp_slurm_call(mcp_server_t *server, const char *name, json_t *id,
+                   json_t *args);
+json_t *mcp_slurm_info_schema(void);
 
 /* retention.c (M-MCP-11) */
 /* May the ended task `s` be forgotten (call.c's rpc_forgettable)? */

@@ -188,8 +188,10 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
   }
   mcp_sandbox_describe(server, tools); /* S-4 */
 #ifdef UVT_MCP_SLURM
-  if (server->slurm != NULL)
+  if (server->slurm != NULL) {
     json_array_append_new(tools, mcp_slurm_schema());
+    json_array_append_new(tools, mcp_slurm_info_schema());
+  }
 #endif
   json_object_set_new(result, "tools", tools);
   mcp_rpc_result(server, id, result);

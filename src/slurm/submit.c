@@ -358,16 +358,16 @@ int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o,
   err = UV_ENOMEM;
   if ((j->command_script = make_script(e, j, o)) == NULL)
     goto fail;
-  j->live_detail = uvt__strdup("submitting");
   if ((err = uvt__slurm_register(e, j, o->owner, label, NULL, id_out)) != 0)
     goto fail;
+  /* E-12: until the controller answered. */
+  uvt_task_set_detail(j->task, uvt__strdup("submitting"));
   /* Journalled first (the thread fsyncs it before submitting, E-5). */
   uv_mutex_lock(&e->mutex);
   j->verified = 1; /* ours: we submit it */
   uvt__journal_put(e, j, 'T');
   if (!j->settling) {
     j->want_submit = 1;
-    j->detail_dirty = 1;
     uvt__sjob_queue_request(j);
   }
   uv_mutex_unlock(&e->mutex);
