@@ -132,7 +132,7 @@ typedef struct {
   /* Exactly one of command (run by bash -c) and argv (NULL-terminated). */
   const char *command;
   const char *const *argv;
-  const char *cwd;         /* NULL = the host's working directory */
+  const char *cwd; /* NULL = the host's working directory */
   /* E-10 (v4): the job's environment is a local task's (P-SPAWN-3,
    * P-SPAWN-3b, M-MCP-14): the host's minus every variable that looks
    * like a credential, plus the fixed additions, plus these "K=V"
@@ -225,11 +225,11 @@ UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
  * it answers, and one it then disowns settles `failed` "not adopted:
  * ..." untouched.  Call it before starting
  * new tasks: a new task may otherwise take a journalled id first (then
- * that job's adoption fails with UV_EEXIST).  Output resumes at the consumed offsets; a job that ended
- * while no host watched settles from what the controller (or, once the
- * controller forgot it, the job's exit-code file) says.  A job whose end
- * was already delivered to listeners is not registered again.
- * Returns the number of tasks registered (>= 0), or UV_EINVAL (NULL e,
+ * that job's adoption fails with UV_EEXIST).  Output resumes at the consumed
+ * offsets; a job that ended while no host watched settles from what the
+ * controller (or, once the controller forgot it, the job's exit-code file)
+ * says.  A job whose end was already delivered to listeners is not registered
+ * again. Returns the number of tasks registered (>= 0), or UV_EINVAL (NULL e,
  * no journal), or uvt_start()'s error for the first job that failed (jobs
  * after it are not adopted; those before it are).  Thread: loop.
  * Since: 0.3.0 */

@@ -65,8 +65,7 @@ json_t *mcp_slurm_schema(void) {
   char allow[600] = "", text[sizeof(schema) + 600];
   size_t i, n = 0;
   const mcp_config_t *c = the_server != NULL ? &the_server->config : NULL;
-  for (i = 0; c != NULL && i < c->slurm_allow_n && n < sizeof(allow) - 40;
-       i++)
+  for (i = 0; c != NULL && i < c->slurm_allow_n && n < sizeof(allow) - 40; i++)
     n += (size_t)snprintf(allow + n, sizeof(allow) - n, "%s%s",
                           i > 0 ? ", " : "", c->slurm_allow[i]);
   snprintf(text, sizeof(text), schema, n > 0 ? allow : "none");
@@ -252,8 +251,8 @@ static void submitted(void *data, const char *id, uvt_slurm_submit_t what,
     pending_answer(p, buf, 0, 0);
     break;
   case UVT_SLURM_REFUSED:
-    snprintf(buf, sizeof(buf), "submit_job: Slurm refused the job (task %s): %s",
-             id, why);
+    snprintf(buf, sizeof(buf),
+             "submit_job: Slurm refused the job (task %s): %s", id, why);
     pending_answer(p, buf, 1, 0);
     break;
   default:
@@ -315,7 +314,8 @@ static int submit(mcp_server_t *server, json_t *id, json_t *args) {
       whole(args, "mem_mb", &mem) != 0 ||
       whole(args, "memory_mb", &memory) != 0 ||
       whole(args, "time_limit_min", &limit) != 0 ||
-      whole(args, "nodes", &nodes) != 0 || whole(args, "ntasks", &ntasks) != 0) {
+      whole(args, "nodes", &nodes) != 0 ||
+      whole(args, "ntasks", &ntasks) != 0) {
     answer_now(server, id,
                "submit_job: partition, account, qos, gres, dependency, "
                "array, signal and label are strings; cpus, mem_mb, "
@@ -327,9 +327,10 @@ static int submit(mcp_server_t *server, json_t *id, json_t *args) {
   {
     /* M-TOOLS-16: an argument the tool does not take is an error. */
     static const char *const known[] = {
-        "command", "cpus", "mem_mb", "memory_mb", "time_limit_min",
-        "partition", "account", "qos", "gres", "nodes", "ntasks",
-        "dependency", "array", "signal", "sbatch_args", "label"};
+        "command",        "cpus",      "mem_mb",      "memory_mb",
+        "time_limit_min", "partition", "account",     "qos",
+        "gres",           "nodes",     "ntasks",      "dependency",
+        "array",          "signal",    "sbatch_args", "label"};
     const char *key;
     json_t *v;
     json_object_foreach(args, key, v) {
@@ -338,8 +339,7 @@ static int submit(mcp_server_t *server, json_t *id, json_t *args) {
         if (strcmp(key, known[k]) == 0)
           break;
       if (k == sizeof(known) / sizeof(known[0])) {
-        snprintf(buf, sizeof(buf), "submit_job: no argument \"%.100s\".",
-                 key);
+        snprintf(buf, sizeof(buf), "submit_job: no argument \"%.100s\".", key);
         answer_now(server, id, buf, 1);
         return 0;
       }
@@ -350,8 +350,7 @@ static int submit(mcp_server_t *server, json_t *id, json_t *args) {
   if (sargs != NULL && !json_is_null(sargs)) {
     if (!json_is_array(sargs) || json_array_size(sargs) > 32) {
       answer_now(server, id,
-                 "submit_job: sbatch_args is a list of at most 32 strings.",
-                 1);
+                 "submit_job: sbatch_args is a list of at most 32 strings.", 1);
       return 0;
     }
     for (i = 0; i < json_array_size(sargs); i++) {

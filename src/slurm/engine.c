@@ -172,8 +172,8 @@ static int dependency_text(const uvt__sjob_t *j, char *buf, size_t size,
     if (is_id) {
       uvt__sjob_t *d = k < j->deps_n ? j->deps[k++] : NULL;
       if (d == NULL || d->job == 0) {
-        snprintf(why, why_size, "dependency %.*s has no Slurm job",
-                 (int)len, p);
+        snprintf(why, why_size, "dependency %.*s has no Slurm job", (int)len,
+                 p);
         return -1;
       }
       n += (size_t)snprintf(buf + n, size - n, "%u", d->job);
@@ -353,6 +353,7 @@ static void submit_one(uvt_slurm_engine_t *e, uvt__sjob_t *j) {
     if (wait > 30000)
       wait = 30000;
     j->next_try = now + wait;
+    j->want_submit = 1;
     snprintf(detail, sizeof(detail),
              "submitting: the controller does not answer (%s); try %u, "
              "trying again with backoff for up to %llu s",
@@ -408,8 +409,8 @@ static int verify_one(uvt_slurm_engine_t *e, uvt__sjob_t *j, char *why,
   rc = slurm_load_job(&msg, job, SHOW_ALL);
   err = rc != 0 ? slurm_get_errno() : 0;
   if (rc != 0) {
-    answer = err == ESLURM_INVALID_JOB_ID ? UVT__VERIFY_GONE
-                                           : UVT__VERIFY_NOANSWER;
+    answer =
+        err == ESLURM_INVALID_JOB_ID ? UVT__VERIFY_GONE : UVT__VERIFY_NOANSWER;
   } else {
     answer = UVT__VERIFY_GONE;
     for (i = 0; i < msg->record_count; i++) {
@@ -424,6 +425,62 @@ static int verify_one(uvt_slurm_engine_t *e, uvt__sjob_t *j, char *why,
   }
   uv_mutex_lock(&e->mutex);
   return answer;
+}
+
+/* Without the mutex.  E-13: jobs the task's command submitted itself
+ * (sbatch records the session and host it ran in: the wrapper wrote
+ * them to <key>.sid) are cancelled with it, arrays included. */
+static void kill_inner(uvt_slurm_engine_t *e, const char *sid_path,
+                       uint32_t job, time_t started, const char *batch) {
+  job_info_msg_t *msg = NULL;
+  node_info_msg_t *node = NULL;
+  char host[256] = "", *names[4];
+  unsigned sid = 0;
+  uint32_t i;
+  size_t k, n = 0;
+  FILE *fp = fopen(sid_path, "re");
+  if (fp == NULL)
+    return;
+  if (fscanf(fp, "%u %255s", &sid, host) != 2 || sid == 0) {
+    fclose(fp);
+    return;
+  }
+  fclose(fp);
+  /* The controller names the submitting host as it resolved its
+   * address: the node's own name, its NodeHostname or NodeAddr. */
+  names[n++] = host;
+  if (batch != NULL && batch[0] != '\0') {
+    names[n++] = (char *)batch;
+    if (slurm_load_node_single(&node, (char *)batch, SHOW_ALL) == 0 &&
+        node->record_count > 0) {
+      if (node->node_array[0].node_hostname != NULL)
+        names[n++] = node->node_array[0].node_hostname;
+      if (node->node_array[0].node_addr != NULL)
+        names[n++] = node->node_array[0].node_addr;
+    }
+  }
+  if (slurm_load_job_user(&msg, e->uid, SHOW_ALL) == 0) {
+    for (i = 0; i < msg->record_count; i++) {
+      job_info_t *in = &msg->job_array[i];
+      uint32_t base = in->job_state & JOB_STATE_BASE;
+      uint32_t id = in->array_job_id != 0 ? in->array_job_id : in->job_id;
+      size_t len;
+      int same = 0;
+      if (id == job || in->alloc_sid != sid || in->alloc_node == NULL ||
+          in->submit_time < started ||
+          (base != JOB_PENDING && base != JOB_RUNNING && base != JOB_SUSPENDED))
+        continue;
+      len = strcspn(in->alloc_node, ".");
+      for (k = 0; k < n && !same; k++)
+        same = strcspn(names[k], ".") == len &&
+               strncmp(names[k], in->alloc_node, len) == 0;
+      if (same)
+        (void)slurm_kill_job(id, SIGKILL, 0);
+    }
+    slurm_free_job_info_msg(msg);
+  }
+  if (node != NULL)
+    slurm_free_node_info_msg(node);
 }
 
 /* Mutex held on entry and exit; dropped around libslurm calls. */
@@ -483,14 +540,19 @@ static void handle_requests(uvt_slurm_engine_t *e) {
     /* E-9: nothing is sent to a job not confirmed ours. */
     if (j->kills > 0 && j->job != 0 && j->verified) {
       uint32_t job = j->job;
+      time_t started = j->started;
+      char sid[4096];
       int rc;
       j->kills = 0;
+      uvt__sjob_path(j, "sid", sid, sizeof(sid));
       uv_mutex_unlock(&e->mutex);
       /* E-3: a cancel ends every process of the job (the controller sends
        * SIGTERM to the batch shell, which passes it on (E-11), then
        * SIGKILL to all after KillWait). */
       rc = slurm_kill_job(job, SIGKILL, 0) != 0 &&
            slurm_get_errno() != ESLURM_ALREADY_DONE;
+      if (j->array == NULL)
+        kill_inner(e, sid, job, started, j->batch_host);
       uv_mutex_lock(&e->mutex);
       /* The controller did not take it (down, busy): the next poll sends
        * it again. */
@@ -792,6 +854,9 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
       int lost;
       uint64_t silent = 0;
       char detail[160];
+      j->started = info->submit_time;
+      if (j->batch_host[0] == '\0' && info->batch_host != NULL)
+        snprintf(j->batch_host, sizeof(j->batch_host), "%s", info->batch_host);
       snprintf(detail, sizeof(detail), "slurm job %u on %.100s", j->job,
                info->nodes != NULL ? info->nodes : "?");
       set_detail(j, detail);
@@ -816,6 +881,19 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
       j->seen_exit = info->exit_code;
     } else {
       /* E-3, E-4: ended, and no process of it is left. */
+      if (j->kill_requested) {
+        /* What the command submitted while it saved its checkpoint. */
+        char sid[4096];
+        uint32_t job = j->job;
+        time_t started = j->started;
+        uvt__sjob_path(j, "sid", sid, sizeof(sid));
+        uv_mutex_unlock(&e->mutex);
+        kill_inner(e, sid, job, started, j->batch_host);
+        uv_mutex_lock(&e->mutex);
+        next = l->next;
+        if (j->settling)
+          continue;
+      }
       uvt__slurm_map_end(info->job_state, info->exit_code, j->job,
                          j->kill_requested, &end);
       finish(j, end.status, end.detail);
@@ -870,8 +948,9 @@ static void cluster_info(uvt_slurm_engine_t *e, uvt__info_t *r) {
     r->status = UV_ENOMEM;
     goto out;
   }
-  fprintf(fp, "Cluster %s, partitions (name, state, time limit, nodes idle "
-              "of total, CPUs and memory per node, gres):\n",
+  fprintf(fp,
+          "Cluster %s, partitions (name, state, time limit, nodes idle "
+          "of total, CPUs and memory per node, gres):\n",
           e->cluster[0] ? e->cluster : "?");
   for (i = 0; i < parts->record_count; i++) {
     partition_info_t *p = &parts->partition_array[i];
@@ -896,8 +975,9 @@ static void cluster_info(uvt_slurm_engine_t *e, uvt__info_t *r) {
     }
     if (hl != NULL)
       slurm_hostlist_destroy(hl);
-    fprintf(fp, "- %s%s: %s, time limit %s, %u of %u nodes idle, %u CPUs, "
-                "%llu MB, gres %s\n",
+    fprintf(fp,
+            "- %s%s: %s, time limit %s, %u of %u nodes idle, %u CPUs, "
+            "%llu MB, gres %s\n",
             p->name, (p->flags & PART_FLAG_DEFAULT) ? " (default)" : "",
             (p->state_up & PARTITION_UP) ? "up" : "down",
             minutes_text(p->max_time, tbuf, sizeof(tbuf)), idle, total, cpus,
@@ -1070,8 +1150,7 @@ static void engine_async(uv_async_t *h) {
     }
     /* E-12: the host hears of the submission (its callback may call
      * into the engine: the mutex is not held). */
-    if (j->news >= 0 && !j->news_told && j->submitted != NULL &&
-        !e->closing) {
+    if (j->news >= 0 && !j->news_told && j->submitted != NULL && !e->closing) {
       uvt_slurm_submit_t what = (uvt_slurm_submit_t)j->news;
       char id[UVT_ID_MAX], why[256];
       uint32_t job = j->job;
@@ -1303,8 +1382,7 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
   e->lost_after_ms = o->lost_after_ms;
   e->detach_on_close = o->detach_on_close != 0;
   e->uid = (uint32_t)getuid();
-  e->submit_retry_ms =
-      o->submit_retry_ms > 0 ? o->submit_retry_ms : 120000;
+  e->submit_retry_ms = o->submit_retry_ms > 0 ? o->submit_retry_ms : 120000;
   uvt__list_init(&e->requests);
   uvt__list_init(&e->polled);
   uvt__list_init(&e->to_loop);
@@ -1389,8 +1467,7 @@ void uvt_slurm_engine_close(uvt_slurm_engine_t *e, void (*cb)(void *),
 }
 
 int uvt_slurm_cluster_info(uvt_slurm_engine_t *e,
-                           void (*cb)(void *data, int status,
-                                      const char *text),
+                           void (*cb)(void *data, int status, const char *text),
                            void *data) {
   uvt__info_t *r;
   if (e == NULL || cb == NULL)

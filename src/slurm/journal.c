@@ -39,18 +39,16 @@ static void journal_failed(uvt_slurm_engine_t *e, int err) {
 }
 
 /* Format one record (exactly REC bytes, the last a newline). */
-static int format_rec(const uvt_slurm_engine_t *e, char state,
-                      const char *id, const char *key, uint32_t job,
-                      uint64_t out, uint64_t err, unsigned uid,
-                      const char *cluster, uint32_t limit_s, int array,
-                      char rec[REC]) {
-  int n = snprintf(rec, REC,
-                   "U1 %c id=%s key=%s job=%u out=%llu err=%llu uid=%u "
-                   "cluster=%s limit=%u array=%d",
-                   state, id, key, job, (unsigned long long)out,
-                   (unsigned long long)err, uid,
-                   cluster != NULL && cluster[0] ? cluster : "-", limit_s,
-                   array);
+static int format_rec(const uvt_slurm_engine_t *e, char state, const char *id,
+                      const char *key, uint32_t job, uint64_t out, uint64_t err,
+                      unsigned uid, const char *cluster, uint32_t limit_s,
+                      int array, char rec[REC]) {
+  int n = snprintf(
+      rec, REC,
+      "U1 %c id=%s key=%s job=%u out=%llu err=%llu uid=%u "
+      "cluster=%s limit=%u array=%d",
+      state, id, key, job, (unsigned long long)out, (unsigned long long)err,
+      uid, cluster != NULL && cluster[0] ? cluster : "-", limit_s, array);
   (void)e;
   if (n < 0 || n >= REC - 1)
     return UV_E2BIG;
@@ -289,9 +287,9 @@ static int rewrite(uvt_slurm_engine_t *e, const char *path,
   for (i = 0; i < n && err == 0; i++) {
     if (a[i].done)
       continue;
-    err = format_rec(e, a[i].job != 0 ? 'J' : 'T', a[i].id, a[i].key,
-                     a[i].job, a[i].out_off, a[i].err_off, a[i].uid,
-                     a[i].cluster, a[i].limit_s, a[i].array, rec);
+    err = format_rec(e, a[i].job != 0 ? 'J' : 'T', a[i].id, a[i].key, a[i].job,
+                     a[i].out_off, a[i].err_off, a[i].uid, a[i].cluster,
+                     a[i].limit_s, a[i].array, rec);
     if (err == 0)
       err = write_at(fd, rec, (int64_t)slot);
     a[i].slot = (int64_t)slot++;

@@ -15,10 +15,10 @@ static const struct {
   const char *name;
   int kind;
 } known[] = {
-    {"constraint", TEXT},  {"exclusive", FLAG},   {"reservation", TEXT},
-    {"nodelist", TEXT},    {"exclude", TEXT},     {"mem-per-cpu", MEGABYTES},
-    {"tmp", MEGABYTES},    {"comment", TEXT},
-    {"nice", SIGNED},      {"licenses", TEXT},    {"time-min", NUMBER},
+    {"constraint", TEXT}, {"exclusive", FLAG},  {"reservation", TEXT},
+    {"nodelist", TEXT},   {"exclude", TEXT},    {"mem-per-cpu", MEGABYTES},
+    {"tmp", MEGABYTES},   {"comment", TEXT},    {"nice", SIGNED},
+    {"licenses", TEXT},   {"time-min", NUMBER},
 };
 #define KNOWN_N (sizeof(known) / sizeof(known[0]))
 
@@ -50,8 +50,7 @@ static int number(const char *v, int sign, long long *out) {
   if (*v == '\0')
     return 0;
   n = strtoll(v, &end, 10);
-  if (*end != '\0' || (!sign && n < 0) || n > 1000000000LL ||
-      n < -1000000000LL)
+  if (*end != '\0' || (!sign && n < 0) || n > 1000000000LL || n < -1000000000LL)
     return 0;
   *out = n;
   return 1;

@@ -39,8 +39,8 @@ struct uvt_slurm_engine_s {
   char cluster[UVT__SLURM_CLUSTER_MAX]; /* ClusterName (E-9) */
   uint32_t kill_wait_s;                 /* KillWait (E-11) */
   /* journal.c (M): slots of the records (E-15) */
-  int64_t slots;         /* records in the file, live or free */
-  int64_t *free_slots;   /* freed slots to use again */
+  int64_t slots;       /* records in the file, live or free */
+  int64_t *free_slots; /* freed slots to use again */
   size_t free_slots_n, free_slots_cap;
   struct uvt__journal_entry_s *loaded; /* live entries found at open */
   size_t loaded_n;
@@ -48,9 +48,9 @@ struct uvt_slurm_engine_s {
   uint64_t lost_after_ms;
   int detach_on_close;
   /* (M) */
-  struct uvt__link requests; /* jobs with a submit, find or kill to send */
-  struct uvt__link polled;   /* jobs whose state the thread follows */
-  struct uvt__link to_loop;  /* jobs with news for the loop thread */
+  struct uvt__link requests;   /* jobs with a submit, find or kill to send */
+  struct uvt__link polled;     /* jobs whose state the thread follows */
+  struct uvt__link to_loop;    /* jobs with news for the loop thread */
   struct uvt__link infos;      /* E-14: cluster_info asked */
   struct uvt__link infos_done; /* ... and answered, for the loop */
   int stop;
@@ -92,33 +92,35 @@ struct uvt__sjob_s {
   /* E-12: the host hears of the submission once. */
   uvt_slurm_submitted_cb submitted;
   void *submitted_data;
-  int64_t slot;          /* the journal record's slot, -1 none (M) */
-  uint64_t *elem_off;    /* E-13: an array's offsets, 2 per element */
+  int64_t slot;         /* the journal record's slot, -1 none (M) */
+  uint64_t *elem_off;   /* E-13: an array's offsets, 2 per element */
+  time_t started;       /* when the controller took it (submit time) */
+  char batch_host[128]; /* the node running its batch script */
   uint32_t elems;
   /* (M) */
-  int refs;           /* the registry's (until release) + the thread's */
-  uint32_t job;       /* 0 until the submission returned */
-  int want_submit;    /* a submission is queued */
-  int want_find;      /* adopted without a job id: find it by name */
-  int kills;          /* cancels asked, not yet sent */
-  int kill_requested; /* a kill was asked at all (settles `killed`) */
-  int settling;       /* the thread is settling: reads return nothing */
-  int detached;       /* E-6: dropped, not cancelled */
-  int released;       /* the release hook ran */
-  int verified;       /* E-9: the controller confirmed the job is ours */
-  int want_verify;    /* E-9: adopted: ask the controller first */
-  int verify_answer;  /* E-9: 0 none yet, else a UVT__VERIFY_* */
+  int refs;            /* the registry's (until release) + the thread's */
+  uint32_t job;        /* 0 until the submission returned */
+  int want_submit;     /* a submission is queued */
+  int want_find;       /* adopted without a job id: find it by name */
+  int kills;           /* cancels asked, not yet sent */
+  int kill_requested;  /* a kill was asked at all (settles `killed`) */
+  int settling;        /* the thread is settling: reads return nothing */
+  int detached;        /* E-6: dropped, not cancelled */
+  int released;        /* the release hook ran */
+  int verified;        /* E-9: the controller confirmed the job is ours */
+  int want_verify;     /* E-9: adopted: ask the controller first */
+  int verify_answer;   /* E-9: 0 none yet, else a UVT__VERIFY_* */
   uint32_t seen_state; /* E-14: the last ended state seen, 0 none */
   uint32_t seen_exit;
-  uint64_t submit_t0;    /* E-12: the first try (monotonic ms) */
-  uint64_t next_try;     /* E-12: when to try again (0 = now) */
+  uint64_t submit_t0; /* E-12: the first try (monotonic ms) */
+  uint64_t next_try;  /* E-12: when to try again (0 = now) */
   uint32_t tries;
-  int news;             /* E-12: UVT_SLURM_* to tell the loop, -1 none */
-  int news_told;        /* ACCEPTED / REFUSED told (RETRYING once) */
-  char why[256];        /* the controller's reason with the news */
-  uint64_t out_off;   /* bytes of stdout consumed by reads */
-  uint64_t err_off;   /* the same for stderr */
-  char *live_detail;  /* pending reason for the loop to show */
+  int news;          /* E-12: UVT_SLURM_* to tell the loop, -1 none */
+  int news_told;     /* ACCEPTED / REFUSED told (RETRYING once) */
+  char why[256];     /* the controller's reason with the news */
+  uint64_t out_off;  /* bytes of stdout consumed by reads */
+  uint64_t err_off;  /* the same for stderr */
+  char *live_detail; /* pending reason for the loop to show */
   int detail_dirty;
   int64_t hb_mtime;    /* E-7: the heartbeat file's time last seen */
   uint64_t hb_seen_ms; /* when it last changed (monotonic, host clock) */

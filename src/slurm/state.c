@@ -101,8 +101,7 @@ void uvt__slurm_map_rc(const char *text, uint32_t job, int kill_requested,
                job);
     } else if (n == 3 && limit_s > 0 && at + 1 >= limit_s) {
       end->status = UVT_FAILED;
-      snprintf(end->detail, sizeof(end->detail), "slurm TIMEOUT (job %u)",
-               job);
+      snprintf(end->detail, sizeof(end->detail), "slurm TIMEOUT (job %u)", job);
     } else {
       end->status = UVT_KILLED;
       snprintf(end->detail, sizeof(end->detail),

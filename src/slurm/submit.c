@@ -37,12 +37,19 @@ static void put_quoted(FILE *fp, const char *s) {
  * <key>.rc with the signal Slurm sent and when (the controller forgets
  * ended jobs after MinJobAge: E-14), and a status from a signal is raised
  * again so Slurm sees the signal (E-4). */
-static const char wrapper_head[] =
-    "#!/bin/bash\n"
-    "# uvtasks: a Slurm task's wrapper\n";
+static const char wrapper_head[] = "#!/bin/bash\n"
+                                   "# uvtasks: a Slurm task's wrapper\n";
 
 static const char wrapper_body[] =
     "uvt_me=$$\n"
+    /* The session and host sbatch records for a job submitted from in
+     * here (AllocNode:Sid): a kill of this task cancels such jobs too. */
+    "read -r uvt_st </proc/$$/stat\n"
+    "uvt_st=${uvt_st##*) }\n"
+    "set -- $uvt_st\n"
+    "read -r uvt_host </proc/sys/kernel/hostname\n"
+    "printf '%s %s\\n' \"$4\" \"$uvt_host\" >\"$uvt_base.sid\"\n"
+    "set --\n"
     "uvt_t0=$SECONDS\n"
     "uvt_cmd=\n"
     "uvt_got=\n"
@@ -393,8 +400,8 @@ static const char *foreign_entry(const uvt_slurm_engine_t *e,
   }
   if (x->cluster[0] != '\0' && e->cluster[0] != '\0' &&
       strcmp(x->cluster, e->cluster) != 0) {
-    snprintf(buf, size, "it names cluster %s, this engine's is %s",
-             x->cluster, e->cluster);
+    snprintf(buf, size, "it names cluster %s, this engine's is %s", x->cluster,
+             e->cluster);
     return buf;
   }
   return NULL;
@@ -510,8 +517,7 @@ int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner) {
       if (a[i].job != 0)
         snprintf(label, sizeof(label), "slurm job %u (adopted)", a[i].job);
       else
-        snprintf(label, sizeof(label), "slurm job uvt-%s (adopted)",
-                 a[i].key);
+        snprintf(label, sizeof(label), "slurm job uvt-%s (adopted)", a[i].key);
       uv_mutex_lock(&e->mutex);
       j->refs--;
       uv_mutex_unlock(&e->mutex);
