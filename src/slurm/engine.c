@@ -499,6 +499,16 @@ static void handle_requests(uvt_slurm_engine_t *e) {
         j->verified = 1;
       else if (answer == UVT__VERIFY_FOREIGN)
         snprintf(j->why, sizeof(j->why), "%s", why);
+      if (answer == UVT__VERIFY_FOREIGN && !j->adopting && !j->settling) {
+        /* Registered unconfirmed (the controller was silent then): it
+         * ends here, its job untouched. */
+        char detail[300];
+        snprintf(detail, sizeof(detail),
+                 "not adopted: the controller says slurm job %u is not this "
+                 "host's (%.200s); it was left alone",
+                 j->job, why);
+        finish(j, UVT_FAILED, detail);
+      }
       uv_cond_broadcast(&e->cond); /* adopt_all may be waiting */
     }
     if (j->want_submit && !j->settling && mono_ms() >= j->next_try)

@@ -109,6 +109,7 @@ struct uvt__sjob_s {
   int released;        /* the release hook ran */
   int verified;        /* E-9: the controller confirmed the job is ours */
   int want_verify;     /* E-9: adopted: ask the controller first */
+  int adopting;        /* E-9: adopt_all waits for the answer */
   int verify_answer;   /* E-9: 0 none yet, else a UVT__VERIFY_* */
   uint32_t seen_state; /* E-14: the last ended state seen, 0 none */
   uint32_t seen_exit;

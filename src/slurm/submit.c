@@ -481,6 +481,7 @@ int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner) {
       }
       if (a[i].job != 0) {
         j->want_verify = 1;
+        j->adopting = 1;
         uvt__sjob_queue_request(j);
       } else {
         j->want_find = 1; /* by name: user and name are checked there */
@@ -494,9 +495,12 @@ int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner) {
     jobs[i] = j;
   }
   uv_mutex_lock(&e->mutex);
-  for (i = 0; i < n; i++)
+  for (i = 0; i < n; i++) {
     while (jobs[i] != NULL && jobs[i]->want_verify && !e->stop)
       uv_cond_wait(&e->cond, &e->mutex);
+    if (jobs[i] != NULL)
+      jobs[i]->adopting = 0;
+  }
   uv_mutex_unlock(&e->mutex);
 
   for (i = 0; i < n; i++) {
