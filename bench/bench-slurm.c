@@ -4,6 +4,9 @@
  *   out_delay   a line's timestamp to the read that returns it (median)
  *   kill_quiet  kill to the job's last process gone (settled / squeue empty)
  *   hundred     100 jobs submitted at once to the last one ended
+ *   end_known   the command's last instruction to the end in the host's
+ *               hands (settled / `sbatch --wait` returned; E-11)
+ *   list        the list of jobs (uvt_list / `squeue -u`)
  * uvtasks: uvt_slurm_start, uvt_read every 10 ms, uvt_kill, settlement.
  * direct: sbatch --wrap, the output file read every 10 ms, scancel,
  * squeue every 10 ms.  Rounds alternate the two sides.  Prints
@@ -294,6 +297,51 @@ static double hundred_direct(int n) {
   return ms_since(t0);
 }
 
+/* E-11: the command writes its end time last; the host knows it ended
+ * when the task settled (uvtasks) or `sbatch --wait` returned (direct). */
+#define ENDER "sleep 1; date +%s%N"
+
+static double end_known_uvt(void) {
+  char id[UVT_ID_MAX], acc[256] = "";
+  int64_t known;
+  start(ENDER, id);
+  while (!terminal(id))
+    tick();
+  known = wall_ns();
+  read_task(id, acc, sizeof(acc));
+  return (double)(known - strtoll(acc, NULL, 10)) / 1e6;
+}
+
+static double end_known_direct(void) {
+  char path[512], cmd[1024], acc[256] = "";
+  int64_t known;
+  snprintf(path, sizeof(path), "%s/direct-%d.out", out_dir, ++seq);
+  snprintf(cmd, sizeof(cmd), "sbatch --wait -Q -o %s --wrap '%s'", path, ENDER);
+  run_cmd(cmd, NULL, 0);
+  known = wall_ns();
+  read_file_from(path, 0, acc, sizeof(acc));
+  return (double)(known - strtoll(acc, NULL, 10)) / 1e6;
+}
+
+/* The list of the jobs: with ten of them queued. */
+static double list_uvt(void) {
+  uvt_snapshot_t *snaps;
+  size_t n;
+  uint64_t t0 = uv_hrtime();
+  double ms;
+  uvt_list(reg, NULL, &snaps, &n);
+  ms = ms_since(t0);
+  uvt_snapshots_free(snaps, n);
+  return ms;
+}
+
+static double list_direct(void) {
+  char buf[8192];
+  uint64_t t0 = uv_hrtime();
+  run_cmd("squeue -h -u $(id -un)", buf, sizeof(buf));
+  return ms_since(t0);
+}
+
 static void closed(void *d) {
   (*(int *)d)++;
 }
@@ -303,8 +351,9 @@ int main(int argc, char **argv) {
   int jobs = (int)bench_lopt(argc, argv, "--jobs", 100);
   const char *dir = bench_sopt(argc, argv, "--out-dir", NULL);
   uvt_slurm_engine_options_t eo;
-  double r[4][2][32];
-  const char *names[4] = {"first_line", "out_delay", "kill_quiet", "hundred"};
+  double r[6][2][32];
+  const char *names[6] = {"first_line", "out_delay", "kill_quiet",
+                          "hundred",    "end_known", "list"};
   int k, i, done = 0;
 
   if (dir == NULL || getenv("SLURM_CONF") == NULL) {
@@ -335,12 +384,37 @@ int main(int argc, char **argv) {
       r[1][side][i] = side == 0 ? out_delay_uvt() : out_delay_direct();
       r[2][side][i] = side == 0 ? kill_uvt() : kill_direct();
       r[3][side][i] = side == 0 ? hundred_uvt(jobs) : hundred_direct(jobs);
+      r[4][side][i] = side == 0 ? end_known_uvt() : end_known_direct();
     }
-    for (k = 0; k < 4; k++)
+    {
+      /* Ten jobs in the queue, listed by both sides. */
+      char ids[10][UVT_ID_MAX], path[512];
+      uint32_t direct[10];
+      int q;
+      for (q = 0; q < 10; q++) {
+        start("sleep 30", ids[q]);
+        direct[q] = sbatch("sleep 30", path, sizeof(path));
+      }
+      for (q = 0; q < 50; q++)
+        tick();
+      r[5][0][i] = list_uvt();
+      r[5][1][i] = list_direct();
+      for (q = 0; q < 10; q++) {
+        char cmd[64];
+        uvt_kill_result_t kr;
+        uvt_kill(reg, ids[q], NULL, "bench", &kr);
+        snprintf(cmd, sizeof(cmd), "scancel %u", direct[q]);
+        run_cmd(cmd, NULL, 0);
+      }
+      for (q = 0; q < 10; q++)
+        while (!terminal(ids[q]))
+          tick();
+    }
+    for (k = 0; k < 6; k++)
       fprintf(stderr, "round %d %s uvtasks %.1f direct %.1f\n", i, names[k],
               r[k][0][i], r[k][1][i]);
   }
-  for (k = 0; k < 4; k++) {
+  for (k = 0; k < 6; k++) {
     double u[32], d[32];
     memcpy(u, r[k][0], sizeof(double) * (size_t)rounds);
     memcpy(d, r[k][1], sizeof(double) * (size_t)rounds);

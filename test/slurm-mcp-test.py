@@ -60,6 +60,10 @@ class Server:
         self.p.stdin.close()
         assert self.p.wait(timeout=120) == 0
 
+    def crash(self):
+        self.p.kill()
+        self.p.wait(timeout=120)
+
 
 # E-8: the tool is listed and submits; E-12: the answer names the job.
 s = Server()
@@ -104,11 +108,18 @@ while True:
 text, err = s.call("task_list", {})
 assert run in text and "slurm job " in text, text
 s.stop()
-# ... and the next server takes it back under its id (only it: the
+# E-12: a server killed right after "Submitted" loses nothing.
+text, err = s.call("submit_job", {"command": "echo second; sleep 300"})
+assert not err and "Slurm job " in text, text
+run2 = text.split("task ")[1].split(" ")[0]
+s.crash()
+# ... and the next server takes both back under their ids (only them: the
 # others' ends were delivered).
 s = Server()
 text, err = s.call("task_list", {})
-assert run in text and "slurm-1 " not in text, text
+assert run in text and run2 in text and "slurm-1 " not in text, text
+text, err = s.call("task_kill", {"task_id": run2})
+assert not err, text
 text, err = s.call("task_kill", {"task_id": run})
 assert not err, text
 text, err = s.call("task_output", {"task_id": run, "wait": True,

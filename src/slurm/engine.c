@@ -431,13 +431,15 @@ static int verify_one(uvt_slurm_engine_t *e, uvt__sjob_t *j, char *why,
  * (sbatch records the session and host it ran in: the wrapper wrote
  * them to <key>.sid) are cancelled with it, arrays included. */
 static void kill_inner(uvt_slurm_engine_t *e, const char *sid_path,
-                       uint32_t job, time_t started, const char *batch) {
+                       uint32_t job) {
   job_info_msg_t *msg = NULL;
   node_info_msg_t *node = NULL;
   char host[256] = "", *names[4];
   unsigned sid = 0;
   uint32_t i;
   size_t k, n = 0;
+  time_t started = 0;
+  const char *batch = NULL;
   FILE *fp = fopen(sid_path, "re");
   if (fp == NULL)
     return;
@@ -446,6 +448,14 @@ static void kill_inner(uvt_slurm_engine_t *e, const char *sid_path,
     return;
   }
   fclose(fp);
+  if (slurm_load_job_user(&msg, e->uid, SHOW_ALL) != 0)
+    return;
+  /* The task's own job: where its batch script ran, and since when. */
+  for (i = 0; i < msg->record_count; i++)
+    if (msg->job_array[i].job_id == job) {
+      batch = msg->job_array[i].batch_host;
+      started = msg->job_array[i].submit_time;
+    }
   /* The controller names the submitting host as it resolved its
    * address: the node's own name, its NodeHostname or NodeAddr. */
   names[n++] = host;
@@ -459,26 +469,24 @@ static void kill_inner(uvt_slurm_engine_t *e, const char *sid_path,
         names[n++] = node->node_array[0].node_addr;
     }
   }
-  if (slurm_load_job_user(&msg, e->uid, SHOW_ALL) == 0) {
-    for (i = 0; i < msg->record_count; i++) {
-      job_info_t *in = &msg->job_array[i];
-      uint32_t base = in->job_state & JOB_STATE_BASE;
-      uint32_t id = in->array_job_id != 0 ? in->array_job_id : in->job_id;
-      size_t len;
-      int same = 0;
-      if (id == job || in->alloc_sid != sid || in->alloc_node == NULL ||
-          in->submit_time < started ||
-          (base != JOB_PENDING && base != JOB_RUNNING && base != JOB_SUSPENDED))
-        continue;
-      len = strcspn(in->alloc_node, ".");
-      for (k = 0; k < n && !same; k++)
-        same = strcspn(names[k], ".") == len &&
-               strncmp(names[k], in->alloc_node, len) == 0;
-      if (same)
-        (void)slurm_kill_job(id, SIGKILL, 0);
-    }
-    slurm_free_job_info_msg(msg);
+  for (i = 0; i < msg->record_count; i++) {
+    job_info_t *in = &msg->job_array[i];
+    uint32_t base = in->job_state & JOB_STATE_BASE;
+    uint32_t id = in->array_job_id != 0 ? in->array_job_id : in->job_id;
+    size_t len;
+    int same = 0;
+    if (id == job || in->alloc_sid != sid || in->alloc_node == NULL ||
+        in->submit_time < started ||
+        (base != JOB_PENDING && base != JOB_RUNNING && base != JOB_SUSPENDED))
+      continue;
+    len = strcspn(in->alloc_node, ".");
+    for (k = 0; k < n && !same; k++)
+      same = strcspn(names[k], ".") == len &&
+             strncmp(names[k], in->alloc_node, len) == 0;
+    if (same)
+      (void)slurm_kill_job(id, SIGKILL, 0);
   }
+  slurm_free_job_info_msg(msg);
   if (node != NULL)
     slurm_free_node_info_msg(node);
 }
@@ -550,7 +558,6 @@ static void handle_requests(uvt_slurm_engine_t *e) {
     /* E-9: nothing is sent to a job not confirmed ours. */
     if (j->kills > 0 && j->job != 0 && j->verified) {
       uint32_t job = j->job;
-      time_t started = j->started;
       char sid[4096];
       int rc;
       j->kills = 0;
@@ -562,7 +569,7 @@ static void handle_requests(uvt_slurm_engine_t *e) {
       rc = slurm_kill_job(job, SIGKILL, 0) != 0 &&
            slurm_get_errno() != ESLURM_ALREADY_DONE;
       if (j->array == NULL)
-        kill_inner(e, sid, job, started, j->batch_host);
+        kill_inner(e, sid, job);
       uv_mutex_lock(&e->mutex);
       /* The controller did not take it (down, busy): the next poll sends
        * it again. */
@@ -864,9 +871,6 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
       int lost;
       uint64_t silent = 0;
       char detail[160];
-      j->started = info->submit_time;
-      if (j->batch_host[0] == '\0' && info->batch_host != NULL)
-        snprintf(j->batch_host, sizeof(j->batch_host), "%s", info->batch_host);
       snprintf(detail, sizeof(detail), "slurm job %u on %.100s", j->job,
                info->nodes != NULL ? info->nodes : "?");
       set_detail(j, detail);
@@ -895,10 +899,9 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
         /* What the command submitted while it saved its checkpoint. */
         char sid[4096];
         uint32_t job = j->job;
-        time_t started = j->started;
         uvt__sjob_path(j, "sid", sid, sizeof(sid));
         uv_mutex_unlock(&e->mutex);
-        kill_inner(e, sid, job, started, j->batch_host);
+        kill_inner(e, sid, job);
         uv_mutex_lock(&e->mutex);
         next = l->next;
         if (j->settling)

@@ -92,10 +92,8 @@ struct uvt__sjob_s {
   /* E-12: the host hears of the submission once. */
   uvt_slurm_submitted_cb submitted;
   void *submitted_data;
-  int64_t slot;         /* the journal record's slot, -1 none (M) */
-  uint64_t *elem_off;   /* E-13: an array's offsets, 2 per element */
-  time_t started;       /* when the controller took it (submit time) */
-  char batch_host[128]; /* the node running its batch script */
+  int64_t slot;       /* the journal record's slot, -1 none (M) */
+  uint64_t *elem_off; /* E-13: an array's offsets, 2 per element */
   uint32_t elems;
   /* (M) */
   int refs;            /* the registry's (until release) + the thread's */
