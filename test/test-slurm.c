@@ -1030,6 +1030,41 @@ static void slurm_journal_foreign(void **state) {
   (void)d;
 }
 
+/* E-9: adopted while the controller is silent: registered unconfirmed,
+ * nothing sent to the job (a kill waits) until the controller answers. */
+static void slurm_adopt_silent(void **state) {
+  env_t v;
+  char journal[4096], id[UVT_ID_MAX], d[200];
+  uvt_kill_result_t kr;
+  uint32_t job;
+  idarg_t a;
+  int warnings;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  env_open(&v, journal, 1, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  a.v = &v;
+  a.id = id;
+  run_until(&v, has_job, &a, 60000);
+  assert_int_equal(uvt_slurm_job_id(v.f.reg, id, NULL, &job), 0);
+  env_close(&v); /* detached: the job runs on */
+  assert_int_equal(sh("kill $(cat %s/slurmctld.pid); while kill -0 $(cat "
+                      "%s/slurmctld.pid) 2>/dev/null; do sleep 0.1; done",
+                      cluster_dir, cluster_dir),
+                   0);
+  env_open(&v, journal, 0, 0);
+  warnings = v.f.warnings;
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 1);
+  assert_true(v.f.warnings > warnings);
+  assert_non_null(strstr(v.f.last_warning, "did not answer"));
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  assert_int_equal(sh("/usr/sbin/slurmctld -f %s/slurm.conf", cluster_dir), 0);
+  wait_end(&v, id, 180000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  assert_true(job_state_is(job, "gone CA"));
+  env_close(&v);
+}
+
 /* ---- E-15: a record per task, not per read ------------------------------ */
 
 static long file_size(const char *path) {
@@ -1412,6 +1447,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_inner_array, setup),
       cmocka_unit_test_setup(slurm_timeout_checkpoint, setup),
       cmocka_unit_test_setup(slurm_controller_down, setup),
+      cmocka_unit_test_setup(slurm_adopt_silent, setup),
   };
   cluster_dir = getenv("UVT_SLURM_DIR");
   if (cluster_dir != NULL && getenv("SLURM_CONF") != NULL) {

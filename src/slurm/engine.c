@@ -500,7 +500,13 @@ static void handle_requests(uvt_slurm_engine_t *e) {
     j->refs++; /* kept across the unlocked calls */
     if (j->want_verify && j->job != 0) {
       char why[160] = "";
-      int answer = verify_one(e, j, why, sizeof(why));
+      /* A controller silent a moment ago is not asked again at once: an
+       * adoption of many jobs waits for one timeout, not one each. */
+      int ask = e->silent_at == 0 || mono_ms() - e->silent_at >= 5000;
+      int answer =
+          ask ? verify_one(e, j, why, sizeof(why)) : UVT__VERIFY_NOANSWER;
+      if (ask)
+        e->silent_at = answer == UVT__VERIFY_NOANSWER ? mono_ms() : 0;
       j->want_verify = 0;
       j->verify_answer = answer;
       if (answer == UVT__VERIFY_OURS || answer == UVT__VERIFY_GONE)

@@ -56,10 +56,11 @@ struct uvt_slurm_engine_s {
   int stop;
   int ready; /* the thread's libslurm set-up is done */
   int thread_done;
-  int journal_sync; /* the journal has lines to fsync before a submit */
-  size_t jobs;      /* jobs not freed yet */
-  int journal_err;  /* a journal write failed: logged on the loop */
-  int closed;       /* the async handle closed: free at jobs == 0 */
+  int journal_sync;   /* the journal has lines to fsync before a submit */
+  uint64_t silent_at; /* E-9: when the controller last did not answer */
+  size_t jobs;        /* jobs not freed yet */
+  int journal_err;    /* a journal write failed: logged on the loop */
+  int closed;         /* the async handle closed: free at jobs == 0 */
   /* Loop thread only. */
   int closing;
   int thread_joined;
