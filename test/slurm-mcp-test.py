@@ -109,6 +109,7 @@ text, err = s.call("task_list", {})
 assert run in text and "slurm job " in text, text
 s.stop()
 # E-12: a server killed right after "Submitted" loses nothing.
+s = Server()
 text, err = s.call("submit_job", {"command": "echo second; sleep 300"})
 assert not err and "Slurm job " in text, text
 run2 = text.split("task ")[1].split(" ")[0]
