@@ -205,8 +205,8 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * not a Slurm task of this engine, an sbatch_args entry the engine does
  * not allow or know; E-13), UVT_ENOTASK / UVT_EFOREIGN (a dependency's
  * id, behind the owner's fence),
- * UVT_ECLOSING (the engine is closing), UV_ENOMEM, or the error of
- * reading the working directory.  Thread: loop.
+ * UVT_ECLOSING (the engine is closing), UVT_ETHREAD (another thread),
+ * UV_ENOMEM, or the error of reading the working directory.  Thread: loop.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
                                const uvt_slurm_options_t *o,
@@ -229,8 +229,8 @@ UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
  * offsets; a job that ended while no host watched settles from what the
  * controller (or, once the controller forgot it, the job's exit-code file)
  * says.  A job whose end was already delivered to listeners is not registered
- * again. Returns the number of tasks registered (>= 0), or UV_EINVAL (NULL e,
- * no journal), or uvt_start()'s error for the first job that failed (jobs
+ * again.  Returns the number of tasks registered (>= 0), or UV_EINVAL
+ * (NULL e, no journal), UVT_ETHREAD (another thread), or uvt_start()'s error for the first job that failed (jobs
  * after it are not adopted; those before it are).  Thread: loop.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner);
@@ -242,8 +242,10 @@ UVT_EXTERN int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner);
  * Asked on the engine thread; cb(data, 0, text) on the loop thread, or
  * cb(data, error, message) when the controller did not answer.  `text`
  * is valid during the call.  Not called once the engine is closed.
- * Returns 0, UV_EINVAL (NULL e or cb), UVT_ECLOSING, UV_ENOMEM.
- * Thread: loop. */
+ * Returns 0, UV_EINVAL (NULL e or cb), UVT_ECLOSING, UVT_ETHREAD,
+ * UV_ENOMEM.
+ * Thread: loop.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_cluster_info(uvt_slurm_engine_t *e,
                                       void (*cb)(void *data, int status,
                                                  const char *text),
