@@ -21,6 +21,8 @@
 #   --name N          ClusterName (default uvt)
 #   --min-job-age S   MinJobAge, how long the controller keeps an ended
 #                     job, in seconds (default 3600; the suite uses 2)
+#   --message-timeout S  MessageTimeout: how long a client waits for the
+#                     controller (default 10; the suite uses 5)
 # Each node declares one fake GPU (gres gpu:1 on /dev/null), so that a
 # job asking for --gres=gpu:1 can be shown and tested without a GPU.
 #
@@ -31,7 +33,7 @@ set -u
 
 usage() {
   echo "usage: $0 up|down|status DIR [--port P] [--nodes A,B]" \
-    "[--state-dir S] [--name N] [--min-job-age S]" >&2
+    "[--state-dir S] [--name N] [--min-job-age S] [--message-timeout S]" >&2
   exit 2
 }
 
@@ -46,6 +48,7 @@ nodes=n1,n2
 state=
 name=uvt
 min_job_age=3600
+message_timeout=10
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case $1 in
@@ -54,12 +57,14 @@ while [ $# -gt 0 ]; do
   --state-dir) state=$2 ;;
   --name) name=$2 ;;
   --min-job-age) min_job_age=$2 ;;
+  --message-timeout) message_timeout=$2 ;;
   *) usage ;;
   esac
   shift 2
 done
 case $port in '' | *[!0-9]*) usage ;; esac
 case $min_job_age in '' | *[!0-9]*) usage ;; esac
+case $message_timeout in '' | *[!0-9]*) usage ;; esac
 case $nodes in [a-zA-Z]*,[a-zA-Z]*) ;; *) usage ;; esac
 case $nodes in *[!a-zA-Z0-9,-]* | *,*,*) usage ;; esac
 case $name in '' | *[!a-zA-Z0-9_-]*) usage ;; esac
@@ -162,7 +167,7 @@ ReturnToService=2
 KillWait=2
 MinJobAge=$min_job_age
 JobRequeue=0
-MessageTimeout=10
+MessageTimeout=$message_timeout
 SlurmdTimeout=300
 InactiveLimit=0
 Waittime=0

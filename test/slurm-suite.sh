@@ -8,7 +8,9 @@
 # the next two): the cluster's node names come from it, so two suites on
 # different ports never share a port, a node name or a cgroup (E-15).
 # The controller forgets an ended job after 2 s (MinJobAge): every outcome
-# is checked against a controller that forgets fast (E-14).
+# is checked against a controller that forgets fast (E-14).  A client
+# waits 5 s for a silent controller (MessageTimeout; the tests that stop
+# it wait that long per try).
 set -u
 root=$1
 bin=$2
@@ -25,7 +27,8 @@ flock 9
 dir=$(mktemp -d /tmp/uvs.XXXXXX)
 trap '"$root/scripts/slurm-cluster.sh" down "$dir"; rm -rf "$dir"' EXIT
 "$root/scripts/slurm-cluster.sh" up "$dir" --port "$port" \
-  --nodes "u${port}a,u${port}b" --min-job-age 2 >/dev/null || exit 1
+  --nodes "u${port}a,u${port}b" --min-job-age 2 --message-timeout 5 \
+  >/dev/null || exit 1
 export SLURM_CONF=$dir/slurm.conf UVT_SLURM_DIR=$dir UVT_SOURCE_ROOT=$root
 "$bin" || exit 1
 if [ -n "$mcp" ]; then
