@@ -39,17 +39,16 @@ static void journal_failed(uvt_slurm_engine_t *e, int err) {
 }
 
 /* Format one record (exactly REC bytes, the last a newline). */
-static int format_rec(const uvt_slurm_engine_t *e, char state, const char *id,
-                      const char *key, uint32_t job, uint64_t out, uint64_t err,
-                      unsigned uid, const char *cluster, uint32_t limit_s,
-                      int array, char rec[REC]) {
+static int format_rec(char state, const char *id, const char *key, uint32_t job,
+                      uint64_t out, uint64_t err, unsigned uid,
+                      const char *cluster, uint32_t limit_s, int array,
+                      char rec[REC]) {
   int n = snprintf(
       rec, REC,
       "U1 %c id=%s key=%s job=%u out=%llu err=%llu uid=%u "
       "cluster=%s limit=%u array=%d",
       state, id, key, job, (unsigned long long)out, (unsigned long long)err,
       uid, cluster != NULL && cluster[0] ? cluster : "-", limit_s, array);
-  (void)e;
   if (n < 0 || n >= REC - 1)
     return UV_E2BIG;
   memset(rec + n, ' ', (size_t)(REC - 1 - n));
@@ -96,8 +95,8 @@ void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state) {
       return;
     j->slot = take_slot(e);
   }
-  err = format_rec(e, state, j->id, j->key, j->job, j->out_off, j->err_off,
-                   e->uid, e->cluster, j->limit_s, j->array != NULL, rec);
+  err = format_rec(state, j->id, j->key, j->job, j->out_off, j->err_off, e->uid,
+                   e->cluster, j->limit_s, j->array != NULL, rec);
   if (err == 0)
     err = write_at(e->journal_fd, rec, j->slot);
   if (err != 0)
@@ -287,7 +286,7 @@ static int rewrite(uvt_slurm_engine_t *e, const char *path,
   for (i = 0; i < n && err == 0; i++) {
     if (a[i].done)
       continue;
-    err = format_rec(e, a[i].job != 0 ? 'J' : 'T', a[i].id, a[i].key, a[i].job,
+    err = format_rec(a[i].job != 0 ? 'J' : 'T', a[i].id, a[i].key, a[i].job,
                      a[i].out_off, a[i].err_off, a[i].uid, a[i].cluster,
                      a[i].limit_s, a[i].array, rec);
     if (err == 0)
@@ -310,7 +309,7 @@ static int rewrite(uvt_slurm_engine_t *e, const char *path,
 
 int uvt__journal_open(uvt_slurm_engine_t *e, const char *path) {
   uvt__journal_entry_t *a = NULL;
-  size_t n = 0, i, live = 0;
+  size_t n = 0, i, k;
   int fd, nfd = -1, err;
 
   fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -320,11 +319,9 @@ int uvt__journal_open(uvt_slurm_engine_t *e, const char *path) {
     close(fd);
     return err;
   }
-  /* Legacy entries carry no identity: the controller's answer about the
-   * user and the job name is all adoption checks for them (E-9). */
-  for (i = 0; i < n; i++)
-    live += !a[i].done;
-  /* E-15: the file is written again with the live tasks only. */
+  /* E-15: the file is written again with the live tasks only (v3's
+   * entries too: they carry no user or cluster, so the controller's
+   * answer is all adoption checks for them, E-9). */
   err = rewrite(e, path, a, n, &nfd);
   close(fd);
   if (err != 0) {
@@ -332,16 +329,11 @@ int uvt__journal_open(uvt_slurm_engine_t *e, const char *path) {
     return err;
   }
   /* Only the live ones are kept for adoption. */
-  {
-    size_t k = 0;
-    for (i = 0; i < n; i++)
-      if (!a[i].done)
-        a[k++] = a[i];
-    n = k;
-  }
-  (void)live;
+  for (i = 0, k = 0; i < n; i++)
+    if (!a[i].done)
+      a[k++] = a[i];
   e->journal_fd = nfd;
   e->loaded = a;
-  e->loaded_n = n;
+  e->loaded_n = k;
   return 0;
 }
