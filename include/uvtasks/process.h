@@ -133,6 +133,9 @@ extern "C" {
 #define UVT_PROCESS_STDIN_CAP_BYTES (1024 * 1024)
 #define UVT_PROCESS_PTY_COLS 80
 #define UVT_PROCESS_PTY_ROWS 24
+/* L-LIM-1: the smallest memory limit, the largest CPU share. */
+#define UVT_PROCESS_MEMORY_MIN (1024 * 1024)
+#define UVT_PROCESS_CPU_PERCENT_MAX (100 * 1024)
 
 /* "There is new output to read" (P-EVT-1): the task's id and the options'
  * on_output_data.  No bytes: read them with uvt_read() or
@@ -260,6 +263,38 @@ typedef struct {
   /* UVT_SANDBOX_NET_NONE (0) or UVT_SANDBOX_NET_HOST (1). */
   int network;
 } uvt_sandbox_t;
+/* ---- Limits per task (L-LIM-1..L-LIM-3, docs/contract.md §10d) ----------
+ *
+ * What a task may use, all of it together (every process of it, whatever
+ * its session): enforced by the kernel through a cgroup of the task's own
+ * (cgroup v2 where the registry's v2 directory has the controller, else a
+ * cgroup v1 hierarchy of the controller where the host mounts one).  0 in
+ * a field means no limit on that; all 0 (uvt_process_options_init())
+ * means no limits and no cgroup for them.
+ *
+ *   memory_bytes   the task's memory (anonymous memory, page cache and
+ *                  kernel memory charged to it; not swap).  Past it the
+ *                  kernel reclaims, then its OOM killer ends a process
+ *                  of the task; the task settles `killed`, "out of memory
+ *                  (limit 100 MiB)" (L-LIM-2).  At least 1 MiB.
+ *   max_processes  processes (and threads) alive at once; a fork past it
+ *                  fails with EAGAIN, and the task's detail adds
+ *                  "process limit reached (16)" (L-LIM-2).
+ *   cpu_percent    CPU time per wall time, in percent of one core (150 =
+ *                  one and a half cores), enforced over 100 ms periods:
+ *                  the task is throttled, never ended, for it.  At most
+ *                  100 * 1024.
+ *
+ * Where no cgroup can enforce a limit asked for, uvt_process_start() fails
+ * with UV_ENOTSUP and logs why (uvt_process_limits_check() gives the
+ * sentence): never an unlimited run.  Kills, the runtime limit and
+ * disposal reach every process of the group (P-KILL-7). */
+typedef struct {
+  uint64_t memory_bytes;  /* 0 = no memory limit */
+  uint32_t max_processes; /* 0 = no process limit */
+  uint32_t cpu_percent;   /* 0 = no CPU limit; 100 = one core */
+} uvt_process_limits_t;
+
 /* Bytes the output cap is about to drop (M-TOOLS-10): the task's id, the
  * bytes (valid for the call only) and the options' on_drop_data.  See
  * `on_drop`. */
@@ -419,6 +454,12 @@ typedef struct {
    * back into the library for this task. */
   uvt_drop_cb on_drop;
   void *on_drop_data;
+
+  /* ---- Limits (L-LIM-1) ---- */
+
+  /* Memory, processes and CPU for the whole task (uvt_process_limits_t
+   * above); all 0 (the default) = none. */
+  uvt_process_limits_t limits;
 
   /* private */
   void *reserved_[2]; /* for fields to come without an ABI break */
@@ -591,6 +632,42 @@ UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
  * Thread: the loop thread.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
+
+/* Can this registry enforce `limits` (L-LIM-1)?  Looks for the cgroup
+ * hierarchies they need (once per registry: the host's own cgroup v2
+ * directory, then a cgroup v1 hierarchy per controller that v2 does not
+ * have) and makes the registry's directory in each.  uvt_process_start()
+ * makes the same check for a task with limits; a host calls this to learn
+ * at start-up whether its limits will hold, and why not.
+ *
+ * Returns 0 (every limit asked for can be enforced), UV_ENOTSUP (one
+ * cannot: `why`, when not NULL, gets a sentence naming the controller and
+ * what is missing, cut to `size` - 1 bytes), UV_EINVAL (NULL reg or
+ * limits, memory_bytes below 1 MiB, cpu_percent above 102400),
+ * UVT_ECLOSING, UV_ENOMEM.
+ * Ownership: `why` is the caller's.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_limits_check(uvt_registry_t *reg,
+                                        const uvt_process_limits_t *limits,
+                                        char *why, size_t size);
+
+/* S-11: this host is a child subreaper (PR_SET_CHILD_SUBREAPER, or pid 1)
+ * and, from this call on, every child it gets other than the children it
+ * has now is this registry's: a task leader, or a process of a task
+ * re-parented to it when its parent died (uvtasks-mcp is such a host).
+ * Then such a process that no task claims (it left its task's session and
+ * its parent died before a kill, a limit or a look of the task followed
+ * its descent) is reaped by the library when it exits (no zombie stays),
+ * and at registry close every one still running gets SIGKILL, and so does
+ * what it started (re-parented in turn), so nothing a task started
+ * outlives the host's end.  Call it once, after making the host a
+ * subreaper and before the first task; a host that spawns children of
+ * its own (Node's child_process) must not call it: they would be taken
+ * for strays.
+ *
+ * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING, UV_ENOMEM.
+ * Ownership: nothing is allocated for the caller.  Thread: the loop
+ * thread. */
+UVT_EXTERN int uvt_process_orphans(uvt_registry_t *reg);
 
 /* The spawn helper on (`on` nonzero) or off for the registry's later
  * starts (P-SPAWN-7).  The helpers are small processes, one per spawner

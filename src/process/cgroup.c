@@ -1,31 +1,52 @@
-/* A cgroup per task, where the host asks for it (P-KILL-5, optional).
+/* A cgroup per task: containment (P-KILL-5, S-11) and limits (L-LIM-1..2).
  *
  * A session holds every process a task starts except those that leave it
- * on purpose (`setsid cmd &`, a daemon that double-forks into a session
- * of its own).  A cgroup v2 group holds those too: every process forked
- * by a member stays in it.  So where the host enables it
- * (uvt_process_cgroups()), each task's leader is moved into a group of its
- * own, and a kill, the runtime limit and disposal also reach every
- * process of that group: SIGTERM to each, SIGKILL through cgroup.kill.
+ * on purpose (`setsid cmd &`, a daemon that double-forks).  A cgroup holds
+ * those too: every process forked by a member stays in it.  And a cgroup
+ * is where the kernel enforces a task's limits on memory, processes and
+ * CPU for the whole task (every process of it, whatever its session).
  *
- * Why it is not on by default: placing a child costs a cgroup migration
- * (about 120 us of kernel time per spawn on this machine) and a fork
- * instead of posix_spawn (the host's page tables are copied: slow in a
- * host with a large heap); glibc 2.41 could create the child inside its
- * group (CLONE_INTO_CGROUP) without either, Debian 12 has 2.36.  And on a
- * systemd machine only a delegated subtree may be changed by anyone but
- * systemd: the host knows whether it owns one, the library does not
- * guess.
+ * Hierarchies.  A task's group is one directory per hierarchy it needs:
+ *  - cgroup v2 (the unified tree): always where it can be made (cgroup.kill,
+ *    cgroup.events, cpu.stat's usage even without the cpu controller), and
+ *    the limits whose controller the registry's v2 directory has enabled
+ *    (memory.max, pids.max, cpu.max; events in memory.events and
+ *    pids.events);
+ *  - cgroup v1, per controller, where the host mounts a v1 hierarchy for it
+ *    (memory: memory.limit_in_bytes and memory.oom_control's oom_kill;
+ *    pids: pids.max and pids.events; cpu: cpu.cfs_quota_us /
+ *    cpu.cfs_period_us).  A controller is bound to one hierarchy at a time,
+ *    so a limit is enforced in v2 if the v2 directory has its controller,
+ *    else in its v1 hierarchy, else not at all: the start fails with
+ *    UV_ENOTSUP and the reason (uvt__cgroot_limits), never an unlimited run.
+ * The registry's directory `uvtasks-<pid>-<n>` is made in the host's own
+ * cgroup of each hierarchy it uses (from /proc/self/cgroup and
+ * /proc/self/mountinfo), once, on the loop thread; a task's group is
+ * `<k>` in it, made (or reused, below) by a spawner thread just before the
+ * spawn, and the child writes "0" into each of its cgroup.procs before it
+ * execs, so everything the command starts is inside from its first fork.
  *
- * Layout: the registry's directory `<parent>/uvtasks-<pid>-<n>` is made by
- * uvt_process_cgroups(); a spawner thread makes each task's group `<n>`
- * in it just before the spawn, and the child enters it before it execs:
- * such a spawn forks (spawn.c), since posix_spawn has no step for it and a
- * move after posix_spawn returns races the command's first forks (a
- * migration waits for an RCU grace period; bash forked first in tests).
- * A group is removed when its task is freed, and the registry's directory
- * at close, each only if empty: a group still populated then is stopped
- * with cgroup.kill first. */
+ * Cost, and why groups are reused.  Measured on this project's 2-core
+ * runner (Linux 6.18): the migration the child's write makes is cheap
+ * (a few microseconds; the spawn itself is a vfork-like clone, spawn.c,
+ * never a copy of the host); making and removing the directories is not
+ * (about 110 us of kernel time a directory, four of them for a task with
+ * every limit here: v2 plus three v1 hierarchies).  So an empty group is
+ * not removed when its task goes: it goes back to the registry's pool and
+ * the next task takes it, with its limits written anew and its event
+ * counters read as the base that later counts are compared to.  The pool
+ * is removed at registry close.  A group that still holds a process when
+ * its task goes is stopped (cgroup.kill, or SIGKILL to each pid in v1) and
+ * removed, never reused.  (clone3's CLONE_INTO_CGROUP would spare the
+ * migration on v2, but it is the directory that costs, and glibc 2.36 has
+ * no clone3 wrapper: measured, it did not win.)
+ *
+ * Limits: where the registry's directory cannot be made (no cgroup v2 mount
+ * and no v1 hierarchy, one we may not write, a systemd machine where only a
+ * delegated subtree is ours), the library does not guess.  Tests point the
+ * readers at a fake tree (uvt__cgroup_self, uvt__cgroup_mountinfo,
+ * uvt__cgroup_mkdir_hook): the files a v2 kernel shows, in a temporary
+ * directory. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -39,29 +60,498 @@
 
 #include "process-internal.h"
 
+const char *uvt__cgroup_self = "/proc/self/cgroup";
+const char *uvt__cgroup_mountinfo = "/proc/self/mountinfo";
+int (*uvt__cgroup_mkdir_hook)(int dirfd, const char *name);
+
 /* Registries of this process that made a directory (its name's <n>). */
 static atomic_uint cgroup_dirs;
 
-/* The host's own cgroup v2 directory: the cgroup2 mount from
- * /proc/self/mountinfo joined with the "0::" line of /proc/self/cgroup. */
-static int own_cgroup(char *buf, size_t size) {
+static const char *const ctl_name[UVT__CG_N] = {"", "memory", "pids", "cpu"};
+
+/* ---- small file helpers (async-signal-safe where marked) -------------- */
+
+/* Write `s` to `dir`/`name`/`file`; 0 or a negative errno. */
+static int put(int dir, const char *name, const char *file, const char *s) {
+  char path[96];
+  size_t len = strlen(s);
+  int fd;
+  int err = 0;
+
+  if ((size_t)snprintf(path, sizeof(path), "%s/%s", name, file) >= sizeof(path))
+    return UV_ENAMETOOLONG;
+  /* O_TRUNC as a shell's `echo v > file`: nothing to a cgroup file, and a
+   * fake tree's plain files (tests) then read as written. */
+  fd = openat(dir, path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0)
+    return UVT__PERR(errno);
+  if (write(fd, s, len) != (ssize_t)len)
+    err = UVT__PERR(errno);
+  close(fd);
+  return err;
+}
+
+/* Read `dir`/`name`/`file` (NUL-terminated, cut to size - 1): its length,
+ * or a negative errno. */
+static ssize_t get(int dir, const char *name, const char *file, char *buf,
+                   size_t size) {
+  char path[96];
+  ssize_t n;
+  int fd;
+
+  if ((size_t)snprintf(path, sizeof(path), "%s/%s", name, file) >= sizeof(path))
+    return UV_ENAMETOOLONG;
+  fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return UVT__PERR(errno);
+  do
+    n = read(fd, buf, size - 1);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    n = UVT__PERR(errno);
+  else
+    buf[n] = '\0';
+  close(fd);
+  return n;
+}
+
+/* The number after "key " on a line of `text`, or 0. */
+static uint64_t field(const char *text, const char *key) {
+  size_t k = strlen(key);
+  const char *at = text;
+
+  while ((at = strstr(at, key)) != NULL) {
+    if ((at == text || at[-1] == '\n') && at[k] == ' ')
+      return strtoull(at + k + 1, NULL, 10);
+    at += k;
+  }
+  return 0;
+}
+
+/* Is `word` one of the blank-separated words of `list` (a leading '+'
+ * ignored, as cgroup.subtree_control is written)? */
+static int has_word(const char *list, const char *word) {
+  size_t k = strlen(word);
+  const char *at = list;
+
+  while (*at != '\0') {
+    size_t n;
+    while (*at == ' ' || *at == '\n' || *at == '\t')
+      at++;
+    if (*at == '+')
+      at++;
+    n = strcspn(at, " \n\t");
+    if (n == k && strncmp(at, word, k) == 0)
+      return 1;
+    at += n;
+  }
+  return 0;
+}
+
+/* ---- a task's group (any thread) -------------------------------------- */
+
+void uvt__cg_init(uvt__cg_t *g) {
+  int h;
+
+  memset(g, 0, sizeof(*g));
+  for (h = 0; h < UVT__CG_N; h++)
+    g->dir[h] = -1;
+}
+
+/* Where each limit is enforced: the hierarchy for controller c. */
+static int limit_home(const uvt__cg_t *g, int c) {
+  if ((g->mask & UVT__CG_BIT(UVT__CG_V2)) && (g->v2_ctl & UVT__CG_BIT(c)))
+    return UVT__CG_V2;
+  if (g->mask & UVT__CG_BIT(c))
+    return c;
+  return -1;
+}
+
+static int write_limits(uvt__cg_t *g) {
+  const uvt_process_limits_t *l = &g->limits;
+  char v[48];
+  int h;
+  int err;
+
+  h = limit_home(g, UVT__CG_MEMORY);
+  if (h == UVT__CG_V2) {
+    if (l->memory_bytes > 0)
+      snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_bytes);
+    else
+      snprintf(v, sizeof(v), "max");
+    if ((err = put(g->dir[h], g->name, "memory.max", v)) != 0)
+      return err;
+  } else if (h >= 0) {
+    if (l->memory_bytes > 0)
+      snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_bytes);
+    else
+      snprintf(v, sizeof(v), "-1");
+    if ((err = put(g->dir[h], g->name, "memory.limit_in_bytes", v)) != 0)
+      return err;
+    /* A reused group's peak starts again (best effort: a report only). */
+    put(g->dir[h], g->name, "memory.max_usage_in_bytes", "0");
+  }
+  h = limit_home(g, UVT__CG_PIDS);
+  if (h >= 0) {
+    if (l->max_processes > 0)
+      snprintf(v, sizeof(v), "%u", (unsigned)l->max_processes);
+    else
+      snprintf(v, sizeof(v), "max");
+    if ((err = put(g->dir[h], g->name, "pids.max", v)) != 0)
+      return err;
+  }
+  h = limit_home(g, UVT__CG_CPU);
+  if (h == UVT__CG_V2) {
+    if (l->cpu_percent > 0)
+      snprintf(v, sizeof(v), "%llu %u",
+               (unsigned long long)l->cpu_percent * UVT__CG_PERIOD_US / 100,
+               UVT__CG_PERIOD_US);
+    else
+      snprintf(v, sizeof(v), "max %u", UVT__CG_PERIOD_US);
+    if ((err = put(g->dir[h], g->name, "cpu.max", v)) != 0)
+      return err;
+  } else if (h >= 0) {
+    snprintf(v, sizeof(v), "%u", UVT__CG_PERIOD_US);
+    if ((err = put(g->dir[h], g->name, "cpu.cfs_period_us", v)) != 0)
+      return err;
+    if (l->cpu_percent > 0)
+      snprintf(v, sizeof(v), "%llu",
+               (unsigned long long)l->cpu_percent * UVT__CG_PERIOD_US / 100);
+    else
+      snprintf(v, sizeof(v), "-1");
+    if ((err = put(g->dir[h], g->name, "cpu.cfs_quota_us", v)) != 0)
+      return err;
+  }
+  return 0;
+}
+
+int uvt__cg_make(uvt__cg_t *g) {
+  uvt__cg_events_t ev;
+  unsigned made = 0;
+  int h;
+  int r;
+  int err;
+
+  for (h = 0; h < UVT__CG_N; h++) {
+    if (!(g->mask & UVT__CG_BIT(h)))
+      continue;
+    if (uvt__cgroup_mkdir_hook != NULL)
+      r = uvt__cgroup_mkdir_hook(g->dir[h], g->name);
+    else
+      r = mkdirat(g->dir[h], g->name, 0755) != 0 ? UVT__PERR(errno) : 0;
+    if (r == 0)
+      made |= UVT__CG_BIT(h);
+    else if (r != UV_EEXIST) {
+      err = r;
+      goto fail;
+    }
+  }
+  err = write_limits(g);
+  if (err != 0)
+    goto fail;
+  /* Counters only grow: what they say now is the base of this task. */
+  g->oom_base = 0;
+  g->pids_base = 0;
+  if (uvt__cg_events(g, &ev) == 0) {
+    g->oom_base = ev.oom_kills;
+    g->pids_base = ev.pids_max;
+  }
+  return 0;
+
+fail:
+  for (h = 0; h < UVT__CG_N; h++)
+    if (made & UVT__CG_BIT(h))
+      unlinkat(g->dir[h], g->name, AT_REMOVEDIR);
+  return err;
+}
+
+/* Run in a child sharing the spawner's memory (spawn.c): no sanitizer
+ * bookkeeping on its foreign stack. */
+#if defined(__clang__) || defined(__GNUC__)
+__attribute__((no_sanitize_address, no_sanitize_undefined))
+#endif
+int uvt__cg_enter(const uvt__cg_t *g) {
+  char path[sizeof(g->name) + 16];
+  size_t k = strlen(g->name);
+  int h;
+  int fd;
+
+  for (h = 0; h < (int)k; h++)
+    path[h] = g->name[h];
+  for (h = 0; h < (int)sizeof("/cgroup.procs"); h++)
+    path[k + (size_t)h] = "/cgroup.procs"[h];
+  for (h = 0; h < UVT__CG_N; h++) {
+    if (!(g->mask & UVT__CG_BIT(h)))
+      continue;
+    fd = openat(g->dir[h], path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      return -errno;
+    if (write(fd, "0", 1) != 1) {
+      int e = errno;
+      close(fd);
+      return -e;
+    }
+    close(fd);
+  }
+  return 0;
+}
+
+/* The hierarchy whose cgroup.procs lists the group: v2 if it has it. */
+static int procs_home(const uvt__cg_t *g) {
+  int h;
+  for (h = 0; h < UVT__CG_N; h++)
+    if (g->mask & UVT__CG_BIT(h))
+      return h;
+  return -1;
+}
+
+int uvt__cg_each(const uvt__cg_t *g, void (*fn)(void *arg, pid_t pid),
+                 void *arg) {
+  char path[sizeof(g->name) + 16];
+  int h = procs_home(g);
+  int count;
+  int fd;
+
+  if (h < 0)
+    return -1;
+  snprintf(path, sizeof(path), "%s/cgroup.procs", g->name);
+  fd = openat(g->dir[h], path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  count = uvt__read_pids(fd, fn, arg);
+  close(fd);
+  return count;
+}
+
+static void count_pid(void *arg, pid_t pid) {
+  (void)arg;
+  (void)pid;
+}
+
+int uvt__cg_populated(const uvt__cg_t *g) {
+  char buf[256];
+  int h = procs_home(g);
+
+  if (h < 0)
+    return 0;
+  if (h == UVT__CG_V2) {
+    if (get(g->dir[h], g->name, "cgroup.events", buf, sizeof(buf)) <= 0)
+      return 0; /* gone, or nothing to say */
+    return strstr(buf, "populated 0") == NULL;
+  }
+  /* v1 has no cgroup.events: its list of processes. */
+  return uvt__cg_each(g, count_pid, NULL) > 0;
+}
+
+static void kill_pid(void *arg, pid_t pid) {
+  (void)arg;
+  kill(pid, SIGKILL);
+}
+
+void uvt__cg_kill(const uvt__cg_t *g) {
+  int h = procs_home(g);
+
+  if (h < 0)
+    return;
+  /* v2 (5.14 and later): the kernel kills every process, forks racing
+   * with it included.  v1, or an older v2: SIGKILL to each listed pid;
+   * the kill loop repeats it until the group is empty (P-KILL-7).  A pid
+   * listed in our group is ours: the kernel moves it out only when it
+   * exits (or someone with write access to another group moves it). */
+  if (h == UVT__CG_V2 && put(g->dir[h], g->name, "cgroup.kill", "1") == 0)
+    return;
+  uvt__cg_each(g, kill_pid, NULL);
+}
+
+int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev) {
+  char buf[1024];
+  int h;
+
+  memset(ev, 0, sizeof(*ev));
+  if (g->mask == 0)
+    return UV_EINVAL;
+  h = limit_home(g, UVT__CG_MEMORY);
+  if (h == UVT__CG_V2) {
+    if (get(g->dir[h], g->name, "memory.events", buf, sizeof(buf)) > 0)
+      ev->oom_kills = field(buf, "oom_kill");
+    if (get(g->dir[h], g->name, "memory.peak", buf, sizeof(buf)) > 0)
+      ev->memory_peak = strtoull(buf, NULL, 10);
+  } else if (h >= 0) {
+    if (get(g->dir[h], g->name, "memory.oom_control", buf, sizeof(buf)) > 0)
+      ev->oom_kills = field(buf, "oom_kill");
+    if (get(g->dir[h], g->name, "memory.max_usage_in_bytes", buf, sizeof(buf)) >
+        0)
+      ev->memory_peak = strtoull(buf, NULL, 10);
+  }
+  h = limit_home(g, UVT__CG_PIDS);
+  if (h >= 0 && get(g->dir[h], g->name, "pids.events", buf, sizeof(buf)) > 0)
+    ev->pids_max = field(buf, "max");
+  /* CPU time: v2's cpu.stat (there even without the cpu controller), or a
+   * v1 cpu hierarchy with cpuacct mounted beside it. */
+  ev->cpu_usec = UINT64_MAX;
+  if ((g->mask & UVT__CG_BIT(UVT__CG_V2)) &&
+      get(g->dir[UVT__CG_V2], g->name, "cpu.stat", buf, sizeof(buf)) > 0)
+    ev->cpu_usec = field(buf, "usage_usec");
+  else if ((g->mask & UVT__CG_BIT(UVT__CG_CPU)) &&
+           get(g->dir[UVT__CG_CPU], g->name, "cpuacct.usage", buf,
+               sizeof(buf)) > 0)
+    ev->cpu_usec = strtoull(buf, NULL, 10) / 1000;
+  return 0;
+}
+
+int uvt__cg_remove(uvt__cg_t *g) {
+  int err = 0;
+  int h;
+
+  for (h = 0; h < UVT__CG_N; h++) {
+    if (!(g->mask & UVT__CG_BIT(h)))
+      continue;
+    if (unlinkat(g->dir[h], g->name, AT_REMOVEDIR) != 0 && errno == EBUSY) {
+      /* Still populated: stop it; what is left stays for the registry's
+       * close to find. */
+      uvt__cg_kill(g);
+      if (unlinkat(g->dir[h], g->name, AT_REMOVEDIR) != 0 && errno != ENOENT)
+        err = UVT__PERR(errno);
+    }
+  }
+  uvt__cg_close(g);
+  return err;
+}
+
+void uvt__cg_close(uvt__cg_t *g) {
+  int h;
+  for (h = 0; h < UVT__CG_N; h++) {
+    if ((g->own & UVT__CG_BIT(h)) && g->dir[h] >= 0)
+      close(g->dir[h]);
+    g->dir[h] = -1;
+  }
+  g->own = 0;
+  g->mask = 0;
+}
+
+int uvt__cg_open(uvt__cg_t *g, const char *const path[UVT__CG_N],
+                 const uvt_process_limits_t *limits) {
+  char dir[PATH_MAX];
+  char buf[512];
+  const char *base;
+  int h;
+  int fd;
+  int err;
+
+  uvt__cg_init(g);
+  if (limits != NULL)
+    g->limits = *limits;
+  for (h = 0; h < UVT__CG_N; h++) {
+    size_t len;
+    if (path[h] == NULL)
+      continue;
+    base = strrchr(path[h], '/');
+    if (base == NULL || base[1] == '\0' || strlen(base + 1) >= sizeof(g->name))
+      goto inval;
+    if (g->name[0] != '\0' && strcmp(g->name, base + 1) != 0)
+      goto inval;
+    snprintf(g->name, sizeof(g->name), "%s", base + 1);
+    len = (size_t)(base - path[h]);
+    if (len == 0 || len >= sizeof(dir))
+      goto inval;
+    memcpy(dir, path[h], len);
+    dir[len] = '\0';
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      err = UVT__PERR(errno);
+      uvt__cg_close(g);
+      return err;
+    }
+    g->dir[h] = fd;
+    g->own |= UVT__CG_BIT(h);
+    g->mask |= UVT__CG_BIT(h);
+  }
+  if (g->mask == 0)
+    goto inval;
+  /* The v2 directory's controllers, as the registry's were found. */
+  if ((g->mask & UVT__CG_BIT(UVT__CG_V2)) &&
+      get(g->dir[UVT__CG_V2], g->name, "cgroup.controllers", buf,
+          sizeof(buf)) >= 0) {
+    for (h = UVT__CG_MEMORY; h < UVT__CG_N; h++)
+      if (has_word(buf, ctl_name[h]))
+        g->v2_ctl |= UVT__CG_BIT(h);
+  }
+  /* Events since the group was made count (the task was made in it). */
+  g->oom_base = 0;
+  g->pids_base = 0;
+  return 0;
+
+inval:
+  uvt__cg_close(g);
+  return UV_EINVAL;
+}
+
+int uvt__cg_path(const uvt__cg_t *g, int h, char *buf, size_t size) {
+  char link[64];
+  ssize_t n;
+
+  if (h < 0 || h >= UVT__CG_N || !(g->mask & UVT__CG_BIT(h)))
+    return UV_ENOENT;
+  snprintf(link, sizeof(link), "/proc/self/fd/%d", g->dir[h]);
+  n = readlink(link, buf, size);
+  if (n < 0)
+    return UVT__PERR(errno);
+  if ((size_t)n + strlen(g->name) + 2 > size)
+    return UV_ENAMETOOLONG;
+  buf[n] = '/';
+  memcpy(buf + n + 1, g->name, strlen(g->name) + 1);
+  return 0;
+}
+
+/* ---- the registry's directories (loop thread) ------------------------- */
+
+/* The host's own cgroup directory in hierarchy h: for v2 the cgroup2
+ * mount joined with the "0::" line of /proc/self/cgroup; for v1 the
+ * cgroup mount whose options name the controller, joined with the line
+ * whose controller list names it. */
+static int own_cgroup(int h, char *buf, size_t size) {
   char line[4096];
   char mount[PATH_MAX] = "";
   char root[PATH_MAX] = "";
   char path[PATH_MAX] = "";
   const char *rel;
+  const char *ctl = ctl_name[h];
   FILE *f;
 
-  f = fopen("/proc/self/mountinfo", "re");
+  f = fopen(uvt__cgroup_mountinfo, "re");
   if (f == NULL)
     return UVT__PERR(errno);
   while (fgets(line, sizeof(line), f) != NULL) {
-    /* "id parent major:minor root mountpoint options ... - type src ..." */
+    /* "id parent major:minor root mountpoint options ... - type src
+     * superoptions" */
     char r[PATH_MAX];
     char m[PATH_MAX];
     const char *dash = strstr(line, " - ");
-    if (dash == NULL || strncmp(dash, " - cgroup2 ", 11) != 0)
+    if (dash == NULL)
       continue;
+    if (h == UVT__CG_V2) {
+      if (strncmp(dash, " - cgroup2 ", 11) != 0)
+        continue;
+    } else {
+      /* The super options: a comma-separated list with the controller. */
+      const char *opts;
+      char *tok;
+      char *save;
+      char copy[1024];
+      int has = 0;
+      if (strncmp(dash, " - cgroup ", 10) != 0)
+        continue;
+      opts = strrchr(dash, ' ');
+      if (opts == NULL)
+        continue;
+      snprintf(copy, sizeof(copy), "%s", opts + 1);
+      copy[strcspn(copy, "\n")] = '\0';
+      for (tok = strtok_r(copy, ",", &save); tok != NULL && !has;
+           tok = strtok_r(NULL, ",", &save))
+        has = strcmp(tok, ctl) == 0;
+      if (!has)
+        continue;
+    }
     if (sscanf(line, "%*s %*s %*s %4095s %4095s", r, m) == 2) {
       snprintf(root, sizeof(root), "%s", r);
       snprintf(mount, sizeof(mount), "%s", m);
@@ -71,13 +561,30 @@ static int own_cgroup(char *buf, size_t size) {
   fclose(f);
   if (mount[0] == '\0')
     return UV_ENOSYS;
-  f = fopen("/proc/self/cgroup", "re");
+  f = fopen(uvt__cgroup_self, "re");
   if (f == NULL)
     return UVT__PERR(errno);
   while (fgets(line, sizeof(line), f) != NULL) {
-    if (strncmp(line, "0::", 3) == 0) {
-      line[strcspn(line, "\n")] = '\0';
-      snprintf(path, sizeof(path), "%s", line + 3);
+    /* "N:ctl,ctl:/path" (v1) or "0::/path" (v2) */
+    char *a = strchr(line, ':');
+    char *b = a != NULL ? strchr(a + 1, ':') : NULL;
+    int match = 0;
+    if (b == NULL)
+      continue;
+    *a = '\0';
+    *b = '\0';
+    if (h == UVT__CG_V2) {
+      match = strcmp(line, "0") == 0 && a + 1 == b;
+    } else {
+      char *tok;
+      char *save;
+      for (tok = strtok_r(a + 1, ",", &save); tok != NULL && !match;
+           tok = strtok_r(NULL, ",", &save))
+        match = strcmp(tok, ctl) == 0;
+    }
+    if (match) {
+      b[1 + strcspn(b + 1, "\n")] = '\0';
+      snprintf(path, sizeof(path), "%s", b + 1);
       break;
     }
   }
@@ -88,203 +595,297 @@ static int own_cgroup(char *buf, size_t size) {
   rel = path;
   if (strcmp(root, "/") != 0 && strncmp(path, root, strlen(root)) == 0)
     rel = path + strlen(root);
+  if (strcmp(rel, "/") == 0)
+    rel = "";
   if ((size_t)snprintf(buf, size, "%s%s", mount, rel) >= size)
     return UV_ENAMETOOLONG;
   return 0;
 }
 
-int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir) {
+/* Make the registry's directory in hierarchy h under `parent` (NULL: the
+ * host's own cgroup there). */
+static int root_open(uvt__procs_t *ps, int h, const char *parent_dir) {
+  uvt__cgroot_t *r = &ps->cgroot;
   char parent[PATH_MAX];
   char dir[PATH_MAX];
   struct stat st;
   int fd;
   int err;
 
-  if (ps->cg_dirfd >= 0)
-    return UV_EALREADY;
+  if (r->dir[h] >= 0)
+    return 0;
   if (parent_dir != NULL) {
     if ((size_t)snprintf(parent, sizeof(parent), "%s", parent_dir) >=
         sizeof(parent))
       return UV_ENAMETOOLONG;
   } else {
-    err = own_cgroup(parent, sizeof(parent));
+    err = own_cgroup(h, parent, sizeof(parent));
     if (err != 0)
       return err;
   }
-  /* A cgroup v2 directory has cgroup.procs; anything else is refused. */
+  /* A cgroup directory has cgroup.procs; anything else is refused. */
   if ((size_t)snprintf(dir, sizeof(dir), "%s/cgroup.procs", parent) >=
       sizeof(dir))
     return UV_ENAMETOOLONG;
   if (stat(dir, &st) != 0)
     return errno == ENOENT ? UV_ENOSYS : UVT__PERR(errno);
+  if (r->base == 0)
+    r->base = atomic_fetch_add(&cgroup_dirs, 1) + 1;
   if ((size_t)snprintf(dir, sizeof(dir), "%s/uvtasks-%d-%u", parent,
-                       (int)getpid(),
-                       atomic_fetch_add(&cgroup_dirs, 1)) >= sizeof(dir))
+                       (int)getpid(), r->base - 1) >= sizeof(dir))
     return UV_ENAMETOOLONG;
-  if (mkdir(dir, 0755) != 0)
+  if (uvt__cgroup_mkdir_hook != NULL) {
+    err = uvt__cgroup_mkdir_hook(AT_FDCWD, dir);
+    if (err != 0)
+      return err;
+  } else if (mkdir(dir, 0755) != 0) {
     return UVT__PERR(errno);
+  }
   fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     err = UVT__PERR(errno);
     rmdir(dir);
     return err;
   }
-  ps->cg_path = uvt__strdup(dir);
-  if (ps->cg_path == NULL) {
+  r->path[h] = uvt__strdup(dir);
+  if (r->path[h] == NULL) {
     close(fd);
     rmdir(dir);
     return UV_ENOMEM;
   }
-  ps->cg_dirfd = fd;
+  r->dir[h] = fd;
+  if (h == UVT__CG_V2) {
+    /* The limits v2 can enforce: the controllers the parent hands down,
+     * enabled for the tasks' groups (each alone: one the kernel refuses
+     * leaves the others). */
+    char buf[512];
+    char plus[64] = "";
+    int c;
+    if (get(fd, ".", "cgroup.controllers", buf, sizeof(buf)) >= 0)
+      for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
+        if (has_word(buf, ctl_name[c])) {
+          size_t used = strlen(plus);
+          snprintf(plus + used, sizeof(plus) - used, "%s+%s",
+                   used > 0 ? " " : "", ctl_name[c]);
+        }
+    /* All at once; where the kernel refuses that, each alone (one it
+     * refuses leaves the others). */
+    if (plus[0] != '\0' && put(fd, ".", "cgroup.subtree_control", plus) != 0)
+      for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
+        char one[16];
+        snprintf(one, sizeof(one), "+%s", ctl_name[c]);
+        if (strstr(plus, one) != NULL)
+          put(fd, ".", "cgroup.subtree_control", one);
+      }
+    if (get(fd, ".", "cgroup.subtree_control", buf, sizeof(buf)) >= 0)
+      for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
+        if (has_word(buf, ctl_name[c]))
+          r->v2_ctl |= UVT__CG_BIT(c);
+  }
   uv_mutex_lock(&ps->spawn_mutex);
-  ps->cg_dirfd_shared = fd;
+  r->shared[h] = fd;
   uv_mutex_unlock(&ps->spawn_mutex);
   return 0;
 }
 
-/* ---- the spawner's side (any thread) ----------------------------------- */
+int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir) {
+  int err;
 
-int uvt__cgroup_make(int dirfd, const char *name) {
-  if (mkdirat(dirfd, name, 0755) != 0 && errno != EEXIST)
-    return UVT__PERR(errno);
+  if (ps->cgroot.contain)
+    return UV_EALREADY;
+  err = root_open(ps, UVT__CG_V2, parent_dir);
+  if (err != 0)
+    return err;
+  ps->cgroot.contain = 1;
+  ps->cgroot.v2_parent_given = parent_dir != NULL;
   return 0;
 }
 
-int uvt__cgroup_enter(int dirfd, const char *name, pid_t pid) {
-  char path[64];
-  char num[24];
-  int fd;
-  int n;
-  int err = 0;
+int uvt__cgroot_limits(uvt__procs_t *ps, const uvt_process_limits_t *l,
+                       char *why, size_t size) {
+  uvt__cgroot_t *r = &ps->cgroot;
+  int c;
+  int err;
+  int v2_err = 0;
 
-  snprintf(path, sizeof(path), "%s/cgroup.procs", name);
-  fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return UVT__PERR(errno);
-  n = snprintf(num, sizeof(num), "%d", (int)pid);
-  if (write(fd, num, (size_t)n) != n)
-    err = UVT__PERR(errno);
-  close(fd);
-  return err;
-}
-
-/* ---- the loop's side --------------------------------------------------- */
-
-static int cg_dirfd(const uvt__proc_t *p) {
-  return p->cg && p->procs != NULL ? p->procs->cg_dirfd : -1;
-}
-
-/* Call fn for every pid in the task's cgroup.procs; returns how many, or
- * -1 if the group cannot be read. */
-int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(void *p, pid_t pid)) {
-  char path[64];
-  int dirfd = cg_dirfd(p);
-  int count;
-  int fd;
-
-  if (dirfd < 0)
-    return -1;
-  snprintf(path, sizeof(path), "%s/cgroup.procs", p->cg_name);
-  fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  count = uvt__read_pids(fd, fn, p);
-  close(fd);
-  return count;
-}
-
-/* cgroup.events says "populated 0": nothing alive in the group. */
-int uvt__cgroup_empty(uvt__proc_t *p) {
-  char path[64];
-  char buf[256];
-  int dirfd = cg_dirfd(p);
-  ssize_t n;
-  int fd;
-
-  if (dirfd < 0)
-    return 1;
-  snprintf(path, sizeof(path), "%s/cgroup.events", p->cg_name);
-  fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 1; /* gone */
-  n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0)
+  if (why != NULL && size > 0)
+    why[0] = '\0';
+  if (l->memory_bytes == 0 && l->max_processes == 0 && l->cpu_percent == 0)
     return 0;
-  buf[n] = '\0';
-  return strstr(buf, "populated 0") != NULL;
+  /* v2 first, once: its directory also contains and counts the task. */
+  if (r->dir[UVT__CG_V2] < 0 && !(r->tried & UVT__CG_BIT(UVT__CG_V2))) {
+    r->tried |= UVT__CG_BIT(UVT__CG_V2);
+    r->err[UVT__CG_V2] = root_open(ps, UVT__CG_V2, NULL);
+  }
+  v2_err = r->dir[UVT__CG_V2] >= 0 ? 0 : r->err[UVT__CG_V2];
+  for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
+    int want = c == UVT__CG_MEMORY ? l->memory_bytes > 0
+               : c == UVT__CG_PIDS ? l->max_processes > 0
+                                   : l->cpu_percent > 0;
+    if (!want || (r->dir[UVT__CG_V2] >= 0 && (r->v2_ctl & UVT__CG_BIT(c))))
+      continue;
+    /* A v2 directory given by the host is where the limits go: no v1
+     * hierarchy of the host's own is mixed in. */
+    if (!r->v2_parent_given && r->dir[c] < 0 && !(r->tried & UVT__CG_BIT(c))) {
+      r->tried |= UVT__CG_BIT(c);
+      r->err[c] = root_open(ps, c, NULL);
+    }
+    if (r->dir[c] >= 0)
+      continue;
+    err = r->v2_parent_given || r->err[c] == 0 ? UV_ENOSYS : r->err[c];
+    if (why != NULL && size > 0) {
+      if (r->dir[UVT__CG_V2] >= 0)
+        snprintf(why, size,
+                 "no %s limit can be enforced here: the %s controller is not "
+                 "enabled for %s (cgroup.controllers) and %s",
+                 ctl_name[c], ctl_name[c], r->path[UVT__CG_V2],
+                 r->v2_parent_given ? "no cgroup v1 hierarchy is used with a "
+                                      "cgroup v2 directory the host gave"
+                 : err == UV_ENOSYS ? "no cgroup v1 hierarchy has it"
+                                    : "its cgroup v1 hierarchy refused a "
+                                      "directory");
+      else
+        snprintf(why, size,
+                 "no %s limit can be enforced here: no cgroup v2 directory "
+                 "could be made (%s) and %s",
+                 ctl_name[c], uvt_err_name(v2_err),
+                 err == UV_ENOSYS ? "no cgroup v1 hierarchy has the controller"
+                                  : "its cgroup v1 hierarchy refused a "
+                                    "directory");
+      if (r->err[c] != 0 && r->err[c] != UV_ENOSYS) {
+        size_t used = strlen(why);
+        snprintf(why + used, size - used, " (%s)", uvt_err_name(r->err[c]));
+      }
+    }
+    return UV_ENOTSUP;
+  }
+  return 0;
 }
 
-void uvt__cgroup_kill(uvt__proc_t *p) {
-  char path[64];
-  int dirfd = cg_dirfd(p);
-  int fd;
+int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
+                       uvt__cg_t *g) {
+  uvt__cgroot_t *r = &ps->cgroot;
+  int limited =
+      l->memory_bytes > 0 || l->max_processes > 0 || l->cpu_percent > 0;
+  unsigned want = 0;
+  int c;
+  int h;
 
-  if (dirfd < 0)
-    return;
-  snprintf(path, sizeof(path), "%s/cgroup.kill", p->cg_name);
-  fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC);
-  if (fd < 0)
-    return; /* a kernel before 5.14: the pids get SIGKILL one by one */
-  if (write(fd, "1", 1) != 1) {
-    /* Nothing more to do: the pass signals each pid too. */
+  uvt__cg_init(g);
+  if (!r->contain && !limited)
+    return 0;
+  if (r->dir[UVT__CG_V2] >= 0)
+    want |= UVT__CG_BIT(UVT__CG_V2);
+  if (limited)
+    for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
+      int on = c == UVT__CG_MEMORY ? l->memory_bytes > 0
+               : c == UVT__CG_PIDS ? l->max_processes > 0
+                                   : l->cpu_percent > 0;
+      if (on && !(r->dir[UVT__CG_V2] >= 0 && (r->v2_ctl & UVT__CG_BIT(c))))
+        want |= UVT__CG_BIT(c);
+    }
+  if (want == 0)
+    return 0;
+  /* A pooled group that already exists in every hierarchy wanted; else a
+   * new name.  uvt__cg_make() makes what is missing. */
+  if (r->pool_n > 0) {
+    size_t i;
+    size_t pick = r->pool_n - 1;
+    for (i = r->pool_n; i-- > 0;)
+      if ((r->pool[i].mask & want) == want) {
+        pick = i;
+        break;
+      }
+    memcpy(g->name, r->pool[pick].name, sizeof(g->name));
+    r->pool[pick] = r->pool[--r->pool_n];
+  } else {
+    snprintf(g->name, sizeof(g->name), "%u", r->seq++);
   }
-  close(fd);
+  for (h = 0; h < UVT__CG_N; h++)
+    if (want & UVT__CG_BIT(h))
+      g->dir[h] = r->dir[h];
+  g->mask = want;
+  g->v2_ctl = r->v2_ctl;
+  g->limits = *l;
+  return 0;
 }
 
-void uvt__cgroup_remove(uvt__proc_t *p) {
-  int dirfd = cg_dirfd(p);
+void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
+  uvt__cgroot_t *r = ps != NULL ? &ps->cgroot : NULL;
+  uvt__cgfree_t *nb;
 
-  if (dirfd < 0)
+  if (g->mask == 0)
     return;
-  if (unlinkat(dirfd, p->cg_name, AT_REMOVEDIR) != 0 && errno == EBUSY) {
-    /* Still populated as its task goes away: stop it, and leave the empty
-     * directory to the registry's close. */
-    uvt__cgroup_kill(p);
-    unlinkat(dirfd, p->cg_name, AT_REMOVEDIR);
+  if (ps == NULL || g->own != 0 || ps->closing || uvt__cg_populated(g)) {
+    uvt__cg_remove(g);
+    return;
   }
-  p->cg = 0;
+  if (r->pool_n == r->pool_cap) {
+    size_t cap = r->pool_cap ? r->pool_cap * 2 : 16;
+    nb = uvt__realloc(r->pool, cap * sizeof(*nb));
+    if (nb == NULL) {
+      uvt__cg_remove(g);
+      return;
+    }
+    r->pool = nb;
+    r->pool_cap = cap;
+  }
+  memcpy(r->pool[r->pool_n].name, g->name, sizeof(g->name));
+  r->pool[r->pool_n].mask = g->mask;
+  r->pool_n++;
+  uvt__cg_close(g);
 }
 
 int uvt__cgroup_had(uvt__procs_t *ps, pid_t pid) {
   char path[64];
   char line[PATH_MAX + 8];
-  const char *base;
+  char base[48];
   FILE *f;
   int found = 0;
 
-  if (ps->cg_path == NULL)
+  if (ps->cgroot.base == 0)
     return 0;
-  base = strrchr(ps->cg_path, '/');
-  base = base != NULL ? base + 1 : ps->cg_path;
+  /* The same name in every hierarchy: ".../uvtasks-<pid>-<n>/<k>". */
+  snprintf(base, sizeof(base), "/uvtasks-%d-%u/", (int)getpid(),
+           ps->cgroot.base - 1);
   /* A zombie still names the group it died in. */
   snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
   f = fopen(path, "re");
   if (f == NULL)
     return 0;
-  while (!found && fgets(line, sizeof(line), f) != NULL) {
-    const char *at;
-    if (strncmp(line, "0::", 3) != 0)
-      continue;
-    at = strstr(line, base);
-    found = at != NULL && at > line && at[-1] == '/' && at[strlen(base)] == '/';
-  }
+  while (!found && fgets(line, sizeof(line), f) != NULL)
+    found = strstr(line, base) != NULL;
   fclose(f);
   return found;
 }
 
 void uvt__cgroup_close(uvt__procs_t *ps) {
-  if (ps->cg_dirfd < 0)
-    return;
+  uvt__cgroot_t *r = &ps->cgroot;
+  size_t i;
+  int h;
+
   uv_mutex_lock(&ps->spawn_mutex);
-  ps->cg_dirfd_shared = -1;
+  for (h = 0; h < UVT__CG_N; h++)
+    r->shared[h] = -1;
   uv_mutex_unlock(&ps->spawn_mutex);
-  close(ps->cg_dirfd);
-  ps->cg_dirfd = -1;
-  if (ps->cg_path != NULL && rmdir(ps->cg_path) != 0 && errno != ENOENT)
-    uvt_log(ps->reg, UVT_LOG_WARN,
-            "cgroup %s is left behind (%s): a task's group was not empty",
-            ps->cg_path, uvt_err_name(UVT__PERR(errno)));
-  uvt__free(ps->cg_path);
-  ps->cg_path = NULL;
+  for (i = 0; i < r->pool_n; i++)
+    for (h = 0; h < UVT__CG_N; h++)
+      if ((r->pool[i].mask & UVT__CG_BIT(h)) && r->dir[h] >= 0)
+        unlinkat(r->dir[h], r->pool[i].name, AT_REMOVEDIR);
+  uvt__free(r->pool);
+  r->pool = NULL;
+  r->pool_n = r->pool_cap = 0;
+  for (h = 0; h < UVT__CG_N; h++) {
+    if (r->dir[h] < 0)
+      continue;
+    close(r->dir[h]);
+    r->dir[h] = -1;
+    if (r->path[h] != NULL && rmdir(r->path[h]) != 0 && errno != ENOENT)
+      uvt_log(ps->reg, UVT_LOG_WARN,
+              "cgroup %s is left behind (%s): a task's group was not empty",
+              r->path[h], uvt_err_name(UVT__PERR(errno)));
+    uvt__free(r->path[h]);
+    r->path[h] = NULL;
+  }
+  r->contain = 0;
 }

@@ -119,7 +119,11 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
   ps->reg = reg;
   ps->loop = uvt_registry_loop(reg);
   ps->owner_fd = -1;
-  ps->cg_dirfd = -1;
+  {
+    int h;
+    for (h = 0; h < UVT__CG_N; h++)
+      ps->cgroot.dir[h] = ps->cgroot.shared[h] = -1;
+  }
   uvt__list_init(&ps->unreaped);
   uvt__list_init(&ps->notifying);
   ps->check_closed = uvt__procs_maybe_closed;
@@ -138,7 +142,6 @@ int uvt__procs_get(uvt_registry_t *reg, uvt__procs_t **out) {
     uvt__free(ps);
     return err;
   }
-  ps->cg_dirfd_shared = -1;
   err = uvt_context_add(reg, &ps->ext);
   if (err == 0)
     uvt__stopall_add(ps);
@@ -179,6 +182,27 @@ int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir) {
   if (err != 0)
     return err;
   return uvt__cgroup_open(ps, parent_dir);
+}
+
+/* S-11 (members.c does the work): the host's other children are its
+ * tasks' orphans. */
+int uvt_process_orphans(uvt_registry_t *reg) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  uvt__procs_t *ps;
+  int err;
+
+  if (reg == NULL)
+    return UV_EINVAL;
+  err = uvt__procs_get(reg, &ps);
+  if (err != 0)
+    return err;
+  err = uvt__members_strays_on(ps);
+  if (err == 0 && !ps->subreaper && host_reaps_orphans(ps)) {
+    ps->subreaper = 1;
+    err = uvt__reap_start(ps);
+  }
+  return err;
 }
 
 /* P-SPAWN-7 (spawnhelper.c does the work): the spawn helper on or off. */

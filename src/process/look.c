@@ -81,5 +81,5 @@ const char *uvt_process_cgroup_dir(uvt_registry_t *reg) {
 
   if (reg == NULL || uvt__procs_get(reg, &ps) != 0)
     return NULL;
-  return ps->cg_path;
+  return ps->cgroot.contain ? ps->cgroot.path[UVT__CG_V2] : NULL;
 }

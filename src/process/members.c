@@ -48,6 +48,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "process-internal.h"
@@ -79,7 +80,8 @@ int uvt__members_known_empty(uvt__proc_t *p) {
   if (!p->session_gone && p->pid > 0 && p->reaped &&
       number_free(p->procs, p->pid))
     p->session_gone = 1;
-  return p->session_gone && (!p->cg || uvt__cgroup_empty(p));
+  return p->session_gone && p->esc_n == 0 &&
+         (!p->cg || !uvt__cg_populated(&p->cgroup));
 }
 
 /* ---- the table of tracked sessions (by leader pid = session id) ------- */
@@ -276,6 +278,223 @@ static void pass_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
   }
 }
 
+/* ---- S-11: what left the session, by descent -------------------------- */
+
+/* Without a cgroup a process that left the task's session (`setsid cmd &`,
+ * a daemon's double fork) is still the task's while it descends from it:
+ * a pass reads every process anyway, so it also follows parent links from
+ * the session's members (and from what it found before) to processes in
+ * other sessions, and remembers each (its pid and start time: it stays
+ * the task's after its parent dies and it is re-parented, to the host
+ * when the host is a child subreaper).  A remembered process also stands
+ * for its own session: what it starts there later is the task's too.
+ * Each is signalled alone (kill(pid)), after its start time was checked
+ * (P-KILL-3).  What it cannot see: a process whose parent died before any
+ * pass looked (a double fork between two passes, a `setsid` child of a
+ * leader that exited before a kill or a look): see docs/limits.md. */
+
+typedef struct {
+  uvt__pstat_t st;
+  uvt__proc_t *owner; /* the task, or NULL */
+  int esc;            /* outside the owner's session */
+} row_t;
+
+typedef struct {
+  row_t *v;
+  size_t n;
+  size_t cap;
+} rows_t;
+
+static void rows_add(rows_t *r, const uvt__pstat_t *st, uvt__proc_t *owner) {
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 256;
+    row_t *nv = uvt__realloc(r->v, cap * sizeof(*nv));
+    if (nv == NULL)
+      return; /* a smaller pass: what is missed now is found later */
+    r->v = nv;
+    r->cap = cap;
+  }
+  r->v[r->n].st = *st;
+  r->v[r->n].owner = owner;
+  r->v[r->n].esc = 0;
+  r->n++;
+}
+
+static int row_cmp(const void *a, const void *b) {
+  pid_t x = ((const row_t *)a)->st.pid;
+  pid_t y = ((const row_t *)b)->st.pid;
+  return x < y ? -1 : x > y;
+}
+
+static row_t *row_find(rows_t *r, pid_t pid) {
+  row_t key;
+  key.st.pid = pid;
+  return bsearch(&key, r->v, r->n, sizeof(*r->v), row_cmp);
+}
+
+/* Is `st` one of p's remembered processes, or of one of their sessions? */
+static int esc_match(uvt__proc_t *p, const uvt__pstat_t *st) {
+  unsigned i;
+  for (i = 0; i < p->esc_n; i++) {
+    if (p->esc[i].pid == st->pid && p->esc[i].start == st->start)
+      return p->esc[i].seen = 1;
+    if (p->esc[i].pid == st->sid && st->start >= p->esc[i].start)
+      return p->esc[i].seen = 1;
+  }
+  return 0;
+}
+
+static void esc_remember(uvt__proc_t *p, const uvt__pstat_t *st) {
+  unsigned i;
+  for (i = 0; i < p->esc_n; i++)
+    if (p->esc[i].pid == st->pid && p->esc[i].start == st->start)
+      return;
+  if (p->esc == NULL) {
+    p->esc = uvt__calloc(UVT__ESC_MAX, sizeof(*p->esc));
+    if (p->esc == NULL)
+      return;
+  }
+  if (p->esc_n == UVT__ESC_MAX)
+    return; /* still signalled now, by descent */
+  p->esc[p->esc_n].pid = st->pid;
+  p->esc[p->esc_n].start = st->start;
+  p->esc[p->esc_n].seen = 1;
+  p->esc_n++;
+}
+
+/* The tree below the live leader, through the kernel's children lists
+ * (its main thread's; what other threads started is found by the next
+ * pass through parent links): every process outside the session is
+ * remembered.  A few reads for a usual task, done before a signal goes
+ * to the leader's group, whose death would re-parent them. */
+typedef struct {
+  uvt__proc_t *p;
+  pid_t *queue;
+  size_t n;
+  size_t cap;
+} walk_t;
+
+static void walk_add(void *arg, pid_t pid) {
+  walk_t *w = arg;
+  pid_t *nq;
+
+  if (w->n == w->cap) {
+    size_t cap = w->cap ? w->cap * 2 : 64;
+    if (cap > 4096)
+      return;
+    nq = uvt__realloc(w->queue, cap * sizeof(*nq));
+    if (nq == NULL)
+      return;
+    w->queue = nq;
+    w->cap = cap;
+  }
+  w->queue[w->n++] = pid;
+}
+
+static void esc_walk(uvt__proc_t *p) {
+  walk_t w = {p, NULL, 0, 0};
+  size_t i;
+
+  if (p->pid <= 0)
+    return;
+  walk_add(&w, p->pid);
+  for (i = 0; i < w.n; i++) {
+    char path[64];
+    uvt__pstat_t st;
+    int fd;
+    if (i > 0) {
+      if (uvt__pstat_read(w.queue[i], &st) != 0 || st.state == 'Z' ||
+          st.state == 'X')
+        continue;
+      if (st.sid != p->pid && st.start >= p->start_ticks)
+        esc_remember(p, &st);
+    }
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)w.queue[i],
+             (int)w.queue[i]);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    uvt__read_pids(fd, walk_add, &w);
+    close(fd);
+  }
+  uvt__free(w.queue);
+}
+
+/* One process outside the session that is the task's. */
+static void esc_member(uvt__proc_t *p, const uvt__pstat_t *st, pid_t self) {
+  int status;
+
+  if (st->state == 'Z' || st->state == 'X') {
+    if (st->ppid == self) /* re-parented to us: ours to reap */
+      while (waitpid(st->pid, &status, WNOHANG) < 0 && errno == EINTR)
+        ;
+    return;
+  }
+  p->pass_live++;
+  if (p->pass_sig == 0 && uvt__pstat_dying(st))
+    p->pass_dying++;
+  if (p->pass_sig != 0)
+    send_sig(st->pid, p->pass_sig);
+}
+
+static void descent_run(struct uvt__link *list, rows_t *r, pid_t self) {
+  struct uvt__link *n;
+  size_t i;
+  int changed = 1;
+  int rounds = 0;
+
+  if (r->n == 0)
+    return;
+  for (n = list->next; n != list; n = n->next) {
+    uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
+    for (i = 0; i < p->esc_n; i++)
+      p->esc[i].seen = 0;
+  }
+  qsort(r->v, r->n, sizeof(*r->v), row_cmp);
+  /* Remembered ones first, then what descends from any of them. */
+  for (i = 0; i < r->n; i++) {
+    row_t *w = &r->v[i];
+    if (w->owner != NULL)
+      continue;
+    for (n = list->next; n != list && w->owner == NULL; n = n->next) {
+      uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
+      if (!p->cg && esc_match(p, &w->st)) {
+        w->owner = p;
+        w->esc = 1;
+      }
+    }
+  }
+  while (changed && rounds++ < 64) {
+    changed = 0;
+    for (i = 0; i < r->n; i++) {
+      row_t *w = &r->v[i];
+      row_t *parent;
+      if (w->owner != NULL || w->st.state == 'Z' || w->st.state == 'X')
+        continue;
+      parent = row_find(r, w->st.ppid);
+      if (parent == NULL || parent->owner == NULL || parent->owner->cg ||
+          parent->st.pid == self)
+        continue;
+      w->owner = parent->owner;
+      w->esc = 1;
+      esc_remember(w->owner, &w->st);
+      changed = 1;
+    }
+  }
+  for (i = 0; i < r->n; i++)
+    if (r->v[i].esc)
+      esc_member(r->v[i].owner, &r->v[i].st, self);
+  /* Forget what no pass will find again. */
+  for (n = list->next; n != list; n = n->next) {
+    uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
+    unsigned k = 0;
+    for (i = 0; i < p->esc_n; i++)
+      if (p->esc[i].seen)
+        p->esc[k++] = p->esc[i];
+    p->esc_n = k;
+  }
+}
+
 /* One pass over /proc for every proc on `list` (linked by pass_link), each
  * sending its pass_sig to every group of its session. */
 static void pass_run(struct uvt__link *list) {
@@ -287,11 +506,15 @@ static void pass_run(struct uvt__link *list) {
   pid_t pid;
 
   int wanted = 0;
+  int descent = 0;
+  rows_t rows = {NULL, 0, 0};
 
   for (n = list->next; n != list; n = n->next) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
     pass_begin(p);
-    wanted += !p->session_gone;
+    wanted += !p->session_gone || p->esc_n > 0;
+    /* S-11: without a cgroup, what left the session is found by descent. */
+    descent += !p->cg && (!p->session_gone || p->esc_n > 0);
   }
   if (!wanted)
     goto cgroups; /* every session known empty: no need to read /proc */
@@ -299,6 +522,7 @@ static void pass_run(struct uvt__link *list) {
   if (d == NULL)
     return; /* no /proc: only the leader's group was signalled */
   while ((de = readdir(d)) != NULL) {
+    uvt__proc_t *owner = NULL;
     if (de->d_name[0] < '1' || de->d_name[0] > '9')
       continue;
     pid = (pid_t)strtol(de->d_name, NULL, 10);
@@ -306,20 +530,37 @@ static void pass_run(struct uvt__link *list) {
       continue;
     for (n = list->next; n != list; n = n->next) {
       uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
-      if (p->pid == st.sid)
-        pass_member(p, &st, self);
+      if (p->pid == st.sid) {
+        /* With descent, every process is read before any is signalled:
+         * a parent killed in the middle of the scan would leave its
+         * children re-parented before they are read. */
+        if (!descent)
+          pass_member(p, &st, self);
+        if (!p->session_gone && st.start >= p->start_ticks)
+          owner = p;
+      }
     }
+    if (descent)
+      rows_add(&rows, &st, owner);
   }
   closedir(d);
+  if (descent) {
+    size_t i;
+    for (i = 0; i < rows.n; i++)
+      if (rows.v[i].owner != NULL)
+        pass_member(rows.v[i].owner, &rows.v[i].st, self);
+    descent_run(list, &rows, self);
+  }
+  uvt__free(rows.v);
 cgroups:
   for (n = list->next; n != list; n = n->next) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
     if (!p->cg)
       continue;
     if (p->pass_sig == SIGKILL)
-      uvt__cgroup_kill(p);
-    if (!uvt__cgroup_empty(p))
-      uvt__cgroup_each(p, cg_member);
+      uvt__cg_kill(&p->cgroup);
+    if (uvt__cg_populated(&p->cgroup))
+      uvt__cg_each(&p->cgroup, cg_member, p);
   }
   for (n = list->next; n != list; n = n->next) {
     uvt__proc_t *p = uvt__container_of(n, uvt__proc_t, pass_link);
@@ -358,6 +599,8 @@ int uvt__members_count(uvt__proc_t *p, int sig) {
   if (uvt__members_known_empty(p))
     return 0;
   if (sig != 0 && !p->reaped && p->pid > 0) {
+    if (!p->cg)
+      esc_walk(p); /* S-11: before the leader's group dies */
     send_sig(-p->pid, sig);
     lead = 1;
   }
@@ -432,11 +675,16 @@ static void sweep_request(uvt__proc_t *p, int sig, int lead) {
 /* The leader's group at once, while the leader holds its number; 0, or
  * the error of that kill (EPERM).  *lead says whether it was sent. */
 static int signal_lead(uvt__proc_t *p, int sig, int *lead) {
+  /* S-11: without a cgroup, what descends from the leader is looked at
+   * first: signalled, it would die and leave what it started out of the
+   * session re-parented before the pass could see whose it is. */
+  if (!p->reaped && !p->cg)
+    esc_walk(p);
   *lead = !p->reaped;
   if (*lead && send_sig(-p->pid, sig) != 0 && errno != ESRCH)
     return UVT__PERR(errno);
   if (p->cg && sig == SIGKILL)
-    uvt__cgroup_kill(p);
+    uvt__cg_kill(&p->cgroup);
   return 0;
 }
 
@@ -486,6 +734,37 @@ void uvt__members_check(uvt__proc_t *p) {
 
 /* ---- reaping reparented members on SIGCHLD (P-REAP-1) ----------------- */
 
+/* Is `pid` (a session leader, our child) a task's leader the loop does
+ * not know yet?  The spawner threads list every leader they made (under
+ * the mutex) once its spawn is over; while one runs, any could be. */
+static int leader_unknown(uvt__procs_t *ps, pid_t pid) {
+  size_t i;
+  int found;
+
+  uv_mutex_lock(&ps->spawn_mutex);
+  found = ps->spawning_now > 0;
+  for (i = 0; !found && i < ps->leaders_n; i++)
+    found = ps->leaders[i].pid == pid;
+  uv_mutex_unlock(&ps->spawn_mutex);
+  return found;
+}
+
+/* S-11: did a tracked task remember this process (or its session)? */
+static int esc_known(uvt__procs_t *ps, const uvt__pstat_t *st) {
+  size_t b;
+  unsigned i;
+
+  for (b = 0; b < ps->sessions_size; b++) {
+    uvt__proc_t *p;
+    for (p = ps->sessions[b]; p != NULL; p = p->sid_next)
+      for (i = 0; i < p->esc_n; i++)
+        if ((p->esc[i].pid == st->pid && p->esc[i].start == st->start) ||
+            (p->esc[i].pid == st->sid && st->start >= p->esc[i].start))
+          return 1;
+  }
+  return 0;
+}
+
 /* One child of ours: a zombie member of a tracked session is reaped. */
 static void orphan_check(uvt__procs_t *ps, pid_t child) {
   uvt__pstat_t st;
@@ -497,12 +776,15 @@ static void orphan_check(uvt__procs_t *ps, pid_t child) {
     return; /* a leader: its own path reaps it and reads its status */
   if (uvt__pstat_read(child, &st) != 0 || (st.state != 'Z' && st.state != 'X'))
     return;
+  if (st.pid == st.sid && leader_unknown(ps, child))
+    return; /* a leader whose spawn's answer is still on its way */
   p = table_find(ps, st.sid);
   if (p == NULL || p->session_gone || st.start < p->start_ticks ||
       st.pid == st.sid) {
     /* Not a member of a tracked session; one that left it is still ours
-     * if it died in a group of the registry's cgroup directory. */
-    if (!uvt__cgroup_had(ps, child))
+     * if it died in a group of the registry's cgroup directory, or was one
+     * a task remembered (S-11). */
+    if (!uvt__cgroup_had(ps, child) && !esc_known(ps, &st))
       return;
   }
   while (waitpid(child, &status, WNOHANG) < 0 && errno == EINTR)
@@ -511,6 +793,119 @@ static void orphan_check(uvt__procs_t *ps, pid_t child) {
 
 static void orphan_pid(void *arg, pid_t pid) {
   orphan_check(arg, pid);
+}
+
+/* ---- S-11: strays of a host whose children are all the tasks' ---------- */
+
+static int stray_excluded(const uvt__procs_t *ps, pid_t pid) {
+  size_t i;
+  uvt__proc_t *p = table_find(ps, pid);
+
+  if (p != NULL && !p->reaped)
+    return 1; /* a leader: its own path reaps it */
+  for (i = 0; i < ps->strays_not_n; i++)
+    if (ps->strays_not[i] == pid)
+      return 1;
+  for (i = 0; i < ps->leaders_n; i++)
+    if (ps->leaders[i].pid == pid)
+      return 1;
+  return 0;
+}
+
+/* A zombie child that no task claims: a process that left a task unseen
+ * (its parent died before a pass looked) and then exited.  Reaped unless
+ * it is a leader (of a spawn whose answer has not reached the loop: none
+ * while no spawn runs, and the live set lists every other one). */
+static void stray_pid(void *arg, pid_t pid) {
+  uvt__procs_t *ps = arg;
+  uvt__pstat_t st;
+  int status;
+  int ok;
+
+  if (uvt__pstat_read(pid, &st) != 0 || (st.state != 'Z' && st.state != 'X'))
+    return;
+  uv_mutex_lock(&ps->spawn_mutex);
+  ok = ps->spawning_now == 0 && !stray_excluded(ps, pid);
+  uv_mutex_unlock(&ps->spawn_mutex);
+  if (ok)
+    while (waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR)
+      ;
+}
+
+static void stray_kill(void *arg, pid_t pid) {
+  uvt__procs_t *ps = arg;
+  uvt__pstat_t st;
+
+  if (uvt__pstat_read(pid, &st) != 0)
+    return;
+  if (stray_excluded(ps, pid))
+    return;
+  if (st.state == 'Z' || st.state == 'X') {
+    int status;
+    while (waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR)
+      ;
+    return;
+  }
+  kill(pid, SIGKILL);
+  ps->strays_left++;
+}
+
+static void each_child(uvt__procs_t *ps, void (*fn)(void *arg, pid_t pid)) {
+  char path[sizeof("/proc/self/task//children") + 256];
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *de;
+  int fd;
+
+  if (d == NULL)
+    return;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] < '1' || de->d_name[0] > '9')
+      continue;
+    snprintf(path, sizeof(path), "/proc/self/task/%s/children", de->d_name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    uvt__read_pids(fd, fn, ps);
+    close(fd);
+  }
+  closedir(d);
+}
+
+static void note_child(void *arg, pid_t pid) {
+  uvt__procs_t *ps = arg;
+  pid_t *nv;
+
+  nv = uvt__realloc(ps->strays_not, (ps->strays_not_n + 1) * sizeof(*nv));
+  if (nv == NULL)
+    return;
+  ps->strays_not = nv;
+  ps->strays_not[ps->strays_not_n++] = pid;
+}
+
+int uvt__members_strays_on(uvt__procs_t *ps) {
+  if (ps->strays)
+    return 0;
+  ps->strays = 1;
+  each_child(ps, note_child);
+  return 0;
+}
+
+void uvt__members_strays_stop(uvt__procs_t *ps) {
+  int round;
+
+  if (!ps->strays)
+    return;
+  /* What a killed stray started is re-parented to us in turn: a few
+   * rounds, each a few milliseconds apart, until no stray is left. */
+  for (round = 0; round < 50; round++) {
+    struct timespec ts = {0, 2000000};
+    ps->strays_left = 0;
+    each_child(ps, stray_kill);
+    if (ps->strays_left == 0)
+      break;
+    nanosleep(&ts, NULL);
+  }
+  each_child(ps, stray_pid);
 }
 
 /* Read the pids in /proc/self/task/<tid>/children. */
@@ -534,7 +929,9 @@ void uvt__members_reap_orphans(uvt__procs_t *ps) {
   pid_t self;
   int listed = 0;
 
-  if (ps->sessions_count == 0 && ps->cg_dirfd < 0)
+  if (ps->strays)
+    each_child(ps, stray_pid); /* S-11 */
+  if (ps->sessions_count == 0 && ps->cgroot.base == 0)
     return;
   d = opendir("/proc/self/task");
   if (d != NULL) {
@@ -577,13 +974,17 @@ unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed) {
     while (p != NULL) {
       uvt__proc_t *next = p->sid_next;
       if (p->cg)
-        uvt__cgroup_remove(p);
+        uvt__cgroot_release(NULL, &p->cgroup);
+      p->cg = 0;
       p->sid_next = NULL;
       p->tracked = 0;
       p->procs = NULL;
       p = next;
     }
   }
+  uvt__members_strays_stop(ps);
+  uvt__free(ps->strays_not);
+  ps->strays_not = NULL;
   uvt__cgroup_close(ps);
   uvt__free(ps->sessions);
   ps->sessions = NULL;

@@ -142,11 +142,74 @@ typedef struct uvt__procs_s uvt__procs_t;
 typedef struct uvt__spawn_s uvt__spawn_t;
 typedef struct uvt__helper_s uvt__helper_t;
 
+/* ---- cgroup.c's types (the functions are below) --------------------- */
+
+/* The hierarchies a group can have a directory in. */
+enum { UVT__CG_V2, UVT__CG_MEMORY, UVT__CG_PIDS, UVT__CG_CPU, UVT__CG_N };
+#define UVT__CG_BIT(h) (1u << (h))
+/* cpu.max's and cpu.cfs_period_us's period. */
+#define UVT__CG_PERIOD_US 100000u
+
+typedef struct {
+  int dir[UVT__CG_N]; /* the directory holding the group, per hierarchy
+                         (the registry's, borrowed; or opened, see own) */
+  unsigned own;       /* bits: dir[h] was opened by uvt__cg_open */
+  unsigned mask;      /* bits: hierarchies the group is in */
+  unsigned v2_ctl;    /* bits (MEMORY, PIDS, CPU): v2 has the controller */
+  char name[16];      /* the group's directory name in each dir[h] */
+  uvt_process_limits_t limits;
+  uint64_t oom_base; /* the counters when the task got the group */
+  uint64_t pids_base;
+} uvt__cg_t;
+
+/* What a group's limits did (uvt__cg_events): counters since the group
+ * was made (compare with oom_base and pids_base), its peak memory (bytes,
+ * 0 if unknown) and CPU time (microseconds, UINT64_MAX if unknown). */
+typedef struct {
+  uint64_t oom_kills; /* processes the OOM killer ended in it */
+  uint64_t pids_max;  /* forks refused at pids.max */
+  uint64_t memory_peak;
+  uint64_t cpu_usec;
+} uvt__cg_events_t;
+
+/* A pooled group: its name and the hierarchies it exists in. */
+typedef struct {
+  char name[16];
+  unsigned mask;
+} uvt__cgfree_t;
+
+/* The registry's directories (in uvt__procs_t). */
+typedef struct {
+  int dir[UVT__CG_N];    /* uvtasks-<pid>-<n> per hierarchy, or -1 */
+  char *path[UVT__CG_N]; /* their paths */
+  int shared[UVT__CG_N]; /* dir, for stopall.c (under spawn_mutex) */
+  int err[UVT__CG_N];    /* why a hierarchy could not be used */
+  unsigned tried;        /* bits: hierarchies looked for */
+  unsigned v2_ctl;       /* controllers enabled in dir[UVT__CG_V2] */
+  unsigned base;         /* <n> + 1 once a directory was made, else 0 */
+  unsigned seq;          /* names of new groups */
+  int contain;           /* uvt_process_cgroups(): every task gets one */
+  int v2_parent_given;   /* its parent directory came from the host */
+  int warned;            /* a failed placement was logged */
+  uvt__cgfree_t *pool;   /* empty groups for reuse */
+  size_t pool_n, pool_cap;
+} uvt__cgroot_t;
+
 /* A live leader as uvt_process_stop_all_now() sees it. */
 typedef struct {
   pid_t pid;
-  char cg_name[16]; /* its cgroup in the registry's directory, or "" */
+  char cg_name[16]; /* its cgroup in the registry's directories, or "" */
+  unsigned cg_mask; /* the hierarchies it is in */
 } uvt__leader_t;
+
+/* S-11: a process of a task outside its session (members.c). */
+typedef struct {
+  pid_t pid;
+  unsigned long long start; /* its start time (clock ticks after boot) */
+  int seen;                 /* a pass saw it, or a member of its session */
+} uvt__esc_t;
+/* The most a task remembers. */
+#define UVT__ESC_MAX 64
 
 /* Groups of one session a pass remembers having signalled. */
 #define UVT__PASS_GROUPS 32
@@ -261,9 +324,13 @@ struct uvt__proc_s {
    * not the context: a proc may outlive its context. */
   void (*swept)(uvt__proc_t *p);
   int cg;                         /* the task has a cgroup (cgroup.c) */
-  char cg_name[16];
+  uvt__cg_t cgroup;               /* it (L-LIM-1) */
   unsigned pass_groups; /* groups it signalled */
   pid_t pass_group[UVT__PASS_GROUPS];
+  /* S-11 without a cgroup: processes that left the session, found by
+   * descent (members.c); each also stands for its own session. */
+  uvt__esc_t *esc;
+  unsigned esc_n;
 
   uint64_t grace_ms;
   uint64_t drain_ms;
@@ -442,12 +509,15 @@ struct uvt__procs_s {
   size_t sessions_count;
   struct uvt__link sweeping; /* procs waiting for the next pass */
   int owner_fd;              /* for the F_SETOWN test, or -1 */
+  /* S-11, uvt_process_orphans(): every child of the host but these is a
+   * task's (reaped as a stray when it exits, stopped at close). */
+  int strays;
+  pid_t *strays_not;
+  size_t strays_not_n;
+  unsigned strays_left;
 
   /* cgroup.c */
-  int cg_dirfd;    /* the registry's cgroup directory, or -1 */
-  char *cg_path;   /* its path */
-  unsigned cg_seq; /* names of the tasks' groups */
-  int cg_warned;   /* a failed placement was logged */
+  uvt__cgroot_t cgroot;
   uv_idle_t sweeper;
   int sweeper_init;
 
@@ -474,14 +544,13 @@ struct uvt__procs_s {
 
   /* spawner.c */
   uv_mutex_t spawn_mutex; /* guards the queues, spawners_left, leaders,
-                             spawning_now, spawn_frozen, cg_dirfd_shared */
+                             spawning_now, spawn_frozen, cgroot.shared */
   uv_cond_t spawn_idle;   /* spawning_now went to 0 */
   uvt__leader_t *leaders; /* live leaders (stopall.c) */
   size_t leaders_n;
   size_t leaders_cap;    /* grown by the loop before a start commits */
   unsigned spawning_now; /* spawns running on a thread right now */
   int spawn_frozen;      /* uvt_process_stop_all_now(): spawn nothing */
-  int cg_dirfd_shared;   /* cg_dirfd, for stopall.c */
   uvt__procs_t *stopall_next;
   uv_cond_t spawn_cond;
   struct uvt__link spawn_queue; /* requests for the threads */
@@ -572,6 +641,10 @@ int uvt__members_count(uvt__proc_t *p, int sig);
 int uvt__members_leftovers(uvt__proc_t *p);
 /* SIGCHLD on a subreaper host: reap zombie children of tracked sessions. */
 void uvt__members_reap_orphans(uvt__procs_t *ps);
+/* S-11 (uvt_process_orphans): the host's children now are not the
+ * tasks'; 0 or UV_ENOMEM.  At close: SIGKILL to the strays left. */
+int uvt__members_strays_on(uvt__procs_t *ps);
+void uvt__members_strays_stop(uvt__procs_t *ps);
 /* At context close: detach procs still tracked, close the idle handle;
  * returns the number of handles closed (on_closed runs for each). */
 unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed);
@@ -606,29 +679,93 @@ int uvt__spawner_stop(uvt__procs_t *ps);
 /* Then: close the async handle; returns how many handles were closed. */
 unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
 
-/* ---- cgroup.c: a cgroup per task, where the host asks (P-KILL-5) ------- */
+/* ---- cgroup.c: a cgroup per task (P-KILL-5, S-11, L-LIM-1..2) ---------- */
 
-/* uvt_process_cgroups() for the context `ps`: make the registry's
+/* The interface other parts use (the process producer; durable tasks,
+ * which find and limit a task's group again after a restart):
+ *
+ *   uvt__cg_t          one task's group: a directory per hierarchy
+ *   uvt__cg_make       make it (or take a pooled one) and write its limits
+ *   uvt__cg_open       an existing group, by the paths uvt__cg_path gave
+ *   uvt__cg_enter      the child's step before exec (async-signal-safe)
+ *   uvt__cg_kill       SIGKILL to all of it (cgroup.kill, or each pid)
+ *   uvt__cg_each       its pids; uvt__cg_populated: anything alive?
+ *   uvt__cg_events     what its limits did: OOM kills, fork refusals, CPU
+ *   uvt__cg_remove     kill what is left and remove it; uvt__cg_close
+ *                      closes what uvt__cg_open opened, removing nothing
+ *
+ * Every function of a group is safe on any thread (no allocation, no
+ * shared state); the registry's side (uvt__cgroot_*) is the loop's. */
+
+/* A group with no directory (mask 0, every dir -1). */
+void uvt__cg_init(uvt__cg_t *g);
+/* Make g's directories where missing (EEXIST is fine: a reused group),
+ * write g->limits (what is 0 is written as no limit) and read the event
+ * bases.  0 or a libuv error; on error what it made is removed. */
+int uvt__cg_make(uvt__cg_t *g);
+/* An existing group, by its path per hierarchy (NULL: not in it; all
+ * with one directory name), with the limits it was made with (NULL:
+ * none recorded).  The bases are 0: every event of the group counts.
+ * 0, UV_EINVAL (no path, names differ), or the error of opening. */
+int uvt__cg_open(uvt__cg_t *g, const char *const path[UVT__CG_N],
+                 const uvt_process_limits_t *limits);
+/* g's path in hierarchy h, for a journal: 0, UV_ENOENT (not in it),
+ * UV_ENAMETOOLONG, or the error of readlink. */
+int uvt__cg_path(const uvt__cg_t *g, int h, char *buf, size_t size);
+/* The calling process moves itself into g in each hierarchy (in the child,
+ * before exec: only system calls).  0 or a negative errno. */
+int uvt__cg_enter(const uvt__cg_t *g);
+/* fn(arg, pid) for each pid of g (v2's list, else the first v1 one);
+ * how many, or -1 if it cannot be read. */
+int uvt__cg_each(const uvt__cg_t *g, void (*fn)(void *arg, pid_t pid),
+                 void *arg);
+/* 1 if a process is alive in g, else 0 (also when g cannot be read). */
+int uvt__cg_populated(const uvt__cg_t *g);
+/* SIGKILL to every process of g: cgroup.kill, else each pid (v1; the
+ * caller repeats until uvt__cg_populated says 0). */
+void uvt__cg_kill(const uvt__cg_t *g);
+/* 0 and *ev, or UV_EINVAL (g has no directory). */
+int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev);
+/* Remove g's directories (a populated one is killed first), then
+ * uvt__cg_close.  0, or the error of a directory that stayed. */
+int uvt__cg_remove(uvt__cg_t *g);
+void uvt__cg_close(uvt__cg_t *g);
+
+/* Tests: where the readers look (a fake tree), and a mkdir that makes the
+ * files a kernel would (dirfd AT_FDCWD with an absolute name for a
+ * registry's directory).  0 or a libuv error. */
+extern const char *uvt__cgroup_self;      /* "/proc/self/cgroup" */
+extern const char *uvt__cgroup_mountinfo; /* "/proc/self/mountinfo" */
+extern int (*uvt__cgroup_mkdir_hook)(int dirfd, const char *name);
+
+/* uvt_process_cgroups() for the context `ps`: make the registry's v2
  * directory under `parent_dir` (NULL: the host's own cgroup).  Returns
  * what uvt_process_cgroups documents.  Loop thread. */
 int uvt__cgroup_open(uvt__procs_t *ps, const char *parent_dir);
-
-/* The spawner's side: make the group `name` in `dirfd`; move `pid` into
- * it.  0 or a libuv error.  Any thread. */
-int uvt__cgroup_make(int dirfd, const char *name);
-int uvt__cgroup_enter(int dirfd, const char *name, pid_t pid);
-/* The loop's side, for a proc with p->cg: call fn for each pid of its
- * group (returns how many, -1 if unreadable); is it empty (nothing alive);
- * SIGKILL all of it (cgroup.kill); remove it (killing what is left). */
-int uvt__cgroup_each(uvt__proc_t *p, void (*fn)(void *p, pid_t pid));
-int uvt__cgroup_empty(uvt__proc_t *p);
-void uvt__cgroup_kill(uvt__proc_t *p);
-void uvt__cgroup_remove(uvt__proc_t *p);
-/* Did process `pid` (a zombie) die in a group of the registry's cgroup
- * directory?  (P-REAP-1 for the processes that left their session.) */
+/* Can the registry enforce `l`?  Opens the hierarchies it needs (once).
+ * 0, or UV_ENOTSUP with the reason in `why` (NULL: not wanted).  Loop
+ * thread. */
+int uvt__cgroot_limits(uvt__procs_t *ps, const uvt_process_limits_t *l,
+                       char *why, size_t size);
+/* The group for a new task with limits `l` (all 0: containment only), in
+ * *g: a pooled one or a new name; mask 0 when the task gets none.  Call
+ * uvt__cgroot_limits first.  0.  Loop thread. */
+int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
+                       uvt__cg_t *g);
+/* A task is done with its group: back to the pool if empty, else killed
+ * and removed (ps NULL: removed).  Loop thread. */
+void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g);
+/* Did process `pid` (a zombie) die in a group of the registry's
+ * directories?  (P-REAP-1 for the processes that left their session.) */
 int uvt__cgroup_had(uvt__procs_t *ps, pid_t pid);
-/* At context close: close and remove the registry's directory. */
+/* At context close: remove the pool and the registry's directories. */
 void uvt__cgroup_close(uvt__procs_t *ps);
+/* process.c, for tests and reports: unowned task `id`'s group: its events
+ * counted from the task's start (ev, NULL: not wanted) and its path in
+ * hierarchy h (path, NULL: not wanted).  0, UV_ENOENT (no group, or not
+ * in h), or the lookup's errors.  Loop thread. */
+int uvt__process_cgroup(uvt_registry_t *reg, const char *id,
+                        uvt__cg_events_t *ev, int h, char *path, size_t size);
 
 /* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
 
@@ -687,8 +824,7 @@ struct uvt__spawn_s {
                       them */
   int want_pidfd;
   int force_fork;
-  int cg_dirfd;     /* the registry's cgroup directory, or -1 */
-  char cg_name[16]; /* the task's group in it */
+  uvt__cg_t cg;     /* the task's cgroup (mask 0: none), L-LIM-1 */
   long clk_tck;     /* sysconf(_SC_CLK_TCK) */
   void (*hook)(int phase);
   uvt__env_t *env;      /* loop side: released with the request */
@@ -705,6 +841,7 @@ struct uvt__spawn_s {
   int spawn_err;       /* or a libuv error (then: the SIGCHLD watch) */
   unsigned long long start_ticks; /* at most the leader's start time */
   int cg_err;     /* 0: the child is in its group; else why not */
+  int cg_must;    /* limits: no spawn outside the group (L-LIM-1) */
   char **sb_argv; /* a sandboxed task's argv (argv points here), or NULL */
   /* P-SPAWN-7: the registry's spawn helper, or NULL (spawn here). */
   uvt__helper_t *helper;

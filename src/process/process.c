@@ -35,6 +35,11 @@
  * shorten it (process-internal.h). */
 int uvt__process_kill_give_up_ms = 10000;
 
+/* L-LIM-1: does the task ask for any limit? */
+static int limited(const uvt_process_limits_t *l) {
+  return l->memory_bytes > 0 || l->max_processes > 0 || l->cpu_percent > 0;
+}
+
 /* ---- names ------------------------------------------------------------ */
 
 static const char *signal_name(int sig, char *buf, size_t size) {
@@ -117,12 +122,14 @@ static void proc_free(uvt__proc_t *p) {
   uvt__reap_unwatch(p);
   uvt__notify_cancel(p);
   if (p->cg)
-    uvt__cgroup_remove(p);
+    uvt__cgroot_release(ps != NULL ? ps : p->procs, &p->cgroup);
+  p->cg = 0;
   uvt__members_untrack(p);
   uvt__spawn_free(p->spawn); /* one that never left */
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
+  uvt__free(p->esc);
   uvt__free(p);
   /* R-CLOSE-2: a closing context waits for the last of its tasks. */
   if (ps != NULL && --ps->procs_live == 0)
@@ -588,10 +595,59 @@ static int grow_sink(void *ctx, const void *bytes, size_t len) {
   return 0;
 }
 
+/* "100 MiB", "2 GiB", "1536 KiB", or bytes. */
+static void size_text(uint64_t n, char *buf, size_t size) {
+  if (n >= (1ull << 30) && n % (1ull << 30) == 0)
+    snprintf(buf, size, "%llu GiB", (unsigned long long)(n >> 30));
+  else if (n >= (1ull << 20) && n % (1ull << 20) == 0)
+    snprintf(buf, size, "%llu MiB", (unsigned long long)(n >> 20));
+  else if (n % 1024 == 0)
+    snprintf(buf, size, "%llu KiB", (unsigned long long)(n >> 10));
+  else
+    snprintf(buf, size, "%llu bytes", (unsigned long long)n);
+}
+
+/* L-LIM-2: what the task's limits did, said in its detail.  An end by the
+ * OOM killer (the leader died of a signal, or the command failed after
+ * one of its processes did) is `killed`, "out of memory (limit 100 MiB)";
+ * never the words of a kill (P-END-2). */
+static void limits_detail(uvt__proc_t *p, uvt_outcome_t *o, char *detail,
+                          size_t size, int ended_badly) {
+  uvt__cg_events_t ev;
+  uint64_t ooms;
+  uint64_t refused;
+  char mem[32];
+  size_t used;
+
+  if (!p->cg || uvt__cg_events(&p->cgroup, &ev) != 0)
+    return;
+  ooms =
+      ev.oom_kills > p->cgroup.oom_base ? ev.oom_kills - p->cgroup.oom_base : 0;
+  refused =
+      ev.pids_max > p->cgroup.pids_base ? ev.pids_max - p->cgroup.pids_base : 0;
+  size_text(p->cgroup.limits.memory_bytes, mem, sizeof(mem));
+  if (ooms > 0 && p->cgroup.limits.memory_bytes > 0) {
+    if (ended_badly && !p->kill_requested) {
+      o->status = UVT_KILLED;
+      snprintf(detail, size, "out of memory (limit %s)", mem);
+    } else {
+      used = strlen(detail);
+      snprintf(detail + used, size - used,
+               "; out of memory (limit %s): %llu process%s killed", mem,
+               (unsigned long long)ooms, ooms == 1 ? "" : "es");
+    }
+  }
+  if (refused > 0 && p->cgroup.limits.max_processes > 0) {
+    used = strlen(detail);
+    snprintf(detail + used, size - used, "; process limit reached (%u)",
+             (unsigned)p->cgroup.limits.max_processes);
+  }
+}
+
 static void settle(uvt__proc_t *p) {
   uvt_outcome_t o;
   grow_t g;
-  char detail[128];
+  char detail[256];
   char sigbuf[32];
   int code = 0;
   int sig = 0;
@@ -638,6 +694,8 @@ static void settle(uvt__proc_t *p) {
       o.status = UVT_COMPLETED;
       snprintf(detail, sizeof(detail), "exit code: %d", code);
     }
+    limits_detail(p, &o, detail, sizeof(detail),
+                  !p->timed_out && (sig != 0 || code != 0));
   }
   /* P-LEFT-1: what the task left running is named in the detail it settles
    * with (a kill leaves nothing, P-KILL-7). */
@@ -996,6 +1054,13 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   child[1] = outp[1];
   child[2] = errp[1];
   err = uvt__spawner_reserve(p->procs);
+  if (err == 0 && limited(&o->limits)) {
+    /* L-LIM-1: never an unlimited run; the reason is logged. */
+    char why[512];
+    err = uvt__cgroot_limits(p->procs, &o->limits, why, sizeof(why));
+    if (err != 0)
+      uvt_log(p->reg, UVT_LOG_ERROR, "%s", why);
+  }
   if (err == 0 && o->sandbox != NULL) {
     err = uvt__sandbox_check(p->reg, &p->procs->envc, o->sandbox);
     p->sandboxed = 1;
@@ -1011,12 +1076,10 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   p->spawning = 1;
   if (p->procs->helper_on)
     p->spawn->helper = p->procs->helper; /* P-SPAWN-7 */
-  if (p->procs->cg_dirfd >= 0) {
-    /* P-KILL-5: a group of its own in the registry's cgroup. */
-    p->spawn->cg_dirfd = p->procs->cg_dirfd;
-    snprintf(p->cg_name, sizeof(p->cg_name), "%u", p->procs->cg_seq++);
-    memcpy(p->spawn->cg_name, p->cg_name, sizeof(p->cg_name));
-  }
+  /* P-KILL-5, L-LIM-1: a group of its own (checked above: where limits
+   * are asked, one that can enforce them). */
+  uvt__cgroot_assign(p->procs, &o->limits, &p->spawn->cg);
+  p->spawn->cg_must = limited(&o->limits);
 
   if (o->pty) {
     err = open_tty(p, &p->out, master);
@@ -1128,15 +1191,16 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   p->pid = sp->pid;
   p->pidfd = sp->pidfd >= 0 ? sp->pidfd : -1;
   p->start_ticks = sp->start_ticks;
-  if (sp->cg_dirfd >= 0) {
-    p->cg = sp->cg_err == 0;
-    if (!p->cg && p->procs != NULL && !p->procs->cg_warned) {
-      p->procs->cg_warned = 1;
-      uvt_log(p->reg, UVT_LOG_WARN,
-              "task %s runs outside a cgroup of its own (%s); later tasks "
-              "may too, this is said once",
-              p->id, uvt_err_name(sp->cg_err));
-    }
+  if (sp->cg.mask != 0 && sp->cg_err == 0) {
+    p->cg = 1;
+    p->cgroup = sp->cg;
+  } else if (p->procs != NULL && p->procs->cgroot.contain &&
+             !p->procs->cgroot.warned) {
+    p->procs->cgroot.warned = 1;
+    uvt_log(p->reg, UVT_LOG_WARN,
+            "task %s runs outside a cgroup of its own (%s); later tasks "
+            "may too, this is said once",
+            p->id, uvt_err_name(sp->cg_err));
   }
   uvt__spawn_free(sp);
   uvt__members_track(p);
@@ -1220,6 +1284,29 @@ static int blank(const char *s) {
   return 1;
 }
 
+static int limits_valid(const uvt_process_limits_t *l) {
+  return (l->memory_bytes == 0 || l->memory_bytes >= UVT_PROCESS_MEMORY_MIN) &&
+         l->cpu_percent <= UVT_PROCESS_CPU_PERCENT_MAX;
+}
+
+int uvt_process_limits_check(uvt_registry_t *reg,
+                             const uvt_process_limits_t *limits, char *why,
+                             size_t size) {
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  uvt__procs_t *ps;
+  int err;
+
+  if (why != NULL && size > 0)
+    why[0] = '\0';
+  if (reg == NULL || limits == NULL || !limits_valid(limits))
+    return UV_EINVAL;
+  err = uvt__procs_get(reg, &ps);
+  if (err != 0)
+    return err;
+  return uvt__cgroot_limits(ps, limits, why, size);
+}
+
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
@@ -1244,6 +1331,8 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   if ((o->stdin_pipe || o->pty) && o->stdin_cap_bytes == 0)
     return UV_EINVAL;
   if (o->pty && (o->pty_cols == 0 || o->pty_rows == 0))
+    return UV_EINVAL;
+  if (!limits_valid(&o->limits))
     return UV_EINVAL;
   for (e = o->env; e != NULL && *e != NULL; e++)
     if (strchr(*e, '=') == NULL || **e == '=')
@@ -1503,5 +1592,30 @@ int uvt__process_peek(uvt_registry_t *reg, const char *id,
               &out->tail_len[0]);
   peek_stream(&p->err.buf, &out->unread[1], &out->dropped[1], out->tail[1],
               &out->tail_len[1]);
+  return 0;
+}
+
+/* ---- L-LIM-1: what a task's cgroup says (tests, reports) -------------- */
+
+int uvt__process_cgroup(uvt_registry_t *reg, const char *id,
+                        uvt__cg_events_t *ev, int h, char *path, size_t size) {
+  uvt__proc_t *p;
+  int err = lookup_proc(reg, id, NULL, &p);
+
+  if (err != 0)
+    return err;
+  if (!p->cg)
+    return UV_ENOENT;
+  if (ev != NULL) {
+    err = uvt__cg_events(&p->cgroup, ev);
+    if (err != 0)
+      return err;
+    ev->oom_kills -= ev->oom_kills >= p->cgroup.oom_base ? p->cgroup.oom_base
+                                                         : ev->oom_kills;
+    ev->pids_max -= ev->pids_max >= p->cgroup.pids_base ? p->cgroup.pids_base
+                                                        : ev->pids_max;
+  }
+  if (path != NULL)
+    return uvt__cg_path(&p->cgroup, h, path, size);
   return 0;
 }

@@ -27,6 +27,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -393,7 +395,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   sp->want_pidfd = !uvt__process_no_pidfd;
   sp->force_fork = uvt__process_force_fork;
   sp->hook = uvt__process_spawn_hook;
-  sp->cg_dirfd = -1;
+  uvt__cg_init(&sp->cg);
   sp->clk_tck = sysconf(_SC_CLK_TCK);
   atomic_init(&sp->cancelled, 0);
   *out = sp;
@@ -472,9 +474,19 @@ static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
 }
 #endif
 
+/* The child runs on memory the sanitizers do not know as a stack (the
+ * vfork path below): keep them out of it. */
+#if defined(__clang__) || defined(__GNUC__)
+#define NO_SAN __attribute__((no_sanitize_address, no_sanitize_undefined))
+#else
+#define NO_SAN
+#endif
+
 /* The fork path's child: only async-signal-safe calls from here to exec.
- * Any failure is written to `errfd` and the child exits 127. */
-static void fork_child(const uvt__spawn_t *sp, int errfd) {
+ * Any failure is written to `errfd` and the child exits 127.  With the
+ * vfork path it shares the spawner thread's memory until exec: it writes
+ * nothing but its own stack (and errno, the suspended thread's). */
+NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
   struct sigaction dfl;
   sigset_t none;
   struct rlimit rl;
@@ -509,20 +521,15 @@ static void fork_child(const uvt__spawn_t *sp, int errfd) {
   }
   if (sp->cwd != NULL && chdir(sp->cwd) != 0)
     goto fail;
-  if (sp->cg_dirfd >= 0) {
-    /* P-KILL-5: into the task's cgroup before the command runs, so that
-     * nothing it starts is outside (best effort: the parent moves it too,
-     * and reports what failed). */
-    char path[sizeof(sp->cg_name) + 16];
-    size_t k = strlen(sp->cg_name);
-    memcpy(path, sp->cg_name, k);
-    memcpy(path + k, "/cgroup.procs", sizeof("/cgroup.procs"));
-    fd = openat(sp->cg_dirfd, path, O_WRONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      if (write(fd, "0", 1) != 1) {
-        /* reported by the parent's own move */
-      }
-      close(fd);
+  if (sp->cg.mask != 0) {
+    /* P-KILL-5, L-LIM-1: into the task's cgroup (each hierarchy) before
+     * the command runs, so that nothing it starts is outside and its
+     * limits hold from its first instruction; a group that cannot be
+     * entered is a failed spawn, never a run outside it. */
+    err = uvt__cg_enter(&sp->cg);
+    if (err != 0) {
+      errno = -err;
+      goto fail;
     }
   }
   /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
@@ -541,7 +548,37 @@ fail:
   _exit(127);
 }
 
-static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out) {
+/* The vfork path: its child's argument, and its entry on its own stack. */
+typedef struct {
+  const uvt__spawn_t *sp;
+  int errfd;
+  int other; /* the pipe's read end: closed in the child */
+} vfork_arg_t;
+
+NO_SAN static int vfork_child(void *arg) {
+  const vfork_arg_t *a = arg;
+  close(a->other);
+  fork_child(a->sp, a->errfd);
+  return 127;
+}
+
+/* The vfork path needs a stack the sanitizers and valgrind can follow:
+ * not under ThreadSanitizer (which cannot follow a process sharing our
+ * memory); valgrind runs such a clone as a fork. */
+#if defined(__SANITIZE_THREAD__)
+#define VFORK_OK 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define VFORK_OK 0
+#endif
+#endif
+#ifndef VFORK_OK
+#define VFORK_OK 1
+#endif
+
+/* Spawn by fork (vfork_ok 0) or by a clone sharing our memory (1). */
+static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out, int vfork_ok) {
+  char vfork_stack[32 * 1024] __attribute__((aligned(16)));
   int errp[2];
   int child_err = 0;
   ssize_t n;
@@ -562,16 +599,36 @@ static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out) {
       close(errp[1]);
     return err;
   }
-  pid = fork();
+  if (vfork_ok && !sp->force_fork) {
+    /* A cgroup task (cgroup.c): as posix_spawn does inside glibc, a clone
+     * that shares our memory (nothing is copied, whatever the host's
+     * size) on a stack of its own, this thread suspended until the child
+     * has exec'd or exited.  Every signal stays blocked until the child
+     * has reset its handlers: the host's must never run in it. */
+    vfork_arg_t a;
+    sigset_t all;
+    sigset_t old;
+    a.sp = sp;
+    a.errfd = errp[1];
+    a.other = errp[0];
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone(vfork_child, vfork_stack + sizeof(vfork_stack),
+                CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+    err = pid < 0 ? UVT__PERR(errno) : 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  } else {
+    pid = fork();
+    err = pid < 0 ? UVT__PERR(errno) : 0;
+    if (pid == 0) {
+      close(errp[0]);
+      fork_child(sp, errp[1]);
+    }
+  }
   if (pid < 0) {
-    err = UVT__PERR(errno);
     close(errp[0]);
     close(errp[1]);
     return err;
-  }
-  if (pid == 0) {
-    close(errp[0]);
-    fork_child(sp, errp[1]);
   }
   close(errp[1]);
   do
@@ -605,6 +662,7 @@ static unsigned long long boot_ticks(long hz) {
 void uvt__spawn_run(uvt__spawn_t *sp) {
   void (*hook)(int) = sp->hook;
   pid_t pid = -1;
+  int in_cg;
   int i;
 
   if (hook != NULL)
@@ -615,38 +673,51 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
   } else {
     if (hook != NULL)
       hook(1);
-    if (sp->cg_dirfd >= 0)
-      sp->cg_err = uvt__cgroup_make(sp->cg_dirfd, sp->cg_name);
+    /* L-LIM-1: the group and its limits first; a task with limits never
+     * runs without them, one that only wanted containment runs without
+     * (process.c logs it). */
+    if (sp->cg.mask != 0)
+      sp->cg_err = uvt__cg_make(&sp->cg);
+    if (sp->cg.mask != 0 && sp->cg_err != 0)
+      sp->cg.mask = 0;
+    in_cg = sp->cg.mask != 0;
     sp->start_ticks = boot_ticks(sp->clk_tck);
     sp->err = UVT__HELPER_NO;
-    /* P-SPAWN-7: through the helper where it can take the request; the
-     * rest (and all when it is gone) is spawned here. */
-    if (sp->helper != NULL && !sp->force_fork &&
-        !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
-      sp->err = uvt__helper_spawn(sp->helper, sp, &pid);
+    if (sp->cg_must && !in_cg) {
+      sp->err = sp->cg_err;
+    } else {
+      /* P-SPAWN-7: through the helper where it can take the request; the
+       * rest (and all when it is gone) is spawned here. */
+      if (sp->helper != NULL && !sp->force_fork && !in_cg)
+        sp->err = uvt__helper_spawn(sp->helper, sp, &pid);
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
-    /* With a cgroup, the child must enter it before it execs (a move
-     * after posix_spawn returns races the command's first forks): fork. */
-    if (sp->err != UVT__HELPER_NO)
-      ;
-    else if (!sp->force_fork && !(sp->cg_dirfd >= 0 && sp->cg_err == 0))
-      sp->err = spawn_posix(sp, &pid);
-    else
+      /* With a cgroup, the child must enter it before it execs (a move
+       * after posix_spawn returns races the command's first forks). */
+      if (sp->err != UVT__HELPER_NO)
+        ;
+      else if (!sp->force_fork && !in_cg)
+        sp->err = spawn_posix(sp, &pid);
+      else
 #else
-    if (sp->err == UVT__HELPER_NO)
+      if (sp->err == UVT__HELPER_NO)
 #endif
-      sp->err = spawn_fork(sp, &pid);
+        sp->err = spawn_fork(sp, &pid, in_cg && VFORK_OK);
+    }
     if (sp->err == 0) {
       sp->pid = pid;
       if (sp->want_pidfd)
         sp->pidfd = uvt__pidfd_open(pid);
-      if (sp->cg_dirfd >= 0 && sp->cg_err == 0)
-        sp->cg_err = uvt__cgroup_enter(sp->cg_dirfd, sp->cg_name, pid);
-    }
-    if (sp->cg_dirfd >= 0 && sp->cg_err == 0 && sp->err != 0)
+    } else if (in_cg) {
+      /* No child: the group is not the task's (not pooled: removed). */
+      int h;
+      for (h = 0; h < UVT__CG_N; h++)
+        if (sp->cg.mask & UVT__CG_BIT(h))
+          unlinkat(sp->cg.dir[h], sp->cg.name, AT_REMOVEDIR);
       sp->cg_err = UV_ECANCELED;
-    if (sp->cg_dirfd >= 0 && sp->cg_err != 0)
-      unlinkat(sp->cg_dirfd, sp->cg_name, AT_REMOVEDIR);
+      sp->cg.mask = 0;
+    }
+    if (in_cg && sp->err == 0)
+      sp->cg_err = 0;
   }
   for (i = 0; i < 3; i++) {
     if (sp->fd[i] >= 0)

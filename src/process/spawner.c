@@ -47,10 +47,13 @@ static void spawned(uvt__procs_t *ps, const uvt__spawn_t *sp) {
       ps->leaders_n < ps->leaders_cap) {
     uvt__leader_t *l = &ps->leaders[ps->leaders_n++];
     l->pid = sp->pid;
-    if (sp->cg_dirfd >= 0 && sp->cg_err == 0)
-      memcpy(l->cg_name, sp->cg_name, sizeof(l->cg_name));
-    else
+    if (sp->cg.mask != 0 && sp->cg_err == 0) {
+      memcpy(l->cg_name, sp->cg.name, sizeof(l->cg_name));
+      l->cg_mask = sp->cg.mask;
+    } else {
       l->cg_name[0] = '\0';
+      l->cg_mask = 0;
+    }
   }
   if (--ps->spawning_now == 0)
     uv_cond_broadcast(&ps->spawn_idle);

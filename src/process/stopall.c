@@ -68,24 +68,27 @@ static int live_session(const uvt__procs_t *ps, pid_t sid) {
 
 /* Under the context's mutex, its threads idle: SIGKILL to every session. */
 static int stop_context(uvt__procs_t *ps) {
-  char path[64];
   DIR *d;
   struct dirent *de;
   uvt__pstat_t st;
   size_t i;
-  int fd;
 
   for (i = 0; i < ps->leaders_n; i++) {
     kill(-ps->leaders[i].pid, SIGKILL);
-    if (ps->cg_dirfd_shared >= 0 && ps->leaders[i].cg_name[0] != '\0') {
-      snprintf(path, sizeof(path), "%s/cgroup.kill", ps->leaders[i].cg_name);
-      fd = openat(ps->cg_dirfd_shared, path, O_WRONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        if (write(fd, "1", 1) != 1) {
-          /* nothing more to try */
+    if (ps->leaders[i].cg_mask != 0) {
+      /* Its cgroup: cgroup.kill in v2, each listed pid in v1. */
+      uvt__cg_t g;
+      int h;
+      uvt__cg_init(&g);
+      for (h = 0; h < UVT__CG_N; h++)
+        if ((ps->leaders[i].cg_mask & UVT__CG_BIT(h)) &&
+            ps->cgroot.shared[h] >= 0) {
+          g.dir[h] = ps->cgroot.shared[h];
+          g.mask |= UVT__CG_BIT(h);
         }
-        close(fd);
-      }
+      memcpy(g.name, ps->leaders[i].cg_name, sizeof(g.name));
+      if (g.mask != 0)
+        uvt__cg_kill(&g);
     }
   }
   if (ps->leaders_n == 0)
