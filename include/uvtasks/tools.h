@@ -223,6 +223,12 @@ typedef struct {
    * (UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT).  What would go beyond is not
    * kept, and the note says so. */
   uint64_t spill_max_bytes;
+  /* L-LIM-3: the limits of every command of run_in_background and
+   * run_command (uvtasks/process.h, uvt_process_limits_t): defaults when
+   * the call names none, and ceilings: a call's memory_mb, max_processes
+   * or cpu_percent may only lower them (above one is a tool error that
+   * names it).  All 0 = none (a call may still set its own). */
+  uvt_process_limits_t limits;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -258,6 +264,7 @@ struct uvt_tools_s {
   size_t writers_;           /* write_stdin calls inside their wait */
   unsigned closing_;         /* handles whose close callback is due */
   int state_;
+  uvt_process_limits_t limits_; /* L-LIM-3: defaults and ceilings */
 };
 
 /* Arguments of a tool call.  Initialise with uvt_tools_args_init(); fields a
@@ -323,6 +330,12 @@ typedef struct {
                           none (stdin is /dev/null) */
   size_t stdin_text_len; /* bytes of stdin_text; (size_t)-1 (what
                           uvt_tools_args_init() sets) = strlen(stdin_text) */
+  /* ---- v4 (L-LIM-3) ---- */
+  int64_t memory_mb;     /* run_command, run_in_background: the command's
+                            memory limit in MiB (at least 1; at most the
+                            options' limit); -1 = not given (the options') */
+  int64_t max_processes; /* the same for processes alive at once; -1 */
+  int64_t cpu_percent;   /* the same for CPU, percent of one core; -1 */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */

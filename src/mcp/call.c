@@ -444,16 +444,17 @@ static int arg_task_ids(mcp_server_t *server, json_t *id, json_t *args,
 
 enum {
   ARG_END = 0,
-  ARG_STRING,    /* const char * */
-  ARG_BOOL,      /* int */
-  ARG_MS,        /* int64_t, whole milliseconds, at least 0 (yield_ms) */
-  ARG_TIMEOUT,   /* int64_t, timeout_ms: at least 1 */
-  ARG_MAX_BYTES, /* int64_t, max_bytes (M-TOOLS-8): at least 1 */
-  ARG_TASK_ID,   /* task_id, not an MCP task's */
-  ARG_SCREEN_ID, /* task_screen's task_id (M-TOOLS-11) */
-  ARG_TASK_IDS,  /* task_wait's task_ids (M-TOOLS-9) */
-  ARG_CHARS,     /* write_stdin's chars (M-TOOLS-5) */
-  ARG_STDIN_TEXT /* run_command's stdin (M-TOOLS-13) */
+  ARG_STRING,     /* const char * */
+  ARG_BOOL,       /* int */
+  ARG_MS,         /* int64_t, whole milliseconds, at least 0 (yield_ms) */
+  ARG_TIMEOUT,    /* int64_t, timeout_ms: at least 1 */
+  ARG_MAX_BYTES,  /* int64_t, max_bytes (M-TOOLS-8): at least 1 */
+  ARG_TASK_ID,    /* task_id, not an MCP task's */
+  ARG_SCREEN_ID,  /* task_screen's task_id (M-TOOLS-11) */
+  ARG_TASK_IDS,   /* task_wait's task_ids (M-TOOLS-9) */
+  ARG_CHARS,      /* write_stdin's chars (M-TOOLS-5) */
+  ARG_STDIN_TEXT, /* run_command's stdin (M-TOOLS-13) */
+  ARG_LIMIT       /* int64_t, a limit (L-LIM-3): at least 1 */
 };
 
 typedef struct {
@@ -472,7 +473,7 @@ typedef struct {
   const char *name;
   int starts;        /* starts a task: held against --max-tasks (P-LEFT-1), and
                       * the sandbox's note goes into its description (S-4) */
-  mcp_arg_t args[9]; /* ends at the first ARG_END (zero) */
+  mcp_arg_t args[12]; /* ends at the first ARG_END (zero) */
 } mcp_tool_t;
 
 static const mcp_tool_t mcp_tools[] = {
@@ -481,7 +482,10 @@ static const mcp_tool_t mcp_tools[] = {
      {ARG("command", ARG_STRING, command), ARG("cwd", ARG_STRING, cwd),
       ARG("label", ARG_STRING, label), ARG("stdin", ARG_BOOL, stdin_pipe),
       ARG("tty", ARG_BOOL, tty),
-      ARG("merge_stderr", ARG_BOOL, merge_stderr) /* M-TOOLS-12 */}},
+      ARG("merge_stderr", ARG_BOOL, merge_stderr) /* M-TOOLS-12 */,
+      ARG("memory_mb", ARG_LIMIT, memory_mb) /* L-LIM-3 */,
+      ARG("max_processes", ARG_LIMIT, max_processes),
+      ARG("cpu_percent", ARG_LIMIT, cpu_percent)}},
     {"run_command",
      1,
      {ARG("command", ARG_STRING, command), ARG("cwd", ARG_STRING, cwd),
@@ -489,7 +493,10 @@ static const mcp_tool_t mcp_tools[] = {
       ARG("yield_ms", ARG_MS, yield_ms),
       ARG("max_bytes", ARG_MAX_BYTES, max_bytes),
       ARG("merge_stderr", ARG_BOOL, merge_stderr) /* M-TOOLS-12 */,
-      ARG_SPECIAL("stdin", ARG_STDIN_TEXT)}},
+      ARG_SPECIAL("stdin", ARG_STDIN_TEXT),
+      ARG("memory_mb", ARG_LIMIT, memory_mb) /* L-LIM-3 */,
+      ARG("max_processes", ARG_LIMIT, max_processes),
+      ARG("cpu_percent", ARG_LIMIT, cpu_percent)}},
     {"task_output",
      0,
      {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG("wait", ARG_BOOL, wait),
@@ -570,6 +577,13 @@ static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
     case ARG_CHARS: /* M-TOOLS-5: U+0000 is written as a byte */
       err = arg_string(server, id, args, name, g->key,
                        "\"\" to only read output", &a->chars, &a->chars_len);
+      break;
+    case ARG_LIMIT: /* L-LIM-3: the tools check it against the host's */
+      err = arg_whole(server, id, args, name, g->key, 1,
+                      strcmp(g->key, "memory_mb") == 0     ? "MiB"
+                      : strcmp(g->key, "cpu_percent") == 0 ? "percent of a core"
+                                                           : "processes",
+                      (int64_t *)field);
       break;
     case ARG_STDIN_TEXT: /* M-TOOLS-13 */
       err = arg_string(server, id, args, name, g->key,

@@ -76,12 +76,22 @@ static const char usage_options2[] =
     "                       past it (or past --keep-finished ended tasks,\n"
     "                       read or not) the oldest ended task is forgotten\n"
     "                       and the next result says so (default 33554432)\n"
-    "  --cgroups            every task in a cgroup v2 group of its own, so\n"
-    "                       setsid and daemonised processes are stopped\n"
-    "                       too; needs a writable cgroup v2 directory (the\n"
-    "                       server's own): if the host has none the server\n"
-    "                       says so on stderr at start and runs without\n"
-    "                       them\n"
+    "  --no-cgroups         no cgroup per task (S-11: by default every task\n"
+    "                       gets a cgroup v2 group of its own where the\n"
+    "                       host lets the server make one, so setsid and\n"
+    "                       daemonised processes are stopped too; where it\n"
+    "                       cannot, the server says so on stderr and stops\n"
+    "                       what descends from a task instead)\n"
+    "  --limit-memory SIZE  memory of every command, all its processes\n"
+    "                       together (512M, 2G); past it the command is\n"
+    "                       ended: \"out of memory (limit 512 MiB)\"\n"
+    "  --limit-processes N  processes (and threads) of every command alive\n"
+    "                       at once; a fork past it fails (EAGAIN)\n"
+    "  --limit-cpu PCT      CPU of every command in percent of one core\n"
+    "                       (150 = 1.5 cores); limits are defaults and\n"
+    "                       ceilings a call may only lower (L-LIM-3), each\n"
+    "                       enforced by a cgroup (v2, or a v1 hierarchy):\n"
+    "                       where none can, the server does not start\n"
     "  --slurm              add the tool submit_job: Slurm batch jobs as\n"
     "                       tasks slurm-N (SLURM_CONF; output under\n"
     "                       $UVTASKS_SLURM_OUT, shared with the nodes)\n"
@@ -429,8 +439,19 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
         goto bad;
       c->pass_env[c->pass_env_n++] = val;
     } else if (strcmp(a, "--cgroups") == 0) {
-      c->cgroups = 1;
+      c->cgroups = 1; /* S-11: the default; kept for old command lines */
+      c->no_cgroups = 0;
       i += 1;
+      continue;
+    } else if (strcmp(a, "--no-cgroups") == 0) {
+      c->no_cgroups = 1;
+      c->cgroups = 0;
+      i += 1;
+      continue;
+    } else if ((r = mcp_limits_arg(c, a, val)) != 0) {
+      if (r < 0)
+        goto bad;
+      i += r;
       continue;
     } else if (strcmp(a, "--max-unread-bytes") == 0) {
       if (parse_u64(val, &v) != 0 || v > SIZE_MAX)
@@ -617,17 +638,42 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  if (server.config.cgroups) {
-    /* M-MCP-15: a cgroup per task where the host allows it. */
+  /* S-11: the server is a child subreaper, so what a task's process leaves
+   * behind when it dies is re-parented here, not to init: the library
+   * follows it from the task (without a cgroup: by descent), reaps it,
+   * and stops what is left at the end.  Its only other child is the
+   * guardian, forked above. */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0 ||
+      uvt_process_orphans(server.reg) != 0)
+    fprintf(stderr, "uvtasks-mcp: not a child subreaper (%s)\n",
+            strerror(errno));
+  if (!server.config.no_cgroups) {
+    /* M-MCP-15, S-11: a cgroup per task wherever the host allows it. */
     err = uvt_process_cgroups(server.reg, NULL);
     if (err == 0)
       mcp_guardian_cgroup(&server, mcp_cgroup_dir(server.reg));
     else
       fprintf(stderr,
-              "uvtasks-mcp: --cgroups: no cgroup per task on this host (%s): "
-              "setsid and daemonised processes escape kills and shutdown\n",
+              "uvtasks-mcp: no cgroup per task on this host (%s): a setsid "
+              "or daemonised process is stopped only while it descends "
+              "from its task\n",
               uvt_strerror(err));
     err = 0;
+  }
+  {
+    /* L-LIM-1, L-LIM-3: limits the host cannot enforce stop the start:
+     * never an unlimited run. */
+    const uvt_process_limits_t *l = &server.config.limits;
+    char why[512];
+    if ((l->memory_bytes > 0 || l->max_processes > 0 || l->cpu_percent > 0) &&
+        uvt_process_limits_check(server.reg, l, why, sizeof(why)) != 0) {
+      fprintf(stderr, "uvtasks-mcp: --limit-*: %s\n", why);
+      uvt_registry_close(server.reg, NULL, NULL);
+      uv_run(&loop, UV_RUN_DEFAULT);
+      mcp_guardian_wait(&server);
+      uv_loop_close(&loop);
+      return 2;
+    }
   }
 
   uvt_tools_options_init(&topts);
@@ -643,6 +689,7 @@ int main(int argc, char **argv) {
   topts.max_lines = server.config.max_lines; /* M-TOOLS-15; 0 = 1000 */
   topts.spill_dir = server.config.spill_dir; /* M-TOOLS-10 */
   topts.spill_max_bytes = server.config.spill_max_bytes;
+  topts.limits = server.config.limits; /* L-LIM-3 */
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
   topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */

@@ -228,7 +228,10 @@ typedef struct {
   unsigned writable_n;
   const char *pass_env[64]; /* M-MCP-14: --pass-env names */
   size_t pass_env_n;
-  int cgroups;               /* M-MCP-15: --cgroups */
+  int cgroups;                 /* M-MCP-15: --cgroups (S-11: the default) */
+  int no_cgroups;              /* S-11: --no-cgroups */
+  uvt_process_limits_t limits; /* L-LIM-3: --limit-memory, -processes,
+                                  -cpu */
   size_t max_unread_bytes;   /* M-MCP-11: unread bytes of ended tasks */
   int slurm;                 /* E-8: --slurm */
   const char *slurm_journal; /* E-8: --slurm-journal FILE */
@@ -409,6 +412,11 @@ void mcp_tasks_tools_list(mcp_server_t *server, json_t *tools);
 int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val);
 /* Add the sandbox's profile to the command tools' descriptions. */
 void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools);
+/* L-LIM-3 (limits.c): --limit-memory SIZE, --limit-processes N,
+ * --limit-cpu PCT: how many words it took (2), 0 (not a limit option) or
+ * -1 (a bad value).  The tools' descriptions then state the limits. */
+int mcp_limits_arg(mcp_config_t *c, const char *opt, const char *val);
+void mcp_limits_describe(const mcp_server_t *server, json_t *tools);
 /* The "tasks" server capability. */
 json_t *mcp_tasks_capability(void);
 /* tasks/get, tasks/result, tasks/list, tasks/cancel. */

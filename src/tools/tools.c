@@ -43,6 +43,9 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   a->close_stdin = -1;
   a->merge_stderr = -1;
   a->stdin_text_len = (size_t)-1;
+  a->memory_mb = -1;
+  a->max_processes = -1;
+  a->cpu_percent = -1;
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -167,8 +170,12 @@ static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
                     UVT__DETAIL_LIVE);
 }
 
-/* Why a command did not start. */
-static void text_start_error(uvt__text_t *t, int err, const char *cwd) {
+/* Why a command did not start (`limits`: those it was started with). */
+static void text_start_error(uvt__text_t *t, int err, const char *cwd,
+                             uvt_registry_t *registry,
+                             const uvt_process_limits_t *limits) {
+  char why[512];
+
   uvt__text_str(t, "Not started: ");
   if (err == UVT_ELIMIT) {
     uvt__text_str(t, "you already have the most running tasks allowed. "
@@ -183,6 +190,14 @@ static void text_start_error(uvt__text_t *t, int err, const char *cwd) {
     uvt__text_str(t, ").");
   } else if (err == UV_E2BIG) {
     uvt__text_str(t, "the command is too long.");
+  } else if (err == UV_ENOTSUP && limits != NULL &&
+             uvt_process_limits_check(registry, limits, why, sizeof(why)) ==
+                 UV_ENOTSUP) {
+    /* L-LIM-1: never run without the limits asked for. */
+    uvt__text_str(t, "the limits for this command cannot be enforced on "
+                     "this machine, so nothing was run: ");
+    uvt__text_oneline(t, why, sizeof(why));
+    uvt__text_str(t, ".");
   } else if (err == UV_ENOTSUP) {
     /* S-3, S-4: never run without the sandbox the server was given. */
     uvt__text_str(t, "the sandbox this server runs commands in cannot be "
@@ -220,6 +235,70 @@ static void tools_process_options(uvt_tools_call_t *req,
   }
   /* M-TOOLS-12: stderr in stdout's stream, in the order written. */
   po->merge_stderr = args->merge_stderr == 1;
+  po->limits = tools->limits_; /* L-LIM-3: the host's */
+}
+
+/* L-LIM-3: the call's own limits, each at most the host's (a limit is the
+ * host's choice: the model can only lower it).  0, or -1 after answering
+ * with a tool error naming the limit. */
+static int tools_limits(uvt_tools_call_t *req, const uvt_tools_args_t *args,
+                        uvt_process_options_t *po) {
+  const uvt_process_limits_t *host = &req->tools->limits_;
+  uvt__text_t t;
+
+  uvt__text_init(&t);
+  if (args->memory_mb == 0 || args->memory_mb < -1 ||
+      args->max_processes == 0 || args->max_processes < -1 ||
+      args->cpu_percent == 0 || args->cpu_percent < -1) {
+    uvt__text_str(&t, "memory_mb, max_processes and cpu_percent must be "
+                      "positive whole numbers.");
+    uvt__tools_result(req, &t, 1);
+    return -1;
+  }
+  if (args->memory_mb > 0) {
+    uint64_t mb = (uint64_t)args->memory_mb;
+    if ((host->memory_bytes > 0 && mb > host->memory_bytes / (1024 * 1024)) ||
+        mb > UINT64_MAX / (1024 * 1024)) {
+      uvt__text_printf(&t,
+                       "memory_mb %llu is above this server's memory limit "
+                       "of %llu MiB; ask for at most that.",
+                       (unsigned long long)mb,
+                       (unsigned long long)(host->memory_bytes >> 20));
+      uvt__tools_result(req, &t, 1);
+      return -1;
+    }
+    po->limits.memory_bytes = mb * 1024 * 1024;
+  }
+  if (args->max_processes > 0) {
+    if ((host->max_processes > 0 &&
+         (uint64_t)args->max_processes > host->max_processes) ||
+        args->max_processes > (int64_t)UINT32_MAX) {
+      uvt__text_printf(&t,
+                       "max_processes %lld is above this server's limit of "
+                       "%u processes; ask for at most that.",
+                       (long long)args->max_processes,
+                       (unsigned)host->max_processes);
+      uvt__tools_result(req, &t, 1);
+      return -1;
+    }
+    po->limits.max_processes = (uint32_t)args->max_processes;
+  }
+  if (args->cpu_percent > 0) {
+    if ((host->cpu_percent > 0 &&
+         (uint64_t)args->cpu_percent > host->cpu_percent) ||
+        args->cpu_percent > UVT_PROCESS_CPU_PERCENT_MAX) {
+      uvt__text_printf(&t,
+                       "cpu_percent %lld is above this server's CPU limit of "
+                       "%u%% of a core; ask for at most that.",
+                       (long long)args->cpu_percent,
+                       host->cpu_percent > 0 ? (unsigned)host->cpu_percent
+                                             : UVT_PROCESS_CPU_PERCENT_MAX);
+      uvt__tools_result(req, &t, 1);
+      return -1;
+    }
+    po->limits.cpu_percent = (uint32_t)args->cpu_percent;
+  }
+  return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -240,6 +319,8 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
     return;
   }
   tools_process_options(req, args, &po);
+  if (tools_limits(req, args, &po) != 0)
+    return;
   po.label = args->label != NULL && args->label[0] != '\0' ? args->label : NULL;
   /* M-TOOLS-5: a terminal is also the stdin, so tty wins over stdin. */
   po.pty = args->tty == 1;
@@ -264,7 +345,7 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
     uvt__tools_result(req, &t, 0);
     return;
   }
-  text_start_error(&t, err, po.cwd);
+  text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits);
   uvt__tools_result(req, &t, 1);
 }
 
@@ -573,6 +654,8 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
   yield_ms = args->yield_ms < 0 ? tools->yield_ms_ : (uint64_t)args->yield_ms;
 
   tools_process_options(req, args, &po);
+  if (tools_limits(req, args, &po) != 0)
+    return;
   po.max_runtime_ms = runtime_ms;
   /* M-TOOLS-13: these bytes, then end of file. */
   if (args->stdin_text != NULL) {
@@ -585,7 +668,7 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
   err = uvt_process_start(tools->registry, &po, req->task_id_);
   if (err != 0) {
     req->task_id_[0] = '\0';
-    text_start_error(&t, err, po.cwd);
+    text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits);
     uvt__tools_result(req, &t, 1);
     return;
   }
@@ -785,6 +868,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     tools->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
   tools->yield_ms_ = o->yield_ms;
   tools->sandbox_ = o->sandbox;
+  tools->limits_ = o->limits; /* L-LIM-3 */
   tools->env_ = o->env;
   tools->max_lines_ =
       o->max_lines == 0 ? UVT_TOOLS_MAX_LINES_DEFAULT : o->max_lines;

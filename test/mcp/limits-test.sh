@@ -193,7 +193,7 @@ if [ ! -w "$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)" ]; th
   echo "skip M-MCP-15: no writable cgroup v2 mount here"
 else
   start 2025-11-25 --cgroups
-  if grep -q 'cgroups' "$tmp/err"; then bad "M-MCP-15: --cgroups works here" "$(cat "$tmp/err")"; fi
+  if grep -q 'no cgroup' "$tmp/err"; then bad "M-MCP-15: --cgroups works here" "$(cat "$tmp/err")"; fi
   call 1 run_in_background "{\"command\":\"setsid sleep ${marker}1 </dev/null >/dev/null 2>&1 & sleep ${marker}2\"}" >/dev/null
   for _ in $(seq 1 500); do pgrep -f "sleep ${marker}1" >/dev/null && break; sleep 0.01; done
   call 2 task_kill '{"task_id":"bash-1"}' >/dev/null
@@ -228,16 +228,17 @@ else
   else
     bad "M-MCP-15: the guardian and the cgroup" "$(pgrep -af "sleep $marker"); dir $dir: $(ls "$dir" 2>&1 | head -3)"
   fi
-  # Its contrast: without --cgroups the daemon is out of reach (so the
-  # test above can fail).
-  start 2025-11-25
+  # S-11 changed its contrast: without cgroups (--no-cgroups) the daemon
+  # is no longer out of reach: the server follows the task's descent and
+  # stops what is left of its children at its end (resources-test.sh).
+  start 2025-11-25 --no-cgroups
   call 1 run_in_background "{\"command\":\"setsid sleep ${marker}5 </dev/null >/dev/null 2>&1 & sleep ${marker}6\"}" >/dev/null
   for _ in $(seq 1 500); do pgrep -f "sleep ${marker}5" >/dev/null && break; sleep 0.01; done
   stop
-  if gone "sleep ${marker}6" && pgrep -f "sleep ${marker}5" >/dev/null; then
-    ok "M-MCP-15: without --cgroups the setsid daemon survives (what --cgroups is for)"
+  if gone "sleep ${marker}6" && gone "sleep ${marker}5"; then
+    ok "S-11: with --no-cgroups the setsid daemon is stopped at the end too"
   else
-    bad "M-MCP-15: without --cgroups" "$(pgrep -af "sleep $marker")"
+    bad "S-11: with --no-cgroups" "$(pgrep -af "sleep $marker")"
   fi
   pkill -KILL -f "sleep ${marker}5"
 fi
@@ -247,13 +248,13 @@ if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
   mnt=$(awk '$9 == "cgroup2" {print $5; exit}' /proc/self/mountinfo)
   out=$(echo '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
     unshare -m sh -c 'umount "$1" 2>/dev/null; exec "$2" --cgroups' sh "$mnt" "$MCP" 2>&1)
-  if [[ "$out" == *"--cgroups: no cgroup per task on this host"* ]] && [[ "$out" == *'"id":1,"result":{}'* ]]; then
+  if [[ "$out" == *"no cgroup per task on this host"* ]] && [[ "$out" == *'"id":1,"result":{}'* ]]; then
     ok "M-MCP-15: without cgroup v2 the server says so on stderr at start and serves"
   else
     bad "M-MCP-15: without cgroup v2" "$out"
   fi
 fi
-if "$MCP" --help | grep -q -- '--cgroups'; then ok "M-MCP-15: --help names --cgroups"; else bad "M-MCP-15: --help names --cgroups"; fi
+if "$MCP" --help | grep -q -- '--no-cgroups'; then ok "M-MCP-15, S-11: --help names --no-cgroups"; else bad "M-MCP-15, S-11: --help names --no-cgroups"; fi
 # M-TOOLS-10: a --spill-dir the server refuses (a link, a directory
 # others may enter, one that cannot be made) ends the start-up with status
 # 1 and a sentence; the failed start-up crashed (SIGSEGV, status 139).
