@@ -80,6 +80,16 @@ export interface TaskSpec {
   run(): TaskHooks
 }
 
+/** L-LIM-1: see SpawnOptions.limits; 0 or absent = no limit on that. */
+export interface ProcessLimits {
+  /** Memory of the task, bytes (at least 1 MiB). */
+  memoryBytes?: number
+  /** Processes and threads alive at once. */
+  maxProcesses?: number
+  /** CPU time per wall time, percent of one core (150 = 1.5 cores). */
+  cpuPercent?: number
+}
+
 /**
  * S-1..S-4: a bubblewrap sandbox for one task (uvtasks/process.h,
  * uvt_sandbox_t).  The host's file system is read-only inside except /tmp
@@ -151,6 +161,16 @@ export interface SpawnOptions {
   tty?: boolean
   /** S-4: run inside a bubblewrap sandbox (see SandboxOptions). */
   sandbox?: SandboxOptions
+  /**
+   * L-LIM-1..3: limits for the whole task, every process of it together,
+   * enforced by a cgroup of its own (v2 where the controller is delegated,
+   * else a v1 hierarchy of it).  Where no cgroup can enforce one, spawn()
+   * throws ENOTSUP with the reason (never an unlimited run).  A task ended
+   * by its memory limit is `killed`, "out of memory (limit 100 MiB)"; one
+   * held at maxProcesses gets EAGAIN on fork and its detail says "process
+   * limit reached (16)".
+   */
+  limits?: ProcessLimits
   /** The terminal's size in cells, default 80 x 24; 1..65535 (0: EINVAL). */
   cols?: number
   rows?: number

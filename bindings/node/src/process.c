@@ -187,6 +187,46 @@ void uvtn_outputs_closed(uvtn_reg_t *r) {
     output_release(uvtn_container_of(r->outputs.next, output_sub_t, link));
 }
 
+/* L-LIM-3: options.limits = { memoryBytes, maxProcesses, cpuPercent },
+ * each a whole number (0 or absent: no limit on it). */
+static int limits_arg(napi_env env, napi_value obj, uvt_process_limits_t *l) {
+  napi_valuetype t;
+  napi_value v;
+  uint64_t n;
+
+  napi_typeof(env, obj, &t);
+  if (t == napi_undefined || t == napi_null)
+    return 1;
+  if (t != napi_object) {
+    uvtn_throw_type(env, "limits must be an object");
+    return 0;
+  }
+  if (prop(env, obj, "memoryBytes", &v)) {
+    if (!uvtn_u64(env, v, "limits.memoryBytes", &n))
+      return 0;
+    l->memory_bytes = n;
+  }
+  if (prop(env, obj, "maxProcesses", &v)) {
+    if (!uvtn_u64(env, v, "limits.maxProcesses", &n))
+      return 0;
+    if (n > UINT32_MAX) {
+      uvtn_throw_type(env, "limits.maxProcesses is too large");
+      return 0;
+    }
+    l->max_processes = (uint32_t)n;
+  }
+  if (prop(env, obj, "cpuPercent", &v)) {
+    if (!uvtn_u64(env, v, "limits.cpuPercent", &n))
+      return 0;
+    if (n > UINT32_MAX) {
+      uvtn_throw_type(env, "limits.cpuPercent is too large");
+      return 0;
+    }
+    l->cpu_percent = (uint32_t)n;
+  }
+  return 1;
+}
+
 /* S-4: options.sandbox = { fs: 'read-only' | 'workspace', writable:
  * string[], hidden: string[], network: 'none' | 'host' } into *sb (every
  * field optional: read-only, no extra writable path, the default hidden
@@ -384,6 +424,8 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
       goto out;
     o.sandbox = &sandbox;
   }
+  if (prop(env, argv[1], "limits", &v) && !limits_arg(env, v, &o.limits))
+    goto out;
   if (prop(env, argv[1], "onOutput", &v)) {
     napi_valuetype t;
     napi_typeof(env, v, &t);
@@ -415,6 +457,18 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   uvtn_capture_begin(r);
   err = uvt_process_start(r->reg, &o, id);
   captured = uvtn_capture_end(r, err == 0);
+  if (err == UV_ENOTSUP &&
+      (o.limits.memory_bytes > 0 || o.limits.max_processes > 0 ||
+       o.limits.cpu_percent > 0)) {
+    /* L-LIM-1: never an unlimited run; the error says why. */
+    char why[512];
+    if (uvt_process_limits_check(r->reg, &o.limits, why, sizeof(why)) ==
+        UV_ENOTSUP) {
+      free(captured);
+      captured = strdup(why);
+      o.sandbox = NULL; /* the sandbox was not what failed */
+    }
+  }
   if (err == UV_ENOTSUP && o.sandbox != NULL) {
     /* The library says why once per registry and network setting. */
     char **why = &r->sandbox_why[o.sandbox->network != 0];
