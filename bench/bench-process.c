@@ -4,7 +4,7 @@
  *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
- *                 [--cgroups] [--sandbox] [--helper]
+ *                 [--cgroups] [--limits] [--sandbox] [--helper]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -26,6 +26,9 @@
  * descriptors open; --spawners N sets the registry's spawner threads (0:
  * the library's default, one per core); --cgroups gives every uvtasks task
  * a cgroup of its own (uvt_process_cgroups; the host's own cgroup);
+ * --limits gives every uvtasks task limits (L-LIM-1: 256 MiB of memory,
+ * 64 processes, 100% of a core: a group in each hierarchy that enforces
+ * them, four directories on a v1 host with a v2 tree);
  * --sandbox (S-1) runs every uvtasks task in a read-only sandbox without
  * network, and makes the posix_spawn loop run what such a task's leader
  * runs (env, bwrap, env, the command): bwrap's own cost, alone; --helper
@@ -73,6 +76,7 @@ static struct {
   long idle;
   int probe;
   int cgroups;
+  int limits;
   int sandbox;
   int helper;
 } cfg;
@@ -280,6 +284,11 @@ static void uvt_start_one(void) {
     o.argv = argv_true;
   if (cfg.sandbox)
     o.sandbox = &sandbox;
+  if (cfg.limits) {
+    o.limits.memory_bytes = 256u << 20;
+    o.limits.max_processes = 64;
+    o.limits.cpu_percent = 100;
+  }
   BENCH_CHECK(uvt_process_start(reg, &o, NULL));
   started++;
   live++;
@@ -613,6 +622,7 @@ int main(int argc, char **argv) {
   cfg.idle = bench_lopt(argc, argv, "--idle", 0);
   cfg.probe = bench_flag(argc, argv, "--probe");
   cfg.cgroups = bench_flag(argc, argv, "--cgroups");
+  cfg.limits = bench_flag(argc, argv, "--limits");
   cfg.sandbox = bench_flag(argc, argv, "--sandbox");
   cfg.helper = bench_flag(argc, argv, "--helper");
   uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
