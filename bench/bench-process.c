@@ -4,7 +4,8 @@
  *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
- *                 [--cgroups] [--limits] [--sandbox] [--helper]
+ *                 [--cgroups] [--limits] [--limits-cpu] [--sandbox]
+ *                 [--helper]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -22,13 +23,15 @@
  * `sleep 3600` tasks alive during the run (uvtasks only; the clock starts
  * once each of them sleeps, and idle_settle_ms says how long that took);
  * --probe runs a 1 ms repeating uv_timer on the same loop and reports its
- * lateness, and paces the starts to one per loop turn; --fds N holds N more (close-on-exec)
- * descriptors open; --spawners N sets the registry's spawner threads (0:
- * the library's default, one per core); --cgroups gives every uvtasks task
- * a cgroup of its own (uvt_process_cgroups; the host's own cgroup);
- * --limits gives every uvtasks task limits (L-LIM-1: 256 MiB of memory,
- * 64 processes, 100% of a core: a group in each hierarchy that enforces
- * them, four directories on a v1 host with a v2 tree);
+ * lateness, and paces the starts to one per loop turn; --fds N holds N more
+ * (close-on-exec) descriptors open; --spawners N sets the registry's spawner
+ * threads (0: the library's default, one per core); --cgroups gives every
+ * uvtasks task a cgroup of its own (uvt_process_cgroups; the host's own
+ * cgroup);
+ * --limits gives every uvtasks task limits (L-LIM-1: 256 MiB of memory
+ * and 64 processes: a group in each hierarchy that enforces them, two
+ * v1 directories on this project's machines), --limits-cpu also 100% of
+ * a core (a CFS bandwidth quota: a third);
  * --sandbox (S-1) runs every uvtasks task in a read-only sandbox without
  * network, and makes the posix_spawn loop run what such a task's leader
  * runs (env, bwrap, env, the command): bwrap's own cost, alone; --helper
@@ -287,7 +290,8 @@ static void uvt_start_one(void) {
   if (cfg.limits) {
     o.limits.memory_bytes = 256u << 20;
     o.limits.max_processes = 64;
-    o.limits.cpu_percent = 100;
+    if (cfg.limits > 1)
+      o.limits.cpu_percent = 100;
   }
   BENCH_CHECK(uvt_process_start(reg, &o, NULL));
   started++;
@@ -622,7 +626,9 @@ int main(int argc, char **argv) {
   cfg.idle = bench_lopt(argc, argv, "--idle", 0);
   cfg.probe = bench_flag(argc, argv, "--probe");
   cfg.cgroups = bench_flag(argc, argv, "--cgroups");
-  cfg.limits = bench_flag(argc, argv, "--limits");
+  cfg.limits = bench_flag(argc, argv, "--limits-cpu")
+                   ? 2
+                   : bench_flag(argc, argv, "--limits");
   cfg.sandbox = bench_flag(argc, argv, "--sandbox");
   cfg.helper = bench_flag(argc, argv, "--helper");
   uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);

@@ -188,8 +188,6 @@ static int write_limits(uvt__cg_t *g) {
       snprintf(v, sizeof(v), "-1");
     if ((err = put(g->dir[h], g->name, "memory.limit_in_bytes", v)) != 0)
       return err;
-    /* A reused group's peak starts again (best effort: a report only). */
-    put(g->dir[h], g->name, "memory.max_usage_in_bytes", "0");
   }
   h = limit_home(g, UVT__CG_PIDS);
   if (h >= 0) {
@@ -233,7 +231,7 @@ int uvt__cg_make(uvt__cg_t *g) {
   int err;
 
   for (h = 0; h < UVT__CG_N; h++) {
-    if (!(g->mask & UVT__CG_BIT(h)))
+    if (!(g->mask & UVT__CG_BIT(h)) || (g->exists & UVT__CG_BIT(h)))
       continue;
     if (uvt__cgroup_mkdir_hook != NULL)
       r = uvt__cgroup_mkdir_hook(g->dir[h], g->name);
@@ -246,10 +244,15 @@ int uvt__cg_make(uvt__cg_t *g) {
       goto fail;
     }
   }
-  err = write_limits(g);
+  /* A pooled group whose files hold these very limits is left as it is. */
+  err = g->written && made == 0 ? 0 : write_limits(g);
   if (err != 0)
     goto fail;
-  /* Counters only grow: what they say now is the base of this task. */
+  /* Counters only grow: what they say now is the base of this task.  A
+   * new group's are 0; a pooled one's came with it (its last task's final
+   * counts); else they are read. */
+  if (made == g->mask || g->based)
+    return 0;
   g->oom_base = 0;
   g->pids_base = 0;
   if (uvt__cg_events(g, &ev) == 0) {
@@ -370,7 +373,7 @@ int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev) {
   memset(ev, 0, sizeof(*ev));
   if (g->mask == 0)
     return UV_EINVAL;
-  h = limit_home(g, UVT__CG_MEMORY);
+  h = g->limits.memory_bytes > 0 ? limit_home(g, UVT__CG_MEMORY) : -1;
   if (h == UVT__CG_V2) {
     if (get(g->dir[h], g->name, "memory.events", buf, sizeof(buf)) > 0)
       ev->oom_kills = field(buf, "oom_kill");
@@ -383,12 +386,14 @@ int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev) {
         0)
       ev->memory_peak = strtoull(buf, NULL, 10);
   }
-  h = limit_home(g, UVT__CG_PIDS);
+  h = g->limits.max_processes > 0 ? limit_home(g, UVT__CG_PIDS) : -1;
   if (h >= 0 && get(g->dir[h], g->name, "pids.events", buf, sizeof(buf)) > 0)
     ev->pids_max = field(buf, "max");
   /* CPU time: v2's cpu.stat (there even without the cpu controller), or a
    * v1 cpu hierarchy with cpuacct mounted beside it. */
   ev->cpu_usec = UINT64_MAX;
+  if (g->limits.cpu_percent == 0)
+    return 0;
   if ((g->mask & UVT__CG_BIT(UVT__CG_V2)) &&
       get(g->dir[UVT__CG_V2], g->name, "cpu.stat", buf, sizeof(buf)) > 0)
     ev->cpu_usec = field(buf, "usage_usec");
@@ -774,16 +779,22 @@ int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
   uvt__cg_init(g);
   if (!r->contain && !limited)
     return 0;
-  if (r->dir[UVT__CG_V2] >= 0)
-    want |= UVT__CG_BIT(UVT__CG_V2);
   if (limited)
     for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
       int on = c == UVT__CG_MEMORY ? l->memory_bytes > 0
                : c == UVT__CG_PIDS ? l->max_processes > 0
                                    : l->cpu_percent > 0;
-      if (on && !(r->dir[UVT__CG_V2] >= 0 && (r->v2_ctl & UVT__CG_BIT(c))))
+      if (!on)
+        continue;
+      if (r->dir[UVT__CG_V2] >= 0 && (r->v2_ctl & UVT__CG_BIT(c)))
+        want |= UVT__CG_BIT(UVT__CG_V2);
+      else
         want |= UVT__CG_BIT(c);
     }
+  /* v2 also where containment is on (cgroup.kill, cgroup.events): a task
+   * with only v1 limits is held by its v1 groups, one directory less. */
+  if (r->contain && r->dir[UVT__CG_V2] >= 0)
+    want |= UVT__CG_BIT(UVT__CG_V2);
   if (want == 0)
     return 0;
   /* A pooled group that already exists in every hierarchy wanted; else a
@@ -791,12 +802,26 @@ int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
   if (r->pool_n > 0) {
     size_t i;
     size_t pick = r->pool_n - 1;
-    for (i = r->pool_n; i-- > 0;)
+    int same = 0;
+    /* The last one released whose hierarchies and limits are these, else
+     * one with these hierarchies, else the last one. */
+    for (i = r->pool_n; i-- > 0 && !same;)
       if ((r->pool[i].mask & want) == want) {
-        pick = i;
-        break;
+        const uvt_process_limits_t *pl = &r->pool[i].limits;
+        int eq = pl->memory_bytes == l->memory_bytes &&
+                 pl->max_processes == l->max_processes &&
+                 pl->cpu_percent == l->cpu_percent;
+        if (eq || (r->pool[pick].mask & want) != want) {
+          pick = i;
+          same = eq;
+        }
       }
     memcpy(g->name, r->pool[pick].name, sizeof(g->name));
+    g->exists = r->pool[pick].mask & want;
+    g->based = r->pool[pick].based && same;
+    g->oom_base = r->pool[pick].oom;
+    g->pids_base = r->pool[pick].pids;
+    g->written = same && g->exists == want;
     r->pool[pick] = r->pool[--r->pool_n];
   } else {
     snprintf(g->name, sizeof(g->name), "%u", r->seq++);
@@ -816,7 +841,8 @@ void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
 
   if (g->mask == 0)
     return;
-  if (ps == NULL || g->own != 0 || ps->closing || uvt__cg_populated(g)) {
+  if (ps == NULL || g->own != 0 || ps->closing ||
+      (!g->empty && uvt__cg_populated(g))) {
     uvt__cg_remove(g);
     return;
   }
@@ -832,6 +858,10 @@ void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
   }
   memcpy(r->pool[r->pool_n].name, g->name, sizeof(g->name));
   r->pool[r->pool_n].mask = g->mask;
+  r->pool[r->pool_n].limits = g->limits;
+  r->pool[r->pool_n].based = g->final;
+  r->pool[r->pool_n].oom = g->oom_last;
+  r->pool[r->pool_n].pids = g->pids_last;
   r->pool_n++;
   uvt__cg_close(g);
 }

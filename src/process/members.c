@@ -80,8 +80,16 @@ int uvt__members_known_empty(uvt__proc_t *p) {
   if (!p->session_gone && p->pid > 0 && p->reaped &&
       number_free(p->procs, p->pid))
     p->session_gone = 1;
-  return p->session_gone && p->esc_n == 0 &&
-         (!p->cg || !uvt__cg_populated(&p->cgroup));
+  if (!p->session_gone || p->esc_n > 0)
+    return 0;
+  /* Nothing can enter an empty group of a task with no process left: once
+   * seen empty, it stays (one file read, not one per look). */
+  if (p->cg && !p->cgroup.empty) {
+    if (uvt__cg_populated(&p->cgroup))
+      return 0;
+    p->cgroup.empty = 1;
+  }
+  return 1;
 }
 
 /* ---- the table of tracked sessions (by leader pid = session id) ------- */

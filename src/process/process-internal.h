@@ -160,11 +160,22 @@ typedef struct {
   uvt_process_limits_t limits;
   uint64_t oom_base; /* the counters when the task got the group */
   uint64_t pids_base;
+  int written; /* a pooled group whose files hold these limits */
+  int based;   /* oom_base and pids_base came with it from the pool */
+  int final;   /* the task settled with nothing left in the group: the
+                  counters below are the group's last */
+  uint64_t oom_last;
+  uint64_t pids_last;
+  unsigned exists; /* bits: hierarchies a pooled group is known in */
+  int empty;       /* seen empty with nothing left to enter it: final */
 } uvt__cg_t;
 
 /* What a group's limits did (uvt__cg_events): counters since the group
  * was made (compare with oom_base and pids_base), its peak memory (bytes,
- * 0 if unknown) and CPU time (microseconds, UINT64_MAX if unknown). */
+ * 0 if unknown) and CPU time (microseconds, UINT64_MAX if unknown).  Only
+ * what the group limits is read (a file read each): the memory counters
+ * with a memory limit, pids_max with a process limit, cpu_usec with a CPU
+ * limit; the rest stays 0 (cpu_usec UINT64_MAX). */
 typedef struct {
   uint64_t oom_kills; /* processes the OOM killer ended in it */
   uint64_t pids_max;  /* forks refused at pids.max */
@@ -176,6 +187,9 @@ typedef struct {
 typedef struct {
   char name[16];
   unsigned mask;
+  uvt_process_limits_t limits; /* what its files hold */
+  int based;                   /* its counters are known: */
+  uint64_t oom, pids;
 } uvt__cgfree_t;
 
 /* The registry's directories (in uvt__procs_t). */

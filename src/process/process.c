@@ -621,6 +621,8 @@ static void limits_detail(uvt__proc_t *p, uvt_outcome_t *o, char *detail,
 
   if (!p->cg || uvt__cg_events(&p->cgroup, &ev) != 0)
     return;
+  p->cgroup.oom_last = ev.oom_kills;
+  p->cgroup.pids_last = ev.pids_max;
   ooms =
       ev.oom_kills > p->cgroup.oom_base ? ev.oom_kills - p->cgroup.oom_base : 0;
   refused =
@@ -707,6 +709,10 @@ static void settle(uvt__proc_t *p) {
       snprintf(detail + used, sizeof(detail) - used,
                "; %d process%s still running", left, left == 1 ? "" : "es");
   }
+  /* A group with nothing left keeps these counts as its last (cgroup.c:
+   * the pool hands them to the next task as its base). */
+  if (p->cg && !p->not_started && uvt__members_known_empty(p))
+    p->cgroup.final = 1;
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
    * it to later reads, uvt_process_read() through the layout (P-RES-1). */
