@@ -28,13 +28,18 @@
  * counts as a member only while that is sure (P-KILL-3): the session id
  * has not been reused (no process has the leader's pid) and the process
  * started no earlier than the leader.  Where the host enabled it with
- * uvt_process_cgroups(), a task is also its own cgroup v2 group, and what
- * left the session is stopped through that group.  Without it (the
- * default, and on a host that cannot create groups) a process that left
- * the session on purpose (`setsid cmd &`, a daemon that double-forks into
- * a new session), and whatever it starts, is out of reach: the task ends
- * without it and disposal cannot find it.  Without /proc only the leader's
- * group is reached.
+ * uvt_process_cgroups() (or the task has limits, L-LIM-1), a task is also
+ * its own cgroup, and what left the session is stopped through that
+ * group.  Without it (the default, and on a host that cannot create
+ * groups) a process that left the session on purpose (`setsid cmd &`, a
+ * daemon that double-forks into a new session) is still the task's while
+ * it descends from it (S-11): a kill walks the leader's children before it
+ * signals, every pass over /proc follows parent links out of the session,
+ * and what was found once (pid and start time, and its session) stays the
+ * task's after its parent dies and it is re-parented.  What left before
+ * anything looked, and whose parent is gone, is out of reach (see
+ * uvt_process_orphans() for a host that wants it stopped at its end).
+ * Without /proc only the leader's group is reached.
  *
  * The leader is reaped by the library (waitpid on its pid, woken by a
  * pidfd; where pidfds are unavailable, by one SIGCHLD watch per registry
@@ -240,8 +245,9 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * the user may read except the hidden paths; a Unix socket elsewhere on
  * the file system (the system bus, a database's; those under /tmp are
  * out of reach, /tmp being private) can still be connected to; and it
- * adds no limit on CPU, memory or processes (a
- * cgroup does that: uvt_process_cgroups()). */
+ * adds no limit on CPU, memory or processes (`limits` does that, L-LIM-1:
+ * a sandboxed task takes them too, and cannot raise them, the cgroup
+ * files being read-only inside). */
 #define UVT_SANDBOX_FS_READONLY 0  /* only writable[] and /tmp */
 #define UVT_SANDBOX_FS_WORKSPACE 1 /* cwd, writable[] and /tmp */
 #define UVT_SANDBOX_NET_NONE 0     /* no network, loopback included */
@@ -604,15 +610,21 @@ UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
                                        const uvt_agent_t *caller);
 
 /* Contain every task this registry starts from now on in a cgroup v2
- * group of its own as well as its session (P-KILL-5), so that a kill, the
- * runtime limit and disposal also stop what left the session (`setsid cmd
- * &`, a daemon that double-forks): SIGTERM to every process of the group,
- * SIGKILL through its cgroup.kill.  Off unless asked for: the child must
- * enter its group before it execs, so such a spawn forks instead of using
- * posix_spawn (on the spawner thread; the host's page tables are copied,
- * slower with a large heap) and pays a cgroup migration (about 120 us of
- * kernel time); and only the owner of a cgroup subtree (a delegated
- * systemd unit, a container's own hierarchy) may create groups in it.
+ * group of its own as well as its session (P-KILL-5, S-11), so that a
+ * kill, the runtime limit and disposal also stop what left the session
+ * (`setsid cmd &`, a daemon that double-forks): SIGTERM to every process
+ * of the group, SIGKILL through its cgroup.kill.
+ *
+ * Off unless asked for (S-11: the C and Node APIs keep it opt-in because
+ * it costs more than a tenth of the spawn rate; uvtasks-mcp turns it on).
+ * The child enters its group before it execs, from a clone that shares
+ * the spawner thread's memory (as posix_spawn's, so the host's size does
+ * not matter) rather than posix_spawn itself, and each task's first
+ * process costs the kernel a set of links to its groups; empty groups are
+ * reused rather than removed.  Measured on this project's 2-core runner:
+ * 0.67x to 0.82x of the plain rate (docs/performance.md).  And only the
+ * owner of a cgroup subtree (a delegated systemd unit, a container's own
+ * hierarchy) may create groups in it.
  *
  * The registry gets a directory `uvtasks-<pid>-<n>` in `parent_dir` (a
  * cgroup v2 directory the host may write; NULL = the host's own cgroup,
@@ -620,8 +632,9 @@ UVT_EXTERN int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
  * group in it, removed when the task is freed; the directory is removed
  * at registry close (a warning is logged if something was left).  The
  * child enters its group before it execs, so everything the command
- * starts is in it.  A task whose group could not be made or entered runs
- * without one (logged once per registry).  uvt_process_leftovers() counts
+ * starts is in it.  A task whose group could not be made runs without one
+ * (logged once per registry); one whose child could not enter it is a
+ * failed spawn ("spawn failed: NAME"), never a run outside it.  uvt_process_leftovers() counts
  * the group's processes too.
  *
  * Returns 0, UV_EINVAL (NULL reg), UV_EALREADY (enabled before),
@@ -679,8 +692,8 @@ UVT_EXTERN int uvt_process_orphans(uvt_registry_t *reg);
  * host's own children (clone(2) with CLONE_PARENT), so every clause of
  * the process producer holds unchanged: the same sessions, stdio, pty,
  * environment, cwd, descriptor hygiene (0..2 only), start errors, reaping
- * and kills.  A task with a cgroup of its own (uvt_process_cgroups()) is
- * still spawned by the spawner thread itself, as is every task once the
+ * and kills.  A task with a cgroup of its own (uvt_process_cgroups(),
+ * limits) is still spawned by the spawner thread itself, as is every task once the
  * helper has died (it is noticed by the next spawn; a spawn it had in
  * hand is finished by the thread, or adopted if the helper had made the
  * child).  The helper ends at registry close, at end of file on its

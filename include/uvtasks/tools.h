@@ -3,10 +3,12 @@
  * A uvt_tools_t attaches a control surface to a registry and offers its
  * tools to a host that talks to a model:
  *
- *   run_in_background  command, cwd?, label?, stdin?, tty?, merge_stderr?
+ *   run_in_background  command, cwd?, label?, stdin?, tty?, merge_stderr?,
+ *                      memory_mb?, max_processes?, cpu_percent?
  *                                               -> the new task id
  *   run_command        command, cwd?, timeout_ms?, yield_ms?, max_bytes?,
- *                      stdin (text)?, merge_stderr?
+ *                      stdin (text)?, merge_stderr?, memory_mb?,
+ *                      max_processes?, cpu_percent?
  *                                               -> its output, status line
  *   task_output        task_id, wait?, timeout_ms?, max_bytes?
  *                                               -> new output, status line
