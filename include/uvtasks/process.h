@@ -658,7 +658,8 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * what is missing, cut to `size` - 1 bytes), UV_EINVAL (NULL reg or
  * limits, memory_bytes below 1 MiB, cpu_percent above 102400),
  * UVT_ECLOSING, UV_ENOMEM.
- * Ownership: `why` is the caller's.  Thread: the loop thread. */
+ * Ownership: `why` is the caller's.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_limits_check(uvt_registry_t *reg,
                                         const uvt_process_limits_t *limits,
                                         char *why, size_t size);
@@ -679,7 +680,8 @@ UVT_EXTERN int uvt_process_limits_check(uvt_registry_t *reg,
  *
  * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING, UV_ENOMEM.
  * Ownership: nothing is allocated for the caller.  Thread: the loop
- * thread. */
+ * thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_orphans(uvt_registry_t *reg);
 
 /* The spawn helper on (`on` nonzero) or off for the registry's later
