@@ -675,8 +675,9 @@ UVT_EXTERN int uvt_process_limits_check(uvt_registry_t *reg,
  * what it started (re-parented in turn), so nothing a task started
  * outlives the host's end.  Call it once, after making the host a
  * subreaper and before the first task; a host that spawns children of
- * its own (Node's child_process) must not call it: they would be taken
- * for strays.
+ * its own (Node's child_process), or whose uvt_process_guardian() runs
+ * (the guardian is re-parented to a subreaper host), must not call it:
+ * they would be taken for strays.
  *
  * Returns 0, UV_EINVAL (NULL reg), UVT_ECLOSING, UV_ENOMEM.
  * Ownership: nothing is allocated for the caller.  Thread: the loop
