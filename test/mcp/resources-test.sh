@@ -127,7 +127,12 @@ start 2025-11-25 --no-cgroups
 call 1 run_in_background "{\"command\":\"setsid sleep ${marker}7 </dev/null >/dev/null 2>&1 & echo up; read x\",\"stdin\":true}" >/dev/null
 running "sleep ${marker}7"
 # A look that follows the task's descent (a signal to it: P-KILL-8).
-call 2 task_kill '{"task_id":"bash-1","signal":"SIGCONT"}' >/dev/null
+# (Until it is sent: before the spawn's answer there is no process yet.)
+for i in $(seq 20 60); do
+  out=$(call "$i" task_kill '{"task_id":"bash-1","signal":"SIGCONT"}')
+  [[ "$out" == *"Sent SIGCONT"* ]] && break
+  sleep 0.05
+done
 call 3 write_stdin '{"task_id":"bash-1","chars":"go\n"}' >/dev/null
 for _ in $(seq 1 500); do
   out=$(call 4 task_list '{}')
