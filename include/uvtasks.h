@@ -643,6 +643,15 @@ typedef struct {
    * calling the hook again; once it stops waiting, the release hook comes
    * next, and the producer must stop what is left on its own. */
   int (*quiesce)(uvt_task_t *t);
+  /* Optional, stream kinds only (P-OUT-6, v4).  Work can still write after
+   * the task ended (a process task's leftovers keep its pipes): append
+   * what arrived since the last call to `out` and consume it.  A read of
+   * the ended task (uvt_read()) calls it after handing over the
+   * remainder, every time, never before the outcome is recorded and never
+   * after release.  On an error nothing may be consumed (what it appended
+   * is taken back); the read then returns without those bytes, which stay
+   * for the next read.  Loop thread. */
+  int (*read_late)(uvt_task_t *t, uvt_buf_t *out);
 } uvt_hooks_t;
 
 /* What a producer declares before its work starts. */
@@ -770,7 +779,10 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
 /* Read the task's output (R-READ-1..3): a stream kind returns what was
  * produced since the previous read and consumes it; a final kind returns
  * nothing while live and its whole output once terminal, on every read.  A
- * read that finds the task terminal marks it reported.
+ * read that finds the task terminal marks it reported.  For a stream kind
+ * with a read_late hook (the process producer, P-OUT-6), the reads of the
+ * ended task also return what its work wrote after the end (a process
+ * task's leftovers holding its pipes), after the remainder.
  * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN
  * (the task is owned and `caller` is of another session, or NULL, or a
  * disposed agent: a NULL caller reads unowned tasks only, R-OWN-2;

@@ -48,6 +48,17 @@ int uvt__hook_read(uvt_task_t *t, uvt_buf_t *out) {
   return err;
 }
 
+int uvt__hook_read_late(uvt_task_t *t, uvt_buf_t *out) {
+  int err;
+  if (t->hooks.read_late == NULL || t->release_called)
+    return 0;
+  if (!enter(t, UVT__HOOK_READ))
+    return UV_EBUSY;
+  err = t->hooks.read_late(t, out);
+  leave(t, UVT__HOOK_READ);
+  return err;
+}
+
 int uvt__hook_quiesce(uvt_task_t *t) {
   int r;
   if (!enter(t, UVT__HOOK_QUIESCE))

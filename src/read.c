@@ -111,20 +111,31 @@ int uvt_read(uvt_registry_t *reg, const char *id, const uvt_agent_t *caller,
      * (R-READ-2). */
     size_t from = t->hooks.read_output != NULL ? t->output_pos : 0;
     size_t len = t->output_len - from;
-    char *text = uvt__malloc(len + 1);
-    if (text == NULL)
-      return UV_ENOMEM;
+    size_t before;
     if (len > 0)
-      memcpy(text, t->output + from, len);
-    text[len] = '\0';
+      err = uvt_buf_append(&buf, t->output + from, len);
+    else
+      err = uvt_buf_append(&buf, "", 1); /* the block, and its NUL */
+    if (err != 0) {
+      uvt__free(buf.base);
+      return err;
+    }
+    buf.len = len;
     err = uvt_task_remainder_take(t, t->hooks.read_output != NULL,
                                   &out->snapshot);
     if (err != 0) {
-      uvt__free(text);
+      uvt__free(buf.base);
       return err;
     }
-    out->text = text;
-    out->len = len;
+    /* P-OUT-6: then what the work wrote after its end (a process task's
+     * leftovers).  A failed late read takes back what it appended: those
+     * bytes stay for the next read, the remainder is this read's. */
+    before = buf.len;
+    if (t->hooks.read_output != NULL && uvt__hook_read_late(t, &buf) != 0)
+      buf.len = before;
+    buf.base[buf.len] = '\0';
+    out->text = buf.base;
+    out->len = buf.len;
     return 0;
   }
 

@@ -369,6 +369,8 @@ static inline int uvt__in_hook(const uvt_task_t *t, unsigned hook) {
 int uvt__hook_cancel(uvt_task_t *t, const char *reason, int *joined);
 /* The read_output hook (non-NULL); UV_EBUSY while it runs. */
 int uvt__hook_read(uvt_task_t *t, uvt_buf_t *out);
+/* P-OUT-6: the read_late hook, if any (0 without one). */
+int uvt__hook_read_late(uvt_task_t *t, uvt_buf_t *out);
 /* The quiesce hook (non-NULL); 1 ("in progress") while it runs. */
 int uvt__hook_quiesce(uvt_task_t *t);
 /* The settled hook, if any, unless released. */

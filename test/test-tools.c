@@ -2885,18 +2885,23 @@ static int left_gone(void *arg) {
 static void test_leftovers_in_texts(void **state) {
   /* The `timeout` shape waits until timeout has started its child, so the
    * count (2) is known. */
+  /* P-OUT-6: a leftover that holds the task's output says so. */
   static const struct {
     const char *cmd;
     const char *left;
     const char *pronoun;
     const char *stopping;
   } cases[] = {
-      {"sleep 300 & echo started", "1 process", "it", "1 process"},
-      {"set -m; sleep 300 & echo started", "1 process", "it", "1 process"},
+      {"sleep 300 & echo started",
+       "1 process still running (their output is still read)", "it",
+       "1 process"},
+      {"set -m; sleep 300 & echo started",
+       "1 process still running (their output is still read)", "it",
+       "1 process"},
       {"nohup timeout 3600 sleep 999 >/dev/null 2>&1 & while [ -z \"$(cat "
        "/proc/$!/task/$!/children 2>/dev/null)\" ]; do sleep 0.01; done; "
        "echo started",
-       "2 processes", "them", "2 processes"},
+       "2 processes still running", "them", "2 processes"},
   };
   tfix_t t;
   rec_t r;
@@ -2915,7 +2920,7 @@ static void test_leftovers_in_texts(void **state) {
     fixture_run_until(&t.f, notice_seen, &t);
     assert_int_equal(t.notices, 1);
     snprintf(want, sizeof(want),
-             "[status: completed, exit code: 0; %s still running; task_kill "
+             "[status: completed, exit code: 0; %s; task_kill "
              "bash-1 stops %s]",
              cases[i].left, cases[i].pronoun);
     assert_true(ends_with(t.notice, want));
@@ -2925,7 +2930,7 @@ static void test_leftovers_in_texts(void **state) {
     assert_true(strncmp(r.text, "started\n[status:", 16) == 0);
     call(&t, &r, &t.a, "task_list", NULL);
     snprintf(want, sizeof(want),
-             "bash-1  bash  completed (exit code: 0; %s still running; "
+             "bash-1  bash  completed (exit code: 0; %s; "
              "task_kill bash-1 stops %s)",
              cases[i].left, cases[i].pronoun);
     assert_non_null(strstr(r.text, want));
@@ -2934,8 +2939,8 @@ static void test_leftovers_in_texts(void **state) {
     a.command = "sleep 300 & echo two";
     call(&t, &r, &t.a, "run_command", &a);
     assert_string_equal(r.text, "two\n[status: completed, exit code: 0; 1 "
-                                "process still running; task_kill bash-2 "
-                                "stops it]");
+                                "process still running (their output is "
+                                "still read); task_kill bash-2 stops it]");
     /* Stopped: the lines say what it left has ended. */
     a = args_id("bash-1");
     call(&t, &r, &t.a, "task_kill", &a);
@@ -2979,7 +2984,7 @@ static void test_leftover_leaves_session(void **state) {
    * writes its pid and becomes `sleep` in a session of its own. */
   snprintf(cmd, sizeof(cmd),
            "sh -c 'read x < %s/go; echo $$ > %s/pid.tmp; mv %s/pid.tmp "
-           "%s/pid; exec setsid sleep 300' & echo started",
+           "%s/pid; exec setsid sleep 300 >/dev/null 2>&1' & echo started",
            dir, dir, dir, dir);
   tfix_init(&t);
   uvt_tools_args_init(&a);
@@ -2989,7 +2994,8 @@ static void test_leftover_leaves_session(void **state) {
   a = args_id("bash-1");
   call(&t, &r, &t.a, "task_output", &a);
   assert_true(ends_with(r.text, "[status: completed, exit code: 0; 1 process "
-                                "still running; task_kill bash-1 stops it]"));
+                                "still running (their output is still "
+                                "read); task_kill bash-1 stops it]"));
   fd = open(path, O_WRONLY);
   assert_true(fd >= 0);
   assert_int_equal(write(fd, "x\n", 2), 2);

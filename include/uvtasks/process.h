@@ -751,6 +751,26 @@ UVT_EXTERN int uvt_process_spawn_helper(uvt_registry_t *reg, int on);
 UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
                                      const uvt_agent_t *caller);
 
+/* P-OUT-6 (v4): whether the ended task's output is still read.  A task
+ * that ended on its own while what it left running (`server &`) holds its
+ * stdout or stderr (or its terminal) settles `drain_ms` after its leader's
+ * exit without closing them: the leftovers write on (no SIGPIPE or EPIPE
+ * from us), what they write is kept (capped like any output, drops
+ * counted, on_drop called) and uvt_read() and uvt_process_read() of the
+ * ended task return it.  The pipes close at their end of file (the last
+ * holder exited), at a kill of the ended task (uvt_kill(), P-KILL-6: what
+ * they still hold is read first), when the record is dropped (forget,
+ * disposal, registry close), and at once for a task that was killed or
+ * hit its runtime limit.  on_output is not called after the end (P-EVT-1).
+ *
+ * Returns 1 (ended, and a stream is still open and read), 0 (running,
+ * ended with its streams closed, or a kill of the ended task is stopping
+ * what holds them), UV_EINVAL (NULL reg or id, not a process
+ * task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UVT_ETHREAD.
+ * Ownership: nothing is allocated.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_reading(uvt_registry_t *reg, const char *id,
+                                   const uvt_agent_t *caller);
+
 /* Send `signum` to every process of a live task's session (P-KILL-8), as
  * a terminal's Ctrl-C (SIGINT) or a supervisor's reload (SIGHUP) would:
  * the leader's process group at once, the session's other groups (`set

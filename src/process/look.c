@@ -76,6 +76,22 @@ int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
   return 0;
 }
 
+int uvt_process_reading(uvt_registry_t *reg, const char *id,
+                        const uvt_agent_t *caller) {
+  uvt_task_t *t;
+  uvt__proc_t *p;
+  int err;
+
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  if (reg == NULL || id == NULL)
+    return UV_EINVAL;
+  err = uvt__proc_lookup(reg, id, caller, &t, &p);
+  if (err != 0)
+    return err;
+  return uvt__proc_lingering(p);
+}
+
 const char *uvt_process_cgroup_dir(uvt_registry_t *reg) {
   uvt__procs_t *ps;
 

@@ -239,6 +239,10 @@ typedef struct {
   int closed;  /* uv_close called: no more bytes will arrive */
   int paused;  /* P-OUT-4: not read while its unread bytes are at the cap */
   int drained; /* the drain read it: its cap no longer applies */
+  /* P-OUT-6: still open when the drain time passed (what the task left
+   * running holds it): it does not hold the task up, and is read on past
+   * the settle until its end of file, a kill, or the record's release. */
+  int linger;
 } uvt__stream_t;
 
 /* Input bytes waiting for the pipe or terminal (stdin.c). */
@@ -350,6 +354,7 @@ struct uvt__proc_s {
   uint64_t drain_ms;
   uint64_t max_runtime_ms;
 
+  unsigned lingering; /* streams open with `linger` set (P-OUT-6) */
   unsigned live;    /* UVT__H_* handles initialised, uv_close not called */
   unsigned closing; /* handles whose close callback has not run */
 
@@ -395,6 +400,11 @@ void uvt__proc_resume(uvt__proc_t *p);
 /* Has the task reached quiescence (it is closing its last handles, or
  * settled)?  Then it takes no more input. */
 int uvt__proc_ending(const uvt__proc_t *p);
+/* P-OUT-6: 1 while the ended task's output is still read (a stream
+ * lingers) and no kill of it is stopping what holds it; a lingering
+ * stream whose every holder is gone is read to its end and closed
+ * first. */
+int uvt__proc_lingering(uvt__proc_t *p);
 /* The close callback of every handle of a task. */
 void uvt__proc_on_close(uv_handle_t *h);
 

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -156,7 +157,8 @@ static void closed(uvt__proc_t *p, uv_handle_t *h) {
   if (h == (uv_handle_t *)&p->kill_timer)
     p->kill_timer_closing = 0;
   p->closing--;
-  if (p->closing == 0 && p->finishing && !p->settled)
+  /* P-OUT-6: a stream that lingers does not hold the settle up. */
+  if (p->closing == p->lingering && p->finishing && !p->settled)
     settle(p);
   maybe_free(p);
 }
@@ -193,6 +195,10 @@ static void close_stream(uvt__stream_t *s) {
     return;
   s->open = 0;
   s->closed = 1;
+  if (s->linger) {
+    s->linger = 0;
+    s->proc->lingering--;
+  }
   if (s->tty)
     uv_close((uv_handle_t *)&s->tty_poll, on_tty_close);
   else
@@ -207,10 +213,16 @@ static int kill_pending(uvt__proc_t *p) {
          !uvt__members_known_empty(p);
 }
 
-/* Quiescence (P-END-1): leader reaped and both pipes closed; close what is
- * left and settle when the last close callback has run. */
+/* A stream the task waits for: open, and not lingering (P-OUT-6). */
+static int holds_up(const uvt__stream_t *s) {
+  return s->open && !s->linger;
+}
+
+/* Quiescence (P-END-1): leader reaped and both pipes closed (or lingering
+ * past the drain, P-OUT-6); close what is left and settle when the last
+ * close callback has run. */
 static void maybe_finish(uvt__proc_t *p) {
-  if (p->finishing || !p->reaped || p->out.open || p->err.open)
+  if (p->finishing || !p->reaped || holds_up(&p->out) || holds_up(&p->err))
     return;
   /* P-KILL-7: a kill ends with nothing of the task left; the kill timer
    * (or a pass finding the session empty) calls again. */
@@ -244,7 +256,9 @@ static size_t read_room(uvt__stream_t *s, char **at) {
   size_t n;
 
   if (p->backpressure && !s->drained)
-    want = s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len : want;
+    want = s->buf.len >= s->buf.cap         ? 0
+           : s->buf.cap - s->buf.len < want ? s->buf.cap - s->buf.len
+                                            : want;
   if (want == 0)
     return 0;
   n = s->buf.alloc == 0 ? 0 : uvt__outbuf_space(&s->buf, want, at);
@@ -382,20 +396,17 @@ void uvt__proc_resume(uvt__proc_t *p) {
   resume_stream(&p->err);
 }
 
-/* Read what the pipe holds now, without waiting, then close it.  With
- * output_backpressure the cap no longer holds here: what the pipe still
- * holds (at most DRAIN_LIMIT) is kept beyond it, so no byte that reached
- * the pipe is lost (P-OUT-4); a writer still writing after that gets EPIPE
- * when the pipe closes. */
-static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
+/* Read what the pipe holds now, without waiting (at most DRAIN_LIMIT).
+ * With output_backpressure the cap no longer holds here: what the pipe
+ * holds is kept beyond it, so no byte that reached the pipe is lost
+ * (P-OUT-4).  Returns 1 when the read found the end of file. */
+static int drain_read(uvt__proc_t *p, uvt__stream_t *s) {
   uv_os_fd_t fd = s->fd;
   size_t total = 0;
-  ssize_t n;
+  ssize_t n = -1;
   char *at;
   size_t room;
 
-  if (!s->open)
-    return;
   if (p->backpressure) {
     s->drained = 1;
     s->buf.cap = s->buf.len + DRAIN_LIMIT;
@@ -416,14 +427,98 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
   }
   if (total > 0)
     uvt__notify_output(p);
+  /* A terminal whose every slave descriptor closed reads EIO. */
+  return n == 0 || (n < 0 && errno == EIO);
+}
+
+/* Read what the pipe holds now, then close it; a writer still writing
+ * after that gets EPIPE. */
+static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
+  if (!s->open)
+    return;
+  drain_read(p, s);
   close_stream(s);
+}
+
+/* P-OUT-6: may the task settle with its pipes still open?  Only a task
+ * that ended on its own (no kill, no runtime limit, no stop asked for at
+ * its settle) whose host is not taking it down: the pipes are then held by
+ * what it left running, which must not get SIGPIPE from us. */
+static int may_linger(uvt__proc_t *p) {
+  return !p->kill_requested && !p->stop_at_settle && !p->released &&
+         !p->not_started && p->pid > 0 && p->task != NULL &&
+         !uvt_task_host_leaving(p->task) &&
+         (p->procs == NULL || !p->procs->closing);
+}
+
+static void linger(uvt__proc_t *p, uvt__stream_t *s) {
+  size_t cap = s->buf.cap;
+
+  if (!s->open || s->linger)
+    return;
+  if (p->backpressure) {
+    /* P-OUT-4, as at a drain: what the pipe holds now is kept beyond the
+     * cap.  Then the cap holds again: the holders wait in write until a
+     * read makes room, and no byte is dropped. */
+    if (drain_read(p, s)) {
+      close_stream(s);
+      return;
+    }
+    s->drained = 0;
+    s->buf.cap = cap;
+    maybe_pause(s);
+  }
+  s->linger = 1;
+  p->lingering++;
+}
+
+/* P-OUT-6: the lingering streams' end (a kill of the ended task, its
+ * disposal): what their pipes hold now is read, then they close. */
+static void end_linger(uvt__proc_t *p) {
+  if (p->out.linger)
+    drain_stream(p, &p->out);
+  if (p->err.linger)
+    drain_stream(p, &p->err);
+}
+
+int uvt__proc_lingering(uvt__proc_t *p) {
+  uvt__stream_t *ss[2] = {&p->out, &p->err};
+  struct pollfd pfd;
+  uv_os_fd_t fd;
+  int i;
+
+  for (i = 0; i < 2; i++) {
+    if (!ss[i]->linger)
+      continue;
+    fd = ss[i]->fd;
+    if (!ss[i]->tty && uv_fileno((uv_handle_t *)&ss[i]->pipe, &fd) != 0)
+      continue;
+    /* Every holder gone: the end of file is due, but the loop has not
+     * read it yet.  Read what is left and close now, so that the answer
+     * is true at once. */
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR)))
+      drain_stream(p, ss[i]);
+  }
+  /* A kill of the ended task closes them once its processes are gone
+   * (quiesce_done): from the kill on they are not "still read". */
+  return p->settled && p->lingering > 0 && !p->quiescing;
 }
 
 static void on_drain_timer(uv_timer_t *timer) {
   uvt__proc_t *p = timer->data;
 
-  drain_stream(p, &p->out);
-  drain_stream(p, &p->err);
+  if (may_linger(p)) {
+    /* P-OUT-6: what still holds a pipe (a `server &`) writes on; the pipe
+     * is read as before, and the task settles without waiting for it. */
+    linger(p, &p->out);
+    linger(p, &p->err);
+  } else {
+    drain_stream(p, &p->out);
+    drain_stream(p, &p->err);
+  }
   maybe_finish(p);
 }
 
@@ -715,9 +810,12 @@ static void settle(uvt__proc_t *p) {
     p->cgroup.final = 1;
   o.detail = detail;
   /* The unread remainder becomes the outcome's output; the registry serves
-   * it to later reads, uvt_process_read() through the layout (P-RES-1). */
-  if (uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1, grow_sink, &g,
-                          &p->fin) == 0) {
+   * it to later reads, uvt_process_read() through the layout (P-RES-1).
+   * P-OUT-6: while a stream lingers, what is unread stays in the streams
+   * and every read of the ended task takes it from there (hook_late), so
+   * the bytes written after the end follow in order. */
+  if (p->lingering == 0 && uvt__output_collect(&p->out.buf, 1, &p->err.buf, 1,
+                                               grow_sink, &g, &p->fin) == 0) {
     o.output = g.base;
     o.output_len = g.len;
     p->fin_ok = 1;
@@ -725,13 +823,15 @@ static void settle(uvt__proc_t *p) {
   /* P-EVT-1: nothing is announced from the terminal transition on. */
   uvt__notify_cancel(p);
   /* Issue #12: what the task buffered goes back once the burst is over. */
-  uvt__trim_note(p->procs, p->out.buf.alloc);
-  uvt__trim_note(p->procs, p->err.buf.alloc);
+  if (p->lingering == 0) {
+    uvt__trim_note(p->procs, p->out.buf.alloc);
+    uvt__trim_note(p->procs, p->err.buf.alloc);
+    uvt__outbuf_free(&p->out.buf);
+    uvt__outbuf_free(&p->err.buf);
+    uvt__free(p->scratch);
+    p->scratch = NULL;
+  }
   uvt__trim_note(p->procs, g.cap);
-  uvt__outbuf_free(&p->out.buf);
-  uvt__outbuf_free(&p->err.buf);
-  uvt__free(p->scratch);
-  p->scratch = NULL;
   p->settled = 1;
   uvt_task_settle(p->task, &o);
   uvt__free(g.base);
@@ -804,11 +904,34 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
   return err;
 }
 
+/* P-OUT-6: an ended task's reads after the remainder: what its lingering
+ * streams got since (and what they held at the settle). */
+static int hook_late(uvt_task_t *t, uvt_buf_t *out) {
+  uvt__proc_t *p = uvt_task_arg(t);
+  size_t before = out->len;
+  int err;
+
+  if (!p->settled)
+    return 0;
+  err = uvt__output_collect(&p->out.buf, p->out.closed, &p->err.buf,
+                            p->err.closed, buf_sink, out, NULL);
+  if (err != 0) {
+    out->len = before;
+    return err;
+  }
+  uvt__trim_note(p->procs, out->len - before);
+  uvt__proc_resume(p);
+  return 0;
+}
+
 /* ---- what an ended task left running (P-KILL-4, P-KILL-6) -------------- */
 
 static void quiesce_done(uvt__proc_t *p) {
   p->quiescing = 0;
   close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
+  /* P-OUT-6: nothing of the task is left to write (one that left its
+   * session on purpose is cut off here). */
+  end_linger(p);
   uvt_task_quiescent(p->task);
 }
 
@@ -845,8 +968,12 @@ static int hook_quiesce(uvt_task_t *t) {
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
-  if (!p->settled || p->pid <= 0 || uvt__members_known_empty(p))
+  if (!p->settled)
     return 0;
+  if (p->pid <= 0 || uvt__members_known_empty(p)) {
+    end_linger(p); /* P-OUT-6: a holder outside the session */
+    return 0;
+  }
   /* A stop begun by the task itself (a kill that came while it drained,
    * P-KILL-7) is the one the registry waits for: it calls
    * uvt_task_quiescent() when it is over. */
@@ -883,6 +1010,11 @@ static void hook_release(uvt_task_t *t) {
   size_t len;
 
   p->released = 1;
+  /* P-OUT-6: nobody reads a dropped record. */
+  if (p->out.linger)
+    close_stream(&p->out);
+  if (p->err.linger)
+    close_stream(&p->err);
   /* The registry frees the outcome's text with the record. */
   (void)uvt_task_remainder_peek(t, &text, &len);
   uvt__trim_note(p->procs, len);
@@ -1132,6 +1264,7 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
 
   hooks->cancel = hook_cancel;
   hooks->read_output = hook_read;
+  hooks->read_late = hook_late;
   hooks->release = hook_release;
   hooks->quiesce = hook_quiesce;
   return 0;

@@ -86,6 +86,51 @@ static int read_ended(uvt_task_t *t, uvt__proc_t *p, uvt_process_read_t *out) {
   return 0;
 }
 
+/* Room for `n` more bytes and a NUL at the end of *block (*len bytes). */
+static int reserve(char **block, size_t len, size_t n) {
+  char *b = uvt__realloc(*block, len + n + 1);
+
+  if (b == NULL)
+    return UV_ENOMEM;
+  *block = b;
+  return 0;
+}
+
+static void append(char *block, size_t *len, const char *bytes, size_t n) {
+  memcpy(block + *len, bytes, n);
+  *len += n;
+  block[*len] = '\0';
+}
+
+/* P-OUT-6: after the remainder, what the ended task's lingering streams
+ * got since (uvt_process_reading()).  Nothing is consumed on error. */
+static int read_late(uvt__proc_t *p, uvt_process_read_t *out) {
+  uvt__split_t sp;
+  int err;
+
+  if (!p->settled || (p->out.buf.len == 0 && p->out.buf.dropped == 0 &&
+                      p->err.buf.len == 0 && p->err.buf.dropped == 0))
+    return 0;
+  /* A read hands out at most what a stream holds: room first, so that
+   * nothing can fail once the split consumed it. */
+  if (reserve(&out->out, out->out_len, p->out.buf.len) != 0 ||
+      reserve(&out->err, out->err_len, p->err.buf.len) != 0)
+    return UV_ENOMEM;
+  memset(&sp, 0, sizeof(sp));
+  err = uvt__output_split(&p->out.buf, p->out.closed, &p->err.buf,
+                          p->err.closed, &sp);
+  if (err != 0)
+    return err;
+  append(out->out, &out->out_len, sp.bytes[0], sp.len[0]);
+  append(out->err, &out->err_len, sp.bytes[1], sp.len[1]);
+  out->out_dropped += sp.dropped[0];
+  out->err_dropped += sp.dropped[1];
+  uvt__free(sp.bytes[0]);
+  uvt__free(sp.bytes[1]);
+  uvt__proc_resume(p);
+  return 0;
+}
+
 int uvt_process_read(uvt_registry_t *reg, const char *id,
                      const uvt_agent_t *caller, uvt_process_read_t *out) {
   /* P-THREAD-1: before anything is touched. */
@@ -103,6 +148,8 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
     return err;
   if (uvt_status_is_terminal(uvt_task_status(t))) {
     err = read_ended(t, p, out);
+    if (err == 0)
+      err = read_late(p, out);
     if (err != 0)
       uvt_process_read_cleanup(out);
     return err;

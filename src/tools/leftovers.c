@@ -34,6 +34,7 @@ void uvt__tools_detail(uvt_tools_t *tools, const uvt_agent_t *caller,
   char base[512];
   size_t len;
   int left = -1;
+  int reading;
 
   if (snap->detail == NULL)
     return;
@@ -55,10 +56,20 @@ void uvt__tools_detail(uvt_tools_t *tools, const uvt_agent_t *caller,
   /* The count now (a pass over /proc unless the session is known empty;
    * an error, for a task that is not a process task, says nothing). */
   left = uvt_process_leftovers(tools->registry, snap->id, caller);
+  /* P-OUT-6: their output is kept, and the model should know it. */
+  reading =
+      left >= 0 && uvt_process_reading(tools->registry, snap->id, caller) == 1;
   if (left > 0)
-    uvt__text_printf(t, "; %d process%s still running; task_kill %s stops %s",
-                     left, left == 1 ? "" : "es", snap->id,
+    uvt__text_printf(t, "; %d process%s still running%s; task_kill %s stops %s",
+                     left, left == 1 ? "" : "es",
+                     reading ? " (their output is still read)" : "", snap->id,
                      left == 1 ? "it" : "them");
+  else if (reading)
+    /* Held by a process that left the session (setsid, a daemon). */
+    uvt__text_printf(t,
+                     "; a process it started still holds its output, which "
+                     "is still read; task_kill %s closes it",
+                     snap->id);
   else if (left == 0 && len != strlen(snap->detail))
     /* Without cgroups the session is all that is seen: a member that
      * called setsid() is out of sight, not necessarily ended. */
