@@ -4084,6 +4084,268 @@ static void test_process_drop_exact(void **state) {
   free(full);
 }
 
+/* P-OUT-7 with M-TOOLS-10: when the cap's drop cuts a UTF-8 character,
+ * the read skips the rest of it (P-OUT-3) and counts it as dropped; those
+ * bytes reach on_drop too, so on_drop's bytes and the read's are the whole
+ * output.  Every width (2, 3, 4 bytes) at a 1000-byte cap, which cuts a
+ * character of each (1000 is no multiple of 3, and 1000 - 2 of 4: the
+ * sizes below end where the cap's start falls inside one), on stdout and
+ * stderr. */
+static void test_process_drop_utf8(void **state) {
+  static const char *const chars[] = {"\xc3\xa9", "\xe2\x82\xac",
+                                      "\xf0\x9f\x98\x80"};
+  static const size_t count[] = {30001, 20000, 15001};
+  fixture_t f;
+  uvt_process_options_t po;
+  uvt_process_read_t r;
+  drops_t d;
+  char id[UVT_ID_MAX];
+  char cmd[160];
+  char *full;
+  size_t w;
+  size_t n;
+  size_t i;
+  int e;
+
+  (void)state;
+  fixture_init(&f, NULL);
+  drops_init(&d, &f, 200000);
+  full = malloc(200000);
+  assert_non_null(full);
+  for (e = 0; e < 2; e++) {
+    for (w = 0; w < 3; w++) {
+      const char *bytes;
+      size_t len;
+      uint64_t dropped;
+      size_t cw = strlen(chars[w]);
+
+      n = count[w] * cw;
+      for (i = 0; i < count[w]; i++)
+        memcpy(full + i * cw, chars[w], cw);
+      /* The character is written with printf's octal escapes. */
+      snprintf(cmd, sizeof(cmd),
+               "c=$(printf '%s'); yes \"$c\" | tr -d '\\n' | head -c %zu%s",
+               w == 0   ? "\\303\\251"
+               : w == 1 ? "\\342\\202\\254"
+                        : "\\360\\237\\230\\200",
+               n, e ? " >&2" : "");
+      uvt_process_options_init(&po);
+      po.command = cmd;
+      po.output_cap_bytes = 1000;
+      po.on_drop = drop_rec;
+      po.on_drop_data = &d;
+      d.len = 0;
+      assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
+      d.id = id;
+      fixture_run_until(&f, task_ended, &d);
+      assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
+      bytes = e == 0 ? r.out : r.err;
+      len = e == 0 ? r.out_len : r.err_len;
+      dropped = e == 0 ? r.out_dropped : r.err_dropped;
+      /* A whole number of characters, the last ones. */
+      assert_true(len > 0 && len % cw == 0);
+      assert_memory_equal(bytes, full + n - len, len);
+      assert_int_equal(dropped, n - len);
+      /* on_drop got every byte the read did not show, in order. */
+      assert_int_equal(d.len, n - len);
+      assert_memory_equal(d.got, full, d.len);
+      uvt_process_read_cleanup(&r);
+      assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+    }
+  }
+  fixture_close(&f);
+  free(d.got);
+  free(full);
+}
+
+/* ---------------------------------------------------------------------- */
+/* P-OUT-7: one UTF-8-safe path for every read and result size             */
+
+/* A call's whole result text (rec_t keeps at most 40000 bytes). */
+typedef struct {
+  uvt_tools_call_t req;
+  int calls;
+  int is_error;
+  char *text;
+  size_t len;
+} bigrec_t;
+
+static void bigrec_cb(uvt_tools_call_t *req, int status) {
+  bigrec_t *r = req->data;
+  assert_int_equal(status, 0);
+  r->calls++;
+  r->is_error = req->is_error;
+  r->text = malloc(req->len + 1);
+  assert_non_null(r->text);
+  memcpy(r->text, req->text, req->len);
+  r->text[req->len] = '\0';
+  r->len = req->len;
+  uvt_tools_call_cleanup(req);
+}
+
+static int bigrec_done(void *arg) {
+  return ((bigrec_t *)arg)->calls > 0;
+}
+
+static void call_big(tfix_t *t, bigrec_t *r, const char *name,
+                     const uvt_tools_args_t *a) {
+  memset(r, 0, sizeof(*r));
+  r->req.data = r;
+  assert_int_equal(
+      uvt_tools_call(&t->tools, &r->req, &t->a, name, a, bigrec_cb), 0);
+  fixture_run_until(&t->f, bigrec_done, r);
+}
+
+/* Valid UTF-8 without a U+FFFD: no character was split or replaced. */
+static int utf8_whole(const char *s, size_t n) {
+  size_t i;
+
+  for (i = 0; i + 3 <= n; i++)
+    if (memcmp(s + i, "\xef\xbf\xbd", 3) == 0)
+      return 0;
+  return uvt_tools_utf8_repair(s, n, NULL) == n;
+}
+
+/* A file of `p` bytes "x", then `count` copies of `ch`. */
+static void utf8_file(const char *path, size_t p, const char *ch, size_t count,
+                      char **bytes, size_t *len) {
+  size_t cw = strlen(ch);
+  size_t i;
+  FILE *f;
+
+  *len = p + count * cw;
+  *bytes = malloc(*len + 1);
+  assert_non_null(*bytes);
+  memset(*bytes, 'x', p);
+  for (i = 0; i < count; i++)
+    memcpy(*bytes + p + i * cw, ch, cw);
+  (*bytes)[*len] = '\0';
+  f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(*bytes, 1, *len, f), *len);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* P-OUT-7: each width (2, 3 and 4 bytes) at every phase (a prefix of 0..3
+ * ASCII bytes), so that characters straddle the ring's first size (4
+ * KiB), the read chunk and landing block (64 KiB) and each doubling:
+ *  - run_command's one read at the end, past 64 KiB with max_bytes big
+ *    enough for all: the exact bytes;
+ *  - task_output reads of a task written in 4097-byte blocks while it
+ *    runs: together, the exact bytes;
+ *  - an output cap of an odd size that cuts a character, and a max_bytes
+ *    cut inside one long line: whole characters only. */
+static void test_utf8_boundaries(void **state) {
+  static const char *const chars[] = {"\xc3\xa9", "\xe4\xbd\xa0",
+                                      "\xf0\x9f\x98\x80"};
+  char dir[] = "/tmp/uvt-utf8-XXXXXX";
+  char path[64];
+  char cmd[128];
+  uvt_tools_options_t to;
+  uvt_tools_args_t a;
+  bigrec_t r;
+  tfix_t t;
+  char *want;
+  char *got;
+  size_t len;
+  size_t got_len;
+  size_t w;
+  size_t p;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/out", dir);
+  tfix_init(&t);
+  for (w = 0; w < 3; w++) {
+    for (p = 0; p < 4; p++) {
+      utf8_file(path, p, chars[w], 70000 / strlen(chars[w]), &want, &len);
+      /* One read at the end. */
+      snprintf(cmd, sizeof(cmd), "cat %s", path);
+      uvt_tools_args_init(&a);
+      a.command = cmd;
+      a.max_bytes = 400000;
+      call_big(&t, &r, "run_command", &a);
+      assert_int_equal(r.is_error, 0);
+      assert_true(r.len > len);
+      assert_memory_equal(r.text, want, len);
+      assert_string_equal(r.text + len, "\n[status: completed, exit code: 0]");
+      free(r.text);
+      /* Reads in pieces while it runs. */
+      snprintf(cmd, sizeof(cmd), "dd if=%s bs=4097 2>/dev/null", path);
+      uvt_tools_args_init(&a);
+      a.command = cmd;
+      call_big(&t, &r, "run_in_background", &a);
+      free(r.text);
+      got = malloc(4 * len + 64);
+      assert_non_null(got);
+      got_len = 0;
+      for (;;) {
+        const char *st;
+        uvt_tools_args_t o;
+        char id[32];
+        int ended;
+
+        snprintf(id, sizeof(id), "bash-%zu", 2 * (w * 4 + p) + 2);
+        o = args_id(id);
+        o.max_bytes = 400000;
+        o.timeout_ms = 5;
+        call_big(&t, &r, "task_output", &o);
+        st = strstr(r.text, "[status: ");
+        assert_non_null(st);
+        ended = strncmp(st, "[status: completed", 18) == 0;
+        assert_true(utf8_whole(r.text, r.len));
+        if (strncmp(r.text, "(no new output)\n", 16) != 0 &&
+            strncmp(r.text, "(waited", 7) != 0) {
+          size_t n = (size_t)(st - r.text);
+          const char *wt = strstr(r.text, "(waited ");
+          if (wt != NULL && wt < st)
+            n = (size_t)(wt - r.text);
+          assert_true(got_len + n <= 4 * len + 64);
+          memcpy(got + got_len, r.text, n);
+          got_len += n;
+        }
+        free(r.text);
+        if (ended)
+          break;
+      }
+      /* A read that ends inside the line shows it as it is then, and the
+       * next one shows it again from the terminal filter's segment start
+       * (M-TOOLS-7): the reads hold the bytes, with repeats and line ends
+       * of the filter's; each read is whole characters only. */
+      assert_true(utf8_whole(got, got_len));
+      assert_true(got_len >= len);
+      free(got);
+      free(want);
+    }
+  }
+  tfix_close(&t);
+
+  /* The cap and max_bytes cut inside a character: whole ones only. */
+  uvt_tools_options_init(&to);
+  to.output_cap_bytes = 50001;
+  tfix_init_opts(&t, NULL, &to);
+  for (w = 0; w < 3; w++) {
+    utf8_file(path, 1, chars[w], 150000 / strlen(chars[w]), &want, &len);
+    snprintf(cmd, sizeof(cmd), "cat %s", path);
+    uvt_tools_args_init(&a);
+    a.command = cmd;
+    a.max_bytes = 400000;
+    call_big(&t, &r, "run_command", &a);
+    assert_true(utf8_whole(r.text, r.len));
+    assert_non_null(strstr(r.text, " bytes dropped ...]"));
+    free(r.text);
+    a.max_bytes = 10001;
+    call_big(&t, &r, "run_command", &a);
+    assert_true(utf8_whole(r.text, r.len));
+    assert_non_null(strstr(r.text, " left out"));
+    free(r.text);
+    free(want);
+  }
+  tfix_close(&t);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_json),
@@ -4154,6 +4416,8 @@ int main(void) {
       cmocka_unit_test(test_m_tools_11_screen),
       cmocka_unit_test(test_process_head_drop_merge),
       cmocka_unit_test(test_process_drop_exact),
+      cmocka_unit_test(test_process_drop_utf8),
+      cmocka_unit_test(test_utf8_boundaries),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -50,8 +50,14 @@ void mcp_rpc_send(mcp_server_t *server, json_t *msg) {
 
   if (msg == NULL || rpc_batch_take(server, msg))
     return;
-  /* M-MCP-8: a NUL in a string travels as \u0000 (jansson escapes it). */
-  s = json_dumps(msg, JSON_COMPACT | JSON_REAL_PRECISION(12));
+  /* M-MCP-8: a NUL in a string travels as \u0000 (jansson escapes it).
+   * P-OUT-7: every character beyond ASCII travels as \uXXXX (a surrogate
+   * pair beyond U+FFFF), so the line is ASCII: a client that decodes each
+   * piece it reads from the pipe on its own (64 KiB at a time, as Node's
+   * `data` events come) cannot split a character, whatever the size of
+   * the answer. */
+  s = json_dumps(msg,
+                 JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
   json_decref(msg);
   if (s == NULL) {
     fprintf(stderr, "uvtasks-mcp: could not encode a message\n");

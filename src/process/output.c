@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "leaf/utf8.h"
 #include "process-internal.h"
 
 /* First allocation of a ring; it doubles from here up to the cap. */
@@ -218,37 +219,18 @@ void uvt__outbuf_commit(uvt__outbuf_t *b, size_t n) {
   b->len += n;
 }
 
-static int is_cont(unsigned char c) {
-  return (c & 0xC0) == 0x80;
-}
-
-/* Length of the sequence a lead byte announces; 1 for anything else. */
-static size_t seq_len(unsigned char c) {
-  if (c >= 0xC2 && c <= 0xDF)
-    return 2;
-  if (c >= 0xE0 && c <= 0xEF)
-    return 3;
-  if (c >= 0xF0 && c <= 0xF4)
-    return 4;
-  return 1;
-}
-
 /* How many trailing bytes of [from, len) form an incomplete sequence that
- * more bytes could complete. */
+ * more bytes could complete (P-OUT-3: the one rule of leaf/utf8.h, on the
+ * ring's last bytes). */
 static size_t incomplete_tail(const uvt__outbuf_t *b, size_t from) {
-  size_t i;
-  unsigned char c;
+  unsigned char last[3];
   size_t avail = b->len - from;
+  size_t n = avail < 3 ? avail : 3;
+  size_t i;
 
-  for (i = 1; i <= 3 && i <= avail; i++) {
-    c = byte_at(b, b->len - i);
-    if (is_cont(c))
-      continue;
-    if (seq_len(c) > i)
-      return i;
-    return 0;
-  }
-  return 0;
+  for (i = 0; i < n; i++)
+    last[i] = byte_at(b, b->len - n + i);
+  return uvt__utf8_incomplete(last, n);
 }
 
 typedef struct {
@@ -260,7 +242,8 @@ typedef struct {
 static void plan_stream(const uvt__outbuf_t *b, int final, plan_t *p) {
   p->skip = 0;
   if (b->cut)
-    while (p->skip < 3 && p->skip < b->len && is_cont(byte_at(b, p->skip)))
+    while (p->skip < 3 && p->skip < b->len &&
+           uvt__utf8_is_cont(byte_at(b, p->skip)))
       p->skip++;
   p->emit = b->len - p->skip;
   if (!final)
@@ -306,20 +289,14 @@ static int emit_first(const uvt__outbuf_t *b, const plan_t *p,
                       uvt__sink_fn sink, void *ctx) {
   size_t shown = 0;
   size_t i;
-  unsigned char c;
   int err;
 
   if (!b->was_read && b->first_len > 0 && p->dropped > 0) {
     shown = b->first_len < p->dropped ? b->first_len : (size_t)p->dropped;
     /* A character cut at the end waits for nothing: it goes. */
-    for (i = 1; i <= 3 && i <= shown; i++) {
-      c = (unsigned char)b->first[shown - i];
-      if (is_cont(c))
-        continue;
-      if (seq_len(c) > i)
-        shown -= i;
-      break;
-    }
+    i = shown < 3 ? shown : 3;
+    shown -=
+        uvt__utf8_incomplete((const unsigned char *)b->first + shown - i, i);
   }
   /* Whole lines where there is one: the rest counts as dropped, so no
    * newline is added to the stream's own bytes. */
@@ -341,6 +318,17 @@ static int emit_first(const uvt__outbuf_t *b, const plan_t *p,
 
 static void consume(uvt__outbuf_t *b, const plan_t *p) {
   size_t n = p->skip + p->emit;
+  char cut[3];
+  size_t i;
+
+  /* P-OUT-7: the rest of a character a drop cut is counted as dropped
+   * (plan_stream); with on_drop it is handed on like the rest of the drop
+   * (M-TOOLS-10), so nothing of the output is lost. */
+  if (p->skip > 0 && b->spill != NULL) {
+    for (i = 0; i < p->skip; i++)
+      cut[i] = (char)byte_at(b, i);
+    b->spill(b->spill_ctx, cut, p->skip);
+  }
 
   if (n > 0 || p->dropped > 0) {
     b->was_read = 1;

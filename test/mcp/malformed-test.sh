@@ -160,10 +160,11 @@ check "logging/setLevel" '{"jsonrpc":"2.0","id":24,"method":"logging/setLevel","
 check "logging/setLevel with a bad level" '{"jsonrpc":"2.0","id":25,"method":"logging/setLevel","params":{"level":"loud"}}' 25 '"code":-32602'
 check "tools/list" '{"jsonrpc":"2.0","id":26,"method":"tools/list"}' 26 '"name":"run_in_background"' '"name":"task_output"' '"name":"task_list"' '"name":"task_kill"' '"inputSchema"'
 
-# Invalid UTF-8 in command output becomes U+FFFD in valid UTF-8 text.
+# Invalid UTF-8 in command output becomes U+FFFD in valid UTF-8 text (on
+# the wire as \ufffd: P-OUT-7 keeps every line ASCII).
 check "run_in_background" '{"jsonrpc":"2.0","id":27,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"printf '"'"'\\xff\\xfeok'"'"'"}}}' 27 'Started bash-1.'
 check "invalid UTF-8 output is repaired" '{"jsonrpc":"2.0","id":28,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true,"timeout_ms":10000}}}' \
-  28 $'\xef\xbf\xbd\xef\xbf\xbdok\\n[status: completed, exit code: 0]'
+  28 '\uFFFD\uFFFDok\n[status: completed, exit code: 0]'
 if printf '%s' "$REPLY_LINE" | iconv -f UTF-8 -t UTF-8 >/dev/null 2>&1; then
   ok "the answer is valid UTF-8"
 else
@@ -288,7 +289,7 @@ check "keep-finished: lookups say so" '{"jsonrpc":"2.0","id":6,"method":"tools/c
 # A finished task whose group still has a member is kept, so that the end
 # of the session still stops that member (P-KILL-4).
 check "keep-finished: a task leaving a survivor" '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"sleep 30 & echo $!"}}}' 7 'Started bash-3.'
-check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0; 1 process still running; task_kill bash-3 stops it]'
+check "keep-finished: its end is seen" '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-3","wait":true}}}' 8 '[status: completed, exit code: 0; 1 process still running (their output is still read); task_kill bash-3 stops it]'
 # (After any notices: the result may begin with them, M-MCP-11.)
 pid=$(printf '%s' "$REPLY_LINE" | grep -o '[0-9][0-9]*\\n\[status' | sed 's/\\.*//')
 check "keep-finished: one more task" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 9 'Started bash-4.'
@@ -309,7 +310,7 @@ fi
 start_server --keep-finished 1
 check "left: initialize" '{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 99 '"result"'
 check "left: a set -m job" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"set -m; sleep 300 & echo $!"}}}' 1 'Started bash-1.'
-check "left: its end names the job" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 '[status: completed, exit code: 0; 1 process still running; task_kill bash-1 stops it]'
+check "left: its end names the job" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-1","wait":true}}}' 2 '[status: completed, exit code: 0; 1 process still running (their output is still read); task_kill bash-1 stops it]'
 pid1=$(printf '%s' "$REPLY_LINE" | sed -n 's/.*"text":"\([0-9][0-9]*\)\\n.*/\1/p')
 check "left: nohup timeout" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"nohup timeout 3600 sleep 999 >/dev/null 2>&1 & p=$!; while [ -z \"$(cat /proc/$p/task/$p/children 2>/dev/null)\" ]; do sleep 0.01; done; echo $p"}}}' 3 'Started bash-2.'
 check "left: its end names timeout and its child" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-2","wait":true}}}' 4 '[status: completed, exit code: 0; 2 processes still running; task_kill bash-2 stops them]'
@@ -318,7 +319,7 @@ for i in 5 7 9; do
   check "left: another task" '{"jsonrpc":"2.0","id":'"$i"',"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo x'"$i"'"}}}' "$i" 'x'"$i"'\n[status: completed, exit code: 0]'
   check "left: and another" '{"jsonrpc":"2.0","id":'"$((i + 1))"',"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"}}}' "$((i + 1))" '[status: completed, exit code: 0]'
 done
-check "left: both are kept and listed with their count" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_list"}}' 11 'bash-1  bash  completed (exit code: 0; 1 process still running; task_kill bash-1 stops it)' 'bash-2  bash  completed (exit code: 0; 2 processes still running; task_kill bash-2 stops them)'
+check "left: both are kept and listed with their count" '{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"task_list"}}' 11 'bash-1  bash  completed (exit code: 0; 1 process still running (their output is still read); task_kill bash-1 stops it)' 'bash-2  bash  completed (exit code: 0; 2 processes still running; task_kill bash-2 stops them)'
 if [ -n "$pid1" ] && alive "$pid1" && [ -n "$pid2" ] && alive "$pid2"; then
   ok "left: the set -m job $pid1 and timeout $pid2 still run"
 else
@@ -337,8 +338,8 @@ fi
 # P-LEFT-1: processes left by ended tasks count toward --max-tasks.
 start_server --max-tasks 2
 check "max-tasks: initialize" '{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}' 99 '"result"'
-check "max-tasks: a task that leaves a job" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 300 & echo a"}}}' 1 'a\n[status: completed, exit code: 0; 1 process still running; task_kill bash-1 stops it]'
-check "max-tasks: another" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 300 & echo b"}}}' 2 'b\n[status: completed, exit code: 0; 1 process still running; task_kill bash-2 stops it]'
+check "max-tasks: a task that leaves a job" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 300 & echo a"}}}' 1 'a\n[status: completed, exit code: 0; 1 process still running (their output is still read); task_kill bash-1 stops it]'
+check "max-tasks: another" '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"sleep 300 & echo b"}}}' 2 'b\n[status: completed, exit code: 0; 1 process still running (their output is still read); task_kill bash-2 stops it]'
 check "max-tasks: the third start is refused" '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_in_background","arguments":{"command":"echo c"}}}' 3 '"isError":true' 'Not started: you already have the most running tasks allowed (2, counting ended tasks whose processes still run)'
 check "max-tasks: a kill of the first stops its job" '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"task_kill","arguments":{"task_id":"bash-1"}}}' 4 'stopping the 1 process it left running'
 started=0
