@@ -4159,6 +4159,108 @@ static void test_process_drop_utf8(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* M-TOOLS-18: errors that tell the truth                                  */
+
+static int bash1_ended(void *arg) {
+  tfix_t *t = arg;
+  uvt_snapshot_t s;
+  int done;
+
+  assert_int_equal(uvt_get(t->f.reg, "bash-1", &t->a, &s), 0);
+  done = uvt_status_is_terminal(s.status);
+  uvt_snapshot_cleanup(&s);
+  return done;
+}
+
+/* A write or a Ctrl-C to a task that ended says it ended, whatever the
+ * task was started with: never that it should be restarted with stdin.  A
+ * Ctrl-C to a live task started without stdin interrupts it (SIGINT), as
+ * it does one with stdin (M-TOOLS-14). */
+static void test_write_ended_truth(void **state) {
+  static const char ended[] =
+      "Nothing was sent: bash-%d has ended, so it takes no more input%s. "
+      "task_output shows what it printed last.\n[status: completed, exit "
+      "code: 0]";
+  uvt_tools_args_t a;
+  char want[300];
+  char id[UVT_ID_MAX];
+  tfix_t t;
+  rec_t r;
+  int i;
+  (void)state;
+
+  tfix_init(&t);
+  uvt_tools_args_init(&a);
+  a.command = "echo done";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  fixture_run_until(&t.f, bash1_ended, &t);
+  start_interactive(&t, &r, "exit 0", START_STDIN, id);
+  run_until_settled(&t, &t.a, id);
+  for (i = 1; i <= 2; i++) {
+    char task[16];
+    snprintf(task, sizeof(task), "bash-%d", i);
+    write_stdin(&t, &r, task, "x\n", -1, -1);
+    assert_int_equal(r.is_error, 1);
+    snprintf(want, sizeof(want), ended, i, "");
+    assert_string_equal(r.text, want);
+    write_stdin(&t, &r, task, "\x03", -1, -1);
+    assert_int_equal(r.is_error, 1);
+    snprintf(want, sizeof(want), ended, i,
+             " and there is nothing to interrupt");
+    assert_string_equal(r.text, want);
+    assert_null(strstr(r.text, "stdin"));
+  }
+  /* A live task without stdin: Ctrl-C is SIGINT. */
+  uvt_tools_args_init(&a);
+  a.command = "trap 'echo got-int; exit 3' INT; echo ready; sleep 30 & wait";
+  call(&t, &r, &t.a, "run_in_background", &a);
+  {
+    char all[256] = "";
+    size_t n = 0;
+    while (strstr(all, "ready") == NULL) {
+      uvt_tools_args_t o = args_id("bash-3");
+      o.timeout_ms = 100;
+      call(&t, &r, &t.a, "task_output", &o);
+      n += (size_t)snprintf(all + n, sizeof(all) - n, "%s", r.text);
+      assert_true(n < sizeof(all) - 1);
+    }
+  }
+  write_stdin(&t, &r, "bash-3", "\x03", 10000, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_non_null(strstr(r.text, "got-int"));
+  tfix_close(&t);
+}
+
+/* A write_stdin to a terminal program that ends with a lone ESC waits for
+ * the program to act on it: a program that, like vim, waits a moment for
+ * the rest of an escape sequence before it takes ESC alone (here 300 ms,
+ * longer than write_stdin's default yield of 250 ms) has acted by the
+ * time the answer comes. */
+static void test_write_lone_esc(void **state) {
+  tfix_t t;
+  rec_t r;
+  char id[UVT_ID_MAX];
+  (void)state;
+
+  tfix_init(&t);
+  start_interactive(&t, &r,
+                    "python3 -c 'import os, select, sys, tty\n"
+                    "tty.setraw(0)\n"
+                    "os.write(1, b\"mode: insert\\r\\n> \")\n"
+                    "while True:\n"
+                    "    if os.read(0, 1) == b\"\\x1b\" and not "
+                    "select.select([0], [], [], 0.3)[0]:\n"
+                    "        os.write(1, b\"mode: normal\\r\\n> \")\n'",
+                    START_TTY, id);
+  write_stdin(&t, &r, id, "", 10000, -1);
+  assert_non_null(strstr(r.text, "mode: insert"));
+  write_stdin(&t, &r, id, "\x1b", -1, -1);
+  assert_int_equal(r.is_error, 0);
+  assert_non_null(strstr(r.text, "mode: normal"));
+  tfix_close(&t);
+}
+
+/* ---------------------------------------------------------------------- */
 /* P-OUT-7: one UTF-8-safe path for every read and result size             */
 
 /* A call's whole result text (rec_t keeps at most 40000 bytes). */
@@ -4418,6 +4520,8 @@ int main(void) {
       cmocka_unit_test(test_process_drop_exact),
       cmocka_unit_test(test_process_drop_utf8),
       cmocka_unit_test(test_utf8_boundaries),
+      cmocka_unit_test(test_write_ended_truth),
+      cmocka_unit_test(test_write_lone_esc),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)
     cmocka_set_test_filter(getenv("UVT_TEST_FILTER"));

@@ -1001,6 +1001,17 @@ UVT_EXTERN int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
                                         const uvt_agent_t *caller,
                                         size_t *bytes);
 
+/* M-TOOLS-18 (v4): why the last sandbox that could not be made here was
+ * refused (S-3: "no bwrap at ...", or what bwrap said when its probe
+ * failed, such as user namespaces refused), the reason uvt_process_start()
+ * logged with its UV_ENOTSUP, NUL-terminated in `buf` and cut to fit; ""
+ * when none was refused.  A surface puts it in its answer, so that the
+ * reason reaches whoever asked, not only the log.
+ * Returns 0, UV_EINVAL (NULL reg or buf, size 0), UVT_ETHREAD.
+ * Ownership: `buf` is the caller's.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_sandbox_why(uvt_registry_t *reg, char *buf,
+                                       size_t size);
+
 /* The registry's cgroup directory made by uvt_process_cgroups() (P-KILL-5,
  * M-MCP-15), or NULL when it has none (not enabled, or reg NULL).
  * Ownership: the string is the registry's; it lives until registry close.

@@ -135,6 +135,13 @@ extern "C" {
  * uvt_tools_call(). */
 #define UVT_TOOLS_WRITE_QUIET_MS 50
 
+/* M-TOOLS-18: a write_stdin to a terminal task whose chars end with a lone
+ * ESC waits at least this long (unless its yield_ms is 0): a terminal
+ * program acts on a lone ESC only after waiting for the rest of a possible
+ * escape sequence (vim's 'timeoutlen' is 1000 ms by default), and the
+ * answer is to show what it did. */
+#define UVT_TOOLS_WRITE_ESC_MS 1500
+
 /* M-TOOLS-10: the bytes one task's spill file may hold by default. */
 #define UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT (64ull * 1024 * 1024)
 

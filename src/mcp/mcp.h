@@ -172,6 +172,9 @@ typedef struct mcp_call_s {
   json_t *progress;     /* _meta.progressToken, or NULL (M-MCP-5) */
   uint64_t started_ms;  /* loop time of the request */
   uint64_t progress_ms; /* loop time of the last progress notification */
+  /* M-TOOLS-18: the task the call reads (task_output, write_stdin), so
+   * that its result does not also carry a notice of that task's end. */
+  char task_id[UVT_ID_MAX];
   struct mcp_call_s *next;
   struct mcp_call_s *prev;
 } mcp_call_t;
@@ -282,6 +285,10 @@ struct mcp_server_s {
   mcp_call_t *calls;
   mcp_notice_t *notices;
   mcp_notice_t *notices_tail;
+  /* M-TOOLS-18: while a result is built, the call whose result it is: its
+   * own text shows the end of the tasks it read, so their end notices
+   * stay out of it (and are spent). */
+  const mcp_call_t *result_call;
   int log_level;     /* index into the syslog level names; below it is quiet */
   int tasks_enabled; /* the negotiated revision has Tasks */
   int parsing_task_call; /* argument errors are JSON-RPC errors */

@@ -88,6 +88,10 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
       continue;
     ended--;
     total -= unread[i];
+    /* M-TOOLS-18: a task whose output was all read loses nothing by
+     * going: no notice names it. */
+    if (unread[i] == 0)
+      continue;
     dropped += unread[i];
     forgot++;
     if (f != NULL && forgot <= RETENTION_NAMED)

@@ -4,6 +4,7 @@
  * not through the producer's records.  Each is a thin wrapper over the
  * producer's own look, behind the loop-thread check and the registry's
  * fence (R-OWN-2). */
+#include <stdio.h>
 #include <string.h>
 
 #include "process-internal.h"
@@ -90,6 +91,20 @@ int uvt_process_reading(uvt_registry_t *reg, const char *id,
   if (err != 0)
     return err;
   return uvt__proc_lingering(p);
+}
+
+int uvt_process_sandbox_why(uvt_registry_t *reg, char *buf, size_t size) {
+  uvt__procs_t *ps;
+
+  if (buf != NULL && size > 0)
+    buf[0] = '\0';
+  /* P-THREAD-1: before anything is touched. */
+  UVT_LOOP_ONLY(reg);
+  if (reg == NULL || buf == NULL || size == 0)
+    return UV_EINVAL;
+  if (uvt__procs_get(reg, &ps) == 0)
+    snprintf(buf, size, "%s", ps->envc.sb_why);
+  return 0;
 }
 
 const char *uvt_process_cgroup_dir(uvt_registry_t *reg) {

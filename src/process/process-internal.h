@@ -493,6 +493,7 @@ typedef struct {
   const char *sb_path_seen; /* getenv("PATH") then */
   int sb_state[2];          /* its probe per network setting: 0 not run, 1 ok,
                                -1 refused (S-3) */
+  char sb_why[256];         /* why the last refusal (M-TOOLS-18), or "" */
 } uvt__envcache_t;
 
 /* The block for a start with option entries `extra` (NULL or empty: none),

@@ -408,10 +408,12 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
   if (err == UV_ENAMETOOLONG)
     return err;
   if (err != 0) {
-    uvt_log(reg, UVT_LOG_ERROR,
-            "sandbox unavailable: no bwrap at %s (install bubblewrap, or "
-            "point UVTASKS_BWRAP at it)",
-            bwrap);
+    /* M-TOOLS-18: kept for the tool result, not only logged. */
+    snprintf(c->sb_why, sizeof(c->sb_why),
+             "no bwrap at %s (install bubblewrap, or point UVTASKS_BWRAP at "
+             "it)",
+             bwrap);
+    uvt_log(reg, UVT_LOG_ERROR, "sandbox unavailable: %s", c->sb_why);
     return UV_ENOTSUP;
   }
   /* A different bwrap than the one probed: probe again. */
@@ -432,8 +434,10 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
     if (err == UV_ENOMEM)
       return err;
     c->sb_state[net] = err == 0 ? 1 : -1;
-    if (err != 0)
+    if (err != 0) {
+      snprintf(c->sb_why, sizeof(c->sb_why), "%s", why);
       uvt_log(reg, UVT_LOG_ERROR, "sandbox unavailable: %s", why);
+    }
   }
   return c->sb_state[net] > 0 ? 0 : UV_ENOTSUP;
 }

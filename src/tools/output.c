@@ -142,6 +142,63 @@ static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
   uvt__term_end(term, final ? UVT__TERM_FINAL : UVT__TERM_SHOW, t);
 }
 
+/* M-TOOLS-18: what programs print when a connection or a name lookup
+ * failed (curl, wget, git, pip, npm, Python, Node, ssh, the shell's
+ * /dev/tcp), matched without case. */
+static const char *const net_failures[] = {
+    "connection refused",
+    "network is unreachable",
+    "could not resolve",
+    "couldn't resolve",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "no address associated with hostname",
+    "failed to establish a new connection",
+    "getaddrinfo",
+    "enotfound",
+    "eai_again",
+    "unable to resolve host",
+    "network unreachable",
+};
+
+static int has_word(const char *s, size_t n, const char *w) {
+  size_t k = strlen(w);
+  size_t i;
+  size_t j;
+
+  for (i = 0; i + k <= n; i++) {
+    for (j = 0; j < k; j++) {
+      char c = s[i + j];
+      if (c >= 'A' && c <= 'Z')
+        c = (char)(c - 'A' + 'a');
+      if (c != w[j])
+        break;
+    }
+    if (j == k)
+      return 1;
+  }
+  return 0;
+}
+
+/* M-TOOLS-18: a command in a sandbox without network whose output says a
+ * connection failed gets a line saying why. */
+static void net_note(uvt_tools_t *tools, const char *s, size_t n,
+                     uvt__text_t *t) {
+  size_t i;
+
+  if (tools->sandbox_ == NULL ||
+      tools->sandbox_->network != UVT_SANDBOX_NET_NONE)
+    return;
+  for (i = 0; i < sizeof(net_failures) / sizeof(net_failures[0]); i++) {
+    if (has_word(s, n, net_failures[i])) {
+      uvt__text_str(t, "(this command runs in a sandbox without network: "
+                       "every connection, loopback included, fails; the "
+                       "server needs --allow-net to give it the network)\n");
+      return;
+    }
+  }
+}
+
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
                        size_t max_bytes, size_t max_lines, uvt__text_t *t) {
   int final = uvt_status_is_terminal(r->snapshot.status);
@@ -227,6 +284,7 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   } else {
     size_t cut[2];
     uvt__text_clip_lines(t, all.base, all.len, max_bytes, max_lines, cut);
+    net_note(tools, all.base, all.len, t);
     /* M-TOOLS-10: what was left out (and what the cap dropped) is kept. */
     uvt__spill_result(tools, id, all.base + cut[0], cut[1] - cut[0], t);
   }

@@ -93,10 +93,13 @@ int uvt__tools_ctrl_c(uvt_tools_call_t *req, const char *chars, size_t len) {
   if (len != 1 || chars[0] != '\x03')
     return 0;
   /* A terminal's line discipline turns the byte into SIGINT itself
-   * (P-PTY-1); a task without a stdin pipe gets the write's error. */
+   * (P-PTY-1).  Any other process task gets SIGINT, with a stdin pipe or
+   * without (M-TOOLS-18: a Ctrl-C is an interrupt, not input a task
+   * without stdin should be restarted for); another producer's task gets
+   * the write's error. */
   if (uvt_process_peek(req->tools->registry, req->task_id_, req->caller_,
                        &pk) != 0 ||
-      !pk.stdin_pipe)
+      pk.tty)
     return 0;
   /* M-TOOLS-14: a SIGINT that was not sent is not a success: a spawn
    * still out answers as task_kill's signal does, an ending task as a

@@ -199,11 +199,16 @@ static void text_start_error(uvt__text_t *t, int err, const char *cwd,
     uvt__text_oneline(t, why, sizeof(why));
     uvt__text_str(t, ".");
   } else if (err == UV_ENOTSUP) {
-    /* S-3, S-4: never run without the sandbox the server was given. */
+    /* S-3, S-4: never run without the sandbox the server was given;
+     * M-TOOLS-18: and say why, here, not only in the server's log. */
     uvt__text_str(t, "the sandbox this server runs commands in cannot be "
-                     "made on this machine (bubblewrap missing, or user "
-                     "namespaces refused; the server's log says which), so "
-                     "nothing was run.");
+                     "made on this machine, so nothing was run");
+    if (uvt_process_sandbox_why(registry, why, sizeof(why)) == 0 &&
+        why[0] != '\0') {
+      uvt__text_str(t, ": ");
+      uvt__text_oneline(t, why, sizeof(why));
+    }
+    uvt__text_str(t, ".");
   } else {
     uvt__text_printf(t, "%s (%s).", uvt_strerror(err), uvt_err_name(err));
   }

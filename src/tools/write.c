@@ -29,7 +29,7 @@ static void text_status_of(uvt_tools_call_t *req, const char *id,
 /* Why write_stdin could not write to `id` (uvt_process_write() said
  * `err`): a text a model can act on, then the status line. */
 static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
-                             size_t len, uvt__text_t *t) {
+                             const char *chars, size_t len, uvt__text_t *t) {
   uvt_snapshot_t snap;
   int ended;
 
@@ -37,7 +37,21 @@ static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
     uvt__tools_task_error(t, "write to", id, err);
     return;
   }
-  if (err == UV_EINVAL) {
+  /* M-TOOLS-18: a task that ended takes nothing, whatever it was started
+   * with: say that, not how to start one with stdin. */
+  memset(&snap, 0, sizeof(snap));
+  ended = uvt_get(req->tools->registry, id, req->caller_, &snap) == 0 &&
+          uvt_status_is_terminal(snap.status);
+  uvt_snapshot_cleanup(&snap);
+  if (ended && (err == UV_EINVAL || err == UV_EPIPE)) {
+    uvt__text_printf(t,
+                     "Nothing was sent: %s has ended, so it takes no more "
+                     "input%s. task_output shows what it printed last.",
+                     id,
+                     len == 1 && chars[0] == '\x03'
+                         ? " and there is nothing to interrupt"
+                         : "");
+  } else if (err == UV_EINVAL) {
     uvt__text_oneline(t, id, UVT_ID_MAX);
     uvt__text_str(t, " does not take input: it was started without stdin or "
                      "tty. To write to a command, start it with "
@@ -58,24 +72,13 @@ static void text_write_error(uvt_tools_call_t *req, const char *id, int err,
     uvt__text_str(t, " has not started its command yet; nothing was sent. "
                      "Try again in a moment.");
   } else if (err == UV_EPIPE) {
-    /* Ended, or only its input closed. */
-    memset(&snap, 0, sizeof(snap));
-    ended = uvt_get(req->tools->registry, id, req->caller_, &snap) == 0 &&
-            uvt_status_is_terminal(snap.status);
-    uvt_snapshot_cleanup(&snap);
-    if (ended) {
-      uvt__text_printf(t,
-                       "Nothing was sent: %s has ended, so it takes no more "
-                       "input. task_output shows what it printed last.",
-                       id);
-    } else {
-      uvt__text_printf(t,
-                       "Nothing was sent: the input of %s is closed "
-                       "(close_stdin ended it, or the program closed its "
-                       "stdin or exited). task_output reads its output, "
-                       "task_kill stops it.",
-                       id);
-    }
+    /* Only its input closed: it runs on. */
+    uvt__text_printf(t,
+                     "Nothing was sent: the input of %s is closed "
+                     "(close_stdin ended it, or the program closed its "
+                     "stdin or exited). task_output reads its output, "
+                     "task_kill stops it.",
+                     id);
   } else {
     uvt__text_str(t, "Nothing was sent to ");
     uvt__text_oneline(t, id, UVT_ID_MAX);
@@ -218,7 +221,7 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
       (err == UV_EPIPE || (err == UV_EINVAL && args->close_stdin != 1)))
     err = 0;
   if (err != 0) {
-    text_write_error(req, req->task_id_, err, len, &t);
+    text_write_error(req, req->task_id_, err, chars, len, &t);
     uvt__tools_result(req, &t, 1);
     return;
   }
@@ -239,6 +242,15 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
     uvt__tools_read_result(req, req->task_id_, 0, NULL);
     return;
   }
+  /* M-TOOLS-18: the answer is the program's reaction to the write.  A
+   * terminal program cannot act on a lone ESC at the end of its input
+   * until it has waited to see whether more bytes of an escape sequence
+   * follow (vim's 'timeoutlen', 1 s by default): the wait outlasts that,
+   * so the answer shows vim out of insert mode, not "-- INSERT --". */
+  if (len > 0 && chars[len - 1] == '\x1b' &&
+      yield_ms < UVT_TOOLS_WRITE_ESC_MS &&
+      uvt_process_peek(reg, req->task_id_, req->caller_, &pk) == 0 && pk.tty)
+    yield_ms = UVT_TOOLS_WRITE_ESC_MS;
   /* A write's answer is what comes after it: output unread before the
    * write does not end the wait early.  A poll (no chars, input left
    * open) asks for what is there: a prompt printed before the call

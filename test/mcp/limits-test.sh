@@ -331,4 +331,20 @@ else
 fi
 stop
 
+# M-TOOLS-18: tasks whose output was read to the end lose nothing when
+# they go: no "Forgot ... 0 unread bytes" notice on every call past
+# --keep-finished (there was one per call).
+start 2025-11-25 --keep-finished 2
+for i in $(seq 1 6); do
+  call "$i" run_command '{"command":"echo read"}' >/dev/null
+done
+out=$(call 100 task_list '{}')
+n=$(printf '%s' "$out" | grep -o 'bash-[0-9]*' | sort -u | wc -l)
+if [ "$n" -le 2 ] && ! grep -q 'Forgot' "$tmp/log"; then
+  ok "M-TOOLS-18: read tasks go without a notice ($n kept)"
+else
+  bad "M-TOOLS-18: read tasks go without a notice" "$(grep -o 'Forgot[^"]*' "$tmp/log" | head -2) $out"
+fi
+stop
+
 summary

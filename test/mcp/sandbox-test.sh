@@ -72,7 +72,13 @@ check "S-4: a refused write reads as such" "$(run 4 "echo x > $outside/escaped.t
 [ ! -e "$outside/escaped.txt" ] && ok "S-4: nothing was written outside" || bad "S-4: nothing was written outside"
 check "S-4: a refused connection reads as such" \
   "$(run 5 "exec 3<>/dev/tcp/127.0.0.1/$PORT && echo connected")" 5 \
-  'Connection refused' '!connected'
+  'Connection refused' '!connected' \
+  'this command runs in a sandbox without network'
+check "M-TOOLS-18: a failed name lookup says the network is off" \
+  "$(run 6 "python3 -c 'import socket; socket.getaddrinfo(\\\"example.com\\\", 80)'")" 6 \
+  'this command runs in a sandbox without network'
+check "M-TOOLS-18: output without a failed connection has no such note" \
+  "$(run 7 "echo fine")" 7 '!without network'
 stop_server
 
 # ---- read-only, network allowed, one writable directory -----------------
@@ -93,6 +99,8 @@ UVTASKS_BWRAP=/nonexistent/bwrap start_server --sandbox workspace --cwd "$tmp"
 init
 check "S-3: no bwrap is a tool error" "$(run 3 'echo ran > ran.txt')" 3 \
   '"isError":true' 'cannot be made on this machine'
+check "M-TOOLS-18: the tool result says why" "$(run 4 'echo ran > ran.txt')" 4 \
+  '"isError":true' 'no bwrap at /nonexistent/bwrap'
 [ ! -e "$tmp/ran.txt" ] && ok "S-3: nothing ran" || bad "S-3: nothing ran"
 stop_server
 grep -q 'no bwrap at /nonexistent/bwrap' "$tmp/stderr" && ok "S-3: the log says why" ||
