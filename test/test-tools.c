@@ -3666,101 +3666,245 @@ static char *slurp(const char *path, size_t *len) {
   return buf;
 }
 
-/* M-TOOLS-10: a result that leaves lines out names the task's file (0600,
- * in a 0700 directory) and the byte range, and the file holds exactly
- * what was left out; past the cap, the file also holds the dropped bytes,
- * the output's own first bytes on; a full file says so. */
-static void test_m_tools_10_spill(void **state) {
+/* M-TOOLS-17 (and M-TOOLS-10's bounds): the spill file is the task's raw
+ * output, once, in order, per stream, with no marker of ours, so line N of
+ * the file is line N of the output; a result that leaves lines out names
+ * the file and the lines and bytes left out, and those bytes of the file
+ * are exactly the lines; past the cap the file still holds every byte
+ * (the issue: ~3,100 lines twice and out of order, a line cut in two, a
+ * "dropped" marker for bytes that were there); a full file says so. */
+static void test_m_tools_17_spill(void **state) {
   tfix_t t;
   rec_t r;
   uvt_tools_args_t a;
   uvt_tools_options_t to;
   char dir[] = "/tmp/uvt-spill-XXXXXX";
   char path[256];
-  char want[512];
   char *full;
   char *file;
   const char *mark;
-  size_t n = 0, flen, head;
-  unsigned long long b0, b1, b2, b3, left;
+  size_t n = 0, flen;
+  unsigned long long l0, l1, b0, b1, d0, d1;
   struct stat st;
   int i;
 
   assert_non_null(mkdtemp(dir));
   full = malloc(200000 * 7 + 1);
   assert_non_null(full);
-  for (i = 1; i <= 5000; i++)
+  for (i = 1; i <= 200000; i++)
     n += (size_t)sprintf(full + n, "%d\n", i);
 
   uvt_tools_options_init(&to);
   to.spill_dir = dir;
   tfix_init_opts(&t, NULL, &to);
   uvt_tools_args_init(&a);
-  a.command = "seq 1 5000";
+  a.command = "seq 1 5000; echo err >&2";
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.is_error, 0);
   snprintf(path, sizeof(path), "%s/bash-1.log", dir);
-  mark = strstr(r.text, "\n[... ");
+  mark = strstr(r.text, "(the whole output is in ");
   assert_non_null(mark);
-  head = (size_t)(mark + 1 - r.text);
-  assert_int_equal(sscanf(mark + 1, "[... %llu bytes", &left), 1);
-  snprintf(want, sizeof(want),
-           "(kept in %s: bytes 0-%llu that this result left out)\n"
-           "[status: completed, exit code: 0]",
-           path, left - 1);
-  assert_true(ends_with(r.text, want));
+  assert_int_equal(strncmp(mark + 24, path, strlen(path)), 0);
+  assert_int_equal(sscanf(mark + 24 + strlen(path),
+                          ": this result left out its lines %llu-%llu, "
+                          "bytes %llu-%llu)",
+                          &l0, &l1, &b0, &b1),
+                   4);
+  /* The file is the raw stdout, once. */
   file = slurp(path, &flen);
-  assert_int_equal(flen, left);
-  assert_memory_equal(file, full + head, flen);
+  assert_int_equal(flen, 23894 - 1);
+  assert_memory_equal(file, full, flen);
+  /* Lines l0..l1 of the file are bytes b0..b1, and the result shows the
+   * lines before and after them. */
+  {
+    char want[64];
+    size_t off = 0;
+    unsigned long long line = 1;
+    while (line < l0)
+      off += strlen(full + off) - strlen(strchr(full + off, '\n')) + 1, line++;
+    assert_int_equal(off, b0);
+    snprintf(want, sizeof(want), "\n%llu\n[... ", l0 - 1);
+    assert_non_null(strstr(r.text, want));
+    snprintf(want, sizeof(want), "...]\n%llu\n", l1 + 1);
+    assert_non_null(strstr(r.text, want));
+    assert_int_equal(file[b1], '\n');
+  }
+  free(file);
+  /* stderr has a file of its own; 0600 in a 0700 directory. */
+  snprintf(path, sizeof(path), "%s/bash-1.stderr.log", dir);
+  file = slurp(path, &flen);
+  assert_int_equal(flen, 4);
+  assert_memory_equal(file, "err\n", 4);
   free(file);
   assert_int_equal(stat(path, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0600);
   assert_int_equal(stat(dir, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0700);
 
-  /* Past the 1 MiB cap: the dropped bytes are the output from its start
-   * (the 15 MB case is test/mcp/hosts-test.mjs's). */
-  a.command = "seq 1 200000"; /* 1.3 MB, past the 1 MiB cap */
+  /* Past the 1 MiB cap: the file is still every byte, in order; the note
+   * says which bytes the cap dropped (they are in the file). */
+  a.command = "seq 1 200000"; /* 1.3 MB */
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.is_error, 0);
   snprintf(path, sizeof(path), "%s/bash-2.log", dir);
-  mark = strstr(r.text, "(kept in ");
+  mark = strstr(r.text, "the output cap dropped its bytes ");
   assert_non_null(mark);
-  assert_int_equal(sscanf(mark + 9 + strlen(path),
-                          ": bytes %llu-%llu as the output cap dropped them; "
-                          "bytes %llu-%llu that this result left out)",
-                          &b0, &b1, &b2, &b3),
-                   4);
-  assert_int_equal(b0, 0);
-  assert_int_equal(b2, b1 + 1);
-  n = 0;
-  for (i = 1; i <= 200000; i++)
-    n += (size_t)sprintf(full + n, "%d\n", i);
+  assert_int_equal(
+      sscanf(mark, "the output cap dropped its bytes %llu-%llu", &d0, &d1), 2);
   file = slurp(path, &flen);
-  assert_int_equal(flen, b3 + 1);
-  assert_true(b1 > 100 * 1000);
-  assert_memory_equal(file, full, b1 + 1);
+  assert_int_equal(flen, n);
+  assert_memory_equal(file, full, n);
+  assert_true(d0 > 0 && d1 > d0 && d1 < n);
   free(file);
-  unlink(path);
-  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
-  unlink(path);
-  tfix_close(&t);
 
-  /* A bound: 1000 bytes, and the note says the rest is not kept. */
+  /* M-TOOLS-16 on a spill: a view of output past the cap reads what the
+   * cap dropped back from the file, so it sees every line. */
+  a.command = "seq 1 200000";
+  a.match = "^1234[0-9]$";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_non_null(strstr(r.text, "12340: 12340\n"));
+  assert_non_null(strstr(r.text, "12349: 12349\n[10 of 200000 lines match]\n"));
+  a.match = NULL;
+  tfix_close(&t);
+  /* M-MCP-16: the files go at detach (keep_spill: they stay). */
+  assert_int_equal(stat(path, &st), -1);
+
+  /* A bound: 1000 bytes, and the note says the file holds the beginning. */
   to.spill_max_bytes = 1000;
+  to.keep_spill = 1;
   tfix_init_opts(&t, NULL, &to);
   a.command = "seq 1 5000";
   call(&t, &r, &t.a, "run_command", &a);
-  assert_non_null(strstr(r.text, ": bytes 0-999 that this result left out; "
-                                 "the file is full at 1000 bytes, so some is "
-                                 "not kept)\n"));
+  assert_non_null(strstr(r.text, "; the file stopped at 1000 bytes (its "
+                                 "bound), so it holds the output's "
+                                 "beginning only)\n"));
+  tfix_close(&t);
   snprintf(path, sizeof(path), "%s/bash-1.log", dir);
   assert_int_equal(stat(path, &st), 0);
   assert_int_equal(st.st_size, 1000);
   unlink(path);
-  tfix_close(&t);
   assert_int_equal(rmdir(dir), 0);
   free(full);
+}
+
+/* S-7: a task (the same user) plants a symlink and a hard link at the
+ * names of its own spill files, and replaces the spill directory between
+ * two appends: nothing it points at is written, every byte goes to the
+ * file the tools made. */
+static void test_spill_s7(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char dir[] = "/tmp/uvt-s7-XXXXXX";
+  char spill[300];
+  char moved[300];
+  char victim[300];
+  char cmd[2048];
+  char path[400];
+  char *file;
+  size_t flen;
+  struct stat st;
+  int fd;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(spill, sizeof(spill), "%s/spill", dir);
+  snprintf(moved, sizeof(moved), "%s/moved", dir);
+  snprintf(victim, sizeof(victim), "%s/victim", dir);
+  fd = open(victim, O_WRONLY | O_CREAT, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "precious\n", 9), 9);
+  close(fd);
+  uvt_tools_options_init(&to);
+  to.spill_dir = spill;
+  to.keep_spill = 1;
+  tfix_init_opts(&t, NULL, &to);
+  /* Planted before the task's first byte: a symlink at bash-1.log and a
+   * hard link at bash-1.stderr.log, both to the victim. */
+  snprintf(path, sizeof(path), "%s/bash-1.log", spill);
+  assert_int_equal(symlink(victim, path), 0);
+  snprintf(path, sizeof(path), "%s/bash-1.stderr.log", spill);
+  assert_int_equal(link(victim, path), 0);
+  /* Between two appends the task moves the directory away and puts a
+   * symlink to the victim's directory in its place, then a symlink at its
+   * file's name there. */
+  snprintf(cmd, sizeof(cmd),
+           "echo one; echo e1 >&2; mv %s %s && ln -s %s %s && ln -sf %s "
+           "%s/bash-1.log; echo two; echo e2 >&2",
+           spill, moved, dir, spill, victim, dir);
+  uvt_tools_args_init(&a);
+  a.command = cmd;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  file = slurp(victim, &flen);
+  assert_int_equal(flen, 9);
+  assert_memory_equal(file, "precious\n", 9);
+  free(file);
+  assert_int_equal(lstat(victim, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  /* Every byte went to the files made, in the directory that was checked
+   * (now under its new name). */
+  snprintf(path, sizeof(path), "%s/bash-1.log", moved);
+  file = slurp(path, &flen);
+  assert_int_equal(flen, 8);
+  assert_memory_equal(file, "one\ntwo\n", 8);
+  free(file);
+  snprintf(path, sizeof(path), "%s/bash-1.stderr.log", moved);
+  file = slurp(path, &flen);
+  assert_int_equal(flen, 6);
+  assert_memory_equal(file, "e1\ne2\n", 6);
+  free(file);
+  tfix_close(&t);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int file_gone(void *arg) {
+  struct stat st;
+  return stat(arg, &st) != 0;
+}
+
+/* M-MCP-16: all the files together stay within spill_max_total: the
+ * oldest task's go first (never the one being written) and a notice to
+ * its owner says so; a forgotten task's files go with it. */
+static void test_spill_total(void **state) {
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  uvt_tools_options_t to;
+  char dir[] = "/tmp/uvt-total-XXXXXX";
+  char path[300];
+  struct stat st;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  uvt_tools_options_init(&to);
+  to.spill_dir = dir;
+  to.spill_max_total = 100000;
+  tfix_init_opts(&t, NULL, &to);
+  uvt_tools_args_init(&a);
+  a.command = "head -c 60000 /dev/zero | tr '\\0' a";
+  call(&t, &r, &t.a, "run_command", &a);
+  snprintf(path, sizeof(path), "%s/bash-1.log", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 60000);
+  call(&t, &r, &t.a, "run_command", &a);
+  /* bash-1's file went to make room for bash-2's. */
+  assert_int_equal(stat(path, &st), -1);
+  assert_int_equal(t.notices, 1);
+  assert_non_null(strstr(t.notice, "Removed the spill files of bash-1 (60000 "
+                                   "bytes) to keep the spill directory "
+                                   "within 100000 bytes"));
+  snprintf(path, sizeof(path), "%s/bash-2.log", dir);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 60000);
+  /* A forget takes the files with the record. */
+  assert_int_equal(uvt_forget(t.f.reg, "bash-2", &t.a), 0);
+  fixture_run_until(&t.f, file_gone, path);
+  assert_int_equal(stat(path, &st), -1);
+  tfix_close(&t);
+  assert_int_equal(rmdir(dir), 0);
 }
 
 /* M-TOOLS-10: a directory others can enter, a link, or a file is refused
@@ -4159,6 +4303,126 @@ static void test_process_drop_utf8(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* M-TOOLS-16: views in lines                                              */
+
+static int utf8_whole(const char *s, size_t n);
+
+static void run_view(tfix_t *t, rec_t *r, const char *cmd, int64_t head,
+                     int64_t tail, const char *match) {
+  uvt_tools_args_t a;
+
+  uvt_tools_args_init(&a);
+  a.command = cmd;
+  a.head_lines = head;
+  a.tail_lines = tail;
+  a.match = match;
+  call(t, r, &t->a, "run_command", &a);
+}
+
+/* head_lines, tail_lines (either, or both with one marker), match (the
+ * matching lines with their numbers, per stream, and how many matched);
+ * line numbers go on across reads; a view past the cap without a spill
+ * file says the dropped bytes are not in it, and its numbers still count
+ * them; bad views are tool errors before anything runs; a view's cuts and
+ * the result's bounds keep whole characters (P-OUT-7). */
+static void test_views(void **state) {
+  static const char done[] = "[status: completed, exit code: 0]";
+  uvt_tools_options_t to;
+  uvt_tools_args_t a;
+  char want[512];
+  tfix_t t;
+  rec_t r;
+  (void)state;
+
+  tfix_init(&t);
+  run_view(&t, &r, "seq 1 20", 3, -1, NULL);
+  snprintf(want, sizeof(want), "1\n2\n3\n[... 17 lines left out ...]\n%s",
+           done);
+  assert_string_equal(r.text, want);
+  run_view(&t, &r, "seq 1 20", -1, 2, NULL);
+  snprintf(want, sizeof(want), "[... 18 lines left out ...]\n19\n20\n%s", done);
+  assert_string_equal(r.text, want);
+  run_view(&t, &r, "seq 1 20", 3, 2, NULL);
+  snprintf(want, sizeof(want),
+           "1\n2\n3\n[... 15 lines left out ...]\n19\n20\n%s", done);
+  assert_string_equal(r.text, want);
+  run_view(&t, &r, "seq 1 4", 3, 2, NULL);
+  snprintf(want, sizeof(want), "1\n2\n3\n4\n%s", done);
+  assert_string_equal(r.text, want);
+  run_view(&t, &r, "seq 1 20", -1, -1, "^1[5-9]$");
+  snprintf(want, sizeof(want),
+           "15: 15\n16: 16\n17: 17\n18: 18\n19: 19\n[5 of 20 lines "
+           "match]\n%s",
+           done);
+  assert_string_equal(r.text, want);
+  run_view(&t, &r, "seq 1 3; echo e2 >&2; echo x >&2", -1, -1, "2");
+  snprintf(want, sizeof(want),
+           "2: 2\n[stderr]\n1: e2\n[2 of 5 lines match]\n%s", done);
+  assert_string_equal(r.text, want);
+  run_view(&t, &r, "seq 1 20", 1, -1, "^2");
+  snprintf(want, sizeof(want),
+           "2: 2\n[... 1 line left out ...]\n[2 of 20 lines match]\n%s", done);
+  assert_string_equal(r.text, want);
+
+  /* Numbers go on across reads of a background task. */
+  {
+    char id[UVT_ID_MAX];
+    start_interactive(&t, &r, "seq 1 5; read x; seq 6 10", START_STDIN, id);
+    a = args_id(id);
+    a.match = "^[38]$";
+    a.timeout_ms = 100;
+    for (;;) {
+      call(&t, &r, &t.a, "task_output", &a);
+      if (strstr(r.text, "3: 3") != NULL)
+        break;
+    }
+    write_stdin(&t, &r, id, "\n", 0, -1);
+    a.wait = 1;
+    a.timeout_ms = 10000;
+    call(&t, &r, &t.a, "task_output", &a);
+    assert_true(strncmp(r.text, "8: 8\n[1 of 5 lines match]\n", 26) == 0);
+  }
+
+  /* Bad views. */
+  uvt_tools_args_init(&a);
+  a.command = "echo never";
+  a.head_lines = 0;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_string_equal(r.text, "head_lines must be a positive number of lines.");
+  a.head_lines = -1;
+  a.match = "(";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "not a valid POSIX extended regular "));
+
+  /* P-OUT-7: a view of lines of 4-byte characters cut by the result's
+   * bounds keeps whole characters. */
+  uvt_tools_args_init(&a);
+  a.command = "for i in 1 2 3; do printf '\\360\\237\\230\\200%.0s' $(seq 1 "
+              "300); echo; done";
+  a.head_lines = 2;
+  a.max_bytes = 256;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_true(utf8_whole(r.text, r.len));
+  assert_non_null(strstr(r.text, "left out"));
+  tfix_close(&t);
+
+  /* Past the cap, without a spill file: what the cap dropped is not in the
+   * view, which says so; the numbers still count it (line 19999 is 19999). */
+  uvt_tools_options_init(&to);
+  to.output_cap_bytes = 5000;
+  tfix_init_opts(&t, NULL, &to);
+  run_view(&t, &r, "seq 1 20000", -1, -1, "^(5|19999)$");
+  assert_true(strncmp(r.text, "5: 5\n19999: 19999\n[2 of ",
+                      strlen("5: 5\n19999: 19999\n[2 of ")) == 0);
+  assert_non_null(strstr(r.text, "[the output cap dropped "));
+  assert_non_null(strstr(r.text, " bytes of the output before this read; "
+                                 "they are not in this view]\n"));
+  tfix_close(&t);
+}
+
+/* ---------------------------------------------------------------------- */
 /* M-TOOLS-18: errors that tell the truth                                  */
 
 static int bash1_ended(void *arg) {
@@ -4513,7 +4777,9 @@ int main(void) {
       cmocka_unit_test(test_m_tools_9_siblings),
       cmocka_unit_test(test_m_tools_12_merge_stderr),
       cmocka_unit_test(test_m_tools_13_stdin),
-      cmocka_unit_test(test_m_tools_10_spill),
+      cmocka_unit_test(test_m_tools_17_spill),
+      cmocka_unit_test(test_spill_s7),
+      cmocka_unit_test(test_spill_total),
       cmocka_unit_test(test_m_tools_10_spill_dir),
       cmocka_unit_test(test_m_tools_11_screen),
       cmocka_unit_test(test_process_head_drop_merge),
@@ -4521,6 +4787,7 @@ int main(void) {
       cmocka_unit_test(test_process_drop_utf8),
       cmocka_unit_test(test_utf8_boundaries),
       cmocka_unit_test(test_write_ended_truth),
+      cmocka_unit_test(test_views),
       cmocka_unit_test(test_write_lone_esc),
   };
   if (getenv("UVT_TEST_FILTER") != NULL)

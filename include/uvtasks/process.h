@@ -306,6 +306,12 @@ typedef struct {
  * `on_drop`. */
 typedef void (*uvt_drop_cb)(const char *id, const char *bytes, size_t len,
                             void *on_drop_data);
+/* Every byte of a task's output as it is read (M-TOOLS-17, v4): the task's
+ * id, the stream (0: stdout, the merged stream or the terminal; 1:
+ * stderr), the bytes (valid for the call only) and the options'
+ * on_tee_data.  See `on_tee`. */
+typedef void (*uvt_tee_cb)(const char *id, int stream, const char *bytes,
+                           size_t len, void *on_tee_data);
 
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
@@ -466,6 +472,17 @@ typedef struct {
   /* Memory, processes and CPU for the whole task (uvt_process_limits_t
    * above); all 0 (the default) = none. */
   uvt_process_limits_t limits;
+
+  /* ---- v4: the whole output, once (M-TOOLS-17) ---- */
+
+  /* Optional: called on the loop thread with every byte of the output as
+   * it is read from the task's pipes or terminal, per stream, in the order
+   * read and before the cap can drop any of it, also what the task's
+   * leftovers write after its end (P-OUT-6): a host keeps the raw output
+   * with it (uvtasks-mcp's spill files are exactly these bytes).  It must
+   * not call back into the library for this task. */
+  uvt_tee_cb on_tee;
+  void *on_tee_data;
 
   /* private */
   void *reserved_[2]; /* for fields to come without an ABI break */

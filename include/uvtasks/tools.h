@@ -144,6 +144,8 @@ extern "C" {
 
 /* M-TOOLS-10: the bytes one task's spill file may hold by default. */
 #define UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT (64ull * 1024 * 1024)
+/* M-MCP-16: the bytes all spill files may hold together by default. */
+#define UVT_TOOLS_SPILL_MAX_TOTAL_DEFAULT (1024ull * 1024 * 1024)
 
 /* M-TOOLS-9: the most tasks one task_wait call waits for. */
 #define UVT_TOOLS_WAIT_IDS_MAX 32
@@ -214,21 +216,26 @@ typedef struct {
    * UVT_TOOLS_MAX_LINES_DEFAULT); 0 = that default.  Values below
    * UVT_TOOLS_MAX_LINES_MIN are raised to it. */
   size_t max_lines;
-  /* M-TOOLS-10: NULL = off.  A directory where what a result leaves out
-   * and what the output cap drops is appended, one file per task,
-   * DIR/<id>.log (mode 0600, opened without following links, emptied at
-   * the task's first spill), and the result says so in a line "(kept in
-   * DIR/bash-3.log: bytes A-B as the output cap dropped them; bytes C-D
-   * that this result left out)".  The directory must be a directory owned
-   * by the effective user with no group or other permission bits; it is
-   * made 0700 if it does not exist; otherwise uvt_tools_attach() fails
-   * with UV_EPERM.  The cap's bytes are the raw output, a result's the
-   * text it would have shown.  The tools' tasks call back into `tools`
-   * when their cap drops bytes: with a spill directory, detach only once
-   * the tools' tasks have ended (or the registry is being closed).
-   * Copied. */
+  /* M-TOOLS-10, M-TOOLS-17: NULL = off.  A directory that gets each
+   * task's raw output, once, in the order written (uvt_process_options_t's
+   * on_tee): DIR/<id>.log for stdout (or the one stream of a terminal or
+   * of merge_stderr) and DIR/<id>.stderr.log for stderr, no marker of
+   * ours, so line N of a file is line N of the stream.  A result that
+   * leaves output out (its size, a view, the cap) ends with a line naming
+   * the file and the byte and line ranges left out: "(the whole output
+   * is in DIR/bash-3.log; this result left out its lines 401-9600, bytes
+   * 2291-57790)".  S-7: the directory is opened once (O_DIRECTORY |
+   * O_NOFOLLOW) and every file relative to it with O_NOFOLLOW and O_EXCL
+   * (one planted at the name is removed first, and a file replaced under
+   * us is not written again), so no rename, link or symlink a task makes
+   * redirects a write.  The directory must be owned by the effective user
+   * with no group or other permission bits (made 0700 if missing), else
+   * uvt_tools_attach() fails with UV_EPERM; with a sandbox, one inside a
+   * place the sandbox lets tasks write is refused with UV_EACCES.  The
+   * tools' tasks call back into `tools` with their bytes: detach only once
+   * they have ended (or the registry is being closed).  Copied. */
   const char *spill_dir;
-  /* M-TOOLS-10: the most bytes one task's file holds; 0 = 64 MiB
+  /* M-TOOLS-10: the most bytes one file holds; 0 = 64 MiB
    * (UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT).  What would go beyond is not
    * kept, and the note says so. */
   uint64_t spill_max_bytes;
@@ -238,6 +245,16 @@ typedef struct {
    * or cpu_percent may only lower them (above one is a tool error that
    * names it).  All 0 = none (a call may still set its own). */
   uvt_process_limits_t limits;
+  /* ---- v4 (M-MCP-16) ---- */
+  /* The most bytes all the files together hold; 0 = 1 GiB
+   * (UVT_TOOLS_SPILL_MAX_TOTAL_DEFAULT).  Past it the files of the oldest
+   * task go first (never those of the task being written), and a notice
+   * (notice_cb, to that task's owner) names them. */
+  uint64_t spill_max_total;
+  /* 1: leave the files in place at detach and when a task is forgotten;
+   * 0 (the default): a task's files are removed with its record, and the
+   * rest at detach. */
+  int keep_spill;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -263,7 +280,7 @@ struct uvt_tools_s {
   size_t max_lines_;
   char *spill_dir_;          /* M-TOOLS-10 */
   uint64_t spill_max_bytes_;
-  struct uvt__link spills_;  /* what is known of each task's file */
+  struct uvt__link spills_;  /* what is known of each task's output */
   struct uvt__link screens_; /* M-TOOLS-11: terminal tasks' screens */
   struct uvt__link ready_;   /* finished calls, in finishing order */
   struct uvt__link waiting_; /* calls inside a uvt_wait() */
@@ -274,6 +291,12 @@ struct uvt_tools_s {
   unsigned closing_;         /* handles whose close callback is due */
   int state_;
   uvt_process_limits_t limits_; /* L-LIM-3: defaults and ceilings */
+  /* v4 (M-TOOLS-17, M-MCP-16) */
+  int spill_fd_; /* the spill directory, opened once (S-7), or -1 */
+  uint64_t spill_max_total_;
+  uint64_t spill_total_; /* bytes in the files now */
+  uint64_t spill_seq_;   /* tasks seen, for "the oldest first" */
+  int keep_spill_;
 };
 
 /* Arguments of a tool call.  Initialise with uvt_tools_args_init(); fields a
@@ -345,6 +368,14 @@ typedef struct {
                             options' limit); -1 = not given (the options') */
   int64_t max_processes; /* the same for processes alive at once; -1 */
   int64_t cpu_percent;   /* the same for CPU, percent of one core; -1 */
+  /* ---- v4 (M-TOOLS-16): views in lines, task_output and run_command ---- */
+  int64_t head_lines; /* the first this many lines of what is new; -1 =
+                         not given (what uvt_tools_args_init() sets); 0
+                         and other negative values are a tool error */
+  int64_t tail_lines; /* the last this many lines; -1 = not given */
+  const char *match;  /* a POSIX extended regular expression: only the
+                         lines it matches, each after its line number;
+                         NULL = all lines */
 } uvt_tools_args_t;
 
 /* A tool call.  Caller-allocated; must not move until its callback ran. */
@@ -377,6 +408,10 @@ struct uvt_tools_call_s {
   int aborted_;
   int tool_;
   void *multi_; /* task_wait: its waits, one per task */
+  /* v4 (M-TOOLS-16): the call's view */
+  int64_t head_lines_;
+  int64_t tail_lines_;
+  void *match_; /* its compiled expression, or NULL */
 };
 
 /* Fill `o` with the defaults: no notice callback, surface "tools", the

@@ -512,8 +512,9 @@ static int arg_task_ids(mcp_server_t *server, json_t *id, json_t *args,
 /* ---------------------------------------------------------------------- */
 /* The tools, one row each: the arguments a call reads, in the order they
  * are checked (the first bad one is the one answered), and whether it
- * starts a task.  Only the arguments a schema names are looked at: those
- * a host adds (Gemini CLI's wait_for_previous) are ignored (M-TOOLS-15). */
+ * starts a task.  An argument no row names is an error (M-TOOLS-16), but
+ * for those a host adds to every call (Gemini CLI's wait_for_previous),
+ * which are ignored (M-TOOLS-15). */
 
 enum {
   ARG_END = 0,
@@ -522,6 +523,7 @@ enum {
   ARG_MS,         /* int64_t, whole milliseconds, at least 0 (yield_ms) */
   ARG_TIMEOUT,    /* int64_t, timeout_ms: at least 1 */
   ARG_MAX_BYTES,  /* int64_t, max_bytes (M-TOOLS-8): at least 1 */
+  ARG_LINES,      /* int64_t, head_lines / tail_lines (M-TOOLS-16): >= 1 */
   ARG_TASK_ID,    /* task_id, not an MCP task's */
   ARG_SCREEN_ID,  /* task_screen's task_id (M-TOOLS-11) */
   ARG_TASK_IDS,   /* task_wait's task_ids (M-TOOLS-9) */
@@ -544,9 +546,9 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  int starts;        /* starts a task: held against --max-tasks (P-LEFT-1), and
-                      * the sandbox's note goes into its description (S-4) */
-  mcp_arg_t args[12]; /* ends at the first ARG_END (zero) */
+  int starts;         /* starts a task: held against --max-tasks (P-LEFT-1), and
+                       * the sandbox's note goes into its description (S-4) */
+  mcp_arg_t args[14]; /* ends at the first ARG_END (zero) */
 } mcp_tool_t;
 
 static const mcp_tool_t mcp_tools[] = {
@@ -569,12 +571,19 @@ static const mcp_tool_t mcp_tools[] = {
       ARG_SPECIAL("stdin", ARG_STDIN_TEXT),
       ARG("memory_mb", ARG_LIMIT, memory_mb) /* L-LIM-3 */,
       ARG("max_processes", ARG_LIMIT, max_processes),
-      ARG("cpu_percent", ARG_LIMIT, cpu_percent)}},
+      ARG("cpu_percent", ARG_LIMIT, cpu_percent),
+
+      ARG("head_lines", ARG_LINES, head_lines) /* M-TOOLS-16 */,
+      ARG("tail_lines", ARG_LINES, tail_lines),
+      ARG("match", ARG_STRING, match)}},
     {"task_output",
      0,
      {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG("wait", ARG_BOOL, wait),
       ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
-      ARG("max_bytes", ARG_MAX_BYTES, max_bytes)}},
+      ARG("max_bytes", ARG_MAX_BYTES, max_bytes),
+      ARG("head_lines", ARG_LINES, head_lines) /* M-TOOLS-16 */,
+      ARG("tail_lines", ARG_LINES, tail_lines),
+      ARG("match", ARG_STRING, match)}},
     {"task_list", 0, {{NULL, ARG_END, 0}}},
     {"task_kill",
      0,
@@ -609,6 +618,48 @@ int mcp_tool_starts(const char *name) {
   return t != NULL && t->starts;
 }
 
+/* M-TOOLS-15: arguments hosts add to every call that no schema names;
+ * they mean nothing here and are let through. */
+static const char *const host_args[] = {"wait_for_previous"};
+
+/* M-TOOLS-16: an argument the tool does not take is an error (a model that
+ * asks for tail_lines and gets the whole output silently is misled),
+ * unless a host adds it to every call.  0, or -1 after answering. */
+static int unknown_args(mcp_server_t *server, json_t *id, json_t *args,
+                        const mcp_tool_t *tool) {
+  const char *key;
+  json_t *v;
+  const mcp_arg_t *g;
+  size_t i;
+  char buf[600];
+  size_t n;
+  int known;
+
+  json_object_foreach(args, key, v) {
+    (void)v;
+    known = 0;
+    for (g = tool->args; !known && g->type != ARG_END; g++)
+      known = strcmp(g->key, key) == 0;
+    for (i = 0; !known && i < sizeof(host_args) / sizeof(host_args[0]); i++)
+      known = strcmp(host_args[i], key) == 0;
+    if (known)
+      continue;
+    n = (size_t)snprintf(buf, sizeof(buf),
+                         "%s does not take the argument \"%.100s\"; it takes ",
+                         tool->name, key);
+    if (tool->args[0].type == ARG_END)
+      n += (size_t)snprintf(buf + n, sizeof(buf) - n, "none");
+    for (g = tool->args; g->type != ARG_END && n < sizeof(buf); g++)
+      n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
+                            g == tool->args ? "" : ", ", g->key);
+    if (n < sizeof(buf))
+      snprintf(buf + n, sizeof(buf) - n, ".");
+    tool_error_result(server, id, buf);
+    return -1;
+  }
+  return 0;
+}
+
 /* Read the arguments of `tool` into `a` (`ids` holds task_wait's ids).
  * 0, or -1 after answering with a tool error. */
 static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
@@ -618,6 +669,9 @@ static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
   const mcp_arg_t *g;
   char *field;
   int err = 0;
+
+  if (args != NULL && unknown_args(server, id, args, tool) != 0)
+    return -1;
 
   for (g = tool->args; err == 0 && g->type != ARG_END; g++) {
     field = (char *)a + g->off;
@@ -638,6 +692,10 @@ static int tool_args(mcp_server_t *server, json_t *id, json_t *args,
       break;
     case ARG_MAX_BYTES:
       err = arg_max_bytes(server, id, args, name, (int64_t *)field);
+      break;
+    case ARG_LINES:
+      err = arg_whole(server, id, args, name, g->key, 1, "lines",
+                      (int64_t *)field);
       break;
     case ARG_TASK_ID:
     case ARG_SCREEN_ID:

@@ -52,11 +52,16 @@ static const char usage_options[] =
     "                       10000, at least 256)\n"
     "  --max-lines N        output lines one tool result shows (default\n"
     "                       1000, at least 10)\n"
-    "  --spill-dir DIR      keep what results leave out and what the output\n"
-    "                       cap drops in DIR/<task>.log (DIR: yours, mode\n"
-    "                       0700; made if missing)\n"
-    "  --spill-max-bytes N  the most bytes one task's file holds (default\n"
-    "                       67108864)\n"
+    "  --spill-dir DIR      keep each task's whole output in DIR/<task>.log\n"
+    "                       and DIR/<task>.stderr.log (DIR: yours, mode\n"
+    "                       0700; made if missing); default: a directory\n"
+    "                       of this server under $TMPDIR (or /tmp)\n"
+    "  --no-spill           keep no files of output\n"
+    "  --spill-max-bytes N  the most bytes one file holds (default 67108864)\n"
+    "  --spill-max-total N  the most bytes all files hold; past it the oldest\n"
+    "                       task's go first (default 1073741824)\n"
+    "  --keep-spill         leave the files when the server exits and when a\n"
+    "                       task is forgotten\n"
     "  --no-guardian        do not fork the guardian that stops every task\n"
     "                       if the server itself is killed\n";
 static const char usage_options2[] =
@@ -409,6 +414,18 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       if (parse_u64(val, &v) != 0 || v < 1)
         goto bad;
       c->spill_max_bytes = v;
+    } else if (strcmp(a, "--spill-max-total") == 0) { /* M-MCP-16 */
+      if (parse_u64(val, &v) != 0 || v < 1)
+        goto bad;
+      c->spill_max_total = v;
+    } else if (strcmp(a, "--keep-spill") == 0) {
+      c->keep_spill = 1;
+      i += 1;
+      continue;
+    } else if (strcmp(a, "--no-spill") == 0) {
+      c->no_spill = 1;
+      i += 1;
+      continue;
     } else if (strcmp(a, "--slurm") == 0) {
       c->slurm = 1;
       i += 1;
@@ -514,6 +531,45 @@ static const char *const *mcp_pass_env(const mcp_config_t *c) {
   }
   entries[n] = NULL;
   return n > 0 ? entries : NULL;
+}
+
+/* M-TOOLS-17: the default spill directory, one per server:
+ * $TMPDIR/uvtasks-spill-<uid>/<pid> (or under /tmp), both 0700 and ours.
+ * Outside the workspace: a sandboxed task cannot write it (S-7).  When it
+ * cannot be made (another user holds the name), the server runs without
+ * one and says so. */
+static void spill_default(mcp_config_t *c) {
+  const char *base = getenv("TMPDIR");
+  char top[4096];
+  int n;
+
+  if (base == NULL || base[0] != '/')
+    base = "/tmp";
+  n = snprintf(top, sizeof(top), "%s/uvtasks-spill-%lu", base,
+               (unsigned long)geteuid());
+  if (n > 0 && (size_t)n < sizeof(top) &&
+      (mkdir(top, 0700) == 0 || errno == EEXIST)) {
+    n = snprintf(c->spill_default, sizeof(c->spill_default), "%s/%ld", top,
+                 (long)getpid());
+    if (n > 0 && (size_t)n < sizeof(c->spill_default)) {
+      struct stat st;
+      /* The top directory must be ours and closed: checked by lstat, so
+       * a link planted at its name is refused. */
+      if (lstat(top, &st) == 0 && S_ISDIR(st.st_mode) &&
+          st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
+          (mkdir(c->spill_default, 0700) == 0 || errno == EEXIST)) {
+        c->spill_dir = c->spill_default;
+        return;
+      }
+    }
+  }
+  c->spill_default[0] = '\0';
+  c->no_spill = 1;
+  fprintf(stderr,
+          "uvtasks-mcp: no spill directory (%s/uvtasks-spill-%lu is not a "
+          "directory of yours with mode 0700): results that leave output out "
+          "cannot name a file that holds it; --spill-dir DIR sets one\n",
+          base, (unsigned long)geteuid());
 }
 
 /* A session id nobody else has: random, or pid and time if that fails. */
@@ -687,18 +743,40 @@ int main(int argc, char **argv) {
                        : MCP_YIELD_DEFAULT_MS;
   topts.max_bytes = server.config.max_bytes; /* M-TOOLS-8; 0 = 10000 */
   topts.max_lines = server.config.max_lines; /* M-TOOLS-15; 0 = 1000 */
-  topts.spill_dir = server.config.spill_dir; /* M-TOOLS-10 */
+  /* M-TOOLS-17: a spill directory unless told otherwise. */
+  if (server.config.spill_dir == NULL && !server.config.no_spill)
+    spill_default(&server.config);
+  topts.spill_dir = server.config.no_spill ? NULL : server.config.spill_dir;
   topts.spill_max_bytes = server.config.spill_max_bytes;
   topts.limits = server.config.limits; /* L-LIM-3 */
+  topts.spill_max_total = server.config.spill_max_total; /* M-MCP-16 */
+  topts.keep_spill = server.config.keep_spill;
   if (server.config.sandbox_on)
     topts.sandbox = &server.config.sandbox; /* S-4 */
   topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */
   server.config.pass_env_entries = topts.env; /* E-10: Slurm jobs too */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
+  if (err != 0 && topts.spill_dir != NULL &&
+      topts.spill_dir == server.config.spill_default) {
+    /* The default directory, not one asked for: run without it. */
+    fprintf(stderr, "uvtasks-mcp: no spill directory (%s: %s)\n",
+            topts.spill_dir, uvt_strerror(err));
+    rmdir(server.config.spill_default);
+    server.config.spill_default[0] = '\0';
+    topts.spill_dir = NULL;
+    err = uvt_tools_attach(server.reg, &server.tools, &topts);
+  }
   if (err == UV_EPERM && topts.spill_dir != NULL)
     fprintf(stderr,
             "uvtasks-mcp: --spill-dir %s must be a directory you own that "
             "only you can enter (mode 0700, not a link)\n",
+            topts.spill_dir);
+  else if (err == UV_EACCES && topts.spill_dir != NULL && topts.sandbox != NULL)
+    /* S-7: a sandboxed task could replace the files the server writes. */
+    fprintf(stderr,
+            "uvtasks-mcp: --spill-dir %s lies where the sandbox lets tasks "
+            "write (the workspace or a --writable directory); choose one "
+            "outside them\n",
             topts.spill_dir);
   else if (topts.spill_dir != NULL &&
            (err == UV_ENOENT || err == UV_ENOTDIR || err == UV_EACCES ||
@@ -757,6 +835,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "uvtasks-mcp: start-up failed: %s\n", uvt_strerror(err));
 
   uv_run(&loop, UV_RUN_DEFAULT);
+  /* M-MCP-16: the tools removed the files at detach; the default
+   * directory made for this server goes too. */
+  if (server.config.spill_default[0] != '\0' && !server.config.keep_spill)
+    rmdir(server.config.spill_default);
   mcp_guardian_wait(&server); /* M-MCP-10: not even a zombie at the end */
   mcp_rpc_free_notices(&server);
   mcp_tasks_free(&server);

@@ -221,8 +221,12 @@ typedef struct {
   int64_t yield_ms;           /* M-TOOLS-6: run_command's yield; -1 default */
   size_t max_bytes;           /* M-TOOLS-8: output per result; 0 default */
   size_t max_lines;           /* M-TOOLS-15: lines per result; 0 default */
-  const char *spill_dir;      /* M-TOOLS-10: NULL = off */
+  const char *spill_dir;      /* M-TOOLS-10: NULL = the default one */
   uint64_t spill_max_bytes;   /* M-TOOLS-10: per task file; 0 default */
+  uint64_t spill_max_total;   /* M-MCP-16: all files; 0 default */
+  int keep_spill;             /* M-MCP-16: leave the files at exit */
+  int no_spill;               /* M-TOOLS-17: no spill directory at all */
+  char spill_default[4096];   /* the default directory made, or "" */
   int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
   /* S-4 (sandbox.c): --sandbox, --allow-net, --writable. */
   int sandbox_on;

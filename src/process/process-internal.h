@@ -314,6 +314,8 @@ struct uvt__proc_s {
   void *on_output_data;
   uvt_drop_cb on_drop; /* M-TOOLS-10 */
   void *on_drop_data;
+  uvt_tee_cb on_tee; /* M-TOOLS-17 */
+  void *on_tee_data;
   struct uvt__link notify_link; /* on the context's list for on_output */
   /* Where the outcome's text holds each stream (settle), for the last
    * structured read; fin_ok once it was recorded. */

@@ -295,6 +295,9 @@ static void maybe_pause(uvt__stream_t *s) {
 static void store_bytes(uvt__stream_t *s, const char *at, size_t n) {
   uvt__proc_t *p = s->proc;
 
+  /* M-TOOLS-17: every byte, once, before the cap may drop it. */
+  if (p->on_tee != NULL)
+    p->on_tee(p->id, s == &p->err, at, n, p->on_tee_data);
   if (at == p->scratch || (p->procs != NULL && at == p->procs->landing))
     uvt__outbuf_push(&s->buf, at, n);
   else
@@ -1500,6 +1503,8 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->on_output_data = o->on_output_data;
   p->on_drop = o->on_drop;
   p->on_drop_data = o->on_drop_data;
+  p->on_tee = o->on_tee;
+  p->on_tee_data = o->on_tee_data;
   uvt__list_init(&p->notify_link);
   uvt__list_init(&p->unreaped_link);
   uvt__list_init(&p->sweep_link);

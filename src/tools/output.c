@@ -13,7 +13,7 @@
 #include "tools-int.h"
 
 #include <string.h>
-
+#include <unistd.h>
 
 /* The filter states of one task, kept while the next read depends on
  * them. */
@@ -44,20 +44,32 @@ static void carry_free(carry_t *c) {
   uvt__tools_free(c);
 }
 
-/* A dropped record will not be read again: its state goes.  The watch runs
- * only while some state is kept. */
+/* Is any per-task state kept (the watch runs while one is)? */
+static int states_kept(const uvt_tools_t *tools) {
+  return !uvt__list_empty(&tools->carries_) ||
+         !uvt__list_empty(&tools->screens_) ||
+         !uvt__list_empty(&tools->spills_);
+}
+
+/* A dropped record will not be read again: its state goes, and its spill
+ * files with it (M-MCP-16); an ended task's files are not held open
+ * (M-TOOLS-17).  The watch runs only while some state is kept. */
 static void carry_watch_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
                            int dropped) {
   uvt_tools_t *tools = w->data;
   carry_t *c;
 
-  if (!dropped)
+  if (!dropped) {
+    if (uvt_status_is_terminal(snap->status))
+      uvt__spill_ended(tools, snap->id);
     return;
+  }
   c = carry_find(tools, snap->id);
   if (c != NULL)
     carry_free(c);
   uvt__screen_forget(tools, snap->id); /* M-TOOLS-11 */
-  if (uvt__list_empty(&tools->carries_) && uvt__list_empty(&tools->screens_))
+  uvt__spill_forget(tools, snap->id);
+  if (!states_kept(tools))
     uvt_watch_stop(&tools->watch_);
 }
 
@@ -72,7 +84,7 @@ void uvt__tools_output_free(uvt_tools_t *tools) {
 
 void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
                            struct uvt__link *link) {
-  if (uvt__list_empty(&tools->carries_) && uvt__list_empty(&tools->screens_)) {
+  if (!states_kept(tools)) {
     tools->watch_.data = tools;
     /* Without the watch (the registry is closing) the state is freed by
      * the task's last read or by detach. */
@@ -119,29 +131,263 @@ static size_t find_stderr(const char *s, size_t n) {
   return n;
 }
 
-/* Filter one stream's part of a read into `t`. */
-static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
-                        uvt__text_t *t) {
-  size_t at = find_notice(s, n);
-  size_t k = at < n ? uvt__drop_notice_len(s + at, n - at, NULL) : 0;
+/* ---- segments: where each part of a read lies in its stream ---------- */
 
-  if (k > 0) {
-    /* The stream's kept first bytes (M-TOOLS-15), a line of their own. */
-    uvt__term_feed(term, s, at, t);
-    s += at;
-    n -= at;
-    /* Bytes were lost before these: the unfinished line cannot go on. */
-    uvt__term_end(term, UVT__TERM_FINAL, t);
-    if (t->len > 0 && t->base[t->len - 1] != '\n')
-      uvt__text_raw(t, "\n", 1);
-    uvt__text_raw(t, s, k);
-    s += k;
-    n -= k;
+/* One run of one stream's bytes in a read (M-TOOLS-16, M-TOOLS-17): its
+ * text as shown, [f0, f1) of the filtered text; where its raw bytes begin
+ * in the stream (raw0: an offset in the spill file) and end (raw1); the
+ * number of its first line (line0, from 1: line N of the spill file);
+ * and, when wanted, one point per raw newline: the filtered offset and
+ * the raw offset right after it, so that a cut in the shown text is a
+ * byte range of the file.  Lines are counted as the stream has them: the
+ * filter keeps one line per line, except the rows a cursor move starts
+ * and the 1024-cell pieces of an endless line (M-TOOLS-7), which share
+ * their raw line's number. */
+typedef struct {
+  int k; /* 0 stdout (or the one stream), 1 stderr */
+  size_t f0;
+  size_t f1;
+  uint64_t raw0;
+  uint64_t raw1;
+  uint64_t line0;
+  size_t n;
+  size_t cap;
+  size_t *mf;
+  uint64_t *mr;
+} seg_t;
+
+/* A read has at most two segments per stream: the kept first bytes, and
+ * the ring's (M-TOOLS-15). */
+#define SEGS_MAX 4
+
+typedef struct {
+  seg_t seg[SEGS_MAX];
+  size_t n;
+  int mapped;        /* keep the points */
+  int known;         /* raw offsets and line numbers come from the stream's
+                        counts (a task the tools started); else from this read */
+  uint64_t drop0[2]; /* the raw range a drop notice stood for, per stream */
+  uint64_t drop1[2];
+  int filled[2]; /* that range was read back from the spill file */
+  /* M-TOOLS-16: a view reads what the cap dropped back from the spill file,
+   * so it covers the whole new output (NULL: it does not). */
+  uvt_tools_t *fill;
+} segs_t;
+
+static void segs_free(segs_t *ss) {
+  size_t i;
+
+  for (i = 0; i < ss->n; i++) {
+    uvt__tools_free(ss->seg[i].mf);
+    uvt__tools_free(ss->seg[i].mr);
   }
-  uvt__term_feed(term, s, n, t);
-  uvt__term_end(term, final ? UVT__TERM_FINAL : UVT__TERM_SHOW, t);
+  ss->n = 0;
 }
 
+static seg_t *seg_new(segs_t *ss, int k, size_t f0, uint64_t raw0,
+                      uint64_t line0) {
+  seg_t *g;
+
+  if (ss->n == SEGS_MAX)
+    return NULL;
+  g = &ss->seg[ss->n++];
+  memset(g, 0, sizeof(*g));
+  g->k = k;
+  g->f0 = g->f1 = f0;
+  g->raw0 = g->raw1 = raw0;
+  g->line0 = line0;
+  return g;
+}
+
+/* Out of memory the points stop: ranges then come out coarser. */
+static void seg_point(seg_t *g, size_t f, uint64_t r) {
+  size_t cap;
+  size_t *mf;
+  uint64_t *mr;
+
+  if (g->n == g->cap) {
+    cap = g->cap ? g->cap * 2 : 64;
+    mf = uvt__tools_realloc(g->mf, cap * sizeof(*mf));
+    if (mf == NULL)
+      return;
+    g->mf = mf;
+    mr = uvt__tools_realloc(g->mr, cap * sizeof(*mr));
+    if (mr == NULL)
+      return;
+    g->mr = mr;
+    g->cap = cap;
+  }
+  g->mf[g->n] = f;
+  g->mr[g->n] = r;
+  g->n++;
+}
+
+/* Filter `n` raw bytes into `all` as segment `g` (NULL: none), one raw
+ * line at a time when points are kept. */
+static void seg_feed(const segs_t *ss, seg_t *g, uvt__term_t *term,
+                     const char *s, size_t n, uvt__text_t *all) {
+  const char *nl;
+  size_t i = 0;
+  size_t e;
+
+  if (g == NULL || !ss->mapped) {
+    uvt__term_feed(term, s, n, all);
+  } else {
+    while (i < n) {
+      nl = memchr(s + i, '\n', n - i);
+      e = nl != NULL ? (size_t)(nl - s) + 1 : n;
+      uvt__term_feed(term, s + i, e - i, all);
+      if (nl != NULL)
+        seg_point(g, all->len, g->raw0 + e);
+      i = e;
+    }
+  }
+  if (g != NULL)
+    g->raw1 = g->raw0 + n;
+}
+
+static uint64_t count_nl(const char *s, size_t n) {
+  uint64_t c = 0;
+  const char *end = s + n;
+
+  while ((s = memchr(s, '\n', (size_t)(end - s))) != NULL) {
+    c++;
+    s++;
+  }
+  return c;
+}
+
+/* Where the shown text's offset `f` (in g) lies in the stream: the raw
+ * offset of the line start at or before it, and that line's number. */
+static void seg_at(const seg_t *g, size_t f, uint64_t *raw, uint64_t *line) {
+  size_t lo = 0;
+  size_t hi = g->n;
+  size_t mid;
+
+  /* The number of points at or before f. */
+  while (lo < hi) {
+    mid = lo + (hi - lo) / 2;
+    if (g->mf[mid] <= f)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *raw = lo == 0 ? g->raw0 : g->mr[lo - 1];
+  *line = g->line0 + lo;
+}
+
+/* M-TOOLS-16: for a view, the part's kept first bytes (`at` of them at
+ * `s`) and then the bytes the cap dropped, [d0, d1) of stream k, read back
+ * from its spill file, as two segments of the stream, one after the other.
+ * 0 (nothing done) when the file does not hold that whole range. */
+static int fill_dropped(segs_t *ss, uvt__term_t *term, const char *s, size_t at,
+                        int k, uvt__spill_t *sp, uint64_t first0,
+                        uint64_t first_line0, uint64_t d0, uint64_t d1,
+                        uvt__text_t *t) {
+  char path[4096];
+  char buf[65536];
+  uint64_t pos = d0;
+  ssize_t got;
+  seg_t *g;
+  int fd;
+
+  if (!sp->made[k] || sp->gone || sp->size[k] < d1 || d1 <= d0 ||
+      first0 + at != d0 || uvt__spill_path(ss->fill, sp, k, path, sizeof(path)))
+    return 0;
+  /* The file is ours, made by the spill's descriptor (S-7): opened by name
+   * without following a link, and only if it is the same inode. */
+  fd = uvt__spill_read_fd(ss->fill, sp, k);
+  if (fd < 0)
+    return 0;
+  g = at > 0 ? seg_new(ss, k, t->len, first0, first_line0) : NULL;
+  seg_feed(ss, g, term, s, at, t);
+  if (g != NULL)
+    g->f1 = t->len;
+  g = seg_new(ss, k, t->len, d0, first_line0 + count_nl(s, at));
+  while (pos < d1) {
+    size_t want = d1 - pos < sizeof(buf) ? (size_t)(d1 - pos) : sizeof(buf);
+    got = pread(fd, buf, want, (off_t)pos);
+    if (got <= 0)
+      break;
+    if (g != NULL) {
+      uint64_t base = g->raw0;
+      /* seg_feed places points from raw0: feed at the running offset. */
+      g->raw0 = pos;
+      seg_feed(ss, g, term, buf, (size_t)got, t);
+      g->raw0 = base;
+    } else {
+      seg_feed(ss, NULL, term, buf, (size_t)got, t);
+    }
+    pos += (uint64_t)got;
+  }
+  close(fd);
+  if (g != NULL) {
+    g->raw1 = pos;
+    g->f1 = t->len;
+  }
+  ss->filled[k] = pos == d1;
+  return 1;
+}
+
+/* Filter one stream's part of a read (`s`, `n` bytes of stream k) into
+ * `all`: its kept first bytes and a drop notice when it has them
+ * (M-TOOLS-15, P-OUT-2), then the ring's bytes; with the stream's counts
+ * in `sp` (NULL: none), each becomes a segment placed in the stream. */
+static void filter_part(uvt__term_t *term, const char *s, size_t n, int final,
+                        int k, uvt__spill_t *sp, uint64_t held, segs_t *ss,
+                        uvt__text_t *t) {
+  size_t at = find_notice(s, n);
+  uint64_t dropped = 0;
+  size_t kn = at < n ? uvt__drop_notice_len(s + at, n - at, &dropped) : 0;
+  size_t ring_off = kn > 0 ? at + kn : 0;
+  size_t ring_len = n - ring_off;
+  uint64_t end = 0;
+  uint64_t ring0 = 0;
+  uint64_t ring_line0 = 1;
+  uint64_t first0 = 0;
+  uint64_t first_line0 = 1;
+  seg_t *g;
+
+  if (sp != NULL && ss->known) {
+    /* The stream's bytes so far, less what the read left for later (a
+     * character's first bytes): where this read ends in the stream. */
+    end = sp->seen[k] >= held ? sp->seen[k] - held : 0;
+    ring0 = end >= ring_len ? end - ring_len : 0;
+    ring_line0 = sp->nl[k] - count_nl(s + ring_off, ring_len) + 1;
+    first0 = sp->read_end[k];
+    first_line0 = sp->read_nl[k] + 1;
+    sp->read_end[k] = end;
+    sp->read_nl[k] = sp->nl[k];
+  }
+  if (kn > 0 && ss->fill != NULL && sp != NULL && ss->known &&
+      fill_dropped(ss, term, s, at, k, sp, first0, first_line0,
+                   ring0 >= dropped ? ring0 - dropped : 0, ring0, t)) {
+    /* M-TOOLS-16: the view covers the bytes the cap dropped, read back
+     * from the spill file, in place of the notice. */
+  } else if (kn > 0) {
+    /* The stream's kept first bytes (M-TOOLS-15), a line of their own. */
+    g = at > 0 ? seg_new(ss, k, t->len, first0, first_line0) : NULL;
+    seg_feed(ss, g, term, s, at, t);
+    /* Bytes were lost before these: the unfinished line cannot go on. */
+    uvt__term_end(term, UVT__TERM_FINAL, t);
+    if (g != NULL)
+      g->f1 = t->len;
+    if (t->len > 0 && t->base[t->len - 1] != '\n')
+      uvt__text_raw(t, "\n", 1);
+    uvt__text_raw(t, s + at, kn);
+    ss->drop0[k] = ring0 >= dropped ? ring0 - dropped : 0;
+    ss->drop1[k] = ring0;
+    if (at == 0 && sp != NULL && ss->known)
+      ring_line0 = ring_line0 > 0 ? ring_line0 : 1;
+  } else if (sp == NULL || !ss->known) {
+    ring_line0 = 1;
+  }
+  g = seg_new(ss, k, t->len, ring0, ring_line0);
+  seg_feed(ss, g, term, s + ring_off, ring_len, t);
+  uvt__term_end(term, final ? UVT__TERM_FINAL : UVT__TERM_SHOW, t);
+  if (g != NULL)
+    g->f1 = t->len;
+}
 /* M-TOOLS-18: what programs print when a connection or a name lookup
  * failed (curl, wget, git, pip, npm, Python, Node, ssh, the shell's
  * /dev/tcp), matched without case. */
@@ -199,16 +445,247 @@ static void net_note(uvt_tools_t *tools, const char *s, size_t n,
   }
 }
 
+/* ---- M-TOOLS-16: views in lines ---------------------------------------- */
+
+typedef struct {
+  const char *s; /* in the filtered text */
+  size_t len;    /* without its newline */
+  uint64_t num;  /* its number in its stream */
+  int k;
+} vline_t;
+
+/* The lines of the segments, in order (the "[stderr]" line and the drop
+ * notices are no lines of the output).  NULL and *n 0 when there are none
+ * or no memory. */
+static vline_t *view_lines(const segs_t *ss, const uvt__text_t *all,
+                           size_t *n) {
+  vline_t *v = NULL;
+  size_t cap = 0;
+  size_t i;
+  size_t f;
+  size_t e;
+  const char *nl;
+  vline_t *nv;
+
+  *n = 0;
+  for (i = 0; i < ss->n; i++) {
+    const seg_t *g = &ss->seg[i];
+    uint64_t num = g->line0;
+    for (f = g->f0; f < g->f1; f = e + 1) {
+      nl = memchr(all->base + f, '\n', g->f1 - f);
+      e = nl != NULL ? (size_t)(nl - all->base) : g->f1;
+      if (*n == cap) {
+        cap = cap ? cap * 2 : 256;
+        nv = uvt__tools_realloc(v, cap * sizeof(*v));
+        if (nv == NULL) {
+          uvt__tools_free(v);
+          *n = 0;
+          return NULL;
+        }
+        v = nv;
+      }
+      v[*n].s = all->base + f;
+      v[*n].len = e - f;
+      v[*n].num = num++;
+      v[*n].k = g->k;
+      (*n)++;
+    }
+  }
+  return v;
+}
+
+static void view_line(uvt__text_t *out, const vline_t *l, int numbered,
+                      int *k) {
+  if (l->k != *k && l->k == 1)
+    uvt__text_str(out, "[stderr]\n");
+  *k = l->k;
+  if (numbered)
+    uvt__text_printf(out, "%llu: ", (unsigned long long)l->num);
+  uvt__text_raw(out, l->s, l->len);
+  uvt__text_raw(out, "\n", 1);
+}
+
+/* The view `sh` asks for of the read's lines, into `out`: the matching
+ * lines (numbered) and how many matched, the first and/or last lines with
+ * one line saying how many were left out between.  Returns 1 when lines
+ * were left out. */
+static int view(const uvt__shape_t *sh, const segs_t *ss,
+                const uvt__text_t *all, uvt__text_t *out) {
+  vline_t *v;
+  size_t n;
+  size_t m = 0;
+  size_t i;
+  size_t head;
+  size_t tail;
+  char *line = NULL;
+  size_t line_cap = 0;
+  int k = 0;
+  int left = 0;
+
+  v = view_lines(ss, all, &n);
+  if (v == NULL && n == 0 && all->len > 0 && ss->n > 0) {
+    out->err = UV_ENOMEM;
+    return 0;
+  }
+  if (sh->match != NULL) {
+    /* regexec wants a C string: each line copied once. */
+    for (i = 0; i < n; i++) {
+      if (v[i].len + 1 > line_cap) {
+        char *nl = uvt__tools_realloc(line, v[i].len + 1);
+        if (nl == NULL) {
+          out->err = UV_ENOMEM;
+          break;
+        }
+        line = nl;
+        line_cap = v[i].len + 1;
+      }
+      memcpy(line, v[i].s, v[i].len);
+      line[v[i].len] = '\0';
+      if (regexec(sh->match, line, 0, NULL, 0) == 0)
+        v[m++] = v[i];
+    }
+    uvt__tools_free(line);
+    left = m < n;
+  } else {
+    m = n;
+  }
+  head = sh->head_lines >= 0 ? (size_t)sh->head_lines : 0;
+  tail = sh->tail_lines >= 0 ? (size_t)sh->tail_lines : 0;
+  if ((sh->head_lines < 0 && sh->tail_lines < 0) || head + tail >= m) {
+    for (i = 0; i < m; i++)
+      view_line(out, &v[i], sh->match != NULL, &k);
+  } else {
+    left = 1;
+    for (i = 0; i < head; i++)
+      view_line(out, &v[i], sh->match != NULL, &k);
+    uvt__text_printf(out, "[... %zu line%s left out ...]\n", m - head - tail,
+                     m - head - tail == 1 ? "" : "s");
+    for (i = m - tail; i < m; i++)
+      view_line(out, &v[i], sh->match != NULL, &k);
+  }
+  if (sh->match != NULL)
+    uvt__text_printf(out, "[%zu of %zu line%s match%s]\n", m, n,
+                     n == 1 ? "" : "s", m == 1 && n == 1 ? "es" : "");
+  for (i = 0; i < 2; i++)
+    if (ss->drop1[i] > ss->drop0[i] && !ss->filled[i]) {
+      uvt__text_printf(out,
+                       "[the output cap dropped %llu bytes of %s before this "
+                       "read; they are not in this view]\n",
+                       (unsigned long long)(ss->drop1[i] - ss->drop0[i]),
+                       i == 0 ? "the output" : "stderr");
+      left = 1;
+    }
+  uvt__tools_free(v);
+  return left;
+}
+
+/* ---- M-TOOLS-17: naming the file and what a result left out ----------- */
+
+/* The note for stream k of a result whose shown text left out [c0, c1)
+ * of `all` (c0 == c1: nothing by size), or, for a view, `view_left`. */
+static void spill_note(uvt_tools_t *tools, uvt__spill_t *sp, const segs_t *ss,
+                       size_t c0, size_t c1, int view_left, uvt__text_t *t) {
+  char path[4096];
+  uint64_t r0;
+  uint64_t r1;
+  uint64_t l0;
+  uint64_t l1;
+  size_t i;
+  int k;
+  int said;
+  int any;
+
+  if (sp == NULL || tools->spill_fd_ < 0 || sp->gone)
+    return;
+  for (k = 0; k < 2; k++) {
+    int dropped = ss->drop1[k] > ss->drop0[k];
+    int cut = 0;
+    uint64_t from = 0;
+    uint64_t to = 0;
+    uint64_t lfrom = 0;
+    uint64_t lto = 0;
+    uint64_t rd0 = UINT64_MAX;
+    uint64_t rd1 = 0;
+
+    any = 0;
+    for (i = 0; i < ss->n; i++) {
+      const seg_t *g = &ss->seg[i];
+      size_t a = c0 > g->f0 ? c0 : g->f0;
+      size_t b = c1 < g->f1 ? c1 : g->f1;
+      if (g->k != k)
+        continue;
+      any = 1;
+      if (g->raw0 < rd0)
+        rd0 = g->raw0;
+      if (g->raw1 > rd1)
+        rd1 = g->raw1;
+      if (a >= b || !ss->mapped)
+        continue;
+      seg_at(g, a, &r0, &l0);
+      seg_at(g, b, &r1, &l1);
+      if (b == g->f1) {
+        r1 = g->raw1;
+        l1 = g->line0 + g->n + 1;
+      }
+      if (!cut) {
+        from = r0;
+        lfrom = l0;
+      }
+      to = r1;
+      lto = l1;
+      cut = 1;
+    }
+    if (!any || (!cut && !dropped && !view_left) || !sp->made[k] ||
+        uvt__spill_path(tools, sp, k, path, sizeof(path)) != 0)
+      continue;
+    uvt__text_str(t, "(the whole output");
+    if (k == 1)
+      uvt__text_str(t, " of stderr");
+    uvt__text_str(t, " is in ");
+    uvt__text_oneline(t, path, sizeof(path));
+    said = 0;
+    if (cut && to > from) {
+      uvt__text_printf(t,
+                       ": this result left out its lines %llu-%llu, bytes "
+                       "%llu-%llu",
+                       (unsigned long long)lfrom,
+                       (unsigned long long)(lto > lfrom ? lto - 1 : lfrom),
+                       (unsigned long long)from, (unsigned long long)to - 1);
+      said = 1;
+    } else if (view_left && rd1 > rd0) {
+      uvt__text_printf(t, ": this read is its bytes %llu-%llu",
+                       (unsigned long long)rd0, (unsigned long long)rd1 - 1);
+      said = 1;
+    }
+    if (dropped)
+      uvt__text_printf(t, "%s the output cap dropped its bytes %llu-%llu",
+                       said ? ";" : ":", (unsigned long long)ss->drop0[k],
+                       (unsigned long long)ss->drop1[k] - 1);
+    if (sp->full[k])
+      uvt__text_printf(t,
+                       "; the file stopped at %llu bytes (its bound), so "
+                       "it holds the output's beginning only",
+                       (unsigned long long)sp->size[k]);
+    uvt__text_str(t, ")\n");
+  }
+}
+
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
-                       size_t max_bytes, size_t max_lines, uvt__text_t *t) {
+                       const uvt__shape_t *sh, uvt__text_t *t) {
   int final = uvt_status_is_terminal(r->snapshot.status);
   carry_t *c = carry_find(tools, id);
   uvt__term_t local[2];
   uvt__term_t *term;
   uvt__screen_t *scr;
+  uvt__spill_t *sp;
+  uvt_process_peek_t pk;
   uvt__text_t all;
+  uvt__text_t vt;
+  segs_t ss;
   size_t split;
   size_t mark;
+  int viewing = sh->head_lines >= 0 || sh->tail_lines >= 0 || sh->match != NULL;
+  int view_left = 0;
 
   if (c != NULL) {
     term = c->term;
@@ -218,6 +695,14 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
     term = local;
   }
   uvt__text_init(&all);
+  memset(&ss, 0, sizeof(ss));
+  /* M-TOOLS-17: where the read lies in its streams (the tools' tasks). */
+  sp = uvt__spill_find(tools, id, 0);
+  memset(&pk, 0, sizeof(pk));
+  ss.known =
+      sp != NULL && uvt_process_peek(tools->registry, id, sh->caller, &pk) == 0;
+  ss.mapped = ss.known && (tools->spill_fd_ >= 0 || viewing);
+  ss.fill = viewing && tools->spill_fd_ >= 0 ? tools : NULL;
   /* M-TOOLS-11: a terminal task's screen sees every byte read (a drop
    * notice is no output of the terminal). */
   scr = uvt__screen_find(tools, id);
@@ -229,7 +714,7 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
     uvt__screen_feed(scr, r->text + at + k, r->len - at - k);
   }
   split = find_stderr(r->text, r->len);
-  filter_part(&term[0], r->text, split, final, &all);
+  filter_part(&term[0], r->text, split, final, 0, sp, pk.unread[0], &ss, &all);
   if (split < r->len) {
     /* The "[stderr]" line only if stderr shows something. */
     mark = all.len;
@@ -239,7 +724,8 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
     split += sizeof(stderr_line) - 1;
     {
       size_t before = all.len;
-      filter_part(&term[1], r->text + split, r->len - split, final, &all);
+      filter_part(&term[1], r->text + split, r->len - split, final, 1, sp,
+                  pk.unread[1], &ss, &all);
       if (all.len == before && all.err == 0) {
         all.len = mark;
         all.base[mark] = '\0';
@@ -251,8 +737,7 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   if (final || (!uvt__term_carries(&term[0]) && !uvt__term_carries(&term[1]))) {
     if (c != NULL) {
       carry_free(c);
-      if (uvt__list_empty(&tools->carries_) &&
-          uvt__list_empty(&tools->screens_))
+      if (!states_kept(tools))
         uvt_watch_stop(&tools->watch_);
     } else {
       uvt__term_free(&local[0]);
@@ -278,15 +763,32 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   if (scr != NULL && uvt__screen_alt(scr) && all.err == 0) {
     all.len = 0;
     uvt__screen_render(scr, &all);
+    segs_free(&ss);
+    viewing = 0;
   }
   if (all.err != 0) {
     t->err = all.err;
+  } else if (viewing) {
+    /* M-TOOLS-16: the view, then the result's bounds (M-TOOLS-15). */
+    uvt__text_init(&vt);
+    view_left = view(sh, &ss, &all, &vt);
+    if (vt.err != 0)
+      t->err = vt.err;
+    else
+      uvt__text_clip_lines(t, vt.base, vt.len, sh->max_bytes, sh->max_lines,
+                           NULL);
+    uvt__text_free(&vt);
+    spill_note(tools, sp, &ss, 0, 0, view_left, t);
+    net_note(tools, all.base, all.len, t);
   } else {
     size_t cut[2];
-    uvt__text_clip_lines(t, all.base, all.len, max_bytes, max_lines, cut);
+    uvt__text_clip_lines(t, all.base, all.len, sh->max_bytes, sh->max_lines,
+                         cut);
+    /* M-TOOLS-17: what was left out (and what the cap dropped) is in the
+     * task's file. */
+    spill_note(tools, sp, &ss, cut[0], cut[1], 0, t);
     net_note(tools, all.base, all.len, t);
-    /* M-TOOLS-10: what was left out (and what the cap dropped) is kept. */
-    uvt__spill_result(tools, id, all.base + cut[0], cut[1] - cut[0], t);
   }
+  segs_free(&ss);
   uvt__text_free(&all);
 }

@@ -187,7 +187,10 @@ void uvt__tool_task_screen(uvt_tools_call_t *req,
     return;
   }
   uvt__text_init(&scratch);
-  uvt__tools_output(tools, args->task_id, &r, SIZE_MAX, SIZE_MAX, &scratch);
+  {
+    uvt__shape_t sh = {SIZE_MAX, SIZE_MAX, -1, -1, NULL, req->caller_};
+    uvt__tools_output(tools, args->task_id, &r, &sh, &scratch);
+  }
   uvt__text_free(&scratch);
   /* The read may have been the task's last: the screen stays until its
    * record goes. */

@@ -1,15 +1,36 @@
-/* Output kept where a model can read it (M-TOOLS-10): with a spill
- * directory, what a result leaves out (M-TOOLS-8) and what the output cap
- * drops (the process producer's on_drop) are appended to one file per
- * task, DIR/<id>.log, and the result names the file and byte ranges.
+/* What the tools keep of each task's raw output (M-TOOLS-17, M-TOOLS-10,
+ * M-MCP-16, S-7).
  *
- * The directory must be the user's own and closed to everyone else (a
- * directory, not a link, owned by the effective user, no group or other
- * permission bits); it is made 0700 if it does not exist.  Files are 0600,
- * opened without following links, emptied at a task's first spill, and
- * never grow past spill_max_bytes (what would is not kept, and the note
- * says so).  Writes are plain write(2) calls on the loop thread: a local
- * file, appended in the chunks the output arrives in. */
+ * Every task the tools start hands each byte it reads to
+ * uvt__spill_tee_cb() (the process producer's on_tee), per stream and in
+ * order.  The tools count the bytes and lines of each stream there (a
+ * result's line numbers and byte ranges come from these counts), and with
+ * a spill directory they append the bytes to one file per stream:
+ * DIR/<id>.log (stdout, or the one stream of a terminal or of
+ * merge_stderr) and DIR/<id>.stderr.log.  A file is the stream's raw
+ * bytes, once, in order, with no marker of ours: line N of the file is
+ * line N of the output.
+ *
+ * S-7: a task may write the directory (it runs as the same user), so no
+ * name in it is trusted.  The directory is opened once at attach
+ * (O_DIRECTORY | O_NOFOLLOW); each file is created relative to that
+ * descriptor with O_CREAT | O_EXCL | O_NOFOLLOW (whatever a task planted at
+ * the name, a symlink or a hard link to one of the user's files, is
+ * unlinked first, never opened), and its device and inode are kept: while
+ * the task runs the descriptor stays open, and a later append (what a
+ * task's leftovers write after its end, P-OUT-6) reopens the name with
+ * O_NOFOLLOW only to find the same inode, else the stream is not written
+ * again.  Renaming the directory or replacing it by a symlink changes
+ * nothing: the descriptor is the directory that was checked.
+ *
+ * Bounds: spill_max_bytes per file (past it the file stops growing and
+ * results say so), spill_max_total for all of them (past it the oldest
+ * task's files are removed, never the one being written, and a notice to
+ * its owner says so).  A task's files go with its record (forget,
+ * retention) and all of them at detach, unless keep_spill.  Writes are
+ * plain write(2) calls on the loop thread, in the chunks the output
+ * arrives in. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,14 +40,7 @@
 
 #include "tools-int.h"
 
-/* What the tools know of one task's file. */
-typedef struct {
-  struct uvt__link link; /* on the tools' spills_ */
-  char id[UVT_ID_MAX];
-  uint64_t size;  /* bytes in the file */
-  uint64_t shown; /* the file's size when the last result named it */
-  int full;       /* something was not kept: spill_max_bytes */
-} spill_t;
+static const char *const suffix[2] = {".log", ".stderr.log"};
 
 int uvt__spill_check_dir(const char *dir) {
   struct stat st;
@@ -40,12 +54,33 @@ int uvt__spill_check_dir(const char *dir) {
   return 0;
 }
 
-static spill_t *spill_find(uvt_tools_t *tools, const char *id, int make) {
+/* S-7: the directory once, as checked: not a link, ours, closed to
+ * others; the descriptor is what every file is made in. */
+int uvt__spill_open(uvt_tools_t *tools, const char *dir) {
+  struct stat st;
+  int err = uvt__spill_check_dir(dir);
+  int fd;
+
+  if (err != 0)
+    return err;
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ELOOP || errno == ENOTDIR ? UV_EPERM : -errno;
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & 077) != 0) {
+    close(fd);
+    return UV_EPERM;
+  }
+  tools->spill_fd_ = fd;
+  return 0;
+}
+
+uvt__spill_t *uvt__spill_find(uvt_tools_t *tools, const char *id, int make) {
   struct uvt__link *n;
-  spill_t *s;
+  uvt__spill_t *s;
 
   for (n = tools->spills_.next; n != &tools->spills_; n = n->next) {
-    s = uvt__container_of(n, spill_t, link);
+    s = uvt__container_of(n, uvt__spill_t, link);
     if (strcmp(s->id, id) == 0)
       return s;
   }
@@ -56,51 +91,173 @@ static spill_t *spill_find(uvt_tools_t *tools, const char *id, int make) {
     return NULL;
   memset(s, 0, sizeof(*s));
   strcpy(s->id, id);
-  uvt__list_insert_tail(&tools->spills_, &s->link);
+  s->fd[0] = s->fd[1] = -1;
+  s->seq = ++tools->spill_seq_;
+  uvt__tools_keep_state(tools, &tools->spills_, &s->link);
   return s;
 }
 
-void uvt__spill_free(uvt_tools_t *tools) {
-  struct uvt__link *n;
-
-  while ((n = uvt__list_pop(&tools->spills_)) != NULL)
-    uvt__tools_free(uvt__container_of(n, spill_t, link));
-}
-
-/* The file's path into `path`: 0, or -1 if it does not fit. */
-static int spill_path(const uvt_tools_t *tools, const char *id, char *path,
-                      size_t size) {
-  int n = snprintf(path, size, "%s/%s.log", tools->spill_dir_, id);
+/* The file of stream `k` of `s` into `name`: 0, or -1 if it does not fit. */
+static int spill_name(const uvt__spill_t *s, int k, char *name, size_t size) {
+  int n = snprintf(name, size, "%s%s", s->id, suffix[k]);
   return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-/* Append `len` bytes to the task's file, as much as the bound allows. */
-static void spill_append(uvt_tools_t *tools, spill_t *s, const char *bytes,
-                         size_t len) {
-  char path[4096];
+int uvt__spill_path(const uvt_tools_t *tools, const uvt__spill_t *s, int k,
+                    char *path, size_t size) {
+  int n = snprintf(path, size, "%s/%s%s", tools->spill_dir_, s->id, suffix[k]);
+  return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+static void close_fd(uvt__spill_t *s, int k) {
+  if (s->fd[k] >= 0)
+    close(s->fd[k]);
+  s->fd[k] = -1;
+}
+
+/* Remove the files of `s` (they go, its counts stay). */
+static void spill_remove(uvt_tools_t *tools, uvt__spill_t *s) {
+  char name[UVT_ID_MAX + 16];
+  struct stat st;
+  int k;
+
+  for (k = 0; k < 2; k++) {
+    close_fd(s, k);
+    if (!s->made[k] || tools->spill_fd_ < 0)
+      continue;
+    /* Only the file we made: a name a task replaced is its own. */
+    if (spill_name(s, k, name, sizeof(name)) == 0 &&
+        fstatat(tools->spill_fd_, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode) && st.st_dev == s->dev[k] && st.st_ino == s->ino[k])
+      unlinkat(tools->spill_fd_, name, 0);
+    s->made[k] = 0;
+    tools->spill_total_ -=
+        s->size[k] <= tools->spill_total_ ? s->size[k] : tools->spill_total_;
+  }
+  s->gone = 1;
+}
+
+/* S-7: make the file of stream k: whatever is at its name goes first
+ * (never followed, never opened), then O_EXCL.  0, or -1 (not kept). */
+static int spill_make(uvt_tools_t *tools, uvt__spill_t *s, int k) {
+  char name[UVT_ID_MAX + 16];
+  struct stat st;
+  int tries;
+  int fd = -1;
+
+  if (spill_name(s, k, name, sizeof(name)) != 0)
+    return -1;
+  for (tries = 0; tries < 3 && fd < 0; tries++) {
+    fd = openat(tools->spill_fd_, name,
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+                0600);
+    if (fd < 0 && errno == EEXIST)
+      unlinkat(tools->spill_fd_, name, 0);
+    else if (fd < 0)
+      return -1;
+  }
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  s->fd[k] = fd;
+  s->dev[k] = st.st_dev;
+  s->ino[k] = st.st_ino;
+  s->made[k] = 1;
+  return 0;
+}
+
+/* Our file of stream k, open: the descriptor kept, or the name reopened
+ * without following links and checked to be the same inode. */
+static int spill_fd(uvt_tools_t *tools, uvt__spill_t *s, int k) {
+  char name[UVT_ID_MAX + 16];
+  struct stat st;
+  int fd;
+
+  if (s->fd[k] >= 0)
+    return s->fd[k];
+  if (!s->made[k])
+    return spill_make(tools, s, k) == 0 ? s->fd[k] : -1;
+  if (spill_name(s, k, name, sizeof(name)) != 0)
+    return -1;
+  fd = openat(tools->spill_fd_, name,
+              O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != s->dev[k] ||
+      st.st_ino != s->ino[k]) {
+    close(fd);
+    return -1;
+  }
+  s->fd[k] = fd;
+  return fd;
+}
+
+/* M-MCP-16: make room for `len` more bytes in all the files, removing the
+ * oldest tasks' files (not `keep`'s).  Returns how many may be written. */
+static size_t spill_room(uvt_tools_t *tools, uvt__spill_t *keep, size_t len) {
+  struct uvt__link *n;
+  uvt__spill_t *old;
+  uvt__text_t t;
+  char *line;
+  uint64_t freed;
+
+  while (tools->spill_total_ + len > tools->spill_max_total_) {
+    old = NULL;
+    for (n = tools->spills_.next; n != &tools->spills_; n = n->next) {
+      uvt__spill_t *s = uvt__container_of(n, uvt__spill_t, link);
+      if (s != keep && !s->gone && (s->made[0] || s->made[1]) &&
+          (old == NULL || s->seq < old->seq))
+        old = s;
+    }
+    if (old == NULL)
+      break;
+    freed = old->size[0] + old->size[1];
+    spill_remove(tools, old);
+    if (tools->notice_cb_ != NULL && old->owner != NULL) {
+      uvt__text_init(&t);
+      uvt__text_printf(&t,
+                       "Removed the spill files of %s (%llu bytes) to keep "
+                       "the spill directory within %llu bytes; its output "
+                       "is no longer on disk.",
+                       old->id, (unsigned long long)freed,
+                       (unsigned long long)tools->spill_max_total_);
+      line = uvt__text_take(&t);
+      if (line != NULL) {
+        tools->notice_cb_(tools, old->owner, line);
+        uvt__tools_free(line);
+      }
+    }
+  }
+  if (tools->spill_total_ >= tools->spill_max_total_)
+    return 0;
+  return tools->spill_max_total_ - tools->spill_total_ < len
+             ? (size_t)(tools->spill_max_total_ - tools->spill_total_)
+             : len;
+}
+
+static void spill_write(uvt_tools_t *tools, uvt__spill_t *s, int k,
+                        const char *bytes, size_t len) {
+  size_t room;
   ssize_t w;
   int fd;
-  int flags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC;
 
-  if (len == 0)
+  if (s->full[k] || s->gone || len == 0)
     return;
-  if (s->size + len > tools->spill_max_bytes_) {
-    s->full = 1;
-    if (s->size >= tools->spill_max_bytes_)
+  if (s->size[k] + len > tools->spill_max_bytes_) {
+    s->full[k] = 1;
+    if (s->size[k] >= tools->spill_max_bytes_)
       return;
-    len = (size_t)(tools->spill_max_bytes_ - s->size);
+    len = (size_t)(tools->spill_max_bytes_ - s->size[k]);
   }
-  if (spill_path(tools, s->id, path, sizeof(path)) != 0) {
-    s->full = 1;
-    return;
-  }
-  /* A task's first spill starts the file afresh (a file of an earlier
-   * server with the same ids). */
-  if (s->size == 0)
-    flags |= O_TRUNC;
-  fd = open(path, flags, 0600);
+  room = spill_room(tools, s, len);
+  if (room < len)
+    s->full[k] = 1;
+  len = room;
+  fd = len > 0 ? spill_fd(tools, s, k) : -1;
   if (fd < 0) {
-    s->full = 1;
+    s->full[k] = 1;
     return;
   }
   while (len > 0) {
@@ -108,63 +265,109 @@ static void spill_append(uvt_tools_t *tools, spill_t *s, const char *bytes,
     if (w < 0 && errno == EINTR)
       continue;
     if (w <= 0) {
-      s->full = 1;
+      s->full[k] = 1;
       break;
     }
-    s->size += (uint64_t)w;
+    s->size[k] += (uint64_t)w;
+    tools->spill_total_ += (uint64_t)w;
     bytes += w;
     len -= (size_t)w;
   }
-  close(fd);
+  /* After the task's end (P-OUT-6: its leftovers write on), the name is
+   * reopened for each chunk rather than held. */
+  if (s->ended)
+    close_fd(s, k);
 }
 
-void uvt__spill_drop_cb(const char *id, const char *bytes, size_t len,
-                        void *data) {
+int uvt__spill_read_fd(uvt_tools_t *tools, uvt__spill_t *s, int k) {
+  char name[UVT_ID_MAX + 16];
+  struct stat st;
+  int fd;
+
+  if (tools->spill_fd_ < 0 || !s->made[k] ||
+      spill_name(s, k, name, sizeof(name)))
+    return -1;
+  fd = openat(tools->spill_fd_, name,
+              O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != s->dev[k] ||
+      st.st_ino != s->ino[k]) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void uvt__spill_tee_cb(const char *id, int stream, const char *bytes,
+                       size_t len, void *data) {
   uvt_tools_t *tools = data;
-  spill_t *s;
+  uvt__spill_t *s;
+  const char *p;
+  const char *end = bytes + len;
+  int k = stream ? 1 : 0;
 
-  if (tools->spill_dir_ == NULL)
+  /* A task still writing after detach: nobody reads it. */
+  if (!uvt__tools_attached(tools))
     return;
-  s = spill_find(tools, id, 1);
-  if (s != NULL)
-    spill_append(tools, s, bytes, len);
-}
-
-void uvt__spill_result(uvt_tools_t *tools, const char *id, const char *left,
-                       size_t left_len, uvt__text_t *t) {
-  spill_t *s;
-  uint64_t dropped_at, left_at;
-  char path[4096];
-
-  if (tools->spill_dir_ == NULL)
-    return;
-  s = spill_find(tools, id, left_len > 0);
+  s = uvt__spill_find(tools, id, 1);
   if (s == NULL)
     return;
-  dropped_at = s->shown;
-  left_at = s->size;
-  spill_append(tools, s, left, left_len);
-  if (s->size == s->shown)
+  /* The counts every result's line numbers and ranges come from. */
+  s->seen[k] += len;
+  for (p = bytes; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+    s->nl[k]++;
+  if (tools->spill_fd_ >= 0)
+    spill_write(tools, s, k, bytes, len);
+}
+
+void uvt__spill_owner(uvt_tools_t *tools, const char *id, uvt_agent_t *owner) {
+  uvt__spill_t *s = uvt__spill_find(tools, id, 1);
+
+  if (s != NULL)
+    s->owner = owner;
+}
+
+void uvt__spill_ended(uvt_tools_t *tools, const char *id) {
+  uvt__spill_t *s = uvt__spill_find(tools, id, 0);
+
+  if (s == NULL)
     return;
-  if (spill_path(tools, id, path, sizeof(path)) != 0)
+  s->ended = 1;
+  close_fd(s, 0);
+  close_fd(s, 1);
+}
+
+void uvt__spill_forget(uvt_tools_t *tools, const char *id) {
+  uvt__spill_t *s = uvt__spill_find(tools, id, 0);
+
+  if (s == NULL)
     return;
-  uvt__text_str(t, "(kept in ");
-  uvt__text_oneline(t, path, sizeof(path));
-  uvt__text_str(t, ":");
-  if (left_at > dropped_at)
-    uvt__text_printf(t, " bytes %llu-%llu as the output cap dropped them",
-                     (unsigned long long)dropped_at,
-                     (unsigned long long)left_at - 1);
-  if (s->size > left_at)
-    uvt__text_printf(t, "%s bytes %llu-%llu that this result left out",
-                     left_at > dropped_at ? ";" : "",
-                     (unsigned long long)left_at,
-                     (unsigned long long)s->size - 1);
-  if (s->full)
-    uvt__text_printf(t,
-                     "; the file is full at %llu bytes, so some is not "
-                     "kept",
-                     (unsigned long long)tools->spill_max_bytes_);
-  uvt__text_str(t, ")\n");
-  s->shown = s->size;
+  if (tools->keep_spill_) {
+    close_fd(s, 0);
+    close_fd(s, 1);
+  } else {
+    spill_remove(tools, s);
+  }
+  uvt__list_remove(&s->link);
+  uvt__tools_free(s);
+}
+
+void uvt__spill_free(uvt_tools_t *tools) {
+  struct uvt__link *n;
+  uvt__spill_t *s;
+
+  while ((n = uvt__list_pop(&tools->spills_)) != NULL) {
+    s = uvt__container_of(n, uvt__spill_t, link);
+    if (tools->keep_spill_) {
+      close_fd(s, 0);
+      close_fd(s, 1);
+    } else {
+      spill_remove(tools, s);
+    }
+    uvt__tools_free(s);
+  }
+  if (tools->spill_fd_ >= 0)
+    close(tools->spill_fd_);
+  tools->spill_fd_ = -1;
 }

@@ -149,12 +149,28 @@ void uvt__term_plain(const char *bytes, size_t len, uvt__text_t *out);
 
 /* ---- output.c: one read's output as a tool result shows it. */
 
+#include <regex.h>
+
+/* How a result shows a read: its bounds (M-TOOLS-8, M-TOOLS-15), a view
+ * in lines (M-TOOLS-16: head_lines and tail_lines, -1 = not given; match,
+ * NULL = none) and the caller (the fence of the looks it makes). */
+typedef struct {
+  size_t max_bytes;
+  size_t max_lines;
+  int64_t head_lines;
+  int64_t tail_lines;
+  const regex_t *match;
+  const uvt_agent_t *caller;
+} uvt__shape_t;
+
 /* Append the output of the read `r` of task `id` (M-TOOLS-7, M-TOOLS-8),
- * at most `max_bytes`, ending with a newline; nothing if it shows nothing.
- * Keeps the filter's state of a task that has not ended for its next read.
- * Allocation failures latch in `t`. */
+ * shaped by `sh`, ending with a newline; nothing if it shows nothing; then
+ * the notes on it (M-TOOLS-17: the spill file and what was left out;
+ * M-TOOLS-18: a sandbox without network).  Keeps the filter's state of a
+ * task that has not ended for its next read.  Allocation failures latch
+ * in `t`. */
 void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
-                       size_t max_bytes, size_t max_lines, uvt__text_t *t);
+                       const uvt__shape_t *sh, uvt__text_t *t);
 /* Forget every kept state (detach). */
 void uvt__tools_output_free(uvt_tools_t *tools);
 
@@ -190,6 +206,8 @@ void uvt__tool_task_output(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 void uvt__tool_task_list(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 
+/* The tools are attached (not detaching or detached). */
+int uvt__tools_attached(const uvt_tools_t *tools);
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
 /* The error text for an operation (`verb`) on `id` that returned `err`. */
@@ -208,6 +226,8 @@ int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
  * (M-TOOLS-15): the tools' max_lines, raised in proportion for a call that
  * asks for more bytes than the tools' default. */
 size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes);
+/* Take the call's view (M-TOOLS-16): 0, or -1 after answering. */
+int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* Take the call's max_bytes (M-TOOLS-8): 0, or -1 after answering. */
 int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* The call waits (req->wait_ is armed): on the tools' waiting list. */
@@ -229,19 +249,57 @@ void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
 /* Stop the wait(s) of a waiting call. */
 void uvt__tools_wait_abort(uvt_tools_call_t *req);
 
-/* ---- spill.c: output kept in files (M-TOOLS-10). */
+/* ---- spill.c: each task's raw output, counted and kept (M-TOOLS-17). */
+
+/* What the tools know of one task's output, per stream (0: stdout or the
+ * one stream, 1: stderr): the bytes and newlines seen (every byte comes
+ * through uvt__spill_tee_cb), where reads have got to, and its files. */
+typedef struct {
+  struct uvt__link link; /* on the tools' spills_ */
+  char id[UVT_ID_MAX];
+  uvt_agent_t *owner;   /* whom a notice about its files goes to */
+  uint64_t seq;         /* the order tasks were seen in (oldest first) */
+  uint64_t seen[2];     /* bytes of the stream */
+  uint64_t nl[2];       /* newlines among them */
+  uint64_t read_end[2]; /* where the next read begins in the stream */
+  uint64_t read_nl[2];  /* newlines before read_end */
+  uint64_t size[2];     /* bytes in its file */
+  int fd[2];            /* the file, open while the task runs; or -1 */
+  dev_t dev[2];         /* the file made (S-7) */
+  ino_t ino[2];
+  int made[2];
+  int full[2]; /* the file stopped growing (a bound, an error) */
+  int gone;    /* its files were removed (spill_max_total) */
+  int ended;   /* the task ended: no descriptor is held */
+} uvt__spill_t;
 
 /* The spill directory is the user's own and closed to others (made 0700
  * if missing): 0, UV_EPERM, or an error of mkdir()/lstat(). */
 int uvt__spill_check_dir(const char *dir);
-/* The process producer's on_drop for the tools' tasks. */
-void uvt__spill_drop_cb(const char *id, const char *bytes, size_t len,
-                        void *data);
-/* A result of task `id` left `left_len` bytes out: append them to its
- * file, then a note naming the file and what it got since the last note
- * (dropped, left out) to `t`.  Nothing without a spill directory. */
-void uvt__spill_result(uvt_tools_t *tools, const char *id, const char *left,
-                       size_t left_len, uvt__text_t *t);
+/* That check, then the directory opened once (S-7) into
+ * tools->spill_fd_: 0, UV_EPERM, or an error of the system. */
+int uvt__spill_open(uvt_tools_t *tools, const char *dir);
+/* The record of `id`; made (counts zero) when `make` and missing.  NULL
+ * when there is none (or no memory). */
+uvt__spill_t *uvt__spill_find(uvt_tools_t *tools, const char *id, int make);
+/* The path of stream k's file: 0, or -1 when it does not fit. */
+int uvt__spill_path(const uvt_tools_t *tools, const uvt__spill_t *s, int k,
+                    char *path, size_t size);
+/* Stream k's file for reading (M-TOOLS-16's views read dropped bytes
+ * back): opened without following links and only if it is the file made
+ * (S-7); -1 otherwise.  The caller closes it. */
+int uvt__spill_read_fd(uvt_tools_t *tools, uvt__spill_t *s, int k);
+/* The process producer's on_tee for the tools' tasks. */
+void uvt__spill_tee_cb(const char *id, int stream, const char *bytes,
+                       size_t len, void *data);
+/* Task `id` was started for `owner` (notices about its files go there). */
+void uvt__spill_owner(uvt_tools_t *tools, const char *id, uvt_agent_t *owner);
+/* The task ended: its files are not held open any more. */
+void uvt__spill_ended(uvt_tools_t *tools, const char *id);
+/* Its record was dropped: its files go (unless keep_spill). */
+void uvt__spill_forget(uvt_tools_t *tools, const char *id);
+/* Detach: every record; the files go unless keep_spill; the directory's
+ * descriptor is closed. */
 void uvt__spill_free(uvt_tools_t *tools);
 
 /* Put a per-task state on `list` (the carries or the screens), starting

@@ -5,7 +5,10 @@
  * write_stdin lives in write.c (M-TOOLS-5). */
 #include "uvtasks/tools.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tools-int.h"
 #include "uvtasks/process.h"
@@ -46,6 +49,8 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   a->memory_mb = -1;
   a->max_processes = -1;
   a->cpu_percent = -1;
+  a->head_lines = -1;
+  a->tail_lines = -1;
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -103,6 +108,12 @@ static void tools_idle_cb(uv_idle_t *idle) {
 static void tools_ready(uvt_tools_call_t *req, int status) {
   uvt_tools_t *tools = req->tools;
 
+  /* The view's expression served the text (M-TOOLS-16). */
+  if (req->match_ != NULL) {
+    regfree(req->match_);
+    uvt__tools_free(req->match_);
+    req->match_ = NULL;
+  }
   req->status_ = status;
   req->state_ = CALL_READY;
   uvt__list_remove(&req->link_);
@@ -147,14 +158,21 @@ void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
 }
 
 /* The output part of a result for the read `r` of `id` (M-TOOLS-7,
- * M-TOOLS-8), or `empty_note` (may be NULL) when it shows nothing. */
+ * M-TOOLS-8, M-TOOLS-16), or `empty_note` (may be NULL) when it shows
+ * nothing. */
 static void text_output(uvt_tools_call_t *req, const char *id,
                         const uvt_read_t *r, const char *empty_note,
                         uvt__text_t *t) {
   size_t before = t->len;
+  uvt__shape_t sh;
 
-  uvt__tools_output(req->tools, id, r, req->max_bytes_,
-                    uvt__tools_max_lines(req->tools, req->max_bytes_), t);
+  sh.max_bytes = req->max_bytes_;
+  sh.max_lines = uvt__tools_max_lines(req->tools, req->max_bytes_);
+  sh.head_lines = req->head_lines_;
+  sh.tail_lines = req->tail_lines_;
+  sh.match = req->match_;
+  sh.caller = req->caller_;
+  uvt__tools_output(req->tools, id, r, &sh, t);
   if (t->len == before && t->err == 0 && empty_note != NULL)
     uvt__text_str(t, empty_note);
 }
@@ -233,11 +251,10 @@ static void tools_process_options(uvt_tools_call_t *req,
   /* M-TOOLS-15: a result after the cap dropped bytes still shows the true
    * beginning. */
   po->keep_head_bytes = UVT_TOOLS_HEAD_BYTES;
-  /* M-TOOLS-10: what the cap drops is kept. */
-  if (tools->spill_dir_ != NULL) {
-    po->on_drop = uvt__spill_drop_cb;
-    po->on_drop_data = tools;
-  }
+  /* M-TOOLS-17: every byte is counted (line numbers, ranges), and kept
+   * in the spill files when there is a directory. */
+  po->on_tee = uvt__spill_tee_cb;
+  po->on_tee_data = tools;
   /* M-TOOLS-12: stderr in stdout's stream, in the order written. */
   po->merge_stderr = args->merge_stderr == 1;
   po->limits = tools->limits_; /* L-LIM-3: the host's */
@@ -332,6 +349,8 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   po.stdin_pipe = args->stdin_pipe == 1 && !po.pty;
 
   err = uvt_process_start(req->tools->registry, &po, id);
+  if (err == 0)
+    uvt__spill_owner(req->tools, id, req->caller_);
   if (err == 0) {
     /* M-TOOLS-11: a terminal's screen, kept from its first byte. */
     if (po.pty)
@@ -492,6 +511,50 @@ int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   return 0;
 }
 
+/* M-TOOLS-16: the call's view (head_lines, tail_lines, match) into req:
+ * 0, or -1 after answering with a tool error. */
+int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
+  uvt__text_t t;
+  regex_t *re;
+  char why[200];
+  int err;
+
+  uvt__text_init(&t);
+  if (args->head_lines == 0 || args->head_lines < -1 || args->tail_lines == 0 ||
+      args->tail_lines < -1) {
+    uvt__text_printf(&t, "%s must be a positive number of lines.",
+                     args->head_lines == 0 || args->head_lines < -1
+                         ? "head_lines"
+                         : "tail_lines");
+    uvt__tools_result(req, &t, 1);
+    return -1;
+  }
+  req->head_lines_ = args->head_lines;
+  req->tail_lines_ = args->tail_lines;
+  if (args->match == NULL)
+    return 0;
+  re = uvt__tools_malloc(sizeof(*re));
+  if (re == NULL) {
+    uvt__text_str(&t, "Not enough memory for match.");
+    uvt__tools_result(req, &t, 1);
+    return -1;
+  }
+  err = regcomp(re, args->match, REG_EXTENDED | REG_NOSUB);
+  if (err != 0) {
+    regerror(err, re, why, sizeof(why));
+    uvt__tools_free(re);
+    uvt__text_str(&t, "match is not a valid POSIX extended regular "
+                      "expression (");
+    uvt__text_oneline(&t, why, sizeof(why));
+    uvt__text_str(&t, "): ");
+    uvt__text_oneline(&t, args->match, 200);
+    uvt__tools_result(req, &t, 1);
+    return -1;
+  }
+  req->match_ = re;
+  return 0;
+}
+
 /* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`.
  * A zero or negative one is a tool error, already delivered when this
  * returns -1. */
@@ -599,6 +662,8 @@ void uvt__tool_task_output(uvt_tools_call_t *req,
     return;
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
+  if (uvt__tools_view(req, args) != 0)
+    return;
   /* An explicit wait wins; otherwise a timeout_ms asks for a wait. */
   wait = args->wait >= 0 ? args->wait != 0 : args->timeout_ms >= 0;
   if (!wait) {
@@ -650,6 +715,8 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
     return;
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
+  if (uvt__tools_view(req, args) != 0)
+    return;
   if (args->yield_ms < -1) {
     uvt__text_str(&t, "yield_ms must be 0 (wait for the end) or a positive "
                       "number of milliseconds.");
@@ -671,6 +738,8 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
   req->runtime_ms_ = runtime_ms;
   req->started_ns_ = uv_hrtime();
   err = uvt_process_start(tools->registry, &po, req->task_id_);
+  if (err == 0)
+    uvt__spill_owner(tools, req->task_id_, req->caller_);
   if (err != 0) {
     req->task_id_[0] = '\0';
     text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits);
@@ -841,6 +910,36 @@ static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
 /* ---------------------------------------------------------------------- */
 /* Attach, detach, call                                                    */
 
+/* Is `path` (resolved) `root` (resolved) or inside it? */
+static int path_within(const char *path, const char *root) {
+  size_t n = strlen(root);
+
+  if (strncmp(path, root, n) != 0)
+    return 0;
+  return path[n] == '\0' || path[n] == '/' || (n > 0 && root[n - 1] == '/');
+}
+
+/* S-7: could a task of sandbox `sb` write `dir` (one of its writable
+ * places, or, in the workspace profile, the directory commands run in, is
+ * `dir` or holds it)?  Without a sandbox, no wall to keep: 0. */
+static int tools_sandbox_writes(const uvt_sandbox_t *sb, const char *cwd,
+                                const char *dir) {
+  char d[PATH_MAX];
+  char w[PATH_MAX];
+  const char *const *p;
+
+  if (sb == NULL || realpath(dir, d) == NULL)
+    return 0;
+  for (p = sb->writable; p != NULL && *p != NULL; p++)
+    if (realpath(*p, w) != NULL && path_within(d, w))
+      return 1;
+  if (sb->fs == UVT_SANDBOX_FS_WORKSPACE &&
+      (cwd != NULL ? realpath(cwd, w) != NULL : getcwd(w, sizeof(w)) != NULL) &&
+      path_within(d, w))
+    return 1;
+  return 0;
+}
+
 int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
                      const uvt_tools_options_t *o) {
   /* P-THREAD-1: before anything is touched. */
@@ -887,8 +986,17 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   tools->spill_max_bytes_ = o->spill_max_bytes == 0
                                 ? UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT
                                 : o->spill_max_bytes;
+  tools->spill_max_total_ = o->spill_max_total == 0
+                                ? UVT_TOOLS_SPILL_MAX_TOTAL_DEFAULT
+                                : o->spill_max_total;
+  tools->keep_spill_ = o->keep_spill != 0;
+  tools->spill_fd_ = -1;
   if (o->spill_dir != NULL) {
-    err = uvt__spill_check_dir(o->spill_dir);
+    err = uvt__spill_open(tools, o->spill_dir);
+    /* S-7: no file the server writes on a task's behalf may lie where a
+     * sandboxed task can write. */
+    if (err == 0 && tools_sandbox_writes(o->sandbox, o->cwd, o->spill_dir))
+      err = UV_EACCES;
     if (err == 0) {
       tools->spill_dir_ = tools_strdup(o->spill_dir);
       if (tools->spill_dir_ == NULL)
@@ -927,8 +1035,15 @@ fail:
   tools->cwd_ = NULL;
   uvt__tools_free(tools->spill_dir_);
   tools->spill_dir_ = NULL;
+  if (tools->spill_fd_ >= 0)
+    close(tools->spill_fd_);
+  tools->spill_fd_ = -1;
   tools->registry = NULL;
   return err;
+}
+
+int uvt__tools_attached(const uvt_tools_t *tools) {
+  return tools->state_ == TOOLS_ATTACHED;
 }
 
 static void tools_handle_closed(uv_handle_t *h) {
@@ -1025,6 +1140,9 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->aborted_ = ABORT_NONE;
   req->tool_ = TOOL_OTHER;
   req->multi_ = NULL;
+  req->head_lines_ = -1;
+  req->tail_lines_ = -1;
+  req->match_ = NULL;
   tools->pending_++;
 
   /* The tool's row (schema.c) says how it runs. */

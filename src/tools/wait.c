@@ -125,7 +125,10 @@ static void multi_result(multi_t *m, uvt__text_t *t) {
         continue;
       }
       before = t->len;
-      uvt__tools_output(req->tools, m->one[i].id, &r, per_bytes, per_lines, t);
+      {
+        uvt__shape_t sh = {per_bytes, per_lines, -1, -1, NULL, req->caller_};
+        uvt__tools_output(req->tools, m->one[i].id, &r, &sh, t);
+      }
       if (t->len == before && t->err == 0)
         uvt__text_str(t, "(no new output)\n");
       uvt__text_status(t, &r.snapshot);

@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 start_server() {
-  coproc SRV { exec "$MCP" --grace-ms 200 "$@" 2>"$tmp/stderr"; }
+  coproc SRV { exec "$MCP" --grace-ms 200 --no-spill "$@" 2>"$tmp/stderr"; }
   SRV_IN=${SRV[1]}
   SRV_OUT=${SRV[0]}
 }
@@ -465,6 +465,15 @@ check "yield_ms 100000000000000000000 (JavaScript's 1e20) is answered" '{"jsonrp
 check "max_bytes 18446744073709551616 is answered" '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 2000","max_bytes":18446744073709551616,"yield_ms":0},'"$META"'}}' 14 '\n1000\n1001\n'
 check "timeout_ms -100000000000000000000 is a tool error" '{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","timeout_ms":-100000000000000000000},'"$META"'}}' 15 '"isError":true' 'timeout_ms must be a whole number'
 check "max_bytes 0.5 is a tool error" '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","max_bytes":0.5},'"$META"'}}' 9 '"isError":true' 'task_output: max_bytes must be a whole number of bytes, at least 1.'
+# M-TOOLS-16: an argument a tool does not take is an error that names
+# what it takes (tail_lines was ignored, and the whole output came back);
+# the ones hosts add to every call (wait_for_previous) are let through;
+# head_lines, tail_lines and match are whole numbers and a string.
+check "M-TOOLS-16: an unknown argument is a tool error" '{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo never","tail_line":5},'"$META"'}}' 16 '"isError":true' 'run_command does not take the argument \"tail_line\"; it takes command, cwd,' '!never'
+check "M-TOOLS-16: wait_for_previous is let through" '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"task_list","arguments":{"wait_for_previous":true},'"$META"'}}' 17 '"isError":false'
+check "M-TOOLS-16: tail_lines through the server" '{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"seq 1 100","tail_lines":2,"yield_ms":0},'"$META"'}}' 18 '"text":"[... 98 lines left out ...]\n99\n100\n[status: completed, exit code: 0]"'
+check "M-TOOLS-16: head_lines 1.5 is a tool error" '{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"true","head_lines":1.5},'"$META"'}}' 19 '"isError":true' 'head_lines must be a whole number of lines, at least 1.'
+check "M-TOOLS-16: match must be a string" '{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{"name":"task_output","arguments":{"task_id":"bash-4","match":5},'"$META"'}}' 20 '"isError":true' 'match must be a string'
 srv=$SRV_PID
 exec {SRV_IN}>&-
 wait "$srv" || true

@@ -130,6 +130,26 @@ done
   bad "S-2, M-MCP-7: the guardian stopped the sandbox" "$(pgrep -fa "sleep $marker|sleep $((marker + 1))")"
 pkill -KILL -f "sleep $marker|sleep $((marker + 1))" 2>/dev/null
 
+# ---- S-7: a spill directory a sandboxed task could write is refused -----
+mkdir -p "$tmp/w"
+for args in "--sandbox workspace --cwd $tmp --spill-dir $tmp/spill" \
+  "--sandbox read-only --writable $tmp/w --cwd $tmp --spill-dir $tmp/w/spill"; do
+  # shellcheck disable=SC2086
+  "$MCP" $args </dev/null >/dev/null 2>"$tmp/err"; rc=$?
+  if [ $rc != 0 ] && grep -q 'lies where the sandbox lets tasks write' "$tmp/err"; then
+    ok "S-7: refused at start: ${args%% --cwd*} ... ${args##* }"
+  else
+    bad "S-7: refused at start: $args" "$rc $(cat "$tmp/err")"
+  fi
+done
+# The default spill directory lies outside the workspace: a sandboxed
+# server starts with it, and its files are there.
+start_server --sandbox workspace --cwd "$tmp"
+init
+check "S-7: the default spill directory works under a sandbox" "$(tool_call 3 run_command '{"command":"seq 1 3000"}')" 3 \
+  'the whole output is in /' '/uvtasks-spill-'
+stop_server
+
 # ---- no sandbox: the descriptions say nothing of one; bad options -------
 start_server --cwd "$tmp"
 init

@@ -85,7 +85,7 @@ let b;
 try {
   // ------------------------------------------------------------------
   // A server with a short yield: C-32's promotion without waiting 45 s.
-  a = await connect(['--grace-ms', '300', '--yield-ms', '600']);
+  a = await connect(['--grace-ms', '300', '--yield-ms', '600', '--no-spill']);
 
   /* C-32, M-TOOLS-6: a default-options client; the command outlives the
    * server's yield, so the call answers with the output so far and the
@@ -281,7 +281,7 @@ try {
 
   // ------------------------------------------------------------------
   // A server that never yields by default: a per-call yield_ms promotes.
-  b = await connect(['--grace-ms', '300', '--yield-ms', '0', '--max-bytes', '2000']);
+  b = await connect(['--grace-ms', '300', '--yield-ms', '0', '--max-bytes', '2000', '--no-spill']);
   res = await b.call('run_command', { command: 'echo early; exec sleep 30', yield_ms: 300 });
   body = bodyOf(textOf(res));
   const y1 = (goesOnRe.exec(body) || [])[1];

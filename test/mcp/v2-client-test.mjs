@@ -31,7 +31,7 @@ function alive(pid) {
 }
 
 const transport = new StdioClientTransport({
-  command: server, args: ['--grace-ms', '300'], stderr: 'pipe',
+  command: server, args: ['--grace-ms', '300', '--no-spill'], stderr: 'pipe',
 });
 const sent = [];
 const send = transport.send.bind(transport);
