@@ -3787,6 +3787,22 @@ static void test_m_tools_17_spill(void **state) {
   free(full);
 }
 
+static int bash2_ended_cb(void *arg) {
+  tfix_t *t = arg;
+  uvt_snapshot_t snap;
+  int done;
+
+  assert_int_equal(uvt_get(t->f.reg, "bash-2", &t->a, &snap), 0);
+  done = uvt_status_is_terminal(snap.status);
+  uvt_snapshot_cleanup(&snap);
+  return done;
+}
+
+static int file_made(void *arg) {
+  struct stat st;
+  return stat(arg, &st) == 0;
+}
+
 /* S-7: a task (the same user) plants a symlink and a hard link at the
  * names of its own spill files, and replaces the spill directory between
  * two appends: nothing it points at is written, every byte goes to the
@@ -3854,6 +3870,41 @@ static void test_spill_s7(void **state) {
   file = slurp(path, &flen);
   assert_int_equal(flen, 6);
   assert_memory_equal(file, "e1\ne2\n", 6);
+  free(file);
+
+  /* After the end (P-OUT-6): a leftover writes once more, after its file
+   * was replaced by a symlink to the victim; the reopen finds another
+   * inode and writes nothing. */
+  snprintf(path, sizeof(path), "%s/go", dir);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  snprintf(cmd, sizeof(cmd),
+           "(read x < %s/go; echo late; touch %s/done) & echo early", dir, dir);
+  uvt_tools_args_init(&a);
+  a.command = cmd;
+  call(&t, &r, &t.a, "run_command", &a); /* bash-2 */
+  fixture_run_until(&t.f, bash2_ended_cb, &t);
+  snprintf(path, sizeof(path), "%s/bash-2.log", moved);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(symlink(victim, path), 0);
+  snprintf(path, sizeof(path), "%s/go", dir);
+  fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "x\n", 2), 2);
+  close(fd);
+  snprintf(path, sizeof(path), "%s/done", dir);
+  fixture_run_until(&t.f, file_made, path);
+  {
+    uvt_tools_args_t o = args_id("bash-2");
+    o.timeout_ms = 100;
+    for (;;) {
+      call(&t, &r, &t.a, "task_output", &o);
+      if (strstr(r.text, "late") != NULL)
+        break;
+    }
+  }
+  file = slurp(victim, &flen);
+  assert_int_equal(flen, 9);
+  assert_memory_equal(file, "precious\n", 9);
   free(file);
   tfix_close(&t);
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
