@@ -175,6 +175,13 @@ static int rpc_has_leftovers(mcp_server_t *server, const char *id) {
   return uvt_process_leftovers(server->reg, id, &server->agent) > 0;
 }
 
+/* P-OUT-6: is ended task `id`'s output still read (held by a process that
+ * may have left its session)?  Forgetting it would close the pipe under
+ * that process, which then dies of SIGPIPE at its next write. */
+static int rpc_still_read(mcp_server_t *server, const char *id) {
+  return uvt_process_reading(server->reg, id, &server->agent) == 1;
+}
+
 /* P-LEFT-1: the tasks the client holds against --max-tasks: its live
  * tasks and the ended ones whose processes still run (`cmd &` must not
  * take the client past the cap).  The registry counts only the live ones
@@ -215,7 +222,7 @@ static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
   /* MCP tasks keep their records for their ttl. */
   if (mcp_task_find(server, s->id) != NULL)
     return 0;
-  return !rpc_has_leftovers(server, s->id);
+  return !rpc_has_leftovers(server, s->id) && !rpc_still_read(server, s->id);
 }
 
 /* M-MCP-11: the bounds live in retention.c; this predicate stays here. */

@@ -200,6 +200,31 @@ try {
   await c.close();
 }
 
+/* P-OUT-6 with M-MCP-11: retention does not forget a task whose output a
+ * process that left the session (setsid) still writes: forgetting it
+ * would close the pipe, and the process would die of SIGPIPE. */
+{
+  const k = await connect(['--keep-finished', '1', '--no-spill']);
+  let daemon = 0;
+  try {
+    let r = await k.call('run_command', {
+      command: 'setsid sh -c \'while :; do echo d; sleep 0.2; done\' & echo pid=$!',
+    });
+    daemon = Number((/pid=(\d+)/.exec(r.text) || [])[1]);
+    check('P-OUT-6: a holder that left the session: the task is still read',
+      /its output, which is still read; task_kill bash-1 closes it\]$/.test(r.text), r.text);
+    for (let i = 0; i < 3; i++) await k.call('run_command', { command: 'echo other' });
+    r = await k.call('task_list', {});
+    const got = await readUntil(k, 'bash-1', (all) => (all.match(/d/g) || []).length >= 2, 5000);
+    check('P-OUT-6: retention keeps it (--keep-finished 1), and its writer lives',
+      r.text.includes('bash-1  bash  completed') && alive(daemon) && (got.all.match(/d/g) || []).length >= 2,
+      { list: r.text, alive: alive(daemon), got });
+  } finally {
+    if (daemon > 0) process.kill(daemon, 'SIGKILL');
+    await k.close();
+  }
+}
+
 /* P-OUT-7: a host that decodes each piece of the pipe on its own (Node's
  * `data` events, buf += chunk) gets whole characters past 64 KiB. */
 async function naive(ch) {
