@@ -784,7 +784,8 @@ UVT_EXTERN int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
  * ended with its streams closed, or a kill of the ended task is stopping
  * what holds them), UV_EINVAL (NULL reg or id, not a process
  * task), UVT_ENOTASK, UVT_EFOREIGN (R-OWN-2), UVT_ETHREAD.
- * Ownership: nothing is allocated.  Thread: the loop thread. */
+ * Ownership: nothing is allocated.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_reading(uvt_registry_t *reg, const char *id,
                                    const uvt_agent_t *caller);
 
@@ -1025,7 +1026,8 @@ UVT_EXTERN int uvt_process_unread_bytes(uvt_registry_t *reg, const char *id,
  * when none was refused.  A surface puts it in its answer, so that the
  * reason reaches whoever asked, not only the log.
  * Returns 0, UV_EINVAL (NULL reg or buf, size 0), UVT_ETHREAD.
- * Ownership: `buf` is the caller's.  Thread: the loop thread. */
+ * Ownership: `buf` is the caller's.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_sandbox_why(uvt_registry_t *reg, char *buf,
                                        size_t size);
 
