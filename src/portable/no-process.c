@@ -63,6 +63,17 @@ int uvt_process_leftovers(uvt_registry_t *reg, const char *id,
   return UV_ENOSYS;
 }
 
+int uvt_process_reading(uvt_registry_t *reg, const char *id,
+                        const uvt_agent_t *caller) {
+  return UV_ENOSYS;
+}
+
+int uvt_process_sandbox_why(uvt_registry_t *reg, char *buf, size_t size) {
+  if (buf != NULL && size > 0)
+    buf[0] = '\0';
+  return reg == NULL || buf == NULL || size == 0 ? UV_EINVAL : 0;
+}
+
 int uvt_process_signal(uvt_registry_t *reg, const char *id,
                        const uvt_agent_t *caller, int signum) {
   return UV_ENOSYS;

@@ -5,9 +5,9 @@
  * write_stdin lives in write.c (M-TOOLS-5). */
 #include "uvtasks/tools.h"
 
-#include <limits.h>
-#include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tools-int.h"
@@ -910,34 +910,58 @@ static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
 /* ---------------------------------------------------------------------- */
 /* Attach, detach, call                                                    */
 
-/* Is `path` (resolved) `root` (resolved) or inside it? */
-static int path_within(const char *path, const char *root) {
-  size_t n = strlen(root);
+/* Is the directory open at `dirfd` the directory `root`, or inside it?
+ * Walked up by "..", compared by device and inode: no path is resolved
+ * (links and bind mounts compare as what they are). */
+static int dir_within(int dirfd, const char *root) {
+  struct stat rs;
+  struct stat cur;
+  struct stat up;
+  int fd;
+  int next;
+  int depth;
+  int found = 0;
 
-  if (strncmp(path, root, n) != 0)
+  if (stat(root, &rs) != 0)
     return 0;
-  return path[n] == '\0' || path[n] == '/' || (n > 0 && root[n - 1] == '/');
+  fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  for (depth = 0; fd >= 0 && depth < 4096; depth++) {
+    if (fstat(fd, &cur) != 0)
+      break;
+    if (cur.st_dev == rs.st_dev && cur.st_ino == rs.st_ino) {
+      found = 1;
+      break;
+    }
+    next = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (next < 0 || fstat(next, &up) != 0 ||
+        (up.st_dev == cur.st_dev && up.st_ino == cur.st_ino)) {
+      if (next >= 0)
+        close(next);
+      break; /* the root */
+    }
+    close(fd);
+    fd = next;
+  }
+  if (fd >= 0)
+    close(fd);
+  return found;
 }
 
-/* S-7: could a task of sandbox `sb` write `dir` (one of its writable
- * places, or, in the workspace profile, the directory commands run in, is
- * `dir` or holds it)?  Without a sandbox, no wall to keep: 0. */
+/* S-7: could a task of sandbox `sb` write the spill directory open at
+ * `dirfd` (one of its writable places, or, in the workspace profile, the
+ * directory commands run in, is that directory or holds it)?  Without a
+ * sandbox, no wall to keep: 0. */
 static int tools_sandbox_writes(const uvt_sandbox_t *sb, const char *cwd,
-                                const char *dir) {
-  char d[PATH_MAX];
-  char w[PATH_MAX];
+                                int dirfd) {
   const char *const *p;
 
-  if (sb == NULL || realpath(dir, d) == NULL)
+  if (sb == NULL || dirfd < 0)
     return 0;
   for (p = sb->writable; p != NULL && *p != NULL; p++)
-    if (realpath(*p, w) != NULL && path_within(d, w))
+    if (dir_within(dirfd, *p))
       return 1;
-  if (sb->fs == UVT_SANDBOX_FS_WORKSPACE &&
-      (cwd != NULL ? realpath(cwd, w) != NULL : getcwd(w, sizeof(w)) != NULL) &&
-      path_within(d, w))
-    return 1;
-  return 0;
+  return sb->fs == UVT_SANDBOX_FS_WORKSPACE &&
+         dir_within(dirfd, cwd != NULL ? cwd : ".");
 }
 
 int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
@@ -995,7 +1019,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     err = uvt__spill_open(tools, o->spill_dir);
     /* S-7: no file the server writes on a task's behalf may lie where a
      * sandboxed task can write. */
-    if (err == 0 && tools_sandbox_writes(o->sandbox, o->cwd, o->spill_dir))
+    if (err == 0 && tools_sandbox_writes(o->sandbox, o->cwd, tools->spill_fd_))
       err = UV_EACCES;
     if (err == 0) {
       tools->spill_dir_ = tools_strdup(o->spill_dir);
