@@ -30,7 +30,6 @@
  * retention) and all of them at detach, unless keep_spill.  Writes are
  * plain write(2) calls on the loop thread, in the chunks the output
  * arrives in. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
