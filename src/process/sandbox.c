@@ -375,6 +375,25 @@ static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
   return UV_ENOTSUP;
 }
 
+/* M-TOOLS-18: `a`, `b` and `c` one after the other in `dst`, cut to fit
+ * (the reason a refusal gives). */
+static void why_set(char *dst, size_t size, const char *a, const char *b,
+                    const char *c) {
+  const char *parts[3] = {a, b, c};
+  size_t used = 0;
+  size_t n;
+  int i;
+
+  for (i = 0; i < 3; i++) {
+    n = strlen(parts[i]);
+    if (n > size - 1 - used)
+      n = size - 1 - used;
+    memcpy(dst + used, parts[i], n);
+    used += n;
+  }
+  dst[used] = '\0';
+}
+
 int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
                        const uvt_sandbox_t *sb) {
   const char *const *w;
@@ -409,10 +428,8 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
     return err;
   if (err != 0) {
     /* M-TOOLS-18: kept for the tool result, not only logged. */
-    snprintf(c->sb_why, sizeof(c->sb_why),
-             "no bwrap at %s (install bubblewrap, or point UVTASKS_BWRAP at "
-             "it)",
-             bwrap);
+    why_set(c->sb_why, sizeof(c->sb_why), "no bwrap at ", bwrap,
+            " (install bubblewrap, or point UVTASKS_BWRAP at it)");
     uvt_log(reg, UVT_LOG_ERROR, "sandbox unavailable: %s", c->sb_why);
     return UV_ENOTSUP;
   }
@@ -435,7 +452,7 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
       return err;
     c->sb_state[net] = err == 0 ? 1 : -1;
     if (err != 0) {
-      snprintf(c->sb_why, sizeof(c->sb_why), "%s", why);
+      why_set(c->sb_why, sizeof(c->sb_why), why, "", "");
       uvt_log(reg, UVT_LOG_ERROR, "sandbox unavailable: %s", why);
     }
   }
