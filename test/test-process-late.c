@@ -230,10 +230,13 @@ static void test_late_pty(void **state) {
   tmpd_free(&d);
 }
 
-/* P-OUT-6 with P-OUT-2: 10 MB written after the end, read in turns with
- * a 64 KiB cap; what was read and what was dropped add up to every byte
- * written, and memory stays at the cap. */
-static void test_late_10mb(void **state) {
+/* A leftover that waits for the test's go, writes `bytes` bytes of "a"
+ * and leaves marker ok1; the task ends before it writes.  Then read in
+ * turns (uvt_process_read) until the writer is done and the pipe closed,
+ * and once more: *got and *dropped add up what the reads returned and
+ * counted dropped; no read returns more than the cap. */
+static void late_bulk(size_t bytes, int backpressure, uint64_t *got,
+                      uint64_t *dropped) {
   fixture_t f;
   uvt_process_options_t o;
   uvt_process_read_t r;
@@ -241,45 +244,53 @@ static void test_late_10mb(void **state) {
   char cmd[512];
   tmpd_t d;
   waitres_t w;
-  uint64_t got = 0;
-  uint64_t dropped = 0;
   pid_t sid;
-  (void)state;
+  int last = 0;
 
   tmpd_init(&d);
   fixture_init(&f, NULL);
   snprintf(cmd, sizeof(cmd),
-           "(read x < %s/go; head -c 10000000 /dev/zero | tr '\\0' a; touch "
+           "(read x < %s/go; head -c %zu /dev/zero | tr '\\0' a; touch "
            "%s/ok1) & echo before",
-           d.dir, d.dir);
+           d.dir, bytes, d.dir);
   test_opts(&o);
   o.command = cmd;
   o.output_cap_bytes = 65536;
+  o.output_backpressure = backpressure;
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   sid = task_pid(&f, id, NULL);
   wait_task(&f, &w, id, 10000, NULL);
   wait_end(&w);
   go(&f, &d);
-  /* Read in turns until the writer is done and the pipe closed, then
-   * once more for what was left. */
-  while (!(marker(&d, "ok1") && uvt_process_reading(f.reg, id, NULL) == 0)) {
-    run_for(&f, 2);
+  *got = 0;
+  *dropped = 0;
+  while (!last) {
+    last = marker(&d, "ok1") && uvt_process_reading(f.reg, id, NULL) == 0;
+    if (!last)
+      run_for(&f, 2);
     assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
     assert_int_equal(r.exited, 1);
-    assert_true(r.out_len <= 65536);
-    got += r.out_len;
-    dropped += r.out_dropped;
+    assert_true(r.out_len <= 65536 + 7);
+    *got += r.out_len;
+    *dropped += r.out_dropped;
     uvt_process_read_cleanup(&r);
   }
-  assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
-  got += r.out_len;
-  dropped += r.out_dropped;
-  uvt_process_read_cleanup(&r);
-  assert_int_equal(got + dropped, 7 + 10000000);
-  assert_true(got >= 65536);
   assert_true(session_gone(&f, sid, 10000));
   fixture_close(&f);
   tmpd_free(&d);
+}
+
+/* P-OUT-6 with P-OUT-2: 10 MB written after the end, read in turns with
+ * a 64 KiB cap; what was read and what was dropped add up to every byte
+ * written, and memory stays at the cap. */
+static void test_late_10mb(void **state) {
+  uint64_t got;
+  uint64_t dropped;
+  (void)state;
+
+  late_bulk(10000000, 0, &got, &dropped);
+  assert_int_equal(got + dropped, 7 + 10000000);
+  assert_true(got >= 65536);
 }
 
 /* P-OUT-6 and P-KILL-6: a kill of the ended task stops the leftover and
@@ -384,43 +395,13 @@ static void test_late_setsid_holder(void **state) {
 /* P-OUT-6 with P-OUT-4: with output_backpressure nothing is dropped after
  * the end either: the holder waits in write until a read makes room. */
 static void test_late_backpressure(void **state) {
-  fixture_t f;
-  uvt_process_options_t o;
-  uvt_process_read_t r;
-  char id[UVT_ID_MAX];
-  char cmd[512];
-  tmpd_t d;
-  waitres_t w;
-  uint64_t got = 0;
+  uint64_t got;
+  uint64_t dropped;
   (void)state;
 
-  tmpd_init(&d);
-  fixture_init(&f, NULL);
-  snprintf(cmd, sizeof(cmd),
-           "(read x < %s/go; head -c 3000000 /dev/zero | tr '\\0' a; touch "
-           "%s/ok1) & echo before",
-           d.dir, d.dir);
-  test_opts(&o);
-  o.command = cmd;
-  o.output_cap_bytes = 65536;
-  o.output_backpressure = 1;
-  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
-  wait_task(&f, &w, id, 10000, NULL);
-  wait_end(&w);
-  go(&f, &d);
-  while (!(marker(&d, "ok1") && uvt_process_reading(f.reg, id, NULL) == 0)) {
-    run_for(&f, 2);
-    assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
-    assert_int_equal(r.out_dropped, 0);
-    got += r.out_len;
-    uvt_process_read_cleanup(&r);
-  }
-  assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
-  got += r.out_len;
-  uvt_process_read_cleanup(&r);
+  late_bulk(3000000, 1, &got, &dropped);
+  assert_int_equal(dropped, 0);
   assert_int_equal(got, 7 + 3000000);
-  fixture_close(&f);
-  tmpd_free(&d);
 }
 
 /* What must not linger: a task stopped by a kill or by its runtime limit

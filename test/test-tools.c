@@ -4224,12 +4224,33 @@ static void test_process_head_drop_merge(void **state) {
  * ring to on_drop: `head -c 1000` at a 1000-byte cap read as empty.
  * Sizes around the cap and the read block (64 KiB), on stdout and on
  * stderr. */
+/* Run `cmd` at a 1000-byte cap with on_drop recording into `d`, wait for
+ * its end and read it: stream e's bytes, length and dropped count. */
+static void drop_run(fixture_t *f, drops_t *d, const char *cmd, int e,
+                     char id[UVT_ID_MAX], uvt_process_read_t *r,
+                     const char **bytes, size_t *len, uint64_t *dropped) {
+  uvt_process_options_t po;
+
+  uvt_process_options_init(&po);
+  po.command = cmd;
+  po.output_cap_bytes = 1000;
+  po.on_drop = drop_rec;
+  po.on_drop_data = d;
+  d->len = 0;
+  assert_int_equal(uvt_process_start(f->reg, &po, id), 0);
+  d->id = id;
+  fixture_run_until(f, task_ended, d);
+  assert_int_equal(uvt_process_read(f->reg, id, NULL, r), 0);
+  *bytes = e == 0 ? r->out : r->err;
+  *len = e == 0 ? r->out_len : r->err_len;
+  *dropped = e == 0 ? r->out_dropped : r->err_dropped;
+}
+
 static void test_process_drop_exact(void **state) {
   static const size_t sizes[] = {999, 1000, 1001, 4096, 65536, 65539, 200000};
   static const char *const fmt[] = {"seq 1 100000 | head -c %zu",
                                     "seq 1 100000 | head -c %zu >&2"};
   fixture_t f;
-  uvt_process_options_t po;
   uvt_process_read_t r;
   drops_t d;
   char id[UVT_ID_MAX];
@@ -4252,19 +4273,7 @@ static void test_process_drop_exact(void **state) {
       uint64_t dropped;
 
       snprintf(cmd, sizeof(cmd), fmt[e], want);
-      uvt_process_options_init(&po);
-      po.command = cmd;
-      po.output_cap_bytes = 1000;
-      po.on_drop = drop_rec;
-      po.on_drop_data = &d;
-      d.len = 0;
-      assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
-      d.id = id;
-      fixture_run_until(&f, task_ended, &d);
-      assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
-      bytes = e == 0 ? r.out : r.err;
-      len = e == 0 ? r.out_len : r.err_len;
-      dropped = e == 0 ? r.out_dropped : r.err_dropped;
+      drop_run(&f, &d, cmd, e, id, &r, &bytes, &len, &dropped);
       assert_int_equal(len, kept);
       assert_memory_equal(bytes, full + want - kept, kept);
       assert_int_equal(dropped, want - kept);
@@ -4291,7 +4300,6 @@ static void test_process_drop_utf8(void **state) {
                                       "\xf0\x9f\x98\x80"};
   static const size_t count[] = {30001, 20000, 15001};
   fixture_t f;
-  uvt_process_options_t po;
   uvt_process_read_t r;
   drops_t d;
   char id[UVT_ID_MAX];
@@ -4324,19 +4332,7 @@ static void test_process_drop_utf8(void **state) {
                : w == 1 ? "\\342\\202\\254"
                         : "\\360\\237\\230\\200",
                n, e ? " >&2" : "");
-      uvt_process_options_init(&po);
-      po.command = cmd;
-      po.output_cap_bytes = 1000;
-      po.on_drop = drop_rec;
-      po.on_drop_data = &d;
-      d.len = 0;
-      assert_int_equal(uvt_process_start(f.reg, &po, id), 0);
-      d.id = id;
-      fixture_run_until(&f, task_ended, &d);
-      assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
-      bytes = e == 0 ? r.out : r.err;
-      len = e == 0 ? r.out_len : r.err_len;
-      dropped = e == 0 ? r.out_dropped : r.err_dropped;
+      drop_run(&f, &d, cmd, e, id, &r, &bytes, &len, &dropped);
       /* A whole number of characters, the last ones. */
       assert_true(len > 0 && len % cw == 0);
       assert_memory_equal(bytes, full + n - len, len);

@@ -11,6 +11,20 @@
  * schema's members after "name" (description, inputSchema, ...): the
  * name is spelled here only.  uvt_tools_has(), uvt_tools_call() and
  * uvt_tools_schema_json() all read this table. */
+/* M-TOOLS-16: the view arguments of task_output and run_command. */
+#define VIEW_PROPS                                                             \
+  "\"head_lines\":{\"type\":\"integer\",\"minimum\":1,"                        \
+  "\"description\":\"Show only the first this many lines of the "              \
+  "output (with tail_lines: both ends and one line saying how many were "      \
+  "left out between).\"},"                                                     \
+  "\"tail_lines\":{\"type\":\"integer\",\"minimum\":1,"                        \
+  "\"description\":\"Show only the last this many lines of the "               \
+  "output.\"},"                                                                \
+  "\"match\":{\"type\":\"string\",\"description\":"                            \
+  "\"A POSIX extended regular expression: show only the lines it "             \
+  "matches, each after its line number, and how many matched (for "            \
+  "example error|warning).\"},"
+
 const uvt__tool_def_t uvt__tool_defs[] = {
     {"run_in_background", TOOL_OTHER, uvt__tool_run_in_background,
      "\"description\":\"Start a shell command (bash) in the background and "
@@ -105,18 +119,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "it. Default and maximum: the server's limit, if any.\"},"
      "\"merge_stderr\":{\"type\":\"boolean\",\"description\":"
      "\"Put stderr into stdout's stream, in the order written (as a terminal "
-     "shows them), with no [stderr] part. Default false.\"},"
-     "\"head_lines\":{\"type\":\"integer\",\"minimum\":1,"
-     "\"description\":\"Show only the first this many lines of the "
-     "output (with tail_lines: both ends and one line saying how many were "
-     "left out between).\"},"
-     "\"tail_lines\":{\"type\":\"integer\",\"minimum\":1,"
-     "\"description\":\"Show only the last this many lines of the "
-     "output.\"},"
-     "\"match\":{\"type\":\"string\",\"description\":"
-     "\"A POSIX extended regular expression: show only the lines it "
-     "matches, each after its line number, and how many matched (for "
-     "example error|warning).\"},"
+     "shows them), with no [stderr] part. Default false.\"}," VIEW_PROPS
      "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
      "\"description\":\"The most bytes of output to return. Default "
      "10000 (and at most 1000 lines) unless the server sets another; at "
@@ -145,18 +148,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "when timeout_ms is given.\"},"
      "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,"
      "\"description\":\"How long to wait, in milliseconds. Default 30000, "
-     "at most 600000 (a longer wait is cut to 600000).\"},"
-     "\"head_lines\":{\"type\":\"integer\",\"minimum\":1,"
-     "\"description\":\"Show only the first this many lines of the "
-     "output (with tail_lines: both ends and one line saying how many were "
-     "left out between).\"},"
-     "\"tail_lines\":{\"type\":\"integer\",\"minimum\":1,"
-     "\"description\":\"Show only the last this many lines of the "
-     "output.\"},"
-     "\"match\":{\"type\":\"string\",\"description\":"
-     "\"A POSIX extended regular expression: show only the lines it "
-     "matches, each after its line number, and how many matched (for "
-     "example error|warning).\"},"
+     "at most 600000 (a longer wait is cut to 600000).\"}," VIEW_PROPS
      "\"max_bytes\":{\"type\":\"integer\",\"minimum\":1,"
      "\"description\":\"The most bytes of output to return. Default "
      "10000 (and at most 1000 lines) unless the server sets another; at "
