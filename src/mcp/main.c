@@ -1,7 +1,9 @@
 /* uvtasks-mcp: options, start-up and the orderly exit (M-MCP-4). */
 #include "mcp.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -533,6 +535,51 @@ static const char *const *mcp_pass_env(const mcp_config_t *c) {
   return n > 0 ? entries : NULL;
 }
 
+/* M-MCP-16: the default directories of servers that are gone (killed, or
+ * crashed, before their exit removed theirs): each `<pid>` under `top`
+ * whose process no longer exists goes, with the files in it.  Everything
+ * is relative to descriptors and nothing is followed: a name a task
+ * planted is removed, never its target.  A pid that was reused keeps its
+ * directory until that process is gone too. */
+static void spill_sweep(const char *top) {
+  DIR *d;
+  struct dirent *e;
+  int topfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int fd;
+  char *end;
+  long pid;
+
+  if (topfd < 0)
+    return;
+  d = fdopendir(topfd);
+  if (d == NULL) {
+    close(topfd);
+    return;
+  }
+  while ((e = readdir(d)) != NULL) {
+    pid = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0 || end == e->d_name ||
+        (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+      continue;
+    fd = openat(topfd, e->d_name,
+                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      DIR *sub = fdopendir(fd);
+      struct dirent *f;
+      if (sub != NULL) {
+        while ((f = readdir(sub)) != NULL)
+          if (f->d_name[0] != '.')
+            unlinkat(fd, f->d_name, 0);
+        closedir(sub);
+      } else {
+        close(fd);
+      }
+    }
+    unlinkat(topfd, e->d_name, AT_REMOVEDIR);
+  }
+  closedir(d);
+}
+
 /* M-TOOLS-17: the default spill directory, one per server:
  * $TMPDIR/uvtasks-spill-<uid>/<pid> (or under /tmp), both 0700 and ours.
  * Outside the workspace: a sandboxed task cannot write it (S-7).  When it
@@ -558,6 +605,7 @@ static void spill_default(mcp_config_t *c) {
       if (lstat(top, &st) == 0 && S_ISDIR(st.st_mode) &&
           st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
           (mkdir(c->spill_default, 0700) == 0 || errno == EEXIST)) {
+        spill_sweep(top);
         c->spill_dir = c->spill_default;
         return;
       }

@@ -331,6 +331,34 @@ else
 fi
 stop
 
+# M-MCP-16: the default spill directory is the server's own, under
+# $TMPDIR/uvtasks-spill-<uid>/<pid>; it goes at exit, and a server that
+# starts removes those of servers that are gone (a SIGKILLed one), links
+# planted in them removed, never followed.
+mkdir -p "$tmp/td"
+victim=$tmp/victim
+echo precious >"$victim"
+top=$tmp/td/uvtasks-spill-$(id -u)
+mkdir -m 700 "$top"
+dead=$(sh -c 'echo $$')
+mkdir -m 700 "$top/$dead"
+echo old >"$top/$dead/bash-1.log"
+ln -s "$victim" "$top/$dead/bash-2.log"
+TMPDIR=$tmp/td start 2025-11-25
+out=$(call 1 run_command '{"command":"seq 1 3000"}')
+mine=$(printf '%s' "$out" | sed -n 's|.*the whole output is in \([^:]*\)/bash-1.log.*|\1|p')
+if [ -n "$mine" ] && [ -d "$mine" ] && [ ! -e "$top/$dead" ] && [ "$(cat "$victim")" = precious ]; then
+  ok "M-MCP-16: a gone server's spill directory is swept at start (the link removed, not followed)"
+else
+  bad "M-MCP-16: a gone server's spill directory is swept" "$mine $(ls -la "$top" 2>&1) $(cat "$victim")"
+fi
+stop
+if [ -n "$mine" ] && [ ! -e "$mine" ]; then
+  ok "M-MCP-16: the server's own spill directory goes at exit"
+else
+  bad "M-MCP-16: the server's own spill directory goes at exit" "$(ls -la "$mine" 2>&1)"
+fi
+
 # M-TOOLS-18: tasks whose output was read to the end lose nothing when
 # they go: no "Forgot ... 0 unread bytes" notice on every call past
 # --keep-finished (there was one per call).
