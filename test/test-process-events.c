@@ -515,6 +515,63 @@ static void pread_ok(fixture_t *f, const char *id, uvt_process_read_t *r) {
   assert_int_equal(r->err[r->err_len], '\0');
 }
 
+/* P-RES-1 (N-12): a read whose bytes are the whole of the stdout ring
+ * hands that block over without a copy and the stream reads on into a new
+ * one, so every block a read returned stays as it was while later reads
+ * go on: 2,000,000 bytes of the pattern read at a 65536 cap (every block
+ * but the last is a whole ring), each block kept until the end, then
+ * checked, in order, NUL-terminated. */
+static void test_res_blocks_kept(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_process_read_t r;
+  waitres_t w;
+  uvt_process_read_t *kept = NULL;
+  size_t n = 0, cap = 0, i, at = 0;
+  sbuf_t sb = {0};
+  int exited = 0;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.output_backpressure = 1;
+  o.output_cap_bytes = 65536;
+  assert_int_equal(
+      start_helper(&f, NULL, &o, "--helper=write-bytes", "2000000", NULL, id),
+      0);
+  while (!exited) {
+    run_for(&f, 1);
+    pread_ok(&f, id, &r);
+    exited = r.exited;
+    if (r.out_len == 0) {
+      uvt_process_read_cleanup(&r);
+      continue;
+    }
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      kept = realloc(kept, cap * sizeof(*kept));
+      assert_non_null(kept);
+    }
+    kept[n++] = r;
+  }
+  for (i = 0; i < n; i++) {
+    assert_int_equal(kept[i].out[kept[i].out_len], '\0');
+    sb.len = 0;
+    sb_add(&sb, kept[i].out, kept[i].out_len);
+    pattern_check(&sb, at);
+    at += kept[i].out_len;
+    uvt_process_read_cleanup(&kept[i]);
+  }
+  assert_int_equal(at, 2000000);
+  assert_true(n >= 2000000 / 65536);
+  free(kept);
+  sb_free(&sb);
+  wait_task(&f, &w, id, 5000, NULL);
+  wait_end(&w);
+  fixture_close(&f);
+}
+
 /* P-RES-1: stdout and stderr apart, no marker in the bytes (not even the
  * ones a command prints itself), the exit code once ended, the snapshot
  * (reported: R-READ-3). */
@@ -1017,6 +1074,7 @@ int main(int argc, char **argv) {
       T(test_res_shared_cursor),
       T(test_res_utf8),
       T(test_res_errors),
+      T(test_res_blocks_kept),
       T(test_res_failmalloc),
       T(test_mem_trim_after_burst),
   };

@@ -243,10 +243,13 @@ static void maybe_finish(uvt__proc_t *p) {
 /* ---- output ----------------------------------------------------------- */
 
 /* Where the next bytes of `s` go, so a read system call writes them in
- * place: the stream's ring (uvt__outbuf_space).  Else, while the stream
- * has no ring (a read of the end alone then allocates nothing) or when
- * the ring cannot take the read in place (full, with on_drop: M-TOOLS-10),
- * the context's landing block; else the scratch buffer.  Bytes read to
+ * place: the stream's ring (uvt__outbuf_space), also a new one when a
+ * read took the last one over (its hint, uvt__output_take: the bytes then
+ * go from the pipe to the next read's block with no copy).  Else, while
+ * the stream never had a ring (a read of the end alone then allocates
+ * nothing) or when the ring cannot take the read in place (full, with
+ * on_drop: M-TOOLS-10), the context's landing block; else the scratch
+ * buffer.  Bytes read to
  * either of the last two go through uvt__outbuf_push (store_bytes).  With
  * output_backpressure no more than the room below the cap is asked for, so
  * nothing unread is ever overwritten (P-OUT-4); 0 when there is no room. */
@@ -261,7 +264,9 @@ static size_t read_room(uvt__stream_t *s, char **at) {
                                             : want;
   if (want == 0)
     return 0;
-  n = s->buf.alloc == 0 ? 0 : uvt__outbuf_space(&s->buf, want, at);
+  n = s->buf.alloc == 0 && s->buf.hint == 0
+          ? 0
+          : uvt__outbuf_space(&s->buf, want, at);
   if (n > 0)
     return n;
   if (p->procs != NULL) {

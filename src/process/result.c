@@ -138,6 +138,8 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
   uvt__split_t sp;
   uvt__proc_t *p;
   uvt_task_t *t;
+  char *text;
+  size_t size;
   int err;
 
   if (out == NULL)
@@ -166,7 +168,20 @@ int uvt_process_read(uvt_registry_t *reg, const char *id,
     out->out = copy_bytes("", 0);
     out->err = copy_bytes("", 0);
     err = out->out != NULL && out->err != NULL ? 0 : UV_ENOMEM;
+  } else if ((out->err = copy_bytes("", 0)) == NULL) {
+    err = UV_ENOMEM;
+  } else if (uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf,
+                              p->err.closed, &text, &out->out_len, &size)) {
+    /* Only stdout, from the start of its ring: the ring the pipe was
+     * read into becomes the read's block, with no copy (N-12), and the
+     * stream reads into a new one.  Its spare byte takes the NUL. */
+    out->out = text;
+    out->out[out->out_len] = '\0';
+    uvt__trim_note(p->procs, size);
+    uvt__proc_resume(p);
   } else {
+    uvt__free(out->err);
+    out->err = NULL;
     err = uvt__output_split(&p->out.buf, p->out.closed, &p->err.buf,
                             p->err.closed, &sp);
     if (err == 0) {
