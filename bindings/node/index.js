@@ -623,7 +623,7 @@ class TaskRegistry {
       const r = this.#r
       const onOutput = options.onOutput
       const owner = o.owner
-      pump = new OutputPump(() => native.readProcess(r, pump.id, owner),
+      pump = new OutputPump(() => native.readChunks(r, pump.id, owner),
                             options.onData, hwm)
       // N-12: the library holds at most a chunk per stream before it stops
       // reading the task's pipe, so each read hands over at most that (as

@@ -14,7 +14,7 @@ const { Readable, Writable } = require('node:stream')
 // listener or wait hears of the end), so the last bytes come out too.
 class OutputPump {
   constructor(read, onData, chunk) {
-    this.read = read // () => readProcess(id) of the task
+    this.read = read // () => readChunks(id) of the task: [stdout, stderr] or undefined
     this.onData = onData // (chunk, stream, id) or undefined
     this.chunk = chunk // N-12: the most bytes handed over in one piece
     this.id = null
@@ -27,7 +27,7 @@ class OutputPump {
 
   pull(atEnd) {
     if (this.ended || (this.paused && !atEnd)) return
-    let r = null
+    let r
     try {
       r = this.read()
     } catch (err) {
@@ -36,8 +36,10 @@ class OutputPump {
       return
     }
     try {
-      if (r.stdout.length > 0) this.deliver(r.stdout, 'stdout')
-      if (r.stderr.length > 0) this.deliver(r.stderr, 'stderr')
+      if (r !== undefined) {
+        if (r[0] !== null) this.deliver(r[0], 'stdout')
+        if (r[1] !== null) this.deliver(r[1], 'stderr')
+      }
     } finally {
       if (atEnd) this.finish()
     }

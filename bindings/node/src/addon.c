@@ -471,6 +471,7 @@ NAPI_MODULE_INIT() {
       {"resize", uvtn_resize},
       {"stopAllNow", uvtn_stop_all_now},
       {"readProcess", uvtn_read_process},
+      {"readChunks", uvtn_read_chunks},
       {"procStatus", uvtn_proc_status},
       {"signal", uvtn_signal},
       {"heldBytes", uvtn_held_bytes},

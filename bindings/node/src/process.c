@@ -705,6 +705,79 @@ out:
   return result;
 }
 
+/* N-12: a block the library returned from a read, handed to JS without a
+ * copy.  Its finalizer gives the block back through the library's own
+ * cleanup, so it is freed with the allocator that made it. */
+static void free_block(napi_env env, void *data, void *hint) {
+  uvt_process_read_t rd;
+
+  (void)env;
+  (void)hint;
+  memset(&rd, 0, sizeof(rd));
+  rd.out = data;
+  uvt_process_read_cleanup(&rd);
+}
+
+/* One stream's new bytes as a Buffer over the library's block (`*bytes`
+ * is then the Buffer's, and set to NULL), or null when there are none.
+ * Where a runtime allows no external buffers (a V8 sandbox), a copy. */
+static napi_value chunk_value(napi_env env, char **bytes, size_t len) {
+  napi_value v = NULL;
+
+  if (len == 0) {
+    napi_get_null(env, &v);
+    return v;
+  }
+  if (napi_create_external_buffer(env, len, *bytes, free_block, NULL, &v) ==
+      napi_ok) {
+    *bytes = NULL;
+    return v;
+  }
+  napi_create_buffer_copy(env, len, *bytes, NULL, &v);
+  return v;
+}
+
+/* readChunks(reg, id, caller) -> [stdout, stderr] (each a Buffer, or null
+ * when it has no new bytes), or undefined when neither has any: the
+ * onData pump's read (N-6, N-12).  The same consuming read as
+ * readProcess() (P-RES-1), without what the pump does not use: no
+ * snapshot object, no counts, and the bytes are not copied again (the
+ * Buffers wrap the blocks the library returned).  With
+ * output_backpressure nothing is dropped, so there are no counts to
+ * lose. */
+napi_value uvtn_read_chunks(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {NULL, NULL, NULL}, result = NULL;
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvt_agent_t *caller;
+  uvt_process_read_t rd;
+  char *id = NULL;
+  int err;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (!uvtn_task_args(env, argv, &r, &id, &caller))
+    goto out;
+  memset(&rd, 0, sizeof(rd));
+  err = uvt_process_read(r->reg, id, caller, &rd);
+  if (err != 0) {
+    uvtn_throw(env, err, "readProcess", id);
+    goto out;
+  }
+  if (rd.out_len == 0 && rd.err_len == 0) {
+    result = uvtn_undefined(env);
+  } else {
+    napi_create_array_with_length(env, 2, &result);
+    napi_set_element(env, result, 0, chunk_value(env, &rd.out, rd.out_len));
+    napi_set_element(env, result, 1, chunk_value(env, &rd.err, rd.err_len));
+  }
+  uvt_process_read_cleanup(&rd);
+out:
+  free(id);
+  uvtn_leave(st);
+  return result;
+}
+
 /* outputRefs() -> how many onOutput functions this environment's
  * registries hold now: a test's view of their release (P-EVT-1). */
 napi_value uvtn_output_refs(napi_env env, napi_callback_info info) {

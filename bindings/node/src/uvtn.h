@@ -217,6 +217,7 @@ napi_value uvtn_close_stdin(napi_env env, napi_callback_info info);
 napi_value uvtn_resize(napi_env env, napi_callback_info info);
 napi_value uvtn_stop_all_now(napi_env env, napi_callback_info info);
 napi_value uvtn_read_process(napi_env env, napi_callback_info info);
+napi_value uvtn_read_chunks(napi_env env, napi_callback_info info);
 napi_value uvtn_proc_status(napi_env env, napi_callback_info info);
 napi_value uvtn_signal(napi_env env, napi_callback_info info);
 napi_value uvtn_held_bytes(napi_env env, napi_callback_info info);

@@ -52,6 +52,27 @@ test('N-12: highWaterMark chooses the chunk size (4 KiB, 1 MiB)', async () => {
   assert.ok(Math.max(...big.stdout) <= 1024 * KiB)
 })
 
+// The Buffers onData gets wrap the blocks the library read the pipe into
+// (no copy): each must stay as it was while later output is read into new
+// ones.  Every chunk is kept and only checked once the task ended.
+test('N-12: the Buffers onData got stay as they were while later output is read', async () => {
+  const { tasks } = fixture()
+  for (const stream of ['stdout', 'stderr']) {
+    const kept = []
+    const total = 6 * 1024 * KiB
+    const id = tasks.spawn({
+      argv: [process.execPath, pattern, String(total), stream],
+      onData(chunk, s) { if (s === stream) kept.push(chunk) },
+    })
+    const snap = await tasks.wait(id)
+    assert.equal(snap.status, 'completed', snap.detail)
+    assert.ok(kept.length >= total / (64 * KiB), `${kept.length} chunks`)
+    const all = Buffer.concat(kept)
+    assert.equal(all.length, total)
+    assert.equal(crypto.createHash('sha256').update(all).digest('hex'), sha256(total), stream)
+  }
+})
+
 // Siblings: stderr, a terminal's one stream, the Readable streams.
 test('N-12: stderr and a tty task are chunked the same way', async () => {
   const { tasks } = fixture()
