@@ -107,6 +107,44 @@ static void test_out_cap(void **state) {
   fixture_close(&f);
 }
 
+/* N-12: stdout_pipe_bytes is the kernel buffer of the child's stdout
+ * pipe: 256 KiB when asked for, the system's without (not 256 KiB),
+ * larger than 1 MiB taken as 1 MiB; a terminal has no pipe to size. */
+static int pipe_size_of(fixture_t *f, size_t bytes, int pty) {
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  sbuf_t sb = {0};
+  int n;
+
+  test_opts(&o);
+  o.stdout_pipe_bytes = bytes;
+  o.pty = pty;
+  assert_int_equal(
+      start_helper(f, NULL, &o, "--helper=pipe-size", NULL, NULL, id), 0);
+  wait_task(f, &w, id, 5000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  read_into(f, id, NULL, &sb);
+  wait_end(&w);
+  assert_non_null(sb.buf);
+  n = atoi(sb.buf);
+  sb_free(&sb);
+  return n;
+}
+
+static void test_out_pipe_bytes(void **state) {
+  fixture_t f;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  assert_int_equal(pipe_size_of(&f, 256 * 1024, 0), 256 * 1024);
+  assert_true(pipe_size_of(&f, 0, 0) > 0);
+  assert_int_not_equal(pipe_size_of(&f, 0, 0), 256 * 1024);
+  assert_int_equal(pipe_size_of(&f, (size_t)64 << 20, 0), 1024 * 1024);
+  assert_int_equal(pipe_size_of(&f, 256 * 1024, 1), -1);
+  fixture_close(&f);
+}
+
 static int read_nonempty(void *arg) {
   read_wait_t *rw = arg;
   read_into(rw->f, rw->id, rw->caller, rw->sb);
@@ -469,7 +507,7 @@ int main(int argc, char **argv) {
       T(test_out_utf8_hold),    T(test_out_utf8_hold_big),
       T(test_out_utf8_invalid), T(test_c10_utf8),
       T(test_c09_yes),          T(test_c11_exact),
-      T(test_c12_tail),
+      T(test_c12_tail),         T(test_out_pipe_bytes),
   };
   return PROCESS_TESTS("process-output", tests);
 }

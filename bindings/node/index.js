@@ -56,6 +56,12 @@ function signalName(n) {
 // N-12: the most bytes onData gets in one call, and what the library
 // holds unread per stream before it stops reading the task's output.
 const HIGH_WATER_MARK = 64 * 1024
+// N-12: the kernel buffer of such a task's stdout pipe: how far the task
+// can write ahead of the reads before it blocks (child_process's stdout
+// socket holds about 208 KiB).  A task scheduled late then writes several
+// chunks at once instead of one per wakeup (docs/performance.md, "Output
+// into a UI callback").
+const STDOUT_PIPE_BYTES = 256 * 1024
 
 function highWaterMark(options) {
   const v = options.highWaterMark
@@ -629,6 +635,7 @@ class TaskRegistry {
       // reading the task's pipe, so each read hands over at most that (as
       // child_process's 64 KiB reads), one chunk per stream per loop turn.
       o.outputCapBytes = hwm
+      o.stdoutPipeBytes = STDOUT_PIPE_BYTES
       o.outputBackpressure = true
       o.outputAtEnd = true
       o.onOutput = (id, atEnd) => {

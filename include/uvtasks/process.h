@@ -484,6 +484,23 @@ typedef struct {
   uvt_tee_cb on_tee;
   void *on_tee_data;
 
+  /* ---- For hosts that take output as it comes (N-12) ---- */
+
+  /* The kernel's buffer of the child's stdout pipe, in bytes (rounded up
+   * by the kernel to a power of two of pages); 0 (the default): the
+   * system's, 64 KiB on Linux.  What the library holds is still bounded
+   * by output_cap_bytes: this is how far the child can write ahead of
+   * the library's reads before it blocks, as a socket's send buffer is
+   * (child_process's stdout socket holds about 208 KiB).  A host that
+   * reads as output comes (the Node package's onData: 256 KiB) lets a
+   * producer that is scheduled late write several reads' worth at once.
+   * At most 1 MiB (larger is taken as 1 MiB); a size the system refuses
+   * (above fs.pipe-max-size, or the user's pipe pages used up) leaves the
+   * system's.  Each enlarged pipe counts against the user's pipe pages
+   * (fs.pipe-user-pages-soft) while it exists.  Ignored with pty; stderr
+   * keeps the system's size. */
+  size_t stdout_pipe_bytes;
+
   /* private */
   void *reserved_[2]; /* for fields to come without an ABI break */
 } uvt_process_options_t;

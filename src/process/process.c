@@ -25,6 +25,10 @@
 #define READ_CHUNK (64 * 1024)
 /* At drain time, read at most this much of what a pipe still holds. */
 #define DRAIN_LIMIT (1024 * 1024)
+/* The largest stdout pipe a host can ask for (stdout_pipe_bytes): the
+ * system's own limit for unprivileged users by default
+ * (fs.pipe-max-size); a root host is not let past it either. */
+#define STDOUT_PIPE_MAX (1024 * 1024)
 /* How often disposal checks whether a group is gone. */
 #define QUIESCE_POLL_MS 10
 /* How often a kill whose leader is gone (or whose grace passed) looks at
@@ -1177,6 +1181,13 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
       err = UVT__PERR(errno);
       goto fail_fds;
     }
+    /* N-12: at most STDOUT_PIPE_MAX; a size the system refuses keeps
+     * the system's. */
+    if (o->stdout_pipe_bytes > 0)
+      (void)fcntl(outp[0], F_SETPIPE_SZ,
+                  (int)(o->stdout_pipe_bytes < STDOUT_PIPE_MAX
+                            ? o->stdout_pipe_bytes
+                            : STDOUT_PIPE_MAX));
     if (o->stdin_data != NULL) {
       in_fd = uvt__stdin_file(o->stdin_data, o->stdin_len);
       if (in_fd < 0) {

@@ -419,6 +419,13 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     goto out;
   if (stdin_cap != UINT64_MAX)
     o.stdin_cap_bytes = stdin_cap > SIZE_MAX ? SIZE_MAX : (size_t)stdin_cap;
+  if (prop(env, argv[1], "stdoutPipeBytes", &v)) {
+    /* N-12: index.js sets it for onData and streams: true. */
+    uint64_t n = 0;
+    if (!uvtn_u64(env, v, "stdoutPipeBytes", &n))
+      goto out;
+    o.stdout_pipe_bytes = n > SIZE_MAX ? SIZE_MAX : (size_t)n;
+  }
   if (prop(env, argv[1], "sandbox", &v)) {
     if (!sandbox_arg(env, v, &sandbox, &sb_writable, &sb_hidden))
       goto out;

@@ -73,6 +73,24 @@ test('N-12: the Buffers onData got stay as they were while later output is read'
   }
 })
 
+// The task may write ahead of the reads by its stdout pipe's kernel
+// buffer: 256 KiB for onData and streams (as child_process's socket
+// holds about 208 KiB), the system's for a task the host reads itself.
+test('N-12: the stdout pipe of an onData task holds 256 KiB', async () => {
+  const { tasks } = fixture()
+  const argv = ['python3', '-c', 'import fcntl; print(fcntl.fcntl(1, 1032))'] // F_GETPIPE_SZ
+  let text = ''
+  const id = tasks.spawn({ argv, onData(chunk) { text += chunk } })
+  let snap = await tasks.wait(id)
+  assert.equal(snap.status, 'completed', snap.detail)
+  assert.equal(Number(text), 256 * KiB)
+  const plain = tasks.spawn({ argv })
+  snap = await tasks.wait(plain)
+  assert.equal(snap.status, 'completed', snap.detail)
+  const n = Number(tasks.read(plain).text)
+  assert.ok(n > 0 && n !== 256 * KiB, `without onData: ${n}`)
+})
+
 // Siblings: stderr, a terminal's one stream, the Readable streams.
 test('N-12: stderr and a tty task are chunked the same way', async () => {
   const { tasks } = fixture()
