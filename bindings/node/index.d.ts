@@ -196,7 +196,9 @@ export interface SpawnOptions {
    * nothing is dropped; a slow callback slows the task instead.  The last
    * bytes are handed over before onTaskDone and wait hear of the end (that
    * read marks the task reported, R-READ-3).  A throw is an uncaught
-   * exception, as for onOutput.
+   * exception, as for onOutput.  N-12: each chunk is the host's to keep
+   * (a Buffer over the memory the output was read into, not copied); the
+   * task's stdout pipe holds 256 KiB.
    */
   onData?: (chunk: Buffer, stream: 'stdout' | 'stderr', id: string) => void
   /** N-6: make stdout(id)/stderr(id) available (implied by onData). */
