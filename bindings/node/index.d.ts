@@ -197,8 +197,9 @@ export interface SpawnOptions {
    * bytes are handed over before onTaskDone and wait hear of the end (that
    * read marks the task reported, R-READ-3).  A throw is an uncaught
    * exception, as for onOutput.  N-12: each chunk is the host's to keep
-   * (a Buffer over the memory the output was read into, not copied); the
-   * task's stdout pipe holds 256 KiB.
+   * (a Buffer over the library's block, not copied again: for stdout
+   * usually the memory the pipe was read into); the task's stdout pipe
+   * holds 256 KiB.
    */
   onData?: (chunk: Buffer, stream: 'stdout' | 'stderr', id: string) => void
   /** N-6: make stdout(id)/stderr(id) available (implied by onData). */
