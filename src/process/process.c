@@ -253,10 +253,10 @@ static void maybe_finish(uvt__proc_t *p) {
  * the stream never had a ring (a read of the end alone then allocates
  * nothing) or when the ring cannot take the read in place (full, with
  * on_drop: M-TOOLS-10), the context's landing block; else the scratch
- * buffer.  Bytes read to
- * either of the last two go through uvt__outbuf_push (store_bytes).  With
- * output_backpressure no more than the room below the cap is asked for, so
- * nothing unread is ever overwritten (P-OUT-4); 0 when there is no room. */
+ * buffer.  Bytes read to either of the last two go through
+ * uvt__outbuf_push (store_bytes).  With output_backpressure no more than
+ * the room below the cap is asked for, so nothing unread is ever
+ * overwritten (P-OUT-4); 0 when there is no room. */
 static size_t read_room(uvt__stream_t *s, char **at) {
   uvt__proc_t *p = s->proc;
   size_t want = READ_CHUNK;
