@@ -111,9 +111,13 @@ test('N-11 F2: a host that only listens stays bounded (1,000 tasks of 100 kB)', 
 test('N-11 F2: a host that never hears of the ends stays bounded too (keepFinished)', async () => {
   const tasks = registry({ keepFinished: 10 })
   const ids = []
-  for (let i = 0; i < 60; i++) ids.push(tasks.spawn({ command: 'true' }))
   // Nobody waits, reads or listens: the registry's own view of the ends.
-  await eventually(() => tasks.metrics().live === 0, 60000)
+  // One task at a time (metrics() looks at no task), so they end in the
+  // order they were spawned and "oldest first" can be checked by id.
+  for (let i = 0; i < 60; i++) {
+    ids.push(tasks.spawn({ command: 'true' }))
+    await eventually(() => tasks.metrics().live === 0, 60000)
+  }
   await new Promise((r) => setImmediate(r))
   assert.ok(tasks.metrics().records <= 10, `records ${tasks.metrics().records}`)
   // Oldest first (in the order they ended): none of the first half.
