@@ -828,6 +828,139 @@ static void test_s3_not_a_bwrap(void **state) {
   s3_refused("/bin/true", "did not run the probe's command");
 }
 
+/* ---------------------------------------------------------------------- */
+/* S-6: what stays read-only inside the writable places                    */
+
+static void mkdir_in(const char *dir, const char *name) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  assert_int_equal(mkdir(path, 0755), 0);
+}
+
+/* S-6: a readonly[] directory and file inside the workspace refuse every
+ * write, removal and rename from inside, and so does a rename of the
+ * directory's parent (which would move it out of its place); the rest
+ * of the workspace stays writable.  Siblings: a symlink in the workspace
+ * naming a directory of it (its target is what stays read-only), a path
+ * outside every writable place (read-only already: nothing changes), a
+ * writable path inside a read-only one (read-only wins), a missing path
+ * (UV_ENOENT). */
+static void test_s6_readonly(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char ws[256];
+  char extra[256];
+  char p1[PATH_MAX];
+  char p2[PATH_MAX];
+  char p3[PATH_MAX];
+  char p4[PATH_MAX];
+  char p5[PATH_MAX];
+  char cmd[4 * PATH_MAX];
+  const char *ro[6];
+  const char *writable[2];
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  make_dir(ws, "ro");
+  make_dir(extra, "ro-extra");
+  mkdir_in(ws, "keep");
+  mkdir_in(ws, "keep/sub");
+  write_file(ws, "keep/sub/file", "orig\n");
+  write_file(ws, "keep2", "orig\n");
+  mkdir_in(ws, "real");
+  write_file(ws, "real/x", "orig\n");
+  snprintf(p1, sizeof(p1), "%s/link", ws);
+  assert_int_equal(symlink("real", p1), 0);
+  mkdir_in(ws, "outer");
+  mkdir_in(ws, "outer/inner");
+  snprintf(p1, sizeof(p1), "%s/keep/sub", ws);
+  snprintf(p2, sizeof(p2), "%s/keep2", ws);
+  snprintf(p3, sizeof(p3), "%s/link", ws);
+  snprintf(p4, sizeof(p4), "/etc");
+  snprintf(p5, sizeof(p5), "%s/outer", ws);
+  ro[0] = p1;
+  ro[1] = p2;
+  ro[2] = p3;
+  ro[3] = p4;
+  ro[4] = p5;
+  ro[5] = NULL;
+  {
+    static char inner[PATH_MAX];
+    snprintf(inner, sizeof(inner), "%s/outer/inner", ws);
+    writable[0] = inner;
+    writable[1] = NULL;
+  }
+  fixture_init(&f, NULL);
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  sb.readonly = ro;
+  sb.writable = writable;
+  snprintf(cmd, sizeof(cmd),
+           "echo x > keep/sub/new || echo refused-new; "
+           "echo x >> keep/sub/file || echo refused-append; "
+           "echo x > keep2 || echo refused-file; "
+           "rm -rf keep/sub 2>/dev/null; [ -d keep/sub ] && echo still-there; "
+           "mv keep/sub keep/moved 2>/dev/null || echo refused-rename; "
+           "mv keep keep-moved 2>/dev/null || echo refused-parent; "
+           "ln -sfn /tmp keep/sub 2>/dev/null; [ -d keep/sub ] && "
+           "[ ! -L keep/sub ] && echo not-replaced; "
+           "echo x > link/y || echo refused-through-link; "
+           "echo x > real/z || echo refused-target; "
+           "echo x > outer/inner/w || echo refused-inner; "
+           "echo ok > keep/beside && echo wrote-beside; "
+           "echo ok > free && echo wrote-free");
+  run_sandboxed(&f, &sb, ws, cmd, &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_non_null(strstr(out.buf, "refused-new"));
+  assert_non_null(strstr(out.buf, "refused-append"));
+  assert_non_null(strstr(out.buf, "refused-file"));
+  assert_non_null(strstr(out.buf, "still-there"));
+  assert_non_null(strstr(out.buf, "refused-rename"));
+  assert_non_null(strstr(out.buf, "refused-parent"));
+  assert_non_null(strstr(out.buf, "not-replaced"));
+  assert_non_null(strstr(out.buf, "refused-through-link"));
+  assert_non_null(strstr(out.buf, "refused-target"));
+  assert_non_null(strstr(out.buf, "refused-inner"));
+  assert_non_null(strstr(out.buf, "wrote-beside"));
+  assert_non_null(strstr(out.buf, "wrote-free"));
+  assert_false(exists(ws, "keep/sub/new"));
+  assert_false(exists(ws, "keep-moved"));
+  assert_false(exists(ws, "real/z"));
+  assert_false(exists(ws, "outer/inner/w"));
+  assert_true(exists(ws, "keep/sub/file"));
+  assert_true(exists(ws, "keep/beside"));
+  wait_end(&w);
+  sb_free(&out);
+
+  /* The same command without readonly[] writes everywhere (the checks
+   * above can fail). */
+  sb.readonly = NULL;
+  run_sandboxed(&f, &sb, ws,
+                "echo x > keep/sub/new && echo x > real/z && "
+                "echo x > outer/inner/w && echo wrote-all",
+                &out, &w);
+  assert_non_null(strstr(out.buf, "wrote-all"));
+  assert_true(exists(ws, "keep/sub/new"));
+  wait_end(&w);
+  sb_free(&out);
+
+  /* A missing path is an error at the start. */
+  {
+    uvt_process_options_t o;
+    char id[UVT_ID_MAX];
+    const char *missing[] = {"/nonexistent/ro", NULL};
+    test_opts(&o);
+    o.command = "true";
+    o.cwd = ws;
+    sb.readonly = missing;
+    o.sandbox = &sb;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOENT);
+  }
+  fixture_close(&f);
+  rm_rf(ws);
+  rm_rf(extra);
+}
+
 /* S-1: bad options. */
 static void test_s1_bad_options(void **state) {
   fixture_t f;
@@ -860,6 +993,7 @@ int main(int argc, char **argv) {
       T(test_s1_host_processes),
       T(test_s1_sockets),
       T(test_s1_bad_options),
+      T(test_s6_readonly),
       T(test_s2_exit_codes_and_stdin),
       T(test_s2_pids),
       T(test_s2_kill_all),

@@ -158,6 +158,7 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  *   /              the host's file system, read-only (writes: EROFS)
  *   cwd            writable with UVT_SANDBOX_FS_WORKSPACE, else read-only
  *   writable[]     writable, each (must exist at start)
+ *   readonly[]     read-only again inside the writable places (v4, S-6)
  *   /tmp           a private, empty, writable tmpfs (gone with the task)
  *   /dev           a minimal one (null, zero, full, random, urandom, tty,
  *                  a private devpts); the task's terminal still works
@@ -268,6 +269,20 @@ typedef struct {
   const char *const *hidden;
   /* UVT_SANDBOX_NET_NONE (0) or UVT_SANDBOX_NET_HOST (1). */
   int network;
+  /* v4 (S-6): paths inside the writable places that stay read-only (a
+   * host's own files in the workspace: its spill directory, a
+   * repository's hooks), NULL-terminated; NULL = none.  Each (a file or
+   * a directory, absolute or relative to the host's cwd) must exist when
+   * the task starts (else UV_ENOENT); it is resolved with symlinks
+   * followed and bound read-only over the writable bind, so a write
+   * inside it fails with EROFS, and it cannot be removed, renamed or
+   * replaced by a link from inside (it is a mount point there).  Every
+   * directory between its writable root and it is bound onto itself
+   * too, so no rename of a parent moves it out of its place.  One inside
+   * another read-only path adds nothing; one outside every writable
+   * place is read-only already and adds nothing; read-only wins over a
+   * writable path inside it; a hidden path wins over both. */
+  const char *const *readonly;
 } uvt_sandbox_t;
 /* ---- Limits per task (L-LIM-1..L-LIM-3, docs/contract.md §10d) ----------
  *

@@ -236,13 +236,173 @@ static void hide_all(argv_t *a, const uvt_sandbox_t *sb) {
   uvt__free(paths);
 }
 
+/* ---- the writable places and what stays read-only in them (S-6) ------ */
+
+/* A list of resolved paths, each its own allocation. */
+typedef struct {
+  char **v;
+  size_t n;
+  size_t cap;
+} paths_t;
+
+static void paths_free(paths_t *l) {
+  size_t i;
+  for (i = 0; i < l->n; i++)
+    uvt__free(l->v[i]);
+  uvt__free(l->v);
+  memset(l, 0, sizeof(*l));
+}
+
+/* Append a copy of the first `len` bytes of `s`; the error in a->err. */
+static void paths_add(argv_t *a, paths_t *l, const char *s, size_t len) {
+  char **nv;
+  char *copy;
+
+  if (a->err != 0)
+    return;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 8;
+    nv = uvt__realloc(l->v, cap * sizeof(*nv));
+    if (nv == NULL) {
+      a->err = UV_ENOMEM;
+      return;
+    }
+    l->v = nv;
+    l->cap = cap;
+  }
+  copy = uvt__malloc(len + 1);
+  if (copy == NULL) {
+    a->err = UV_ENOMEM;
+    return;
+  }
+  memcpy(copy, s, len);
+  copy[len] = '\0';
+  l->v[l->n++] = copy;
+}
+
+/* Is `path` `dir` or inside it?  Both resolved. */
+static int inside(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/')
+    return 1;
+  return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static int has(const paths_t *l, const char *s) {
+  size_t i;
+  for (i = 0; i < l->n; i++)
+    if (strcmp(l->v[i], s) == 0)
+      return 1;
+  return 0;
+}
+
+static int shorter_first(const void *x, const void *y) {
+  size_t a = strlen(*(char *const *)x);
+  size_t b = strlen(*(char *const *)y);
+  return a < b ? -1 : a > b ? 1 : strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* The innermost writable root holding `path`, or NULL. */
+static const char *root_of(const paths_t *roots, const char *path) {
+  const char *best = NULL;
+  size_t i;
+  for (i = 0; i < roots->n; i++)
+    if (inside(path, roots->v[i]) &&
+        (best == NULL || strlen(roots->v[i]) > strlen(best)))
+      best = roots->v[i];
+  return best;
+}
+
+/* S-6: bind each read-only path (resolved) read-only over the writable
+ * binds, after every directory between its writable root and it is
+ * bound onto itself: a mount point cannot be renamed, removed or
+ * replaced from inside (EBUSY), so neither the path nor a parent of it
+ * can be moved away and something else put in its place.  Paths outside
+ * every root (read-only already) and paths inside another read-only
+ * path are left out.  Shallow before deep: a later bind covers an
+ * earlier one inside it. */
+static void protect(argv_t *a, const paths_t *roots, paths_t *ro) {
+  paths_t keep = {0};
+  paths_t pins = {0};
+  const char *root;
+  size_t i;
+  size_t j;
+  size_t k;
+
+  for (i = 0; i < ro->n && a->err == 0; i++) {
+    int covered = root_of(roots, ro->v[i]) == NULL;
+    for (j = 0; j < ro->n && !covered; j++)
+      covered = j != i && inside(ro->v[i], ro->v[j]) &&
+                (strcmp(ro->v[i], ro->v[j]) != 0 || j < i);
+    if (!covered)
+      paths_add(a, &keep, ro->v[i], strlen(ro->v[i]));
+  }
+  for (i = 0; i < keep.n && a->err == 0; i++) {
+    root = root_of(roots, keep.v[i]);
+    if (strlen(keep.v[i]) <= strlen(root))
+      continue; /* the root itself */
+    /* Each parent strictly between the root and the path. */
+    for (k = strlen(root) + 1; keep.v[i][k] != '\0'; k++) {
+      if (keep.v[i][k] != '/')
+        continue;
+      keep.v[i][k] = '\0';
+      if (!has(&pins, keep.v[i]) && !has(roots, keep.v[i]))
+        paths_add(a, &pins, keep.v[i], k);
+      keep.v[i][k] = '/';
+    }
+  }
+  if (a->err == 0) {
+    qsort(pins.v, pins.n, sizeof(pins.v[0]), shorter_first);
+    qsort(keep.v, keep.n, sizeof(keep.v[0]), shorter_first);
+  }
+  for (i = 0; i < pins.n; i++) {
+    push(a, "--bind");
+    push(a, pins.v[i]);
+    push(a, pins.v[i]);
+  }
+  for (i = 0; i < keep.n; i++) {
+    push(a, "--ro-bind");
+    push(a, keep.v[i]);
+    push(a, keep.v[i]);
+  }
+  paths_free(&pins);
+  paths_free(&keep);
+}
+
+/* The writable binds (the cwd with FS_WORKSPACE, writable[]) and, over
+ * them, what stays read-only (readonly[]). */
+static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *cwd) {
+  paths_t roots = {0};
+  paths_t ro = {0};
+  const char *const *w;
+  char real[PATH_MAX];
+
+  push(a, sb->fs == UVT_SANDBOX_FS_WORKSPACE ? "--bind" : "--ro-bind");
+  push(a, cwd);
+  push(a, cwd);
+  if (sb->fs == UVT_SANDBOX_FS_WORKSPACE)
+    paths_add(a, &roots, cwd, strlen(cwd));
+  for (w = sb->writable; w != NULL && *w != NULL; w++) {
+    if (realpath(*w, real) == NULL)
+      continue; /* checked before: gone in between; bwrap would fail */
+    push(a, "--bind");
+    push(a, real);
+    push(a, real);
+    paths_add(a, &roots, real, strlen(real));
+  }
+  for (w = sb->readonly; w != NULL && *w != NULL; w++)
+    if (realpath(*w, real) != NULL)
+      paths_add(a, &ro, real, strlen(real));
+  if (roots.n > 0 && ro.n > 0)
+    protect(a, &roots, &ro);
+  paths_free(&roots);
+  paths_free(&ro);
+}
+
 /* Everything up to and including "--" and the inner `env`.  `cwd` NULL:
  * the probe (no binds, no chdir). */
 static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
                  const char *cwd) {
-  const char *const *w;
-  char real[PATH_MAX];
-
   push(a, env_path());
   push(a, "--ignore-signal=" SIGS);
   push(a, bwrap);
@@ -256,16 +416,7 @@ static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
   push(a, "--tmpfs");
   push(a, "/tmp");
   if (cwd != NULL) {
-    push(a, sb->fs == UVT_SANDBOX_FS_WORKSPACE ? "--bind" : "--ro-bind");
-    push(a, cwd);
-    push(a, cwd);
-    for (w = sb->writable; w != NULL && *w != NULL; w++) {
-      if (realpath(*w, real) == NULL)
-        continue; /* checked before: gone in between; bwrap would fail */
-      push(a, "--bind");
-      push(a, real);
-      push(a, real);
-    }
+    binds(a, sb, cwd);
     hide_all(a, sb);
   }
   push(a, "--unshare-pid");
@@ -409,6 +560,14 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
        sb->network != UVT_SANDBOX_NET_HOST))
     return UV_EINVAL;
   for (w = sb->writable; w != NULL && *w != NULL; w++) {
+    if ((*w)[0] == '\0')
+      return UV_EINVAL;
+    if (strlen(*w) >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    if (stat(*w, &st) != 0)
+      return UVT__PERR(errno);
+  }
+  for (w = sb->readonly; w != NULL && *w != NULL; w++) { /* S-6 */
     if ((*w)[0] == '\0')
       return UV_EINVAL;
     if (strlen(*w) >= PATH_MAX)
