@@ -47,6 +47,25 @@ static int exists(const char *dir, const char *name) {
   return stat(path, &st) == 0;
 }
 
+static void mkdir_in(const char *dir, const char *name) {
+  char path[PATH_MAX + 64];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  assert_int_equal(mkdir(path, 0755), 0);
+}
+
+/* Entries of `dir` (files or directories), "." and ".." not counted. */
+static int count_files(const char *dir) {
+  char cmd[PATH_MAX + 64];
+  FILE *fp;
+  int n = -1;
+  snprintf(cmd, sizeof(cmd), "ls -A '%s' | wc -l", dir);
+  fp = popen(cmd, "r");
+  assert_non_null(fp);
+  assert_int_equal(fscanf(fp, "%d", &n), 1);
+  pclose(fp);
+  return n;
+}
+
 /* "sleep 444N<our pid>": a sleep no other run of the suite (the same
  * suite runs as root and as nobody at once) has; up to 8 at a time. */
 static const char *sl(int n) {
@@ -829,13 +848,144 @@ static void test_s3_not_a_bwrap(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* S-6: what stays read-only inside the writable places                    */
+/* S-5: the workspace is the host's                                        */
 
-static void mkdir_in(const char *dir, const char *name) {
-  char path[PATH_MAX + 64];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  assert_int_equal(mkdir(path, 0755), 0);
+/* Start `cmd` in cwd `cwd` (NULL: the host's); the start's error. */
+static int start_in(fixture_t *f, const uvt_sandbox_t *sb, const char *cwd,
+                    const char *cmd) {
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  waitres_t w;
+  int err;
+
+  test_opts(&o);
+  o.command = cmd;
+  o.cwd = cwd;
+  o.sandbox = sb;
+  err = uvt_process_start(f->reg, &o, id);
+  if (err == 0) {
+    wait_task(f, &w, id, 20000, NULL);
+    wait_end(&w);
+  }
+  return err;
 }
+
+/* A directory outside /tmp (which is private inside) that the sandbox
+ * must not be able to write: the suite's own, else /var/tmp. */
+static void outside_dir(char buf[PATH_MAX], const char *tag) {
+  assert_non_null(getcwd(buf, PATH_MAX - 64));
+  snprintf(buf + strlen(buf), 64, "/sbx-%s-XXXXXX", tag);
+  if (mkdtemp(buf) == NULL) {
+    snprintf(buf, PATH_MAX, "/var/tmp/uvt-sbx-%s-XXXXXX", tag);
+    assert_non_null(mkdtemp(buf));
+  }
+  chmod(buf, 0777);
+}
+
+/* S-5: with a workspace the cwd chooses nothing writable.  A cwd inside
+ * the workspace or a writable path runs (its writes go where the binds
+ * say); a cwd outside them is refused with UV_EPERM before anything runs,
+ * however it is spelled: another directory, "/", "..", a link in the
+ * workspace naming a directory outside, a chain of links ending outside,
+ * a writable path's parent, the host's cwd when none is given.  A cwd
+ * that does not exist is UV_ENOENT; a workspace that does not exist or
+ * is no directory is UV_ENOENT or UV_ENOTDIR.  Without a workspace
+ * (v3's behaviour, the fault: the model's cwd became the writable bind)
+ * the same cwd outside is written. */
+static void test_s5_workspace(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char ws[256];
+  char extra[256];
+  char out_dir[PATH_MAX];
+  char path[PATH_MAX];
+  char path2[PATH_MAX];
+  char cmd[2 * PATH_MAX];
+  const char *writable[2];
+  (void)state;
+
+  make_dir(ws, "ws");
+  make_dir(extra, "ws-extra");
+  outside_dir(out_dir, "ws-out");
+  mkdir_in(ws, "sub");
+  snprintf(path, sizeof(path), "%s/out-link", ws);
+  assert_int_equal(symlink(out_dir, path), 0);
+  snprintf(path, sizeof(path), "%s/chain1", ws);
+  assert_int_equal(symlink("chain2", path), 0);
+  snprintf(path, sizeof(path), "%s/chain2", ws);
+  assert_int_equal(symlink("out-link", path), 0);
+  snprintf(path, sizeof(path), "%s/in1", ws);
+  assert_int_equal(symlink("in2", path), 0);
+  snprintf(path, sizeof(path), "%s/in2", ws);
+  assert_int_equal(symlink("sub", path), 0);
+  writable[0] = extra;
+  writable[1] = NULL;
+  fixture_init(&f, NULL);
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  sb.workspace = ws;
+  sb.writable = writable;
+  snprintf(cmd, sizeof(cmd), "echo x > here-$$; echo x > '%s/escaped-$$'",
+           out_dir);
+
+  /* Inside: the workspace, a directory of it, a chain of links that stays
+   * in it, a writable path. */
+  assert_int_equal(start_in(&f, &sb, ws, "echo x > at-root"), 0);
+  assert_true(exists(ws, "at-root"));
+  snprintf(path, sizeof(path), "%s/sub", ws);
+  assert_int_equal(start_in(&f, &sb, path,
+                            "echo x > in-sub && echo x > "
+                            "../from-sub"),
+                   0);
+  assert_true(exists(ws, "sub/in-sub"));
+  assert_true(exists(ws, "from-sub"));
+  snprintf(path, sizeof(path), "%s/in1", ws);
+  assert_int_equal(start_in(&f, &sb, path, "echo x > via-chain"), 0);
+  assert_true(exists(ws, "sub/via-chain"));
+  assert_int_equal(start_in(&f, &sb, extra, "echo x > in-extra"), 0);
+  assert_true(exists(extra, "in-extra"));
+  /* From inside, the outside is still read-only. */
+  assert_int_equal(start_in(&f, &sb, ws, cmd), 0);
+  assert_int_equal(count_files(out_dir), 0);
+
+  /* Outside, however spelled: refused before anything runs. */
+  assert_int_equal(start_in(&f, &sb, out_dir, cmd), UV_EPERM);
+  assert_int_equal(start_in(&f, &sb, "/", cmd), UV_EPERM);
+  snprintf(path, sizeof(path), "%s/..", ws);
+  assert_int_equal(start_in(&f, &sb, path, cmd), UV_EPERM);
+  snprintf(path, sizeof(path), "%s/sub/../..", ws);
+  assert_int_equal(start_in(&f, &sb, path, cmd), UV_EPERM);
+  snprintf(path, sizeof(path), "%s/out-link", ws);
+  assert_int_equal(start_in(&f, &sb, path, cmd), UV_EPERM);
+  snprintf(path, sizeof(path), "%s/chain1", ws);
+  assert_int_equal(start_in(&f, &sb, path, cmd), UV_EPERM);
+  snprintf(path, sizeof(path), "%s/..", extra);
+  assert_int_equal(start_in(&f, &sb, path, cmd), UV_EPERM);
+  assert_int_equal(start_in(&f, &sb, NULL, cmd), UV_EPERM);
+  snprintf(path, sizeof(path), "%s/no-such-dir", ws);
+  assert_int_equal(start_in(&f, &sb, path, cmd), UV_ENOENT);
+  assert_int_equal(count_files(out_dir), 0);
+
+  /* A workspace that is missing, or a file. */
+  snprintf(path2, sizeof(path2), "%s/no-such-ws", ws);
+  sb.workspace = path2;
+  assert_int_equal(start_in(&f, &sb, ws, "true"), UV_ENOENT);
+  write_file(ws, "a-file", "x\n");
+  snprintf(path2, sizeof(path2), "%s/a-file", ws);
+  assert_int_equal(start_in(&f, &sb, ws, "true"), UV_ENOTDIR);
+
+  /* Without a workspace the cwd is the writable bind: the same start
+   * writes outside (the checks above can fail). */
+  sb.workspace = NULL;
+  assert_int_equal(start_in(&f, &sb, out_dir, cmd), 0);
+  assert_true(count_files(out_dir) > 0);
+  fixture_close(&f);
+  rm_rf(ws);
+  rm_rf(extra);
+  rm_rf(out_dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* S-6: what stays read-only inside the writable places                    */
 
 /* S-6: a readonly[] directory and file inside the workspace refuse every
  * write, removal and rename from inside, and so does a rename of the
@@ -993,6 +1143,7 @@ int main(int argc, char **argv) {
       T(test_s1_host_processes),
       T(test_s1_sockets),
       T(test_s1_bad_options),
+      T(test_s5_workspace),
       T(test_s6_readonly),
       T(test_s2_exit_codes_and_stdin),
       T(test_s2_pids),

@@ -1089,6 +1089,65 @@ static void test_run_in_background_errors(void **state) {
   tfix_close(&t);
 }
 
+/* S-5 through the tools: a sandbox that names no workspace gets the
+ * tools' cwd, resolved at attach; a call's cwd outside it is a tool error
+ * naming the workspace, and nothing runs; a call's cwd inside it runs
+ * there.  Without bwrap (S-3) the start is refused anyway: skipped. */
+static void test_s5_tools_workspace(void **state) {
+  char ws[] = "/tmp/uvt-tools-ws-XXXXXX";
+  char sub[64];
+  char link[64];
+  char real_ws[PATH_MAX];
+  uvt_sandbox_t sb = {0};
+  uvt_tools_options_t to;
+  uvt_tools_args_t a;
+  tfix_t t;
+  rec_t r;
+  (void)state;
+
+  if (system("command -v bwrap >/dev/null 2>&1") != 0)
+    skip();
+  assert_non_null(mkdtemp(ws));
+  snprintf(sub, sizeof(sub), "%s/sub", ws);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  snprintf(link, sizeof(link), "%s/up", ws);
+  assert_int_equal(symlink("/", link), 0);
+  assert_non_null(realpath(ws, real_ws));
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  uvt_tools_options_init(&to);
+  to.cwd = ws;
+  to.sandbox = &sb;
+  tfix_init_opts(&t, NULL, &to);
+  /* The host's struct is left as it was. */
+  assert_null(sb.workspace);
+  uvt_tools_args_init(&a);
+  a.command = "echo x > f && echo wrote";
+  a.cwd = "/";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "lies outside this server's sandbox"));
+  assert_non_null(strstr(r.text, real_ws));
+  assert_null(strstr(r.text, "wrote"));
+  a.cwd = link;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "lies outside"));
+  a.cwd = sub;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_non_null(strstr(r.text, "wrote"));
+  a.cwd = NULL;
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_non_null(strstr(r.text, "wrote"));
+  tfix_close(&t);
+  {
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ws);
+    assert_int_equal(system(cmd), 0);
+  }
+}
+
 /* R-LIMIT-1 through the tools: a start beyond the limit is a tool error
  * saying what to do. */
 static void test_run_in_background_limit(void **state) {
@@ -4824,6 +4883,7 @@ int main(void) {
       cmocka_unit_test(test_write_ctrl_c_before_spawn),
       cmocka_unit_test(test_run_command_timeout_term_ignorer),
       cmocka_unit_test(test_run_in_background_errors),
+      cmocka_unit_test(test_s5_tools_workspace),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),
       cmocka_unit_test(test_run_command_timeout),

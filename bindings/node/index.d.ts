@@ -93,7 +93,8 @@ export interface ProcessLimits {
 /**
  * S-1..S-4: a bubblewrap sandbox for one task (uvtasks/process.h,
  * uvt_sandbox_t).  The host's file system is read-only inside except /tmp
- * (private), `writable` and, with fs 'workspace', the task's cwd; the
+ * (private), `writable` and, with fs 'workspace', the workspace (S-5:
+ * `workspace`, else the task's cwd); the
  * `hidden` paths read as empty; network 'none' (the default) is no network
  * at all, loopback included.  A machine without bwrap, or without user
  * namespaces, makes spawn() throw ENOTSUP (S-3): never a run without it.
@@ -110,6 +111,14 @@ export interface SandboxOptions {
   hidden?: string[]
   /** Default 'none'. */
   network?: 'none' | 'host'
+  /**
+   * S-5: the directory fs 'workspace' makes writable, chosen apart from the
+   * command's cwd (default: the cwd).  With one, the cwd must lie inside it
+   * or a `writable` path once symlinks are followed, else spawn() throws
+   * EPERM; a cwd chosen by someone else (a model) then widens nothing.
+   * Must exist and be a directory (else ENOENT, ENOTDIR).
+   */
+  workspace?: string
 }
 
 export interface SpawnOptions {

@@ -156,7 +156,8 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * unprivileged user.  What the task sees (S-1):
  *
  *   /              the host's file system, read-only (writes: EROFS)
- *   cwd            writable with UVT_SANDBOX_FS_WORKSPACE, else read-only
+ *   workspace      writable with UVT_SANDBOX_FS_WORKSPACE, else read-only:
+ *                  `workspace` (v4, S-5), or the task's cwd without one
  *   writable[]     writable, each (must exist at start)
  *   readonly[]     read-only again inside the writable places (v4, S-6)
  *   /tmp           a private, empty, writable tmpfs (gone with the task)
@@ -250,7 +251,7 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * a sandboxed task takes them too, and cannot raise them, the cgroup
  * files being read-only inside). */
 #define UVT_SANDBOX_FS_READONLY 0  /* only writable[] and /tmp */
-#define UVT_SANDBOX_FS_WORKSPACE 1 /* cwd, writable[] and /tmp */
+#define UVT_SANDBOX_FS_WORKSPACE 1 /* workspace, writable[] and /tmp */
 #define UVT_SANDBOX_NET_NONE 0     /* no network, loopback included */
 #define UVT_SANDBOX_NET_HOST 1     /* the host's network */
 
@@ -283,6 +284,21 @@ typedef struct {
    * place is read-only already and adds nothing; read-only wins over a
    * writable path inside it; a hidden path wins over both. */
   const char *const *readonly;
+  /* v4 (S-5): the workspace, the one directory UVT_SANDBOX_FS_WORKSPACE
+   * makes writable (read-only with UVT_SANDBOX_FS_READONLY), chosen by
+   * the host apart from the command's cwd; absolute or relative to the
+   * host's cwd, resolved with symlinks followed at each start; it must
+   * exist and be a directory (else UV_ENOENT, UV_ENOTDIR).  With one, the
+   * task's cwd (the host's cwd when the options give none), resolved with
+   * symlinks followed, must lie inside the workspace or inside one of
+   * writable[], else the start fails with UV_EPERM: a cwd of "/", "..",
+   * or a link in the workspace naming a directory outside it widens
+   * nothing.  The cwd is then only where the command starts (bwrap's
+   * --chdir); the writable binds are the workspace and writable[], never
+   * the cwd.  NULL (v3's behaviour): the task's cwd is the workspace;
+   * a host that lets anyone else (a model's tool argument) choose the
+   * cwd must set this, as uvtasks-mcp and the tools do. */
+  const char *workspace;
 } uvt_sandbox_t;
 /* ---- Limits per task (L-LIM-1..L-LIM-3, docs/contract.md §10d) ----------
  *
@@ -615,7 +631,10 @@ UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
  * /dev/ptmx, UV_EAGAIN when the system has no more); with `sandbox`:
  * UV_ENOTSUP (no sandbox can be made, S-3: the reason is logged),
  * UV_EINVAL (fs or network not one of the constants), UV_ENOENT (a
- * writable path does not exist), UV_ENAMETOOLONG.  On error nothing is
+ * writable, read-only or workspace path does not exist), UV_ENOTDIR (the
+ * workspace is not a directory), UV_EPERM (S-5: the cwd, resolved, lies
+ * outside the workspace and every writable path), UV_ENAMETOOLONG.  On
+ * error nothing is
  * registered, no id number is used and no child exists; handles opened for the
  * attempt are closed through the loop (run it to let their close callbacks
  * finish).  An error only the spawn itself reports (exec refusing the file,

@@ -210,7 +210,12 @@ typedef struct {
   /* S-4: the sandbox every command of run_in_background and run_command
    * runs in (uvtasks/process.h, uvt_sandbox_t); NULL = none.  Not copied:
    * it (and its lists) must stay valid while the tools are attached.  A
-   * start that cannot make it answers with a tool error saying so. */
+   * start that cannot make it answers with a tool error saying so.
+   * S-5: its workspace, when it names none, is fixed at attach: `cwd`
+   * above (else the host's cwd) resolved with symlinks followed, so a
+   * call's `cwd` argument chooses where a command starts, never what it
+   * may write; a call whose cwd lies outside the workspace and the
+   * writable paths is a tool error naming them, and nothing runs. */
   const uvt_sandbox_t *sandbox;
   /* M-TOOLS-15: the most output lines one result shows (see
    * UVT_TOOLS_MAX_LINES_DEFAULT); 0 = that default.  Values below
@@ -297,6 +302,10 @@ struct uvt_tools_s {
   uint64_t spill_total_; /* bytes in the files now */
   uint64_t spill_seq_;   /* tasks seen, for "the oldest first" */
   int keep_spill_;
+  /* S-5: the options' sandbox with the workspace fixed at attach (the
+   * options' cwd, or the host's, resolved) when it names none. */
+  uvt_sandbox_t sandbox_own_;
+  char *workspace_;
 };
 
 /* Arguments of a tool call.  Initialise with uvt_tools_args_init(); fields a

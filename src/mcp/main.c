@@ -70,7 +70,9 @@ static const char usage_options2[] =
     "  --sandbox PROFILE    run every command in a bubblewrap sandbox:\n"
     "                       off (default), read-only (writes only to /tmp,\n"
     "                       private, and --writable DIRs) or workspace\n"
-    "                       (also the command's cwd); no network, hidden\n"
+    "                       (also the workspace: --cwd, fixed at start; a\n"
+    "                       tool's cwd must lie inside it or a --writable\n"
+    "                       DIR); no network, hidden\n"
     "                       ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc,\n"
     "                       ~/.npmrc, ~/.docker (S-1..S-4; UVTASKS_BWRAP\n"
     "                       names the bwrap to use)\n"
@@ -697,6 +699,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (mcp_sandbox_start(&server.config) != 0) /* S-5 */
+    return 2;
 
   /* A client that goes away must not kill us with SIGPIPE before we have
    * stopped its tasks; libuv resets dispositions in the children. */

@@ -233,6 +233,7 @@ typedef struct {
   uvt_sandbox_t sandbox;
   const char *writable[65];
   unsigned writable_n;
+  char workspace[4096];     /* S-5: --cwd resolved at start */
   const char *pass_env[64]; /* M-MCP-14: --pass-env names */
   size_t pass_env_n;
   int cgroups;                 /* M-MCP-15: --cgroups (S-11: the default) */
@@ -421,6 +422,9 @@ void mcp_tasks_tools_list(mcp_server_t *server, json_t *tools);
  * word, or NULL): 0 = not one of them, 1 or 2 = the words it took, -1 =
  * a bad or missing value. */
 int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val);
+/* S-5: fix the workspace (--cwd, else the current directory, resolved
+ * with symlinks followed).  0, or -1 with a message on stderr. */
+int mcp_sandbox_start(mcp_config_t *c);
 /* Add the sandbox's profile to the command tools' descriptions. */
 void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools);
 /* L-LIM-3 (limits.c): --limit-memory SIZE, --limit-processes N,

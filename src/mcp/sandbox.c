@@ -6,7 +6,10 @@
  * ("Read-only file system", "Network is unreachable"), in its result. */
 #include "mcp.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val) {
@@ -39,38 +42,59 @@ int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val) {
   return 0;
 }
 
+int mcp_sandbox_start(mcp_config_t *c) {
+  const char *dir = c->cwd != NULL ? c->cwd : ".";
+
+  if (!c->sandbox_on)
+    return 0;
+  /* S-5: the workspace is the host's choice, fixed here; a tool call's
+   * cwd must lie inside it (or a --writable path), never widens it. */
+  if (realpath(dir, c->workspace) == NULL) {
+    fprintf(stderr, "uvtasks-mcp: --cwd %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  c->sandbox.workspace = c->workspace;
+  return 0;
+}
+
 /* The sentence every command tool's description gets. */
 static json_t *profile_text(const mcp_config_t *c) {
-  char text[2048];
+  char text[8192];
   size_t n;
   unsigned i;
+  int ws = c->sandbox.fs == UVT_SANDBOX_FS_WORKSPACE;
 
-  n = (size_t)snprintf(
-      text, sizeof(text),
-      " SANDBOX: every command runs in a sandbox (profile %s%s). The file "
-      "system is read-only except %s/tmp (private to the command, empty at "
-      "its start)",
-      c->sandbox.fs == UVT_SANDBOX_FS_WORKSPACE ? "workspace" : "read-only",
-      c->sandbox.network == UVT_SANDBOX_NET_HOST ? ", network allowed" : "",
-      c->sandbox.fs == UVT_SANDBOX_FS_WORKSPACE
-          ? "the directory it runs in (cwd), "
-          : "");
-  for (i = 0; i < c->writable_n && n < sizeof(text); i++)
-    n += (size_t)snprintf(text + n, sizeof(text) - n, ", %s", c->writable[i]);
-  if (n < sizeof(text))
-    n += (size_t)snprintf(
-        text + n, sizeof(text) - n,
-        ": any other write fails with \"Read-only file system\", so do not "
-        "retry it or work around it; write inside the writable places "
-        "instead. ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc, ~/.npmrc "
-        "and ~/.docker read as empty. Other processes of the machine are "
-        "not visible.%s",
-        c->sandbox.network == UVT_SANDBOX_NET_HOST
-            ? " The network is available."
-            : " There is no network at all (not even localhost): every "
-              "connection and name lookup fails, so do not retry downloads, "
-              "package installs or requests to servers; ask the user "
-              "instead.");
+#define MORE(...)                                                              \
+  do {                                                                         \
+    if (n < sizeof(text))                                                      \
+      n += (size_t)snprintf(text + n, sizeof(text) - n, __VA_ARGS__);          \
+  } while (0)
+  n = 0;
+  MORE(" SANDBOX: every command runs in a sandbox (profile %s%s). The file "
+       "system is read-only except ",
+       ws ? "workspace" : "read-only",
+       c->sandbox.network == UVT_SANDBOX_NET_HOST ? ", network allowed" : "");
+  if (ws)
+    MORE("the workspace %s, ", c->workspace);
+  for (i = 0; i < c->writable_n; i++)
+    MORE("%s, ", c->writable[i]);
+  if (ws || c->writable_n > 0)
+    MORE("and ");
+  MORE("/tmp (private to the command, empty at its start): any other "
+       "write fails with \"Read-only file system\", so do not retry it or "
+       "work around it; write inside the writable places instead. Commands "
+       "start in %s; a cwd argument must lie inside it%s, else the call is "
+       "refused and nothing runs. ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, "
+       "~/.netrc, ~/.npmrc and ~/.docker read as empty. Other processes of "
+       "the machine are not visible.%s",
+       c->workspace, c->writable_n > 0 ? " or inside a writable directory" : "",
+       c->sandbox.network == UVT_SANDBOX_NET_HOST
+           ? " The network is available."
+           : " There is no network at all (not even localhost): every "
+             "connection and name lookup fails, so do not retry downloads, "
+             "package installs or requests to servers; ask the user "
+             "instead.");
+#undef MORE
   return json_string(text);
 }
 

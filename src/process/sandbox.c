@@ -7,8 +7,11 @@
  *
  *   env --ignore-signal=SIGS bwrap
  *       --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp
- *       --bind CWD CWD          (or --ro-bind with UVT_SANDBOX_FS_READONLY)
+ *       --bind WS WS            (the workspace, S-5, else the cwd; --ro-bind
+ *                                with UVT_SANDBOX_FS_READONLY)
  *       --bind W W ...          (writable[])
+ *       --bind P P ... --ro-bind R R ...  (readonly[], S-6: each parent P
+ *                                between its root and R pinned first)
  *       --tmpfs H --remount-ro H | --ro-bind /dev/null H ...   (hidden[])
  *       --unshare-pid --unshare-ipc [--unshare-net] [--cap-drop ALL]
  *       --chdir CWD
@@ -369,19 +372,19 @@ static void protect(argv_t *a, const paths_t *roots, paths_t *ro) {
   paths_free(&keep);
 }
 
-/* The writable binds (the cwd with FS_WORKSPACE, writable[]) and, over
- * them, what stays read-only (readonly[]). */
-static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *cwd) {
+/* The writable binds (the workspace with FS_WORKSPACE, writable[]) and,
+ * over them, what stays read-only (readonly[]). */
+static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *ws) {
   paths_t roots = {0};
   paths_t ro = {0};
   const char *const *w;
   char real[PATH_MAX];
 
   push(a, sb->fs == UVT_SANDBOX_FS_WORKSPACE ? "--bind" : "--ro-bind");
-  push(a, cwd);
-  push(a, cwd);
+  push(a, ws);
+  push(a, ws);
   if (sb->fs == UVT_SANDBOX_FS_WORKSPACE)
-    paths_add(a, &roots, cwd, strlen(cwd));
+    paths_add(a, &roots, ws, strlen(ws));
   for (w = sb->writable; w != NULL && *w != NULL; w++) {
     if (realpath(*w, real) == NULL)
       continue; /* checked before: gone in between; bwrap would fail */
@@ -400,9 +403,10 @@ static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *cwd) {
 }
 
 /* Everything up to and including "--" and the inner `env`.  `cwd` NULL:
- * the probe (no binds, no chdir). */
+ * the probe (no binds, no chdir); else `ws` is the workspace (S-5), both
+ * resolved. */
 static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
-                 const char *cwd) {
+                 const char *ws, const char *cwd) {
   push(a, env_path());
   push(a, "--ignore-signal=" SIGS);
   push(a, bwrap);
@@ -416,7 +420,7 @@ static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
   push(a, "--tmpfs");
   push(a, "/tmp");
   if (cwd != NULL) {
-    binds(a, sb, cwd);
+    binds(a, sb, ws);
     hide_all(a, sb);
   }
   push(a, "--unshare-pid");
@@ -459,7 +463,7 @@ static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
 
   /* S-3: a command whose own status shows it ran inside: a program that
    * is not bwrap (/bin/true) would otherwise pass by exiting 0. */
-  base(&a, bwrap, sb, NULL);
+  base(&a, bwrap, sb, NULL, NULL);
   push(&a, "sh");
   push(&a, "-c");
   push(&a, "exit " PROBE_STATUS_STR);
@@ -567,6 +571,16 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
     if (stat(*w, &st) != 0)
       return UVT__PERR(errno);
   }
+  if (sb->workspace != NULL) { /* S-5 */
+    if (sb->workspace[0] == '\0')
+      return UV_EINVAL;
+    if (strlen(sb->workspace) >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    if (stat(sb->workspace, &st) != 0)
+      return UVT__PERR(errno);
+    if (!S_ISDIR(st.st_mode))
+      return UV_ENOTDIR;
+  }
   for (w = sb->readonly; w != NULL && *w != NULL; w++) { /* S-6 */
     if ((*w)[0] == '\0')
       return UV_EINVAL;
@@ -620,10 +634,26 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
 
 /* ---- the leader's argv ------------------------------------------------- */
 
+/* S-5: is the resolved `cwd` inside the resolved workspace `ws` or one of
+ * the writable paths? */
+static int cwd_allowed(const uvt_sandbox_t *sb, const char *ws,
+                       const char *cwd) {
+  const char *const *w;
+  char real[PATH_MAX];
+
+  if (inside(cwd, ws))
+    return 1;
+  for (w = sb->writable; w != NULL && *w != NULL; w++)
+    if (realpath(*w, real) != NULL && inside(cwd, real))
+      return 1;
+  return 0;
+}
+
 int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
                       const char *cwd, const char *file, char *const *argv,
                       char ***out) {
   char real[PATH_MAX];
+  char ws[PATH_MAX];
   argv_t a = {0};
   size_t i;
 
@@ -632,7 +662,17 @@ int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
     return UV_ENOTSUP; /* uvt__sandbox_check() first */
   if (realpath(cwd != NULL ? cwd : ".", real) == NULL)
     return UVT__PERR(errno);
-  base(&a, c->sb_bwrap, sb, real);
+  if (sb->workspace != NULL) {
+    /* S-5: the workspace is the host's; the cwd only where the command
+     * starts, and only inside what is writable anyway. */
+    if (realpath(sb->workspace, ws) == NULL)
+      return UVT__PERR(errno);
+    if (!cwd_allowed(sb, ws, real))
+      return UV_EPERM;
+  } else {
+    memcpy(ws, real, strlen(real) + 1);
+  }
+  base(&a, c->sb_bwrap, sb, ws, real);
   push(&a, file);
   for (i = 1; argv[0] != NULL && argv[i] != NULL; i++)
     push(&a, argv[i]);

@@ -5,7 +5,10 @@
  * write_stdin lives in write.c (M-TOOLS-5). */
 #include "uvtasks/tools.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -188,10 +191,24 @@ static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
                     UVT__DETAIL_LIVE);
 }
 
-/* Why a command did not start (`limits`: those it was started with). */
+/* S-5: the places a sandboxed command may write, for a refused cwd. */
+static void text_workspace(uvt__text_t *t, const uvt_sandbox_t *sb) {
+  const char *const *w;
+
+  uvt__text_str(t, "the workspace ");
+  uvt__text_oneline(t, sb->workspace, 1024);
+  for (w = sb->writable; w != NULL && *w != NULL; w++) {
+    uvt__text_str(t, w[1] != NULL ? ", " : " or ");
+    uvt__text_oneline(t, *w, 1024);
+  }
+}
+
+/* Why a command did not start (`limits`: those it was started with; `sb`:
+ * the sandbox it was to run in, or NULL). */
 static void text_start_error(uvt__text_t *t, int err, const char *cwd,
                              uvt_registry_t *registry,
-                             const uvt_process_limits_t *limits) {
+                             const uvt_process_limits_t *limits,
+                             const uvt_sandbox_t *sb) {
   char why[512];
 
   uvt__text_str(t, "Not started: ");
@@ -206,6 +223,16 @@ static void text_start_error(uvt__text_t *t, int err, const char *cwd,
     uvt__text_str(t, "no such directory or no shell (cwd ");
     uvt__text_oneline(t, cwd, 1024);
     uvt__text_str(t, ").");
+  } else if (err == UV_EPERM && sb != NULL && sb->workspace != NULL) {
+    /* S-5: the workspace is the host's choice; a cwd outside it is not
+     * a way to write elsewhere. */
+    uvt__text_str(t, "the cwd ");
+    uvt__text_oneline(t, cwd != NULL ? cwd : ".", 1024);
+    uvt__text_str(t, " lies outside this server's sandbox: commands run "
+                     "inside ");
+    text_workspace(t, sb);
+    uvt__text_str(t, ". Give a cwd inside it (or none), or cd inside the "
+                     "command; nothing was run.");
   } else if (err == UV_E2BIG) {
     uvt__text_str(t, "the command is too long.");
   } else if (err == UV_ENOTSUP && limits != NULL &&
@@ -369,7 +396,8 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
     uvt__tools_result(req, &t, 0);
     return;
   }
-  text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits);
+  text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits,
+                   po.sandbox);
   uvt__tools_result(req, &t, 1);
 }
 
@@ -742,7 +770,8 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
     uvt__spill_owner(tools, req->task_id_, req->caller_);
   if (err != 0) {
     req->task_id_[0] = '\0';
-    text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits);
+    text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits,
+                     po.sandbox);
     uvt__tools_result(req, &t, 1);
     return;
   }
@@ -997,6 +1026,19 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   tools->yield_ms_ = o->yield_ms;
   tools->sandbox_ = o->sandbox;
   tools->limits_ = o->limits; /* L-LIM-3 */
+  if (o->sandbox != NULL && o->sandbox->workspace == NULL) {
+    /* S-5: the workspace is the host's, fixed now; a call's cwd never
+     * widens it. */
+    char real[PATH_MAX];
+    if (realpath(o->cwd != NULL ? o->cwd : ".", real) == NULL)
+      return uv_translate_sys_error(errno);
+    tools->workspace_ = tools_strdup(real);
+    if (tools->workspace_ == NULL)
+      return UV_ENOMEM;
+    tools->sandbox_own_ = *o->sandbox;
+    tools->sandbox_own_.workspace = tools->workspace_;
+    tools->sandbox_ = &tools->sandbox_own_;
+  }
   tools->env_ = o->env;
   tools->max_lines_ =
       o->max_lines == 0 ? UVT_TOOLS_MAX_LINES_DEFAULT : o->max_lines;
@@ -1004,8 +1046,10 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     tools->max_lines_ = UVT_TOOLS_MAX_LINES_MIN;
   if (o->cwd != NULL) {
     tools->cwd_ = tools_strdup(o->cwd);
-    if (tools->cwd_ == NULL)
-      return UV_ENOMEM;
+    if (tools->cwd_ == NULL) {
+      err = UV_ENOMEM;
+      goto fail;
+    }
   }
   tools->spill_max_bytes_ = o->spill_max_bytes == 0
                                 ? UVT_TOOLS_SPILL_MAX_BYTES_DEFAULT
@@ -1057,6 +1101,8 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
 fail:
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_free(tools->workspace_);
+  tools->workspace_ = NULL;
   uvt__tools_free(tools->spill_dir_);
   tools->spill_dir_ = NULL;
   if (tools->spill_fd_ >= 0)
@@ -1078,6 +1124,8 @@ static void tools_handle_closed(uv_handle_t *h) {
     return;
   uvt__tools_free(tools->cwd_);
   tools->cwd_ = NULL;
+  uvt__tools_free(tools->workspace_);
+  tools->workspace_ = NULL;
   uvt__tools_free(tools->spill_dir_);
   tools->spill_dir_ = NULL;
   uvt__spill_free(tools);

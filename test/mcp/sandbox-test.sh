@@ -60,10 +60,10 @@ run() { # run ID COMMAND (JSON-escaped)
 # ---- workspace, no network ---------------------------------------------
 start_server --sandbox workspace --cwd "$tmp"
 init
-check "S-4: the descriptions name the workspace profile" \
+check "S-4, S-5: the descriptions name the workspace profile and the workspace" \
   '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 \
   'SANDBOX: every command runs in a sandbox (profile workspace)' \
-  'the directory it runs in (cwd)' 'There is no network at all'
+  "the workspace $tmp" 'a cwd argument must lie inside it' 'There is no network at all'
 check "S-4: a write in the workspace works" "$(run 3 'echo hi > in.txt && cat in.txt')" 3 \
   'hi' 'exit code: 0'
 [ -f "$tmp/in.txt" ] && ok "S-4: the file is there" || bad "S-4: the file is there"
@@ -81,13 +81,52 @@ check "M-TOOLS-18: output without a failed connection has no such note" \
   "$(run 7 "echo fine")" 7 '!without network'
 stop_server
 
+# ---- S-5: the workspace is the server's, not the model's ---------------
+# A tool's cwd chooses where a command starts, never what it may write:
+# outside the workspace and the --writable paths it is a tool error that
+# names them, and nothing runs (the fault: it became the writable bind).
+wsx=$(mktemp -d /var/tmp/uvt-mcp-sbx-wsx-XXXXXX)
+mkdir -p "$wsx/w" "$tmp/sub"
+ln -s "$outside" "$tmp/out-link"
+ln -s out-link "$tmp/chain1"
+ln -s sub "$tmp/in-link"
+start_server --sandbox workspace --cwd "$tmp" --writable "$wsx/w"
+init
+cwd_call() { # cwd_call ID CWD COMMAND
+  tool_call "$1" run_command "{\"command\":\"$3\",\"cwd\":\"$2\"}"
+}
+n=10
+for cwd in "$outside" / .. "$tmp/.." "$tmp/out-link" "$tmp/chain1" "$wsx" "$wsx/w/.."; do
+  check "S-5: cwd $cwd is refused, naming the workspace" \
+    "$(cwd_call $n "$cwd" 'echo x > f-$$ && echo wrote')" $n \
+    '"isError":true' 'lies outside this server' "the workspace $tmp" "$wsx/w" 'nothing was run' '!wrote'
+  n=$((n + 1))
+done
+[ -z "$(ls -A "$outside")" ] && ! ls "$wsx"/f-* /f-* >/dev/null 2>&1 &&
+  ok "S-5: nothing was written outside" || bad "S-5: nothing was written outside" "$(ls -A "$outside" "$wsx")"
+check "S-5: a cwd that does not exist" "$(cwd_call 30 "$tmp/nope" 'echo x')" 30 \
+  '"isError":true' 'no such directory'
+check "S-5: a cwd inside the workspace runs there" \
+  "$(cwd_call 31 "$tmp/sub" 'echo x > in-sub && echo x > ../from-sub && echo wrote')" 31 'wrote' 'exit code: 0'
+check "S-5: a link in the workspace to a directory of it" \
+  "$(cwd_call 32 "$tmp/in-link" 'pwd; echo x > via-link && echo wrote')" 32 'wrote' "$tmp/sub"
+check "S-5: a --writable directory is a cwd too" \
+  "$(cwd_call 33 "$wsx/w" 'echo x > in-w && echo wrote')" 33 'wrote'
+[ -e "$tmp/sub/in-sub" ] && [ -e "$tmp/from-sub" ] && [ -e "$tmp/sub/via-link" ] && [ -e "$wsx/w/in-w" ] &&
+  ok "S-5: the writes inside landed" || bad "S-5: the writes inside landed"
+check "S-5: run_in_background refuses the same" \
+  "$(tool_call 34 run_in_background "{\"command\":\"echo x > f\",\"cwd\":\"/\"}")" 34 \
+  '"isError":true' 'lies outside this server'
+stop_server
+rm -rf "$wsx" "$tmp/sub" "$tmp/out-link" "$tmp/chain1" "$tmp/in-link" "$tmp/from-sub"
+
 # ---- read-only, network allowed, one writable directory -----------------
 mkdir -p "$tmp/w"
 start_server --sandbox read-only --allow-net --writable "$tmp/w" --cwd "$tmp"
 init
 check "S-4: the descriptions name the read-only profile" \
   '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 \
-  '(profile read-only, network allowed)' "$tmp/w" 'The network is available.' '!the directory it runs in'
+  '(profile read-only, network allowed)' "$tmp/w" 'The network is available.' '!the workspace'
 check "S-4: read-only: the cwd refuses" "$(run 3 'echo x > ro.txt')" 3 'Read-only file system'
 check "S-4: read-only: --writable takes writes" "$(run 4 'echo x > w/ok.txt && echo wrote')" 4 'wrote' 'exit code: 0'
 check "S-4: --allow-net: the connection works" \

@@ -228,11 +228,12 @@ static int limits_arg(napi_env env, napi_value obj, uvt_process_limits_t *l) {
 }
 
 /* S-4: options.sandbox = { fs: 'read-only' | 'workspace', writable:
- * string[], hidden: string[], network: 'none' | 'host' } into *sb (every
- * field optional: read-only, no extra writable path, the default hidden
- * list, no network).  The arrays are the caller's to free_array(). */
+ * string[], hidden: string[], network: 'none' | 'host', workspace: string
+ * (S-5) } into *sb (every field optional: read-only, no extra writable
+ * path, the default hidden list, no network, the cwd as the workspace).
+ * The arrays are the caller's to free_array(), *workspace to free(). */
 static int sandbox_arg(napi_env env, napi_value obj, uvt_sandbox_t *sb,
-                       char ***writable, char ***hidden) {
+                       char ***writable, char ***hidden, char **workspace) {
   napi_valuetype t;
   napi_value v;
   char *s = NULL;
@@ -275,6 +276,12 @@ static int sandbox_arg(napi_env env, napi_value obj, uvt_sandbox_t *sb,
     return 0;
   sb->writable = (const char *const *)*writable;
   sb->hidden = (const char *const *)*hidden;
+  /* S-5: the host's workspace, apart from the command's cwd. */
+  if (prop(env, obj, "workspace", &v)) {
+    if (!uvtn_string(env, v, "sandbox.workspace", 0, workspace))
+      return 0;
+    sb->workspace = *workspace;
+  }
   return 1;
 }
 
@@ -357,6 +364,7 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
   uvt_sandbox_t sandbox;
   char **sb_writable = NULL, **sb_hidden = NULL;
   char *captured = NULL;
+  char *sb_workspace = NULL;
   int err, stdin_pipe = 0, at_end = 0;
 
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
@@ -427,7 +435,7 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
     o.stdout_pipe_bytes = n > SIZE_MAX ? SIZE_MAX : (size_t)n;
   }
   if (prop(env, argv[1], "sandbox", &v)) {
-    if (!sandbox_arg(env, v, &sandbox, &sb_writable, &sb_hidden))
+    if (!sandbox_arg(env, v, &sandbox, &sb_writable, &sb_hidden, &sb_workspace))
       goto out;
     o.sandbox = &sandbox;
   }
@@ -520,6 +528,7 @@ out:
   free_array(sb_writable);
   free_array(sb_hidden);
   free(captured);
+  free(sb_workspace);
   free(sub); /* unused: the spawn threw */
   uvtn_leave(st);
   return result;
