@@ -1111,6 +1111,111 @@ static void test_s6_readonly(void **state) {
   rm_rf(extra);
 }
 
+static void sh_ok(const char *fmt, const char *a1, const char *a2) {
+  char cmd[4 * PATH_MAX];
+  snprintf(cmd, sizeof(cmd), fmt, a1, a2);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* S-6: what the host's own git runs later stays read-only in a writable
+ * root's repository: its hooks, its config (so core.fsmonitor,
+ * core.hooksPath, an alias cannot be set), the directory core.hooksPath
+ * names (.husky), a direct submodule's hooks, a hooks directory that was
+ * missing (made empty), a .git that is a file; .git cannot be moved away.
+ * Siblings: the workspace and a writable path are both roots; objects and
+ * refs stay writable (a commit works inside); writable_git = 1 lifts it
+ * (the checks can fail). */
+static void test_s6_git(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char ws[256];
+  char w2[256];
+  char w3[256];
+  char w4[256];
+  char cmd[8 * PATH_MAX];
+  const char *writable[4];
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  if (system("command -v git >/dev/null 2>&1") != 0)
+    skip();
+  make_dir(ws, "git");
+  make_dir(w2, "git2");
+  make_dir(w3, "git3");
+  make_dir(w4, "git4");
+  sh_ok("cd '%s' && git init -q && git config core.hooksPath .husky && "
+        "mkdir -p .husky .git/modules/sub/hooks && "
+        "git config -f .git/modules/sub/config core.bare false%s",
+        ws, "");
+  sh_ok("cd '%s' && git init -q%s", w2, "");
+  /* A repository without a hooks directory. */
+  sh_ok("cd '%s' && git init -q && rm -rf .git/hooks%s", w3, "");
+  /* A work tree whose .git is a link to its git directory. */
+  sh_ok("printf 'gitdir: %s/.git\\n' > '%s/.git'", w2, w4);
+  writable[0] = w2;
+  writable[1] = w3;
+  writable[2] = w4;
+  writable[3] = NULL;
+  fixture_init(&f, NULL);
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  sb.workspace = ws;
+  sb.writable = writable;
+  snprintf(
+      cmd, sizeof(cmd),
+      "echo evil > .git/hooks/pre-commit || echo refused-hook; "
+      "echo x >> .git/config || echo refused-config; "
+      "git config core.fsmonitor evil 2>/dev/null || echo refused-git-config; "
+      "mv .git .git-old 2>/dev/null || echo refused-move; "
+      "echo evil > .husky/pre-commit || echo refused-husky; "
+      "echo evil > .git/modules/sub/hooks/post-checkout || echo refused-sub; "
+      "echo x >> .git/modules/sub/config || echo refused-sub-config; "
+      "echo evil > '%s/.git/hooks/pre-commit' || echo refused-w2; "
+      "echo evil > '%s/.git/hooks/pre-commit' || echo refused-made; "
+      "echo 'gitdir: /tmp/x' > '%s/.git' || echo refused-gitfile; "
+      "echo y > file && git add file && git -c user.email=a@b -c user.name=n "
+      "commit -qm m && echo committed",
+      w2, w3, w4);
+  run_sandboxed(&f, &sb, ws, cmd, &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_non_null(strstr(out.buf, "refused-hook"));
+  assert_non_null(strstr(out.buf, "refused-config"));
+  assert_non_null(strstr(out.buf, "refused-git-config"));
+  assert_non_null(strstr(out.buf, "refused-move"));
+  assert_non_null(strstr(out.buf, "refused-husky"));
+  assert_non_null(strstr(out.buf, "refused-sub\n"));
+  assert_non_null(strstr(out.buf, "refused-sub-config"));
+  assert_non_null(strstr(out.buf, "refused-w2"));
+  assert_non_null(strstr(out.buf, "refused-made"));
+  assert_non_null(strstr(out.buf, "refused-gitfile"));
+  assert_non_null(strstr(out.buf, "committed"));
+  assert_false(exists(ws, ".git/hooks/pre-commit"));
+  assert_false(exists(ws, ".husky/pre-commit"));
+  assert_false(exists(w2, ".git/hooks/pre-commit"));
+  assert_true(exists(w3, ".git/hooks")); /* made, empty */
+  assert_false(exists(w3, ".git/hooks/pre-commit"));
+  sh_ok("cd '%s' && ! git config core.fsmonitor%s", ws, "");
+  sh_ok("grep -q 'gitdir: %s/.git' '%s/.git'", w2, w4);
+  wait_end(&w);
+  sb_free(&out);
+
+  /* writable_git: the same writes go through. */
+  sb.writable_git = 1;
+  run_sandboxed(&f, &sb, ws,
+                "echo evil > .git/hooks/pre-commit && echo x >> .git/config "
+                "&& echo evil > .husky/pre-commit && echo wrote-all",
+                &out, &w);
+  assert_non_null(strstr(out.buf, "wrote-all"));
+  assert_true(exists(ws, ".git/hooks/pre-commit"));
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+  rm_rf(ws);
+  rm_rf(w2);
+  rm_rf(w3);
+  rm_rf(w4);
+}
+
 /* S-1: bad options. */
 static void test_s1_bad_options(void **state) {
   fixture_t f;
@@ -1145,6 +1250,7 @@ int main(int argc, char **argv) {
       T(test_s1_bad_options),
       T(test_s5_workspace),
       T(test_s6_readonly),
+      T(test_s6_git),
       T(test_s2_exit_codes_and_stdin),
       T(test_s2_pids),
       T(test_s2_kill_all),

@@ -299,6 +299,20 @@ typedef struct {
    * a host that lets anyone else (a model's tool argument) choose the
    * cwd must set this, as uvtasks-mcp and the tools do. */
   const char *workspace;
+  /* v4 (S-6): 0 (the default): a git repository at a writable root (the
+   * workspace, each of writable[]) keeps what the host's own git runs
+   * later outside the sandbox read-only inside it, as readonly[] would:
+   * .git/hooks (made, empty, when missing), .git/config,
+   * .git/config.worktree, the directory core.hooksPath names when it
+   * lies in a writable place (husky's .husky), the hooks and config of
+   * each direct submodule (.git/modules/NAME), and a .git that is a file
+   * (a worktree's or submodule's link to its git directory); .git itself
+   * cannot be renamed or replaced.  Objects, refs and the index stay
+   * writable: `git commit` works inside.  Only each root's own .git is
+   * looked at, not repositories deeper in the tree (a scan of a whole
+   * workspace has no bound: node_modules); a repository the task creates
+   * later is its own.  1: .git stays writable like the rest. */
+  int writable_git;
 } uvt_sandbox_t;
 /* ---- Limits per task (L-LIM-1..L-LIM-3, docs/contract.md §10d) ----------
  *

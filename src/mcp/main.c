@@ -78,6 +78,9 @@ static const char usage_options2[] =
     "                       names the bwrap to use)\n"
     "  --allow-net          with --sandbox: keep the host's network\n"
     "  --writable DIR       with --sandbox: DIR is writable too (repeatable)\n"
+    "  --writable-git       with --sandbox: the hooks and config of the git\n"
+    "                       repositories at the workspace and --writable\n"
+    "                       DIRs writable too (read-only by default, S-6)\n"
     "  --pass-env NAME      pass the server's variable NAME to every task\n"
     "                       unchanged, even if the credential scrub would\n"
     "                       drop it (repeatable, at most 64)\n"
@@ -660,9 +663,10 @@ int main(int argc, char **argv) {
     return err == 1 ? 0 : 2;
   if (!server.config.sandbox_on &&
       (server.config.writable_n > 0 ||
-       server.config.sandbox.network == UVT_SANDBOX_NET_HOST)) {
-    fprintf(stderr, "uvtasks-mcp: --allow-net and --writable need --sandbox "
-                    "read-only or workspace\n");
+       server.config.sandbox.network == UVT_SANDBOX_NET_HOST ||
+       server.config.sandbox.writable_git)) {
+    fprintf(stderr, "uvtasks-mcp: --allow-net, --writable and --writable-git "
+                    "need --sandbox read-only or workspace\n");
     return 2;
   }
   {

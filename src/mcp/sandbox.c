@@ -1,4 +1,5 @@
-/* S-4: `--sandbox off|read-only|workspace [--allow-net] [--writable DIR]...`
+/* S-4: `--sandbox off|read-only|workspace [--allow-net] [--writable DIR]...
+ * [--writable-git]`
  * puts every command of the server in one sandbox (uvtasks/process.h,
  * uvt_sandbox_t), and the tool descriptions say which, so that a model
  * does not retry a write or a connection that cannot succeed.  What a
@@ -28,6 +29,11 @@ int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val) {
   }
   if (strcmp(opt, "--allow-net") == 0) {
     c->sandbox.network = UVT_SANDBOX_NET_HOST;
+    return 1;
+  }
+  if (strcmp(opt, "--writable-git") == 0) {
+    /* S-6: the repositories' hooks and config writable too. */
+    c->sandbox.writable_git = 1;
     return 1;
   }
   if (strcmp(opt, "--writable") == 0) {
@@ -84,10 +90,15 @@ static json_t *profile_text(const mcp_config_t *c) {
        "write fails with \"Read-only file system\", so do not retry it or "
        "work around it; write inside the writable places instead. Commands "
        "start in %s; a cwd argument must lie inside it%s, else the call is "
-       "refused and nothing runs. ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, "
+       "refused and nothing runs.%s ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, "
        "~/.netrc, ~/.npmrc and ~/.docker read as empty. Other processes of "
        "the machine are not visible.%s",
        c->workspace, c->writable_n > 0 ? " or inside a writable directory" : "",
+       c->sandbox.writable_git
+           ? ""
+           : " The hooks and config of the git repositories there "
+             "(.git/hooks, .git/config, core.hooksPath) are read-only: git "
+             "commit works, git config and installing hooks do not.",
        c->sandbox.network == UVT_SANDBOX_NET_HOST
            ? " The network is available."
            : " There is no network at all (not even localhost): every "

@@ -25,6 +25,7 @@
  * program of ours.  The probe (S-3) runs the same options without the
  * binds, with `true` as the command. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -324,36 +326,66 @@ static const char *root_of(const paths_t *roots, const char *path) {
  * every root (read-only already) and paths inside another read-only
  * path are left out.  Shallow before deep: a later bind covers an
  * earlier one inside it. */
-static void protect(argv_t *a, const paths_t *roots, paths_t *ro) {
-  paths_t keep = {0};
-  paths_t pins = {0};
-  const char *root;
+/* Keep the paths of `in` that lie in a writable root and not inside a
+ * path of `in` or `also` (read-only already), in `out`. */
+static void uncovered(argv_t *a, const paths_t *roots, const paths_t *in,
+                      const paths_t *also, paths_t *out) {
   size_t i;
   size_t j;
+  int covered;
+
+  for (i = 0; i < in->n && a->err == 0; i++) {
+    covered = root_of(roots, in->v[i]) == NULL;
+    for (j = 0; j < in->n && !covered; j++)
+      covered = j != i && inside(in->v[i], in->v[j]) &&
+                (strcmp(in->v[i], in->v[j]) != 0 || j < i);
+    for (j = 0; also != NULL && j < also->n && !covered; j++)
+      covered = inside(in->v[i], also->v[j]);
+    if (!covered)
+      paths_add(a, out, in->v[i], strlen(in->v[i]));
+  }
+}
+
+/* Each parent strictly between `path`'s writable root and it, in pins. */
+static void pin_parents(argv_t *a, const paths_t *roots, char *path,
+                        paths_t *pins) {
+  const char *root = root_of(roots, path);
   size_t k;
 
-  for (i = 0; i < ro->n && a->err == 0; i++) {
-    int covered = root_of(roots, ro->v[i]) == NULL;
-    for (j = 0; j < ro->n && !covered; j++)
-      covered = j != i && inside(ro->v[i], ro->v[j]) &&
-                (strcmp(ro->v[i], ro->v[j]) != 0 || j < i);
-    if (!covered)
-      paths_add(a, &keep, ro->v[i], strlen(ro->v[i]));
+  if (root == NULL || strlen(path) <= strlen(root))
+    return; /* the root itself */
+  for (k = strlen(root) + 1; path[k] != '\0'; k++) {
+    if (path[k] != '/')
+      continue;
+    path[k] = '\0';
+    if (!has(pins, path) && !has(roots, path))
+      paths_add(a, pins, path, k);
+    path[k] = '/';
   }
-  for (i = 0; i < keep.n && a->err == 0; i++) {
-    root = root_of(roots, keep.v[i]);
-    if (strlen(keep.v[i]) <= strlen(root))
-      continue; /* the root itself */
-    /* Each parent strictly between the root and the path. */
-    for (k = strlen(root) + 1; keep.v[i][k] != '\0'; k++) {
-      if (keep.v[i][k] != '/')
-        continue;
-      keep.v[i][k] = '\0';
-      if (!has(&pins, keep.v[i]) && !has(roots, keep.v[i]))
-        paths_add(a, &pins, keep.v[i], k);
-      keep.v[i][k] = '/';
-    }
-  }
+}
+
+/* S-6: bind each read-only path `ro` (resolved, existing) read-only over
+ * the writable binds, and make each path of `empty` (missing, its parent
+ * existing) an empty read-only directory, after every directory between
+ * a path's writable root and it is bound onto itself: a mount point
+ * cannot be renamed, removed or replaced from inside (EBUSY), so neither
+ * the path nor a parent of it can be moved away and something else put
+ * in its place.  Paths outside every root (read-only already) and paths
+ * inside another read-only path are left out.  Shallow before deep: a
+ * later bind covers an earlier one inside it. */
+static void protect(argv_t *a, const paths_t *roots, const paths_t *ro,
+                    const paths_t *empty) {
+  paths_t keep = {0};
+  paths_t keep_empty = {0};
+  paths_t pins = {0};
+  size_t i;
+
+  uncovered(a, roots, ro, NULL, &keep);
+  uncovered(a, roots, empty, &keep, &keep_empty);
+  for (i = 0; i < keep.n && a->err == 0; i++)
+    pin_parents(a, roots, keep.v[i], &pins);
+  for (i = 0; i < keep_empty.n && a->err == 0; i++)
+    pin_parents(a, roots, keep_empty.v[i], &pins);
   if (a->err == 0) {
     qsort(pins.v, pins.n, sizeof(pins.v[0]), shorter_first);
     qsort(keep.v, keep.n, sizeof(keep.v[0]), shorter_first);
@@ -368,8 +400,169 @@ static void protect(argv_t *a, const paths_t *roots, paths_t *ro) {
     push(a, keep.v[i]);
     push(a, keep.v[i]);
   }
+  for (i = 0; i < keep_empty.n; i++) {
+    push(a, "--tmpfs");
+    push(a, keep_empty.v[i]);
+    push(a, "--remount-ro");
+    push(a, keep_empty.v[i]);
+  }
   paths_free(&pins);
   paths_free(&keep);
+  paths_free(&keep_empty);
+}
+
+/* ---- S-6: what the host's git runs later ------------------------------- */
+
+/* At most this many submodules of one repository are looked at. */
+#define GIT_MODULES_MAX 64
+/* At most this much of a config file is read for core.hooksPath. */
+#define GIT_CONFIG_MAX (64 * 1024)
+
+/* `dir`/`name` resolved into ro if it exists, into empty (`dir` resolved,
+ * then `name`) if it does not and `make` says so. */
+static void git_add(argv_t *a, const char *dir, const char *name, int make,
+                    paths_t *ro, paths_t *empty) {
+  char path[PATH_MAX];
+  char real[PATH_MAX];
+  struct stat st;
+  int n;
+
+  n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+  if (n < 0 || (size_t)n >= sizeof(path))
+    return;
+  if (realpath(path, real) != NULL) {
+    paths_add(a, ro, real, strlen(real));
+  } else if (make && errno == ENOENT && lstat(path, &st) != 0 &&
+             realpath(dir, real) != NULL) {
+    n = snprintf(path, sizeof(path), "%s/%s", real, name);
+    if (n > 0 && (size_t)n < sizeof(path))
+      paths_add(a, empty, path, (size_t)n);
+  }
+}
+
+/* core.hooksPath of the config file `file`, into out (its value as
+ * written), or 0 if it sets none.  A plain reading: [core] sections,
+ * `hooksPath = value` in any case, a quoted value, a comment after it. */
+static int git_hooks_path(const char *file, char out[PATH_MAX]) {
+  char *buf;
+  char *line;
+  char *next;
+  char *v;
+  int core = 0;
+  int found = 0;
+  ssize_t n;
+  int fd;
+
+  fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return 0;
+  buf = uvt__malloc(GIT_CONFIG_MAX + 1);
+  if (buf == NULL) {
+    close(fd);
+    return 0;
+  }
+  do
+    n = read(fd, buf, GIT_CONFIG_MAX);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  if (n <= 0) {
+    uvt__free(buf);
+    return 0;
+  }
+  buf[n] = '\0';
+  for (line = buf; line != NULL; line = next) {
+    next = strchr(line, '\n');
+    if (next != NULL)
+      *next++ = '\0';
+    while (*line == ' ' || *line == '\t')
+      line++;
+    if (*line == '[') {
+      core = strncasecmp(line, "[core]", 6) == 0;
+      continue;
+    }
+    if (!core || strncasecmp(line, "hookspath", 9) != 0)
+      continue;
+    v = line + 9;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    if (*v++ != '=')
+      continue;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    if (*v == '"') {
+      char *end = strchr(++v, '"');
+      if (end == NULL)
+        continue;
+      *end = '\0';
+    } else {
+      size_t len = strcspn(v, "#;");
+      while (len > 0 &&
+             (v[len - 1] == ' ' || v[len - 1] == '\t' || v[len - 1] == '\r'))
+        len--;
+      v[len] = '\0';
+    }
+    if (*v != '\0' && strlen(v) < PATH_MAX) {
+      memcpy(out, v, strlen(v) + 1);
+      found = 1; /* the last one wins, as for git */
+    }
+  }
+  uvt__free(buf);
+  return found;
+}
+
+/* The repository at writable root `root` (resolved): what its git runs
+ * later, into ro (existing paths) and empty (a missing hooks directory,
+ * made empty and read-only). */
+static void git_root(argv_t *a, const char *root, paths_t *ro, paths_t *empty) {
+  char gitdir[PATH_MAX];
+  char path[PATH_MAX];
+  char hooks[PATH_MAX];
+  struct dirent *e;
+  struct stat st;
+  DIR *d;
+  int count = 0;
+  int n;
+
+  n = snprintf(gitdir, sizeof(gitdir), "%s/.git", root);
+  if (n < 0 || (size_t)n >= sizeof(gitdir) || lstat(gitdir, &st) != 0)
+    return;
+  if (S_ISREG(st.st_mode)) {
+    /* A link to the git directory ("gitdir: ..."): repointing it at one
+     * the task made would hand the host's git the task's hooks. */
+    paths_add(a, ro, gitdir, strlen(gitdir));
+    return;
+  }
+  if (!S_ISDIR(st.st_mode))
+    return;
+  git_add(a, gitdir, "hooks", 1, ro, empty);
+  git_add(a, gitdir, "config", 0, ro, empty);
+  git_add(a, gitdir, "config.worktree", 0, ro, empty);
+  n = snprintf(path, sizeof(path), "%s/config", gitdir);
+  if (n > 0 && (size_t)n < sizeof(path) && git_hooks_path(path, hooks)) {
+    /* Relative: to the top of the work tree, where hooks run. */
+    if (hooks[0] == '/')
+      git_add(a, "/", hooks + 1, 0, ro, empty);
+    else if (hooks[0] == '~' && hooks[1] == '/' && expand(hooks, path))
+      git_add(a, "/", path + 1, 0, ro, empty);
+    else if (hooks[0] != '~')
+      git_add(a, root, hooks, 0, ro, empty);
+  }
+  n = snprintf(path, sizeof(path), "%s/modules", gitdir);
+  if (n < 0 || (size_t)n >= sizeof(path) || (d = opendir(path)) == NULL)
+    return;
+  while ((e = readdir(d)) != NULL && count < GIT_MODULES_MAX) {
+    char mod[PATH_MAX];
+    if (e->d_name[0] == '.')
+      continue;
+    n = snprintf(mod, sizeof(mod), "%s/%s", path, e->d_name);
+    if (n < 0 || (size_t)n >= sizeof(mod) || lstat(mod, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
+      continue;
+    count++;
+    git_add(a, mod, "hooks", 1, ro, empty);
+    git_add(a, mod, "config", 0, ro, empty);
+  }
+  closedir(d);
 }
 
 /* The writable binds (the workspace with FS_WORKSPACE, writable[]) and,
@@ -377,8 +570,10 @@ static void protect(argv_t *a, const paths_t *roots, paths_t *ro) {
 static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *ws) {
   paths_t roots = {0};
   paths_t ro = {0};
+  paths_t empty = {0};
   const char *const *w;
   char real[PATH_MAX];
+  size_t i;
 
   push(a, sb->fs == UVT_SANDBOX_FS_WORKSPACE ? "--bind" : "--ro-bind");
   push(a, ws);
@@ -396,10 +591,14 @@ static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *ws) {
   for (w = sb->readonly; w != NULL && *w != NULL; w++)
     if (realpath(*w, real) != NULL)
       paths_add(a, &ro, real, strlen(real));
-  if (roots.n > 0 && ro.n > 0)
-    protect(a, &roots, &ro);
+  /* S-6: each writable root's repository (not deeper: see the header). */
+  for (i = 0; !sb->writable_git && i < roots.n; i++)
+    git_root(a, roots.v[i], &ro, &empty);
+  if (roots.n > 0 && (ro.n > 0 || empty.n > 0))
+    protect(a, &roots, &ro, &empty);
   paths_free(&roots);
   paths_free(&ro);
+  paths_free(&empty);
 }
 
 /* Everything up to and including "--" and the inner `env`.  `cwd` NULL:

@@ -120,6 +120,30 @@ check "S-5: run_in_background refuses the same" \
 stop_server
 rm -rf "$wsx" "$tmp/sub" "$tmp/out-link" "$tmp/chain1" "$tmp/in-link" "$tmp/from-sub"
 
+# ---- S-6: what the host's git runs later stays read-only -----------------
+git init -q "$tmp" 2>/dev/null
+start_server --sandbox workspace --cwd "$tmp"
+init
+check "S-6: the descriptions say the hooks and config are read-only" \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 '.git/hooks, .git/config'
+check "S-6: a hook cannot be planted, the config not changed" \
+  "$(run 3 'echo evil > .git/hooks/pre-commit || echo refused-hook; git config core.fsmonitor evil || echo refused-config')" 3 \
+  'refused-hook' 'refused-config'
+[ ! -e "$tmp/.git/hooks/pre-commit" ] && ! git -C "$tmp" config core.fsmonitor >/dev/null &&
+  ok "S-6: nothing planted" || bad "S-6: nothing planted"
+stop_server
+start_server --sandbox workspace --cwd "$tmp" --writable-git
+init
+check "S-6: --writable-git lifts it" \
+  "$(run 3 'echo evil > .git/hooks/pre-commit && echo planted')" 3 'planted' '!refused'
+check "S-6: --writable-git: the descriptions say nothing of it" \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' 2 '!.git/hooks'
+stop_server
+rm -rf "$tmp/.git"
+"$MCP" --writable-git </dev/null >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && grep -q 'need --sandbox' "$tmp/err" && ok "S-6: --writable-git needs --sandbox" ||
+  bad "S-6: --writable-git needs --sandbox" "$rc $(cat "$tmp/err")"
+
 # ---- read-only, network allowed, one writable directory -----------------
 mkdir -p "$tmp/w"
 start_server --sandbox read-only --allow-net --writable "$tmp/w" --cwd "$tmp"
