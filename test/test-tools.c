@@ -4195,6 +4195,100 @@ static void test_m_tools_11_screen(void **state) {
   tfix_close(&t);
 }
 
+/* S-8: a terminal task's bytes never crash or hang the tools.  The fault
+ * (issue 30): a truecolor SGR with colon sub-parameters, 17 parameters in
+ * all, crashed libvterm 0.1.4 (SEGV in vterm_input_write) on the next
+ * task_output or task_screen, and everything with it.  Its siblings, each
+ * a task of its own: 17 parameters with ';', 17 with ':', a parameter of
+ * 30 digits, 40 parameters, the 8-bit CSI (U+009B) with 17 parameters, a
+ * DECRQSS libvterm does not know (a crash too), REP before any character
+ * (libvterm looped for ever), an OSC and a DCS of 100 000 bytes, a lone
+ * ESC at the end.  Each is read by task_output (which feeds the screen)
+ * and shown by task_screen; the text after it is on both.  Then the same
+ * SGR typed through write_stdin into `cat` on a terminal, whose echo and
+ * output come back in write_stdin's answer. */
+static void test_s8_terminal_bombs(void **state) {
+  static const char *const cases[] = {
+      "\\e[38:2:59:66:97;48:2:36:40:59;58:2:224:175:104;4:3mcolour\\e[0m",
+      "\\e[1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17m",
+      "\\e[38:2:1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17m",
+      "\\e[123456789012345678901234567890H",
+      "\\e[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;"
+      "1;1;1;1;1;1;1;1m",
+      "\\xc2\\x9b1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16;17m",
+      "\\eP$qO\\e\\\\",
+      "\\e[5b",
+      "\\e]0;$(printf '%100000s' | tr ' ' A)\\a",
+      "\\eP1;2|$(printf '%100000s' | tr ' ' B)\\e\\\\",
+  };
+  char cmd[512];
+  char want[32];
+  char id[16];
+  tfix_t t;
+  rec_t r;
+  uvt_tools_args_t a;
+  size_t i;
+  (void)state;
+
+  tfix_init(&t);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    snprintf(cmd, sizeof(cmd), "printf \"%s\"; printf 'after-%zu\\n'",
+             cases[i], i);
+    snprintf(want, sizeof(want), "after-%zu", i);
+    snprintf(id, sizeof(id), "bash-%zu", i + 1);
+    uvt_tools_args_init(&a);
+    a.command = cmd;
+    a.tty = 1;
+    call(&t, &r, &t.a, "run_in_background", &a);
+    assert_int_equal(r.is_error, 0);
+    a = args_id(id);
+    a.wait = 1;
+    call(&t, &r, &t.a, "task_output", &a);
+    assert_int_equal(r.is_error, 0);
+    assert_non_null(strstr(r.text, want));
+    a = args_id(id);
+    call(&t, &r, &t.a, "task_screen", &a);
+    assert_int_equal(r.is_error, 0);
+    assert_non_null(strstr(r.text, "[screen 80x24, main screen"));
+    assert_non_null(strstr(r.text, want));
+  }
+  /* A lone ESC at the very end, then nothing: shown, no crash. */
+  uvt_tools_args_init(&a);
+  a.command = "printf 'last\\e'";
+  a.tty = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  a = args_id("bash-11");
+  a.wait = 1;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_non_null(strstr(r.text, "last"));
+  a = args_id("bash-11");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_non_null(strstr(r.text, "last"));
+
+  /* Through write_stdin: typed into cat on a terminal. */
+  uvt_tools_args_init(&a);
+  a.command = "cat";
+  a.tty = 1;
+  call(&t, &r, &t.a, "run_in_background", &a);
+  a = args_id("bash-12");
+  a.chars = "\033[38:2:59:66:97;48:2:36:40:59;58:2:224:175:104;4:3mtyped\r";
+  a.yield_ms = 2000;
+  call(&t, &r, &t.a, "write_stdin", &a);
+  assert_int_equal(r.is_error, 0);
+  for (i = 0; i < 100 && strstr(r.text, "typed") == NULL; i++) {
+    a = args_id("bash-12");
+    a.yield_ms = 200;
+    call(&t, &r, &t.a, "write_stdin", &a);
+  }
+  assert_non_null(strstr(r.text, "typed"));
+  a = args_id("bash-12");
+  call(&t, &r, &t.a, "task_screen", &a);
+  assert_non_null(strstr(r.text, "typed"));
+  a = args_id("bash-12");
+  call(&t, &r, &t.a, "task_kill", &a);
+  tfix_close(&t);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The process producer's side of M-TOOLS-10, -12, -15                     */
 
@@ -4884,6 +4978,7 @@ int main(void) {
       cmocka_unit_test(test_run_command_timeout_term_ignorer),
       cmocka_unit_test(test_run_in_background_errors),
       cmocka_unit_test(test_s5_tools_workspace),
+      cmocka_unit_test(test_s8_terminal_bombs),
       cmocka_unit_test(test_run_in_background_limit),
       cmocka_unit_test(test_run_command),
       cmocka_unit_test(test_run_command_timeout),

@@ -4,7 +4,11 @@
  * rows of text, the cursor and whether the alternate screen is on; while a
  * program is on the alternate screen (top, vim, less), the results of
  * task_output and write_stdin show that screen instead of the transcript
- * of its redraws (output.c). */
+ * of its redraws (output.c).  S-8: libvterm gets only what vtguard.c
+ * rebuilt from the task's bytes, never the bytes themselves (Debian's
+ * libvterm 0.1.4 crashes on a 17-parameter SGR), and a screen is at most
+ * UVT__SCREEN_MAX rows and columns, at least UVT__SCREEN_MIN_COLS
+ * columns (one column and a wide character crash it too). */
 #include <string.h>
 #include <vterm.h>
 
@@ -17,6 +21,7 @@
 struct uvt__screen_s {
   struct uvt__link link; /* on the tools' screens_ */
   char id[UVT_ID_MAX];
+  uvt__vtguard_t guard; /* S-8: all libvterm gets comes through it */
   VTerm *vt;
   VTermScreen *screen;
   int rows;
@@ -36,6 +41,22 @@ static const VTermScreenCallbacks screen_cbs = {
     .settermprop = on_termprop,
 };
 
+/* S-8: what the guard rebuilt, into libvterm. */
+static void guard_sink(void *ctx, const char *bytes, size_t len) {
+  uvt__screen_t *s = ctx;
+
+  vterm_input_write(s->vt, bytes, len);
+}
+
+/* What a task asks of its terminal (a cursor report, a device's
+ * attributes) goes nowhere: the task's terminal is its pty, and this
+ * screen only looks. */
+static void discard_output(const char *bytes, size_t len, void *user) {
+  (void)bytes;
+  (void)len;
+  (void)user;
+}
+
 uvt__screen_t *uvt__screen_find(uvt_tools_t *tools, const char *id) {
   struct uvt__link *n;
   uvt__screen_t *s;
@@ -51,8 +72,9 @@ uvt__screen_t *uvt__screen_find(uvt_tools_t *tools, const char *id) {
 void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols) {
   uvt__screen_t *s;
 
-  if (strlen(id) >= UVT_ID_MAX)
-    return;
+  if (strlen(id) >= UVT_ID_MAX || rows < 1 || cols < UVT__SCREEN_MIN_COLS ||
+      rows > UVT__SCREEN_MAX || cols > UVT__SCREEN_MAX)
+    return; /* S-8: no screen (its results stay a transcript) */
   s = uvt__tools_malloc(sizeof(*s));
   if (s == NULL)
     return; /* no screen: its results stay a transcript */
@@ -66,6 +88,8 @@ void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols) {
   s->rows = rows;
   s->cols = cols;
   vterm_set_utf8(s->vt, 1);
+  vterm_output_set_callback(s->vt, discard_output, NULL);
+  uvt__vtguard_init(&s->guard, (unsigned)cols, guard_sink, s);
   s->screen = vterm_obtain_screen(s->vt);
   vterm_screen_set_callbacks(s->screen, &screen_cbs, s);
   vterm_screen_enable_altscreen(s->screen, 1);
@@ -97,7 +121,7 @@ void uvt__screen_free_all(uvt_tools_t *tools) {
 
 void uvt__screen_feed(uvt__screen_t *s, const char *bytes, size_t len) {
   if (len > 0)
-    vterm_input_write(s->vt, bytes, len);
+    uvt__vtguard_feed(&s->guard, bytes, len); /* S-8 */
 }
 
 int uvt__screen_alt(const uvt__screen_t *s) {

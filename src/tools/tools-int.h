@@ -308,7 +308,53 @@ void uvt__spill_free(uvt_tools_t *tools);
 void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
                            struct uvt__link *link);
 
+/* ---- vtguard.c: what reaches libvterm (S-8). */
+
+/* Parameters of a control sequence libvterm holds (its CSI_ARGS_MAX). */
+#define UVT__VTG_PARAMS 16
+/* A parameter's largest value; larger ones are cut to it. */
+#define UVT__VTG_PARAM_MAX 65535u
+
+/* The guard's state for one screen.  Initialise with uvt__vtguard_init. */
+typedef struct {
+  void (*sink)(void *ctx, const char *bytes, size_t len);
+  void *sink_ctx;
+  unsigned cols; /* REP repeats at most this many characters */
+  size_t string_len;
+  unsigned param[UVT__VTG_PARAMS];
+  unsigned char has[UVT__VTG_PARAMS]; /* parameter i has digits */
+  unsigned char sep[UVT__VTG_PARAMS]; /* ';' or ':' after parameter i */
+  unsigned char nparam;
+  unsigned char leader;
+  unsigned char inter[2];
+  unsigned char ninter;
+  unsigned char bad;
+  unsigned char state;
+  unsigned char last[4]; /* the last character written, for REP */
+  unsigned char last_len;
+  unsigned char pend[4]; /* a character cut by the end of a feed */
+  unsigned char pend_len;
+  size_t out_len;
+  char out[4096];
+} uvt__vtguard_t;
+
+/* A fresh guard whose rebuilt units go to `sink` (libvterm's input). */
+void uvt__vtguard_init(uvt__vtguard_t *g, unsigned cols,
+                       void (*sink)(void *ctx, const char *bytes, size_t len),
+                       void *sink_ctx);
+/* Parse `len` bytes of a task's output; whole units go to the sink before
+ * this returns (a sequence or character cut by the end waits for the next
+ * feed). */
+void uvt__vtguard_feed(uvt__vtguard_t *g, const char *bytes, size_t len);
+
 /* ---- screen.c: the screen of a terminal task (M-TOOLS-11). */
+
+/* A screen's rows and columns are at most this many, and it has at least
+ * two columns (S-8: libvterm 0.1.4 crashes on a wide character in a
+ * screen of one column); a screen outside is not made, and the task's
+ * results stay a transcript. */
+#define UVT__SCREEN_MAX 1000
+#define UVT__SCREEN_MIN_COLS 2
 
 typedef struct uvt__screen_s uvt__screen_t;
 /* A screen of rows x cols for task `id` (started with tty); none when
