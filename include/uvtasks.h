@@ -633,15 +633,18 @@ typedef struct {
   void (*settled)(uvt_task_t *t);
   /* Optional.  Stop whatever the work left running after the task ended
    * (a process group's survivors).  Called on the loop thread, for a
-   * terminal task whose producer settled, never while an earlier call is
-   * still in progress: by a kill of the ended task (P-KILL-6; the kill does
-   * not wait), and by a disposal (agent, registry, uvt_forget) before it
-   * drops the record (P-KILL-4).  So it may be called more than once.
-   * Return 0 if nothing is left, or 1 if something is being stopped: call
-   * uvt_task_quiescent(t) once it is gone.  A disposal that finds a quiesce
-   * in progress waits for it (bounded by teardown_grace_ms) instead of
-   * calling the hook again; once it stops waiting, the release hook comes
-   * next, and the producer must stop what is left on its own. */
+   * terminal task whose producer settled: by a kill of the ended task
+   * (P-KILL-6; the kill does not wait), and by a disposal (agent,
+   * registry, uvt_forget) before it drops the record (P-KILL-4).  So it
+   * may be called more than once.  Return 0 if nothing is left, or 1 if
+   * something is being stopped: call uvt_task_quiescent(t) once it is
+   * gone.  While a call's stop is in progress it is called again only by
+   * another kill of the ended task, which means "stop now" (v4, S-9: as a
+   * second cancel does, R-KILL-3); 0 then says nothing is left.  A
+   * disposal that finds a quiesce in progress waits for it (bounded by
+   * teardown_grace_ms) instead of calling the hook again; once it stops
+   * waiting, the release hook comes next, and the producer must stop what
+   * is left on its own. */
   int (*quiesce)(uvt_task_t *t);
   /* Optional, stream kinds only (P-OUT-6, v4).  Work can still write after
    * the task ended (a process task's leftovers keep its pipes): append
@@ -798,9 +801,11 @@ UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
  * Otherwise the task becomes stopping, is marked reported, keeps the first
  * reason, and *result is UVT_KILL_REQUESTED.  A terminal task is marked
  * reported and *result is UVT_KILL_ALREADY_TERMINAL; its outcome stays,
- * and the producer's quiesce hook (if any, and unless a quiesce is already
- * in progress) is asked to stop what the work left running, without
- * waiting for it (P-KILL-6: `server &` left by a finished command).
+ * and the producer's quiesce hook (if any) is asked to stop what the work
+ * left running, without waiting for it (P-KILL-6: `server &` left by a
+ * finished command); asked again while that stop is in progress, it
+ * stops what is left at once (v4, S-9: the process producer's SIGKILL
+ * without the rest of grace_ms).
  * `reason` NULL = "killed"; `result` may be NULL.
  * Returns 0, UV_EINVAL (NULL reg or id), UVT_ENOTASK, UVT_EFOREIGN (an
  * owned task and a caller of another session, or a NULL caller, R-OWN-2),

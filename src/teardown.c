@@ -153,10 +153,25 @@ void uvt__teardown_after_terminal(uvt_task_t *t) {
 }
 
 /* P-KILL-6: a kill of the ended task asks the producer to stop what its
- * work left running, unless that is under way; the kill does not wait. */
+ * work left running; the kill does not wait.  With a stop already under
+ * way, the hook is asked again, which means "now" (R-KILL-3's second
+ * cancel, for what an ended task left: S-9, a shutdown's clock). */
 void uvt__quiesce_on_kill(uvt_task_t *t) {
-  if (t->quiesce_pending)
+  if (t->quiesce_pending) {
+    if (!t->force_failed && t->hooks.quiesce != NULL && !t->release_called &&
+        !t->dropped) {
+      uvt__task_pin(t);
+      if (uvt__hook_quiesce(t) == 0 && t->quiesce_pending) {
+        uvt_task_quiescent(t); /* nothing was left after all */
+      } else if (!t->quiesce_pending) {
+        /* uvt_task_quiescent() from inside the hook. */
+        uvt__deadline_remove(t->reg, &t->teardown_deadline);
+        quiesce_done(t);
+      }
+      uvt__task_unpin(t);
+    }
     return;
+  }
   uvt__task_pin(t);
   if (quiesce_call(t)) {
     if (t->in_teardown && t->dispatched)

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test-process-util.h"
@@ -431,9 +432,10 @@ static void test_s2_exit_codes_and_stdin(void **state) {
   wait_end(&w);
   sb_free(&out);
 
-  /* A death by SIGSEGV that nobody sent: bwrap exits 128 + 11. */
+  /* S-2: a death by SIGSEGV that nobody sent reads as one (bwrap alone
+   * would say 128 + 11: "exit code: 139"). */
   run_sandboxed(&f, &sb, NULL, "kill -SEGV $$", &out, &w);
-  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 139");
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGSEGV");
   wait_end(&w);
   sb_free(&out);
 
@@ -459,6 +461,91 @@ static void test_s2_exit_codes_and_stdin(void **state) {
   assert_string_equal(out.buf, "through the sandbox\n");
   wait_end(&w);
   sb_free(&out);
+  fixture_close(&f);
+}
+
+/* S-2: a sandboxed command's outcome reads exactly as the same command's
+ * outside: exits (3, 130, 143, 137, 255: real exits above 128 are exits),
+ * deaths by signals nobody sent (TERM, INT, HUP, USR1, SEGV, ABRT, KILL),
+ * a shell whose last command died of a signal (bash's 128 + N, an exit),
+ * a command that is not there (127); and a kill: a command that dies of
+ * the kill's SIGTERM, one that exits 143 from its own trap, one that
+ * ignores SIGTERM and gets SIGKILL; on a terminal too.  bwrap alone gave
+ * "exit code: 128+N" for every death by signal (the fault). */
+typedef struct {
+  const char *cmd;
+  int kill; /* 1: uvt_kill() once "ready" was printed */
+  uvt_status_t status;
+  const char *detail;
+} honest_t;
+
+static void honest_run(fixture_t *f, const uvt_sandbox_t *sb, const honest_t *c,
+                       int pty, uvt_snapshot_t *out) {
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  sbuf_t text = {0};
+  waitres_t w;
+
+  test_opts(&o);
+  o.command = c->cmd;
+  o.sandbox = sb;
+  o.pty = pty;
+  o.grace_ms = 300;
+  assert_int_equal(uvt_process_start(f->reg, &o, id), 0);
+  if (c->kill) {
+    read_until_has(f, id, NULL, &text, "ready");
+    assert_int_equal(uvt_kill(f->reg, id, NULL, NULL, &kr), 0);
+  }
+  wait_task(f, &w, id, 20000, NULL);
+  out->status = w.snap.status;
+  out->detail = strdup(w.snap.detail);
+  wait_end(&w);
+  sb_free(&text);
+}
+
+static void test_s2_honest_status(void **state) {
+  static const honest_t cases[] = {
+      {"exit 0", 0, UVT_COMPLETED, "exit code: 0"},
+      {"exit 3", 0, UVT_COMPLETED, "exit code: 3"},
+      {"exit 130", 0, UVT_COMPLETED, "exit code: 130"},
+      {"exit 143", 0, UVT_COMPLETED, "exit code: 143"},
+      {"exit 137", 0, UVT_COMPLETED, "exit code: 137"},
+      {"exit 255", 0, UVT_COMPLETED, "exit code: 255"},
+      {"kill -TERM $$", 0, UVT_KILLED, "signal: SIGTERM"},
+      {"kill -INT $$", 0, UVT_KILLED, "signal: SIGINT"},
+      {"kill -HUP $$", 0, UVT_KILLED, "signal: SIGHUP"},
+      {"kill -USR1 $$", 0, UVT_KILLED, "signal: SIGUSR1"},
+      {"kill -SEGV $$", 0, UVT_KILLED, "signal: SIGSEGV"},
+      {"ulimit -c 0; kill -ABRT $$", 0, UVT_KILLED, "signal: SIGABRT"},
+      {"kill -KILL $$", 0, UVT_KILLED, "signal: SIGKILL"},
+      {"sleep 5 & kill -TERM $!; wait $!", 0, UVT_COMPLETED, "exit code: 143"},
+      {"no-such-command-uvt-s2", 0, UVT_COMPLETED, "exit code: 127"},
+      {"echo ready; exec sleep 30", 1, UVT_KILLED, "signal: SIGTERM"},
+      {"trap 'exit 143' TERM; echo ready; sleep 30 & wait", 1, UVT_KILLED,
+       "exit code: 143 after kill request"},
+      {"trap '' TERM; echo ready; sleep 30", 1, UVT_KILLED, "signal: SIGKILL"},
+  };
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_snapshot_t in;
+  uvt_snapshot_t out;
+  size_t i;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    int pty = i == 6 || i == 15; /* on a terminal too */
+    honest_run(&f, NULL, &cases[i], pty, &out);
+    honest_run(&f, &sb, &cases[i], pty, &in);
+    if (in.status != cases[i].status ||
+        strcmp(in.detail, cases[i].detail) != 0 || in.status != out.status ||
+        strcmp(in.detail, out.detail) != 0)
+      fail_msg("S-2: \"%s\": sandboxed \"%s\", outside \"%s\", wanted \"%s\"",
+               cases[i].cmd, in.detail, out.detail, cases[i].detail);
+    free((char *)in.detail);
+    free((char *)out.detail);
+  }
   fixture_close(&f);
 }
 
@@ -632,6 +719,144 @@ static void test_s2_leftovers(void **state) {
   fixture_close(&f);
 }
 
+/* S-9: the leftover count of a sandboxed task counts what runs inside its
+ * sandbox, also what left its session there (`setsid`); a kill of the
+ * ended task stops both.  (The count missed the setsid child: the
+ * session held only bwrap's pid 1, which is the sandbox's own.) */
+static void test_s9_leftovers_inside(void **state) {
+  char cmd[128];
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  uvt_kill_result_t kr;
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  snprintf(cmd, sizeof(cmd), "%s & setsid %s & exit 0", sl(3), sl(4));
+  o.command = cmd;
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  assert_true(proc_reached(sl(3), 0, 0, 10000) > 0);
+  assert_true(proc_reached(sl(4), 0, 0, 10000) > 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 2 processes still running");
+  assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 2);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+  assert_true(run_until(&f, no_cmdline, (void *)sl(3), 10000));
+  assert_true(run_until(&f, no_cmdline, (void *)sl(4), 10000));
+  wait_end(&w);
+  fixture_close(&f);
+}
+
+/* S-9, P-KILL-6: a second kill of an ended task whose leftovers are being
+ * stopped means "now", as a second kill of a running task does
+ * (R-KILL-3): what ignores SIGTERM gets SIGKILL without waiting out the
+ * task's grace (a minute here).  A shutdown stops ended tasks' leftovers
+ * on its own clock so.  Sandboxed (bwrap's pid 1 ignores SIGTERM: the
+ * normal case there) and not. */
+static void test_s9_second_kill_now(void **state) {
+  char cmd[128];
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  uvt_kill_result_t kr;
+  waitres_t w;
+  int round;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  for (round = 0; round < 2; round++) {
+    test_opts(&o);
+    snprintf(cmd, sizeof(cmd), "(trap '' TERM; exec %s) & exit 0", sl(5));
+    o.command = cmd;
+    o.grace_ms = 60000;
+    o.sandbox = round == 0 ? &sb : NULL;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    assert_true(proc_reached(sl(5), SIGTERM, 0, 10000) > 0);
+    wait_task(&f, &w, id, 20000, NULL);
+    assert_int_equal(w.snap.status, UVT_COMPLETED);
+    /* The first kill: SIGTERM, ignored; the grace is a minute. */
+    assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+    assert_int_equal(kr, UVT_KILL_ALREADY_TERMINAL);
+    run_for(&f, 50);
+    assert_int_equal(cmdline_count(sl(5)), 1);
+    /* The second: now. */
+    assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
+    assert_true(run_until(&f, no_cmdline, (void *)sl(5), 10000));
+    wait_end(&w);
+  }
+  fixture_close(&f);
+}
+
+/* S-9: a host killed without a guardian leaves no sandbox behind: the
+ * status pipe's read end was the host's, so the sandbox's keeper sees it
+ * go and sends SIGKILL to everything inside, a child that ignores
+ * SIGTERM and one that left the session included.  The host is a child
+ * of the test, SIGKILLed once both run. */
+static void test_s9_host_killed(void **state) {
+  int ready[2];
+  char n6[48];
+  char n7[48];
+  char c;
+  pid_t host;
+  int status;
+  uint64_t t0;
+  (void)state;
+
+  /* The names are the test's (sl() names them by the caller's pid). */
+  snprintf(n6, sizeof(n6), "%s", sl(6));
+  snprintf(n7, sizeof(n7), "%s", sl(7));
+  assert_int_equal(pipe(ready), 0);
+  host = fork();
+  assert_true(host >= 0);
+  if (host == 0) {
+    fixture_t f;
+    uvt_sandbox_t sb = {0};
+    uvt_process_options_t o;
+    char id[UVT_ID_MAX];
+    char cmd[160];
+
+    close(ready[0]);
+    fixture_init(&f, NULL);
+    test_opts(&o);
+    snprintf(cmd, sizeof(cmd), "(trap '' TERM; exec %s) & setsid %s & wait", n6,
+             n7);
+    o.command = cmd;
+    o.sandbox = &sb;
+    if (uvt_process_start(f.reg, &o, id) != 0)
+      _exit(1);
+    if (proc_reached(n6, SIGTERM, 0, 10000) <= 0 ||
+        proc_reached(n7, 0, 0, 10000) <= 0)
+      _exit(1);
+    if (write(ready[1], "r", 1) != 1)
+      _exit(1);
+    for (;;)
+      pause();
+  }
+  close(ready[1]);
+  assert_int_equal(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  assert_int_equal(cmdline_count(n6), 1);
+  assert_int_equal(cmdline_count(n7), 1);
+  kill(host, SIGKILL);
+  assert_int_equal(waitpid(host, &status, 0), host);
+  t0 = now_ms();
+  while ((cmdline_count(n6) > 0 || cmdline_count(n7) > 0) &&
+         now_ms() - t0 < 10000)
+    usleep(1000);
+  assert_int_equal(cmdline_count(n6), 0);
+  assert_int_equal(cmdline_count(n7), 0);
+  /* The host's task leader (bwrap's monitor) was reparented to the test,
+   * a subreaper: it ends with the sandbox; reap it. */
+  while (waitpid(-1, &status, 0) > 0 || errno == EINTR)
+    ;
+}
+
 /* S-2, P-KILL-7: the shell dies of the kill's SIGTERM at once, its job
  * ignores SIGTERM and outlives it (and so does bwrap's pid 1, which
  * ignores it too): after the grace both get SIGKILL, the task settles
@@ -661,8 +886,9 @@ static void test_s2_kill_term_ignorer_outlives(void **state) {
   assert_true(proc_reached(sl(7), 0, 0, 10000) > 0);
   assert_int_equal(uvt_kill(f.reg, id, NULL, NULL, &kr), 0);
   wait_task(&f, &w, id, 20000, NULL);
-  /* bwrap passes the shell's death by SIGTERM on as 128 + 15. */
-  assert_outcome(&w.snap, UVT_KILLED, "exit code: 143 after kill request");
+  /* S-2: the shell's death by the kill's SIGTERM, as outside (bwrap alone
+   * said "exit code: 143 after kill request"). */
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGTERM");
   assert_int_equal(cmdline_count(sl(6)), 0);
   /* The setsid child went with the sandbox's pid 1. */
   assert_true(run_until(&f, no_cmdline, (void *)sl(7), 10000));
@@ -702,9 +928,9 @@ static void test_s2_signal(void **state) {
   uvt_snapshot_cleanup(&s);
   assert_int_equal(uvt_process_signal(f.reg, id, NULL, SIGINT), 0);
   wait_task(&f, &w, id, 20000, NULL);
-  /* The shell died of SIGINT; bwrap says 128 + 2. */
-  assert_int_equal(w.snap.status, UVT_COMPLETED);
-  assert_string_equal(w.snap.detail, "exit code: 130");
+  /* S-2: the shell died of SIGINT, and reads so (bwrap alone: 130). */
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_string_equal(w.snap.detail, "signal: SIGINT");
   wait_end(&w);
   sb_free(&out);
   fixture_close(&f);
@@ -1216,6 +1442,35 @@ static void test_s6_git(void **state) {
   rm_rf(w4);
 }
 
+/* S-3 for the library's program inside the sandbox (S-2, S-9):
+ * UVTASKS_SANDBOX_HELPER naming nothing runnable refuses the start, with
+ * the reason logged, rather than a sandbox without an honest status and a
+ * lifeline. */
+static void test_s3_no_helper(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char *old = getenv("UVTASKS_SANDBOX_HELPER")
+                  ? strdup(getenv("UVTASKS_SANDBOX_HELPER"))
+                  : NULL;
+  (void)state;
+
+  setenv("UVTASKS_SANDBOX_HELPER", "/nonexistent/uvtasks-sandbox", 1);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.command = "true";
+  o.sandbox = &sb;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOTSUP);
+  assert_non_null(strstr(f.last_warning, "/nonexistent/uvtasks-sandbox"));
+  fixture_close(&f);
+  if (old != NULL)
+    setenv("UVTASKS_SANDBOX_HELPER", old, 1);
+  else
+    unsetenv("UVTASKS_SANDBOX_HELPER");
+  free(old);
+}
+
 /* S-1: bad options. */
 static void test_s1_bad_options(void **state) {
   fixture_t f;
@@ -1252,9 +1507,13 @@ int main(int argc, char **argv) {
       T(test_s6_readonly),
       T(test_s6_git),
       T(test_s2_exit_codes_and_stdin),
+      T(test_s2_honest_status),
       T(test_s2_pids),
       T(test_s2_kill_all),
       T(test_s2_leftovers),
+      T(test_s9_leftovers_inside),
+      T(test_s9_second_kill_now),
+      T(test_s9_host_killed),
       T(test_s2_kill_term_ignorer_outlives),
       T(test_s2_signal),
       T(test_s2_runtime_limit),
@@ -1262,6 +1521,7 @@ int main(int argc, char **argv) {
       T(test_s3_no_bwrap),
       T(test_s3_bwrap_fails),
       T(test_s3_not_a_bwrap),
+      T(test_s3_no_helper),
   };
   return PROCESS_TESTS("process-sandbox", tests);
 }

@@ -183,12 +183,21 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  *
  * How it is run (S-2).  The leader the library spawns is bwrap itself, in
  * the task's session as any leader: `env --ignore-signal=HUP,INT,QUIT,PIPE,
- * TERM,USR1,USR2 bwrap ... -- env --default-signal=(the same) COMMAND`.
- * bwrap's two processes (the monitor, our child, and pid 1 of the sandbox)
- * ignore the signals a kill or uvt_process_signal() sends, so they live
- * exactly as long as the command does, while the command gets the signals
- * with their default actions as an unsandboxed one would (^C on a pty
- * interrupts the command, not the sandbox).  SIGKILL reaches them all.
+ * TERM,USR1,USR2 bwrap ... -- uvtasks-sandbox COMMAND` (v4, S-2, S-9: the
+ * library's own program, installed in libexecdir, or the one
+ * $UVTASKS_SANDBOX_HELPER names, bound inside at /dev/uvtasks-sandbox;
+ * src/sandbox/uvtasks-sandbox.c says how it works).  bwrap's two
+ * processes (the monitor, our child, and pid 1 of the sandbox) and the
+ * program's two (its front, bwrap's command, and its keeper, the
+ * command's parent and the subreaper of what the command leaves) ignore
+ * the signals a kill or uvt_process_signal() sends, so they live exactly
+ * as long as the command does, while the command gets every signal with
+ * its default action as an unsandboxed one would (^C on a pty interrupts
+ * the command, not the sandbox).  SIGKILL reaches them all.  Without the
+ * program (not installed, no variable) the command runs through `env
+ * --default-signal=(the same)` as in v3, and one log line at
+ * UVT_LOG_WARN says what is lost (the honest status, the lifeline); a
+ * variable naming nothing runnable fails the start with UV_ENOTSUP.
  * The choices, and why:
  *  - --unshare-pid: yes.  The task cannot see or signal the host's
  *    processes (nor read their environment through /proc), and everything
@@ -211,20 +220,29 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  *    can have is its own pty.
  *  - --die-with-parent: no.  It kills the sandbox when bwrap's monitor
  *    exits, which it does as soon as the command exits: background jobs
- *    (leftovers, P-LEFT-1) would die with the command.  A host that dies
- *    is the MCP server's guardian's business (M-MCP-7), as for any task.
+ *    (leftovers, P-LEFT-1) would die with the command.  What it is for
+ *    (v4, S-9) is done by a lifeline instead: uvtasks-sandbox's keeper
+ *    holds the write end of a pipe (descriptor 3) whose only read end is
+ *    the host's, kept until the task's record is dropped; when it goes
+ *    (the host killed, crashed, or done with the task), the keeper sends
+ *    SIGKILL to every process of the sandbox, so nothing sandboxed
+ *    outlives the host, with or without the MCP server's guardian.
  *  - --as-pid-1: no.  The command as pid 1 of its namespace would drop
  *    every signal from the host it has no handler for (a kill's SIGTERM,
  *    uvt_process_signal()), and its exit would kill its background jobs.
  *
- * What the task's outcome says.  bwrap's monitor exits with the command's
- * exit status, and with 128 + N when the command died of signal N (bwrap
- * 0.8's --json-status-fd says no more than that), so a sandboxed command
- * that dies of a signal nobody sent reads "exit code: 128+N" (P-END-3:
- * the library cannot tell it was a signal), a kill's SIGTERM that ended it
- * reads "exit code: 143 after kill request", and a kill that reached
- * SIGKILL reads "signal: SIGKILL" (bwrap died of it too).  A command that
- * exits 3 reads "exit code: 3", exactly as outside.  uvt_process_pid()
+ * What the task's outcome says (v4, S-2).  bwrap's monitor exits with
+ * the command's exit status, and with 128 + N when the command died of
+ * signal N (bwrap 0.8's --json-status-fd says no more than that), so the
+ * library reads the command's own wait status from uvtasks-sandbox's
+ * pipe instead: a sandboxed task's outcome reads exactly as the same
+ * command's outside ("signal: SIGTERM" for a kill's SIGTERM, "signal:
+ * SIGSEGV", "exit code: 143" for a command that exits 143 itself; a kill
+ * that reached SIGKILL reads "signal: SIGKILL").  Without the program,
+ * v3's reading: a death by signal N is "exit code: 128+N".  A leftover
+ * count (P-LEFT-1) counts every process in the sandbox's pid namespace,
+ * those that left the session (setsid) too, and a kill signals them
+ * with the session.  uvt_process_pid()
  * gives bwrap's pid, which is the session and group id that everything
  * signalling the task uses (the MCP server's guardian, a host's kill(-pid,
  * 0) probe); the command's own pid is uvt_process_command_pid().
@@ -680,8 +698,9 @@ UVT_EXTERN int uvt_process_pid(uvt_registry_t *reg, const char *id,
 /* The pid of the command itself (S-2): for a sandboxed task the process
  * bwrap started (a host pid: the host's kill(2) reaches it), for any
  * other task the same as uvt_process_pid().  Found through /proc while
- * the task runs (bwrap's monitor, its pid 1, then their first child) and
- * remembered from then on.
+ * the task runs (down from bwrap's monitor through bwrap's pid 1 and
+ * uvtasks-sandbox's two processes, the first child of each, to the first
+ * process that is none of them) and remembered from then on.
  *
  * Returns the pid (> 0), 0 while the spawn is out or the sandbox is not
  * made yet, UV_ESRCH (no process, or the sandbox ended before its

@@ -373,6 +373,7 @@ void uvt__env_cache_free(uvt__envcache_t *c) {
   uvt__free(c->extra);
   uvt__free(c->resolved);
   uvt__free(c->sb_bwrap);
+  uvt__free(c->sb_helper);
   memset(c, 0, sizeof(*c));
 }
 

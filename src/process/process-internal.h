@@ -372,6 +372,8 @@ struct uvt__proc_s {
   int settled;
   int released;
   int quiescing;          /* the quiesce hook is waiting for the group */
+  int quiesce_asked;      /* the registry began that stop (S-9: asked
+                             again, it means now) */
   int kill_timer_closing; /* its close callback has not run yet */
   uint64_t quiesce_start_ns;
   uint64_t kill_start_ns; /* uv_hrtime() of the first stop request */
@@ -380,6 +382,8 @@ struct uvt__proc_s {
   uint64_t start_ns;      /* uv_hrtime() of the uvt_process_start call */
   int sandboxed;          /* the leader is bwrap (S-1, sandbox.c) */
   pid_t cmd_pid;          /* the sandboxed command, once seen */
+  int sb_status_fd;       /* S-2, S-9: the read end of the sandbox's
+                             status pipe and lifeline, or -1 */
   uint64_t timed_out_ms;  /* from the start call to the runtime's SIGTERM */
 };
 
@@ -496,6 +500,8 @@ typedef struct {
   int sb_state[2];          /* its probe per network setting: 0 not run, 1 ok,
                                -1 refused (S-3) */
   char sb_why[256];         /* why the last refusal (M-TOOLS-18), or "" */
+  char *sb_helper;          /* S-2, S-9: uvtasks-sandbox found, or NULL */
+  int sb_helper_warned;     /* its absence was logged once */
 } uvt__envcache_t;
 
 /* The block for a start with option entries `extra` (NULL or empty: none),
@@ -619,7 +625,9 @@ typedef struct {
   pid_t pgrp;
   pid_t sid;
   char state;
-  char bwrap;               /* its command name is "bwrap" (S-2) */
+  char bwrap;               /* its command name is "bwrap" or
+                               "uvtasks-sandbox" (S-2, S-9): the
+                               sandbox's own */
   unsigned flags;           /* the kernel's per-task flags (PF_*) */
   unsigned long long start; /* clock ticks after boot */
 } uvt__pstat_t;
@@ -870,6 +878,11 @@ struct uvt__spawn_s {
   int cg_err;     /* 0: the child is in its group; else why not */
   int cg_must;    /* limits: no spawn outside the group (L-LIM-1) */
   char **sb_argv; /* a sandboxed task's argv (argv points here), or NULL */
+  /* S-2, S-9: the status pipe of a sandbox run by uvtasks-sandbox: the
+   * write end goes to the child as descriptor 3 (above stdio, the spawn
+   * closes it; -1 = none), the read end to the task (loop side). */
+  int extra_fd;
+  int sb_status_fd;
   /* P-SPAWN-7: the registry's spawn helper, or NULL (spawn here). */
   uvt__helper_t *helper;
   pid_t h_pid; /* written by the kernel for the helper's clone */
@@ -935,12 +948,19 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
                        const uvt_sandbox_t *sb);
 /* The leader's argv (NULL-terminated, every string allocated; free with
  * uvt__sandbox_argv_free) that runs `file` with argv[1..] inside the
- * sandbox, in `cwd` (NULL: the host's).  0, UV_ENOMEM, UV_ENOTSUP (not
- * checked), or the error of realpath(cwd). */
+ * sandbox, in `cwd` (NULL: the host's).  With uvtasks-sandbox found (S-2,
+ * S-9), *status_rd and *status_wr get the status pipe's ends (the write
+ * end above 3, both close-on-exec, the read end non-blocking), else -1.
+ * 0, UV_ENOMEM, UV_ENOTSUP (not checked), UV_EPERM (S-5: the cwd outside
+ * the workspace and the writable paths), or the error of realpath() or
+ * pipe2(). */
 int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
                       const char *cwd, const char *file, char *const *argv,
-                      char ***out);
+                      char ***out, int *status_rd, int *status_wr);
 void uvt__sandbox_argv_free(char **v);
+/* S-2: at the leader's end, the command's own wait status from the
+ * sandbox's status pipe into *status (left as it is without one). */
+void uvt__sandbox_status(uvt__proc_t *p, int *status);
 /* The sandboxed command's pid (see uvt_process_command_pid()). */
 int uvt__sandbox_command_pid(uvt__proc_t *p);
 

@@ -131,6 +131,9 @@ static void proc_free(uvt__proc_t *p) {
   p->cg = 0;
   uvt__members_untrack(p);
   uvt__spawn_free(p->spawn); /* one that never left */
+  /* S-9: the lifeline: a sandbox still running ends with its task. */
+  if (p->sb_status_fd >= 0)
+    close(p->sb_status_fd);
   uvt__outbuf_free(&p->out.buf);
   uvt__outbuf_free(&p->err.buf);
   uvt__free(p->scratch);
@@ -149,7 +152,7 @@ static void maybe_free(uvt__proc_t *p) {
 }
 
 static void settle(uvt__proc_t *p);
-static int hook_quiesce(uvt_task_t *t);
+static int quiesce_start(uvt__proc_t *p);
 
 static void closed(uvt__proc_t *p, uv_handle_t *h) {
   if (h == (uv_handle_t *)&p->exit_poll && p->pidfd >= 0) {
@@ -565,6 +568,10 @@ static void leader_exited(uvt__proc_t *p, int status, int lost) {
   uvt__reap_unwatch(p);
   uvt__spawner_reaped(p->procs, p->pid);
   p->reaped = 1;
+  /* S-2: a sandboxed command's own wait status, as uvtasks-sandbox passed
+   * it out (bwrap's says 128 + N for a death by signal N). */
+  if (p->sandboxed && !lost)
+    uvt__sandbox_status(p, &status);
   p->status = status;
   p->status_lost = lost;
   /* P-KILL-3: nothing is signalled after this point (disposal aside). */
@@ -849,7 +856,7 @@ static void settle(uvt__proc_t *p) {
   uvt__free(g.base);
   if (p->stop_at_settle) {
     p->stop_at_settle = 0;
-    hook_quiesce(p->task);
+    quiesce_start(p);
   }
 }
 
@@ -940,6 +947,7 @@ static int hook_late(uvt_task_t *t, uvt_buf_t *out) {
 
 static void quiesce_done(uvt__proc_t *p) {
   p->quiescing = 0;
+  p->quiesce_asked = 0;
   close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
   /* P-OUT-6: nothing of the task is left to write (one that left its
    * session on purpose is cut off here). */
@@ -968,15 +976,13 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 }
 
 /* Stop every process the ended task left in its session: SIGTERM now,
- * SIGKILL after grace_ms, uvt_task_quiescent() once none is left.  Called
- * by disposal (P-KILL-4) and by a kill of the ended task (P-KILL-6); the
- * registry does not call it again while a stop is in progress.  Returns 0
- * when the session is known to be empty (members.c's cheap test: the
- * common case, a task that left nothing), else 1: whether members are
- * left is then decided by the next pass over /proc (one per loop turn for
- * all tasks). */
-static int hook_quiesce(uvt_task_t *t) {
-  uvt__proc_t *p = uvt_task_arg(t);
+ * SIGKILL after grace_ms, uvt_task_quiescent() once none is left.  Begun
+ * by the registry (hook_quiesce) or by the task itself (a kill after its
+ * leader's own end, stop_at_settle).  Returns 0 when the session is known
+ * to be empty (members.c's cheap test: the common case, a task that left
+ * nothing), else 1: whether members are left is then decided by the next
+ * pass over /proc (one per loop turn for all tasks). */
+static int quiesce_start(uvt__proc_t *p) {
 
   /* Only a settled task's handles are all closed; before that its own stop
    * path is still running. */
@@ -1014,6 +1020,26 @@ static int hook_quiesce(uvt_task_t *t) {
   uv_timer_start(&p->kill_timer, on_quiesce_timer, QUIESCE_POLL_MS,
                  QUIESCE_POLL_MS);
   return 1;
+}
+
+/* The registry's quiesce hook: by disposal (P-KILL-4) and by a kill of the
+ * ended task (P-KILL-6) it begins the stop above.  Asked again while the
+ * stop it began is under way (a second kill of the ended task: a shutdown
+ * whose grace ran out, S-9), it means "now", as a second cancel does
+ * (R-KILL-3): SIGKILL to what is left, without waiting for grace_ms. */
+static int hook_quiesce(uvt_task_t *t) {
+  uvt__proc_t *p = uvt_task_arg(t);
+  int r;
+
+  if (p->quiescing && p->quiesce_asked) {
+    if (!p->killed_now)
+      kill_now(p);
+    return 1;
+  }
+  r = quiesce_start(p);
+  if (r == 1)
+    p->quiesce_asked = 1;
+  return r;
 }
 
 static void hook_release(uvt_task_t *t) {
@@ -1229,6 +1255,9 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     goto fail_fds;
   /* The request owns the child's ends now. */
   in_fd = outp[1] = errp[1] = -1;
+  /* S-2, S-9: the sandbox's status pipe stays with the task. */
+  p->sb_status_fd = p->spawn->sb_status_fd;
+  p->spawn->sb_status_fd = -1;
   p->spawn->cookie = p;
   p->spawning = 1;
   if (p->procs->helper_on)
@@ -1513,6 +1542,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   p->out.fd = -1;
   p->err.fd = -1;
   p->in.fd = -1;
+  p->sb_status_fd = -1;
   p->pty = o->pty != 0;
   p->backpressure = o->output_backpressure != 0;
   p->on_output = o->on_output;

@@ -41,8 +41,9 @@ int uvt__pstat_read(pid_t pid, uvt__pstat_t *st) {
   p = strrchr(buf, ')');
   {
     const char *l = strchr(buf, '(');
-    st->bwrap =
-        l != NULL && p != NULL && p - l == 6 && memcmp(l + 1, "bwrap", 5) == 0;
+    st->bwrap = l != NULL && p != NULL &&
+                ((p - l == 6 && memcmp(l + 1, "bwrap", 5) == 0) ||
+                 (p - l == 16 && memcmp(l + 1, "uvtasks-sandbox", 15) == 0));
   }
   if (p == NULL ||
       sscanf(p + 1,

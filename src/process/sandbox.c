@@ -150,6 +150,40 @@ static int find_bwrap(char buf[PATH_MAX]) {
   return UV_ENOENT;
 }
 
+/* S-2, S-9: uvtasks-sandbox, the program of ours that runs the command
+ * inside (src/sandbox/uvtasks-sandbox.c): $UVTASKS_SANDBOX_HELPER when
+ * set, else where it was installed.  0 with the path in buf; UV_ENOENT
+ * when the variable names nothing runnable (buf says what); UV_ESRCH when
+ * there is none at all (the sandbox then runs the command through `env`,
+ * as in v3). */
+static int find_helper(char buf[PATH_MAX]) {
+  const char *set = getenv("UVTASKS_SANDBOX_HELPER");
+
+  if (set != NULL && set[0] != '\0') {
+    if (strlen(set) >= PATH_MAX)
+      return UV_ENAMETOOLONG;
+    if (realpath(set, buf) == NULL || !is_exec(buf)) {
+      snprintf(buf, PATH_MAX, "%s", set);
+      return UV_ENOENT;
+    }
+    return 0;
+  }
+#ifdef UVT_SANDBOX_HELPER_PATH
+  if (is_exec(UVT_SANDBOX_HELPER_PATH) &&
+      realpath(UVT_SANDBOX_HELPER_PATH, buf) != NULL)
+    return 0;
+  snprintf(buf, PATH_MAX, "%s", UVT_SANDBOX_HELPER_PATH);
+#else
+  snprintf(buf, PATH_MAX, "(not installed with this build)");
+#endif
+  return UV_ESRCH;
+}
+
+/* Where the helper is bound inside: bwrap's own /dev, so it is there
+ * whatever is hidden or private (a helper under /tmp), and its command
+ * name is the one the library knows (procfs.c). */
+#define HELPER_INSIDE "/dev/uvtasks-sandbox"
+
 /* ---- the options ------------------------------------------------------- */
 
 /* "~/x" with the host's $HOME, else the path itself; 0 when it cannot be
@@ -605,7 +639,7 @@ static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *ws) {
  * the probe (no binds, no chdir); else `ws` is the workspace (S-5), both
  * resolved. */
 static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
-                 const char *ws, const char *cwd) {
+                 const char *ws, const char *cwd, const char *helper) {
   push(a, env_path());
   push(a, "--ignore-signal=" SIGS);
   push(a, bwrap);
@@ -614,6 +648,11 @@ static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
   push(a, "/");
   push(a, "--dev");
   push(a, "/dev");
+  if (helper != NULL) {
+    push(a, "--ro-bind");
+    push(a, helper);
+    push(a, HELPER_INSIDE);
+  }
   push(a, "--proc");
   push(a, "/proc");
   push(a, "--tmpfs");
@@ -635,6 +674,10 @@ static void base(argv_t *a, const char *bwrap, const uvt_sandbox_t *sb,
     push(a, cwd);
   }
   push(a, "--");
+  if (helper != NULL) {
+    push(a, HELPER_INSIDE);
+    return;
+  }
   push(a, env_path());
   push(a, "--default-signal=" SIGS);
 }
@@ -662,7 +705,7 @@ static int probe(const char *bwrap, const uvt_sandbox_t *sb, char *why,
 
   /* S-3: a command whose own status shows it ran inside: a program that
    * is not bwrap (/bin/true) would otherwise pass by exiting 0. */
-  base(&a, bwrap, sb, NULL, NULL);
+  base(&a, bwrap, sb, NULL, NULL, NULL);
   push(&a, "sh");
   push(&a, "-c");
   push(&a, "exit " PROBE_STATUS_STR);
@@ -748,6 +791,49 @@ static void why_set(char *dst, size_t size, const char *a, const char *b,
   dst[used] = '\0';
 }
 
+/* S-2, S-9: the helper, looked for at each sandboxed start (one stat when
+ * it is where it was): found, c->sb_helper; not installed, the v3 way
+ * (`env`) and one log line saying what is lost; named by
+ * $UVTASKS_SANDBOX_HELPER but not there, UV_ENOTSUP (S-3: never a weaker
+ * sandbox than asked for without a word). */
+static int helper_check(uvt_registry_t *reg, uvt__envcache_t *c) {
+  char path[PATH_MAX];
+  char *copy;
+  int err;
+
+  if (c->sb_helper != NULL && getenv("UVTASKS_SANDBOX_HELPER") == NULL &&
+      is_exec(c->sb_helper))
+    return 0;
+  err = find_helper(path);
+  if (err == UV_ENAMETOOLONG)
+    return err;
+  if (err == UV_ENOENT) {
+    /* M-TOOLS-18: kept for the tool result, not only logged. */
+    why_set(c->sb_why, sizeof(c->sb_why), "UVTASKS_SANDBOX_HELPER names ",
+            path, ", which is not a program that can be run");
+    uvt_log(reg, UVT_LOG_ERROR, "sandbox unavailable: %s", c->sb_why);
+    return UV_ENOTSUP;
+  }
+  uvt__free(c->sb_helper);
+  c->sb_helper = NULL;
+  if (err != 0) {
+    if (!c->sb_helper_warned)
+      uvt_log(reg, UVT_LOG_WARN,
+              "sandbox: no uvtasks-sandbox at %s (set UVTASKS_SANDBOX_HELPER): "
+              "a sandboxed command's death by signal N reads as exit code "
+              "128+N, and a sandbox outlives a host killed without a guardian",
+              path);
+    c->sb_helper_warned = 1;
+    return 0;
+  }
+  copy = uvt__malloc(strlen(path) + 1);
+  if (copy == NULL)
+    return UV_ENOMEM;
+  memcpy(copy, path, strlen(path) + 1);
+  c->sb_helper = copy;
+  return 0;
+}
+
 int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
                        const uvt_sandbox_t *sb) {
   const char *const *w;
@@ -792,9 +878,11 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
    * strings and it is still there (one stat instead of a PATH search). */
   if (c->sb_bwrap != NULL && c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] &&
       getenv("UVTASKS_BWRAP") == c->sb_env_seen &&
-      getenv("PATH") == c->sb_path_seen && is_exec(c->sb_bwrap))
-    return c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] > 0 ? 0
-                                                                : UV_ENOTSUP;
+      getenv("PATH") == c->sb_path_seen && is_exec(c->sb_bwrap)) {
+    if (c->sb_state[sb->network == UVT_SANDBOX_NET_HOST] < 0)
+      return UV_ENOTSUP;
+    return helper_check(reg, c);
+  }
   err = find_bwrap(bwrap);
   if (err == UV_ENAMETOOLONG)
     return err;
@@ -818,6 +906,9 @@ int uvt__sandbox_check(uvt_registry_t *reg, uvt__envcache_t *c,
   c->sb_env_seen = getenv("UVTASKS_BWRAP");
   c->sb_path_seen = getenv("PATH");
   net = sb->network == UVT_SANDBOX_NET_HOST;
+  err = helper_check(reg, c);
+  if (err != 0)
+    return err;
   if (c->sb_state[net] == 0) {
     err = probe(bwrap, sb, why, sizeof(why));
     if (err == UV_ENOMEM)
@@ -850,13 +941,17 @@ static int cwd_allowed(const uvt_sandbox_t *sb, const char *ws,
 
 int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
                       const char *cwd, const char *file, char *const *argv,
-                      char ***out) {
+                      char ***out, int *status_rd, int *status_wr) {
   char real[PATH_MAX];
   char ws[PATH_MAX];
   argv_t a = {0};
+  int fds[2];
+  int moved;
   size_t i;
 
   *out = NULL;
+  *status_rd = -1;
+  *status_wr = -1;
   if (c->sb_bwrap == NULL)
     return UV_ENOTSUP; /* uvt__sandbox_check() first */
   if (realpath(cwd != NULL ? cwd : ".", real) == NULL)
@@ -871,7 +966,7 @@ int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
   } else {
     memcpy(ws, real, strlen(real) + 1);
   }
-  base(&a, c->sb_bwrap, sb, ws, real);
+  base(&a, c->sb_bwrap, sb, ws, real, c->sb_helper);
   push(&a, file);
   for (i = 1; argv[0] != NULL && argv[i] != NULL; i++)
     push(&a, argv[i]);
@@ -879,8 +974,65 @@ int uvt__sandbox_wrap(uvt__envcache_t *c, const uvt_sandbox_t *sb,
     uvt__sandbox_argv_free(a.v);
     return a.err;
   }
+  if (c->sb_helper != NULL) {
+    /* S-2, S-9: the status pipe and lifeline; the child's end goes to
+     * descriptor 3, so it is kept above it here. */
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      uvt__sandbox_argv_free(a.v);
+      return UVT__PERR(errno);
+    }
+    moved = fcntl(fds[1], F_DUPFD_CLOEXEC, 4);
+    if (moved < 0 || fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
+      int err = UVT__PERR(errno);
+      if (moved >= 0)
+        close(moved);
+      close(fds[0]);
+      close(fds[1]);
+      uvt__sandbox_argv_free(a.v);
+      return err;
+    }
+    close(fds[1]);
+    *status_rd = fds[0];
+    *status_wr = moved;
+  }
   *out = a.v;
   return 0;
+}
+
+/* ---- the command's own status (S-2) ------------------------------------ */
+
+void uvt__sandbox_status(uvt__proc_t *p, int *status) {
+  char buf[256];
+  size_t got = 0;
+  ssize_t n;
+  char *rec;
+  char *end;
+  long v;
+
+  if (p->sb_status_fd < 0)
+    return;
+  /* Written before the front exited, so before the leader ended: all of
+   * it is in the pipe.  The last whole record wins (see
+   * uvtasks-sandbox.c). */
+  for (;;) {
+    n = read(p->sb_status_fd, buf + got, sizeof(buf) - 1 - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    got += (size_t)n;
+    if (got == sizeof(buf) - 1) {
+      /* More than records: keep the tail. */
+      memmove(buf, buf + got / 2, got - got / 2);
+      got -= got / 2;
+    }
+  }
+  buf[got] = '\0';
+  for (rec = buf; (rec = strchr(rec, 'S')) != NULL; rec++) {
+    v = strtol(rec + 1, &end, 10);
+    if (end != rec + 1 && *end == '\n' && v >= 0 && v <= 0xFFFF)
+      *status = (int)v;
+  }
 }
 
 /* ---- the command's pid ------------------------------------------------- */
@@ -907,17 +1059,27 @@ static pid_t first_child(pid_t pid) {
 }
 
 int uvt__sandbox_command_pid(uvt__proc_t *p) {
-  pid_t init;
-  pid_t cmd;
+  uvt__pstat_t st;
+  pid_t cur;
+  int depth;
 
   if (p->cmd_pid > 0)
     return (int)p->cmd_pid;
   if (p->reaped)
     return UV_ESRCH;
-  init = first_child(p->pid);
-  cmd = init > 0 ? first_child(init) : 0;
-  if (cmd <= 0)
-    return 0;
-  p->cmd_pid = cmd;
-  return (int)cmd;
+  /* Down from bwrap's monitor through bwrap's pid 1 and, with the helper,
+   * its front and keeper (S-2): the first process that is none of the
+   * sandbox's own is the command (`env`, without the helper, becomes the
+   * command in place). */
+  cur = p->pid;
+  for (depth = 0; depth < 4; depth++) {
+    cur = first_child(cur);
+    if (cur <= 0 || uvt__pstat_read(cur, &st) != 0)
+      return 0;
+    if (!st.bwrap) {
+      p->cmd_pid = cur;
+      return (int)cur;
+    }
+  }
+  return 0;
 }

@@ -375,10 +375,12 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
 #undef COPY
   sp->argv = argv;
   sp->envp = envp;
+  sp->extra_fd = -1;
+  sp->sb_status_fd = -1;
   if (o->sandbox != NULL) {
     /* S-1: bwrap is the leader; the command runs inside it. */
     err = uvt__sandbox_wrap(envc, o->sandbox, o->cwd, sp->file, argv,
-                            &sp->sb_argv);
+                            &sp->sb_argv, &sp->sb_status_fd, &sp->extra_fd);
     if (err != 0) {
       uvt__env_unref(env);
       uvt__free(sp);
@@ -410,6 +412,10 @@ void uvt__spawn_free(uvt__spawn_t *sp) {
   for (i = 0; i < 3; i++)
     if (sp->fd[i] >= 0)
       close(sp->fd[i]);
+  if (sp->extra_fd >= 0)
+    close(sp->extra_fd);
+  if (sp->sb_status_fd >= 0)
+    close(sp->sb_status_fd);
   uvt__env_unref(sp->env);
   uvt__sandbox_argv_free(sp->sb_argv);
   uvt__free(sp);
@@ -461,11 +467,15 @@ static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
     if (rc == 0)
       rc = posix_spawn_file_actions_adddup2(&fa, sp->fd[2], 2);
   }
+  /* S-2, S-9: a sandbox's status pipe as descriptor 3. */
+  if (rc == 0 && sp->extra_fd >= 0)
+    rc = posix_spawn_file_actions_adddup2(&fa, sp->extra_fd, 3);
   if (rc == 0 && sp->cwd != NULL)
     rc = posix_spawn_file_actions_addchdir_np(&fa, sp->cwd);
   /* P-SPAWN-5: whatever the host left without O_CLOEXEC stops here. */
   if (rc == 0)
-    rc = posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    rc = posix_spawn_file_actions_addclosefrom_np(&fa,
+                                                  sp->extra_fd >= 0 ? 4 : 3);
   if (rc == 0)
     rc = posix_spawn(pid, sp->file, &fa, &attr, sp->argv, sp->envp);
   posix_spawnattr_destroy(&attr);
@@ -519,6 +529,10 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
     if (fd < 0 || dup2(sp->fd[1], 1) < 0 || dup2(sp->fd[2], 2) < 0)
       goto fail;
   }
+  /* S-2, S-9: a sandbox's status pipe as descriptor 3 (above stdio and
+   * above 3 itself: dup2 clears close-on-exec). */
+  if (sp->extra_fd >= 0 && dup2(sp->extra_fd, 3) < 0)
+    goto fail;
   if (sp->cwd != NULL && chdir(sp->cwd) != 0)
     goto fail;
   if (sp->cg.mask != 0) {
@@ -534,10 +548,11 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
   }
   /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
    * pipe too, which is how the parent learns that exec succeeded). */
-  if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+  if (syscall(SYS_close_range, sp->extra_fd >= 0 ? 4U : 3U, ~0U,
+              CLOSE_RANGE_CLOEXEC) != 0) {
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
       rl.rlim_cur = 65536;
-    for (fd = 3; fd < (int)rl.rlim_cur; fd++)
+    for (fd = sp->extra_fd >= 0 ? 4 : 3; fd < (int)rl.rlim_cur; fd++)
       fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
   execve(sp->file, sp->argv, sp->envp);
@@ -688,7 +703,9 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
     } else {
       /* P-SPAWN-7: through the helper where it can take the request; the
        * rest (and all when it is gone) is spawned here. */
-      if (sp->helper != NULL && !sp->force_fork && !in_cg)
+      /* Nor a sandbox's with its status pipe: the helper passes stdio
+       * only. */
+      if (sp->helper != NULL && !sp->force_fork && !in_cg && sp->extra_fd < 0)
         sp->err = uvt__helper_spawn(sp->helper, sp, &pid);
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
       /* With a cgroup, the child must enter it before it execs (a move
@@ -724,6 +741,9 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
       close(sp->fd[i]);
     sp->fd[i] = -1;
   }
+  if (sp->extra_fd >= 0)
+    close(sp->extra_fd);
+  sp->extra_fd = -1;
 }
 
 /* ---- odds and ends ---------------------------------------------------- */

@@ -210,6 +210,22 @@ static void quiesce_done(model_t *m, int ti) {
     drop(m, ti);
 }
 
+/* S-9: a kill of an ended task while its quiesce is in progress asks the
+ * hook again ("now"); not from inside the hook itself. */
+static void quiesce_again(model_t *m, int ti) {
+  m_task_t *t = &m->tasks[ti];
+  if (t->force_failed || t->quiesce_mode == 0 || t->dropped || t->in_quiesce)
+    return;
+  t->quiesces++;
+  t->in_quiesce = 1;
+  hook_act(m, ti, M_HOOK_QUIESCE);
+  t->in_quiesce = 0;
+  if (t->quiesce_mode != 2 || !t->qpending) {
+    t->qpending = 0;
+    quiesce_done(m, ti);
+  }
+}
+
 static void after_terminal(model_t *m, int ti) {
   m_task_t *t = &m->tasks[ti];
   if (!t->teardown || t->dropped || !t->dispatched)
@@ -489,7 +505,9 @@ int m_kill(model_t *m, const char *id, int caller, const char *reason,
     t->reported = 1;
     m->kills++; /* metrics.kills: "uvt_kill() calls that returned 0" */
     *result = UVT_KILL_ALREADY_TERMINAL;
-    if (!t->qpending && !quiesce_call(m, ti))
+    if (t->qpending)
+      quiesce_again(m, ti);
+    else if (!quiesce_call(m, ti))
       quiesce_done(m, ti);
     return 0;
   }

@@ -213,6 +213,53 @@ check "S-7: the default spill directory works under a sandbox" "$(tool_call 3 ru
   'the whole output is in /' '/uvtasks-spill-'
 stop_server
 
+# ---- S-9: no sandboxed process outlives the server, guardian or not -----
+# An ended task whose leftovers hold the sandbox (a setsid child, a
+# TERM-ignorer; bwrap's pid 1 ignores TERM too): at end of input they get
+# SIGKILL at --shutdown-grace-ms, not at the task's --grace-ms, and the
+# server ends in order ("shutdown did not finish" was the fault, and with
+# --no-guardian they survived it).  Then the server SIGKILLed with
+# --no-guardian: the sandbox ends with it (its status pipe was the
+# server's).
+m1=$((RANDOM + 80000)); m2=$((m1 + 1)); m3=$((m1 + 2)); m4=$((m1 + 3))
+count_sleeps() { pgrep -fc "sleep ($1|$2)\$" 2>/dev/null || true; }
+wait_sleeps() { # wait_sleeps N A B: until N of them run (10 s at most)
+  for _ in $(seq 200); do [ "$(count_sleeps "$2" "$3")" = "$1" ] && return 0; sleep 0.05; done
+  return 1
+}
+coproc SSRV { exec "$MCP" --no-guardian --grace-ms 5000 --shutdown-grace-ms 300 \
+  --sandbox workspace --cwd "$tmp" 2>"$tmp/sstderr"; }
+SRV_IN=${SSRV[1]}
+SRV_OUT=${SSRV[0]}
+SSRV_PID_SAVED=$SSRV_PID
+init
+check "S-9: a sandboxed task leaves a setsid child and a TERM-ignorer" \
+  "$(run 3 "(trap '' TERM; exec sleep $m1) & setsid sleep $m2 & echo left")" 3 \
+  'left' 'exit code: 0; 2 processes still running'
+wait_sleeps 2 $m1 $m2 && ok "S-9: both run" || bad "S-9: both run" "$(count_sleeps $m1 $m2)"
+exec {SRV_IN}>&-
+wait "$SSRV_PID_SAVED" 2>/dev/null
+if wait_sleeps 0 $m1 $m2; then ok "S-9: end of input: nothing of the sandbox outlives the server (--no-guardian)"
+else bad "S-9: end of input: nothing of the sandbox outlives the server (--no-guardian)" "$(pgrep -fa "sleep ($m1|$m2)")"; fi
+! grep -q 'did not finish' "$tmp/sstderr" && ok "S-9: the shutdown finished in order" ||
+  bad "S-9: the shutdown finished in order" "$(cat "$tmp/sstderr")"
+pkill -KILL -f "sleep ($m1|$m2)\$" 2>/dev/null
+
+coproc KSRV { exec "$MCP" --no-guardian --sandbox workspace --cwd "$tmp" 2>"$tmp/kstderr"; }
+SRV_IN=${KSRV[1]}
+SRV_OUT=${KSRV[0]}
+KSRV_PID_SAVED=$KSRV_PID
+init
+check "S-9: a running sandboxed task with a setsid child and a TERM-ignorer" \
+  "$(tool_call 3 run_in_background "{\"command\":\"(trap '' TERM; exec sleep $m3) & setsid sleep $m4 & echo up; wait\"}")" 3 \
+  'Started bash-1'
+wait_sleeps 2 $m3 $m4 && ok "S-9: both run" || bad "S-9: both run" "$(count_sleeps $m3 $m4)"
+kill -KILL "$KSRV_PID_SAVED"
+wait "$KSRV_PID_SAVED" 2>/dev/null
+if wait_sleeps 0 $m3 $m4; then ok "S-9: the server SIGKILLed without a guardian: the sandbox ends with it"
+else bad "S-9: the server SIGKILLed without a guardian: the sandbox ends with it" "$(pgrep -fa "sleep ($m3|$m4)")"; fi
+pkill -KILL -f "sleep ($m3|$m4)\$" 2>/dev/null
+
 # ---- no sandbox: the descriptions say nothing of one; bad options -------
 start_server --cwd "$tmp"
 init
