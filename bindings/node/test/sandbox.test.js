@@ -50,42 +50,33 @@ test('sandbox: the workspace is writable, the rest read-only (S-1, S-4)', opts, 
 // EPERM and nothing runs; a cwd inside it runs there and writes the
 // workspace.
 test('sandbox: workspace apart from the cwd (S-5)', opts, async () => {
-  const {tasks} = fixture()
+  const { tasks } = fixture()
   const work = fs.mkdtempSync('/tmp/uvt-node-sbx-ws-')
   const outside = fs.mkdtempSync('/var/tmp/uvt-node-sbx-ws-out-')
   try {
     fs.mkdirSync(path.join(work, 'sub'))
     fs.symlinkSync(outside, path.join(work, 'out'))
-    const sandbox = {
-      fs : 'workspace',
-      workspace : work
-    } for (const cwd of [outside, '/', path.join(work, 'out'),
-                         path.join(work, '..')]) {
-      assert.throws(() => tasks.spawn({command : 'echo x > f', cwd, sandbox}),
-                    codeOf('EPERM'))
+    const sandbox = { fs: 'workspace', workspace: work }
+    for (const cwd of [outside, '/', path.join(work, 'out'), path.join(work, '..')]) {
+      assert.throws(() => tasks.spawn({ command: 'echo x > f', cwd, sandbox }), codeOf('EPERM'))
     }
     assert.deepEqual(fs.readdirSync(outside), [])
     const id = tasks.spawn({
-      command : 'echo x > in-sub && echo x > ../at-root && echo wrote',
-      cwd : path.join(work, 'sub'),
+      command: 'echo x > in-sub && echo x > ../at-root && echo wrote',
+      cwd: path.join(work, 'sub'),
       sandbox,
     })
     assert.equal((await tasks.wait(id, 20000)).detail, 'exit code: 0')
     assert.ok(fs.existsSync(path.join(work, 'sub', 'in-sub')))
     assert.ok(fs.existsSync(path.join(work, 'at-root')))
-    assert.throws(
-        () => tasks.spawn(
-            {command : 'true', cwd : work, sandbox : {workspace : 7}}),
-        TypeError)
+    assert.throws(() => tasks.spawn({ command: 'true', cwd: work, sandbox: { workspace: 7 } }),
+      TypeError)
     assert.throws(() => tasks.spawn({
-      command : 'true',
-      cwd : work,
-      sandbox : {workspace : path.join(work, 'nope')},
-    }),
-                  codeOf('ENOENT'))
+      command: 'true', cwd: work, sandbox: { workspace: path.join(work, 'nope') },
+    }), codeOf('ENOENT'))
   } finally {
-    fs.rmSync(work, {recursive : true, force : true})
-    fs.rmSync(outside, {recursive : true, force : true})
+    fs.rmSync(work, { recursive: true, force: true })
+    fs.rmSync(outside, { recursive: true, force: true })
   }
   await tasks.close()
 })
