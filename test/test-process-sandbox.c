@@ -549,6 +549,29 @@ static void test_s2_honest_status(void **state) {
   fixture_close(&f);
 }
 
+/* S-2: a command that fills the status pipe itself (it is its keeper's
+ * descriptor 3, open to the same user through /proc: $PPID is the keeper)
+ * cannot make its task hang: the keeper's record is lost (the pipe is
+ * full), the task still ends when the command does, with bwrap's reading
+ * of the status; what the command wrote is not a record. */
+static void test_s2_status_pipe_filled(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  run_sandboxed(&f, &sb, NULL,
+                "head -c 65536 /dev/zero > /proc/$PPID/fd/3 && echo filled; "
+                "exit 7",
+                &out, &w);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 7");
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+}
+
 /* S-2: the pids.  uvt_process_pid() is bwrap's (the session and group
  * id), uvt_process_command_pid() the command's, a host pid of a process
  * in that session whose argv is the command's. */
@@ -1508,6 +1531,7 @@ int main(int argc, char **argv) {
       T(test_s6_git),
       T(test_s2_exit_codes_and_stdin),
       T(test_s2_honest_status),
+      T(test_s2_status_pipe_filled),
       T(test_s2_pids),
       T(test_s2_kill_all),
       T(test_s2_leftovers),

@@ -43,7 +43,9 @@
  * stops.  A process of the task can also open descriptor 3 through /proc
  * (same user) and write a record of its own: the host takes the last
  * one, so a task can make its own outcome say what it likes, which it
- * could by dying of that signal anyway; nothing else reads it.  Exec
+ * could by dying of that signal anyway; nothing else reads it.  One that
+ * fills the pipe loses the record (the keeper does not wait for room), so
+ * the outcome is bwrap's reading then, and the task still ends.  Exec
  * failures read as a shell's: 126 (found, not runnable), 127 (not
  * found). */
 #define _GNU_SOURCE
@@ -121,6 +123,11 @@ static void keeper(char **argv, int tell) {
 
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
     put_err("PR_SET_CHILD_SUBREAPER", strerror(errno));
+  /* A process of the task can fill the pipe through /proc (see above):
+   * the record is then lost, never waited for (a full pipe must not keep
+   * the task from ending). */
+  fcntl(STATUS_FD, F_SETFL, fcntl(STATUS_FD, F_GETFL) | O_NONBLOCK);
+  fcntl(tell, F_SETFL, fcntl(tell, F_GETFL) | O_NONBLOCK);
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   sigprocmask(SIG_BLOCK, &chld, NULL);
