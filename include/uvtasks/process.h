@@ -240,9 +240,10 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
  * SIGSEGV", "exit code: 143" for a command that exits 143 itself; a kill
  * that reached SIGKILL reads "signal: SIGKILL").  Without the program,
  * v3's reading: a death by signal N is "exit code: 128+N".  A leftover
- * count (P-LEFT-1) counts every process in the sandbox's pid namespace,
- * those that left the session (setsid) too, and a kill signals them
- * with the session.  uvt_process_pid()
+ * count (P-LEFT-1) counts every process inside the sandbox, those that
+ * left the session (setsid) too: each descends from bwrap's pid 1, which
+ * stays in the session, so the task's cgroup or S-11's descent finds it,
+ * and a kill signals it with the session.  uvt_process_pid()
  * gives bwrap's pid, which is the session and group id that everything
  * signalling the task uses (the MCP server's guardian, a host's kill(-pid,
  * 0) probe); the command's own pid is uvt_process_command_pid().
