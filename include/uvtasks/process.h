@@ -290,7 +290,7 @@ typedef struct {
   /* UVT_SANDBOX_NET_NONE (0) or UVT_SANDBOX_NET_HOST (1). */
   int network;
   /* v4 (S-6): paths inside the writable places that stay read-only (a
-   * host's own files in the workspace: its spill directory, a
+   * host's own files in the workspace: state it keeps there, a
    * repository's hooks), NULL-terminated; NULL = none.  Each (a file or
    * a directory, absolute or relative to the host's cwd) must exist when
    * the task starts (else UV_ENOENT); it is resolved with symlinks
