@@ -12,6 +12,7 @@
  * The functions with nothing to refuse do their part: the options get
  * their defaults, a cleanup zeroes, the cgroup directory is NULL and
  * stopping every process task stops none. */
+#include <stdio.h>
 #include <string.h>
 
 #include "uvtasks/process.h"
@@ -138,4 +139,18 @@ int uvt_process_stop_all_now(void) {
 /* No process task can carry the mark: there is nothing to guard. */
 int uvt_process_guardian(char mark[UVT_GUARDIAN_MARK_MAX]) {
   return mark == NULL ? UV_EINVAL : UV_ENOSYS;
+}
+
+int uvt_process_limits_check(uvt_registry_t *reg,
+                             const uvt_process_limits_t *limits, char *why,
+                             size_t size) {
+  /* L-LIM-1: no process, so no limit can be kept on one. */
+  if (why != NULL && size > 0)
+    snprintf(why, size, "no processes in this build (portable)");
+  return reg == NULL || limits == NULL ? UV_EINVAL : UV_ENOSYS;
+}
+
+int uvt_process_orphans(uvt_registry_t *reg) {
+  /* S-11: no process of ours can leave an orphan here. */
+  return reg == NULL ? UV_EINVAL : UV_ENOSYS;
 }

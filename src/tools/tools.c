@@ -3,6 +3,7 @@
  * from a listener, and results delivered through the loop.  What a result
  * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8);
  * write_stdin lives in write.c (M-TOOLS-5). */
+#define _XOPEN_SOURCE 700 /* realpath(3), also under -D_POSIX_C_SOURCE */
 #include "uvtasks/tools.h"
 
 #include <errno.h>
