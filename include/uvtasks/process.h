@@ -565,6 +565,30 @@ typedef struct {
    * keeps the system's size. */
   size_t stdout_pipe_bytes;
 
+  /* ---- Tasks that outlive the host (D-1..D-7, docs/durable.md) ---- */
+
+  /* 1: a durable task.  It runs detached from the host's life: its
+   * output goes to files in the registry's state directory (opened by
+   * uvt_process_adopt_all(), which must have been called first), its end
+   * is recorded there by a small keeper process that owns the command
+   * (uvtasks-keeper, the task's leader: the one process added per task),
+   * and it does not end when the host, its loop or its registry ends,
+   * crashes or is killed: a registry close or the owner's disposal
+   * detaches it (the record settles `killed`, "detached: keeps running
+   * as pid N", and is dropped without a notice) and the next host takes
+   * it back with uvt_process_adopt_all().  A kill, max_runtime_ms and
+   * uvt_process_signal() act on it as on any task (P-KILL-7), and so
+   * does a close after uvt_process_stop_durable().  Reads, caps, drops,
+   * UTF-8 and structured reads are as for pipes (P-OUT-*); the bytes go
+   * through the files, so what the command writes while no host runs is
+   * kept (up to the cap, as a pipe's ring would).  stdin is /dev/null,
+   * stdin_data, or with stdin_pipe a FIFO in the state directory (which
+   * a later host writes to as well); not with pty (UV_EINVAL: a terminal
+   * dies with its host) nor sandbox (UV_ENOTSUP).  No cgroup of its own
+   * (uvt_process_cgroups()) and never through the spawn helper.  See
+   * uvt_process_adopt_all() for what a restart keeps. */
+  int durable;
+
   /* private */
   void *reserved_[2]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
@@ -1123,9 +1147,84 @@ UVT_EXTERN int uvt_process_sandbox_why(uvt_registry_t *reg, char *buf,
  * Since: 0.3.0 */
 UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
 
+/* ---- Tasks that outlive the host (D-1..D-7, docs/durable.md) ----------
+ *
+ * The state directory holds a journal ("journal", one line per event,
+ * compacted to a line per task, with "journal.lock") and per task its
+ * output files (<key>.out, <key>.err), its keeper's status file
+ * (<key>.rc) and a stdin_pipe task's FIFO (<key>.in), where <key> is
+ * "d" and 16 random hex digits.  Every file is opened relative to the
+ * directory's descriptor with O_NOFOLLOW (S-7).  The keeper is the
+ * program uvtasks-keeper: $UVTASKS_KEEPER if set, else beside the library
+ * (or the program the library is linked into), else in ../libexec from
+ * it, else where it was installed. */
+
+/* Open the registry's state directory `state_dir` (made, mode 0700, if
+ * missing) and take back every durable task of its journal whose end was
+ * not yet delivered and whose recorded owner is `owner` (the same agent
+ * id and session, D-5; owner NULL: the unowned ones): the same id
+ * (R-START-6), kind, label, output cap, grace, drain and runtime limit
+ * (counted from the task's own start); reads go on from the offsets the
+ * last reads consumed, so nothing read is returned again and nothing
+ * unread is lost (beyond the cap, as P-OUT-2 says); a kill or runtime
+ * limit in progress goes on.  A task whose keeper still runs is a live
+ * task like any other (waits, kills of its whole session, signals,
+ * leftovers, stdin through its FIFO while one is kept); one that ended
+ * while no host ran settles at once with its real outcome ("exit code:
+ * N", "signal: NAME", "spawn failed: NAME", or failed "exit status lost:
+ * its keeper (pid N) ended without recording it" when the keeper itself
+ * was killed), and is reported once.  A task whose end was delivered
+ * before (its listeners ran: D is journalled before they run) is never
+ * taken back, so no end is reported twice.
+ *
+ * Identity (D-4): a keeper is taken back only if its pid still names it:
+ * a pidfd is opened, then its start time (clock ticks after boot) and
+ * session are read and must be those the keeper recorded; otherwise the
+ * pid names another process (reused) and it is neither adopted nor ever
+ * signalled: the task settles from what its status file says.
+ *
+ * The first call opens the directory and holds it (and the journal's
+ * lock) until registry close: another registry, in this process or
+ * another, gets UV_EBUSY for the same directory (two hosts never both
+ * adopt).  Later calls (other owners) take the same directory's tasks
+ * of their owner.  It also compacts the journal (D-6) and removes the
+ * files of tasks that are gone.  Call it before starting new tasks: an
+ * id a new task already took cannot be taken back (logged, skipped).
+ *
+ * Returns the number of tasks taken back (>= 0); UV_EINVAL (NULL reg or
+ * state_dir, or another directory than the registry's); UV_EPERM (not a
+ * directory owned by the effective user, or group or others may write
+ * it: refused, D-4); UV_EBUSY (another registry holds it); UV_ENOENT (no
+ * uvtasks-keeper found; logged); UVT_ECLOSING, UVT_ESTALE (owner not
+ * live, R-OWN-1); UV_ENOMEM; or the error of making, opening or reading
+ * it (UV_ELOOP for a symlink, UV_ENOTDIR...).  A task that cannot be
+ * taken back (its id taken) is logged and left in the journal.
+ * Ownership: state_dir is only read during the call.
+ * Thread: the loop thread (it reads the journal and may wait up to 2 s
+ * for a keeper spawned just before its host died to record itself). */
+UVT_EXTERN int uvt_process_adopt_all(uvt_registry_t *reg,
+                                     const char *state_dir,
+                                     uvt_agent_t *owner);
+
+/* `on` nonzero: from now on a registry close or an owner's disposal stops
+ * this registry's durable tasks as any task (P-KILL-7) instead of leaving
+ * them running; 0 (the default) leaves them (D-1).
+ * Returns 0, UV_EINVAL (NULL reg, or no state directory opened),
+ * UVT_ECLOSING, UV_ENOMEM.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_stop_durable(uvt_registry_t *reg, int on);
+
+/* 1 if process task `id` is durable (started with `durable`, or taken
+ * back by uvt_process_adopt_all()), 0 if not.  For a surface that leaves
+ * such tasks out of what it stops at its own exit (the MCP server's
+ * guardian and shutdown, D-1).
+ * Returns 1 or 0, UV_EINVAL (NULL reg or id, not a process task),
+ * UVT_ENOTASK, UVT_EFOREIGN.  Thread: the loop thread. */
+UVT_EXTERN int uvt_process_is_durable(uvt_registry_t *reg, const char *id,
+                                      const uvt_agent_t *caller);
+
 /* Send SIGKILL at once to every live process task of every registry in
- * this process (their sessions, and their cgroups where enabled), without
- * the loop: for a host that ends the process on a path where no registry
+ * this process (their sessions, and their cgroups where enabled; not
+ * durable tasks, D-1), without the loop: for a host that ends the process on a path where no registry
  * gets to close (Node's process.exit() or an uncaught exception, a second
  * shutdown signal).  A spawn in progress on a spawner thread is waited for
  * (it ends when the child has exec'd) and its child killed too; after

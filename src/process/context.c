@@ -33,6 +33,7 @@ static void procs_unhold(uvt__procs_t *ps) {
   if (--ps->handles_closing > 0)
     return;
   done = ps->done;
+  uvt__durable_free(ps);
   uvt__free(ps->sessions);
   uvt__free(ps->landing);
   if (done != NULL)
@@ -68,6 +69,7 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   n += (int)uvt__notify_close(ps, procs_handle_closed);
   n += (int)uvt__trim_close(ps, procs_handle_closed);
   n += (int)uvt__spawner_close(ps, procs_handle_closed);
+  n += (int)uvt__durable_close(ps, procs_handle_closed); /* D-1 */
   uvt__env_cache_free(&ps->envc);
   /* Held while the handles are asked to close, so that a context with no
    * handle ends here and one with handles ends in their last callback. */

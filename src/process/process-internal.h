@@ -139,6 +139,9 @@ int uvt__process_peek(uvt_registry_t *reg, const char *id,
 
 typedef struct uvt__proc_s uvt__proc_t;
 typedef struct uvt__procs_s uvt__procs_t;
+typedef struct uvt__dstate_s uvt__dstate_t;
+typedef struct uvt__dentry_s uvt__dentry_t;
+typedef struct uvt__adopted_s uvt__adopted_t;
 typedef struct uvt__spawn_s uvt__spawn_t;
 typedef struct uvt__helper_s uvt__helper_t;
 
@@ -243,6 +246,10 @@ typedef struct {
    * running holds it): it does not hold the task up, and is read on past
    * the settle until its end of file, a kill, or the record's release. */
   int linger;
+  /* D-2: a durable task's stream is a file in the state directory, read
+   * by us (fd) from `pos` (durable.c); no handle. */
+  int file;
+  uint64_t pos;
 } uvt__stream_t;
 
 /* Input bytes waiting for the pipe or terminal (stdin.c). */
@@ -265,6 +272,8 @@ typedef struct {
   int polling;    /* waiting for the descriptor to take more */
   int host_ended; /* uvt_process_close_stdin() was called */
   int broken;     /* the child closed its end, or the task is ending */
+  int fifo;       /* fd is a durable task's FIFO (D-5): write(2), with
+                     SIGPIPE held off */
   size_t cap;     /* stdin_cap_bytes */
   size_t pending; /* accepted bytes not yet written */
   uvt__inchunk_t *head;
@@ -385,6 +394,15 @@ struct uvt__proc_s {
   int sb_status_fd;       /* S-2, S-9: the read end of the sandbox's
                              status pipe and lifeline, or -1 */
   uint64_t timed_out_ms;  /* from the start call to the runtime's SIGTERM */
+
+  /* D-1..D-7 (durable.c): the task's entry in the state directory's
+   * journal, or NULL for a task that ends with its host. */
+  uvt__dentry_t *dur;
+  int adopted;        /* taken back by uvt_process_adopt_all() (D-3) */
+  int detached;       /* its host left: the record goes, the task runs on */
+  int detach_pending; /* the host left while its spawn was out */
+  int dur_err;        /* the journal could not record it: not started */
+  uvt__adopted_t *adopting; /* what adoption found, during run() only */
 };
 
 /* Reap the leader if it has exited (waitpid on its pid, WNOHANG).
@@ -601,6 +619,9 @@ struct uvt__procs_s {
   /* spawnhelper.c (P-SPAWN-7) */
   uvt__helper_t *helper; /* started, or NULL */
   int helper_on;         /* new requests go through it */
+
+  /* durable.c (D-1..D-7): the registry's state directory, or NULL */
+  uvt__dstate_t *dstate;
 
   /* Shutdown (context.c). */
   int closing;
@@ -887,6 +908,12 @@ struct uvt__spawn_s {
   uvt__helper_t *helper;
   pid_t h_pid; /* written by the kernel for the helper's clone */
   int h_err;   /* the errno of the helper's clone or of its child */
+  /* D-1: a durable task's keeper (durable.c) gets two descriptors more,
+   * as its 3 and 4 (-1: none; the spawn closes them), and is never one
+   * of the live leaders uvt_process_stop_all_now() kills. */
+  int xfd[2];
+  int durable;
+  char **dur_argv; /* the keeper's argv (argv points here), or NULL */
 };
 
 /* Check what can be checked before the spawn (cwd, the shell or argv[0]
@@ -978,5 +1005,116 @@ int uvt__fd_above_stdio(int fd);
 /* Kill the group with SIGKILL and reap the leader (blocking): the undo of a
  * start that failed after the spawn. */
 void uvt__spawn_abort(pid_t pid);
+
+/* ---- durable.c: tasks that outlive the host (D-1..D-7) ---------------- */
+
+/* One task of the state directory's journal, as the journal's lines
+ * made it (loaded at adoption, or recorded by a start of this host). */
+struct uvt__dentry_s {
+  char id[UVT_ID_MAX];
+  char key[24];       /* names its files: <key>.out, .err, .rc, .in */
+  char flags[8];      /* "-", or: i (a stdin FIFO), m (merged streams),
+                         b (output backpressure) */
+  int64_t started_ms; /* epoch ms of its start */
+  uint64_t cap;       /* output_cap_bytes */
+  uint64_t grace_ms;
+  uint64_t drain_ms;
+  uint64_t max_runtime_ms;
+  char *agent;   /* the owner agent's id, or NULL (unowned) */
+  char *session; /* the owner's session, or NULL */
+  char *kind;
+  char *label;
+  char *command;      /* the shell command, or NULL for an argv task */
+  uint64_t off[2];    /* bytes of stdout and stderr consumed by reads */
+  char killed;        /* 0, 'k' (a kill was asked) or 't' (runtime limit) */
+  uint64_t killed_ms; /* with 't': ms from the start to the SIGTERM */
+  int stdin_closed;   /* close_stdin was asked */
+  pid_t pid;          /* the keeper, once spawned */
+  unsigned long long start; /* its start time (a lower bound) */
+  int delivered;            /* D: its end reached the listeners */
+  uvt__proc_t *proc;        /* its task in this registry, or NULL */
+  uvt__dentry_t *hnext;     /* the state's table by key */
+  struct uvt__link link;    /* the state's list, in journal order */
+};
+
+/* What adoption found of a journalled task (durable.c -> process.c). */
+struct uvt__adopted_s {
+  int live;                 /* its keeper runs: pidfd holds it */
+  pid_t pid;                /* the keeper */
+  int pidfd;                /* its pidfd (live), else -1 */
+  unsigned long long start; /* its exact start time */
+  int status;               /* ended: a wait status (exit or signal) */
+  int lost;                 /* ended, and how is not known */
+  int spawn_err; /* ended: the command could not be run (libuv code) */
+  int never;     /* never started: the host stopped before the spawn */
+  int fd[2];     /* the output files, read-only (taken over) */
+  int in_fd;     /* the stdin FIFO's write end, or -1 (taken over) */
+};
+
+/* Tests only: called at each step of a durable task's life with the
+ * step's name and the task's id, on the loop thread; a test's host stops
+ * itself there (SIGKILL) to try every restart.  Steps: "record" (before
+ * the journal line of a start), "spawned" (between the keeper's spawn
+ * and its journal line), "read" (output consumed, offsets not yet
+ * journalled), "ended" (the end seen, not yet journalled as delivered),
+ * "delivered" (journalled, listeners not yet told), "killed" (a kill
+ * journalled, its grace running). */
+extern void (*uvt__durable_hook)(const char *step, const char *id);
+
+/* uvt_process_start() with `durable`: check what needs the registry's
+ * state directory (UV_EINVAL without one) and make the task's files: the
+ * key, the output files (read ends for us in p->out/p->err, write ends
+ * for the child in child[1], child[2]), the status file (locked: xfd[0])
+ * and, for a stdin_pipe task, the FIFO (child's read end in child[0],
+ * the keeper's write end in xfd[1], ours in *in_ours).  0 or an error,
+ * with nothing left open or on disk. */
+int uvt__durable_prepare(uvt__proc_t *p, const uvt_process_options_t *o,
+                         int child[3], int xfd[2], int *in_ours);
+/* Make the spawn run the keeper with the command: 0 or UV_ENOMEM. */
+int uvt__durable_wrap(uvt__proc_t *p, uvt__spawn_t *sp);
+/* After the commit, before the spawn: journal the task (D-3).  0 or the
+ * journal's error (the task then must not start). */
+int uvt__durable_record(uvt__proc_t *p, const uvt_process_options_t *o,
+                        const char *kind, const char *label);
+/* Journal lines of the task's life: its keeper's pid; a kill asked
+ * (`why`: 'k' a kill, 't' the runtime limit); what reads consumed (only
+ * when it moved); the end delivered; close_stdin (and the keeper told). */
+void uvt__durable_spawned(uvt__proc_t *p);
+void uvt__durable_killed(uvt__proc_t *p, char why);
+void uvt__durable_consumed(uvt__proc_t *p);
+void uvt__durable_settled(uvt__proc_t *p);
+void uvt__durable_stdin_closed(uvt__proc_t *p);
+/* The record goes: a delivered task's files and entry go too (D-6); a
+ * detached one stays for the next host. */
+void uvt__durable_release(uvt__proc_t *p);
+/* Read what stream `s` has new in its file into its ring (at most
+ * `limit` bytes; 0 = to the end).  Returns the bytes read. */
+size_t uvt__durable_tail(uvt__proc_t *p, uvt__stream_t *s, size_t limit);
+/* Tail p's streams from the loop soon (a change, a resume). */
+void uvt__durable_want_tail(uvt__proc_t *p);
+/* An adopted task's keeper: 0 while it runs; 1 once it ended, with
+ * *status (a wait status) and *lost (nothing recorded). */
+int uvt__durable_leader_status(uvt__proc_t *p, int *status, int *lost);
+/* The libuv error of a command the keeper could not run, else 0. */
+int uvt__durable_spawn_error(uvt__proc_t *p);
+/* The command's pid (the keeper's child), 0 if none is seen. */
+int uvt__durable_command_pid(uvt__proc_t *p);
+/* 1 when the host's leaving stops durable task p (no state directory,
+ * or uvt_process_stop_durable()), 0 when it runs on (D-1). */
+int uvt__durable_stopping(const uvt__proc_t *p);
+/* At context close: close the state directory's handles (how many;
+ * on_closed runs for each); uvt__durable_free after they closed. */
+unsigned uvt__durable_close(uvt__procs_t *ps, uv_close_cb on_closed);
+void uvt__durable_free(uvt__procs_t *ps);
+
+/* process.c: register an adopted task under its journalled id (D-3). */
+int uvt__proc_adopt(uvt__procs_t *ps, uvt__dentry_t *e, uvt__adopted_t *a,
+                    uvt_agent_t *owner);
+/* process.c, for durable.c's tail: where the next bytes of s go, and
+ * that n bytes went there (read_room, got_bytes). */
+size_t uvt__stream_room(uvt__stream_t *s, char **at);
+void uvt__stream_got(uvt__stream_t *s, const char *at, size_t n);
+/* process.c: a stream stopped at its cap (P-OUT-4). */
+void uvt__stream_maybe_pause(uvt__stream_t *s);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "process-internal.h"
@@ -124,6 +125,13 @@ static int kill_now(uvt__proc_t *p) {
 static void proc_free(uvt__proc_t *p) {
   uvt__procs_t *ps = p->counted ? p->procs : NULL;
 
+  /* D-6: a start that failed leaves no file behind. */
+  if (p->procs != NULL)
+    uvt__durable_release(p);
+  if (p->out.file && p->out.fd >= 0)
+    close(p->out.fd);
+  if (p->err.file && p->err.fd >= 0)
+    close(p->err.fd);
   uvt__reap_unwatch(p);
   uvt__notify_cancel(p);
   if (p->cg)
@@ -205,6 +213,13 @@ static void close_stream(uvt__stream_t *s) {
   if (s->linger) {
     s->linger = 0;
     s->proc->lingering--;
+  }
+  if (s->file) {
+    /* D-2: a file in the state directory; no handle. */
+    if (s->fd >= 0)
+      close(s->fd);
+    s->fd = -1;
+    return;
   }
   if (s->tty)
     uv_close((uv_handle_t *)&s->tty_poll, on_tty_close);
@@ -295,7 +310,9 @@ static void maybe_pause(uvt__stream_t *s) {
   if (!s->proc->backpressure || s->drained || !s->open || s->paused ||
       s->buf.len < s->buf.cap)
     return;
-  if (s->tty)
+  if (s->file)
+    ; /* D-2: simply not tailed while paused */
+  else if (s->tty)
     uv_poll_stop(&s->tty_poll);
   else
     uv_read_stop((uv_stream_t *)&s->pipe);
@@ -322,6 +339,18 @@ static void got_bytes(uvt__stream_t *s, const char *at, size_t n) {
   store_bytes(s, at, n);
   maybe_pause(s);
   uvt__notify_output(p);
+}
+
+size_t uvt__stream_room(uvt__stream_t *s, char **at) {
+  return read_room(s, at);
+}
+
+void uvt__stream_got(uvt__stream_t *s, const char *at, size_t n) {
+  got_bytes(s, at, n);
+}
+
+void uvt__stream_maybe_pause(uvt__stream_t *s) {
+  maybe_pause(s);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -391,6 +420,10 @@ static void on_tty_io(uv_poll_t *h, int status, int events) {
 }
 
 static int start_reading(uvt__stream_t *s) {
+  if (s->file) {
+    uvt__durable_want_tail(s->proc);
+    return 0;
+  }
   if (s->tty)
     return uv_poll_start(&s->tty_poll, UV_READABLE, on_tty_io);
   return uv_read_start((uv_stream_t *)&s->pipe, on_alloc, on_read);
@@ -400,6 +433,10 @@ static void resume_stream(uvt__stream_t *s) {
   if (!s->paused || !s->open || s->buf.len >= s->buf.cap)
     return;
   s->paused = 0;
+  if (s->file) {
+    uvt__durable_want_tail(s->proc);
+    return;
+  }
   if (start_reading(s) != 0) {
     close_stream(s);
     maybe_finish(s->proc);
@@ -407,6 +444,9 @@ static void resume_stream(uvt__stream_t *s) {
 }
 
 void uvt__proc_resume(uvt__proc_t *p) {
+  /* D-3: what a read consumed, for a restart to resume from. */
+  if (p->dur != NULL)
+    uvt__durable_consumed(p);
   resume_stream(&p->out);
   resume_stream(&p->err);
 }
@@ -451,6 +491,14 @@ static int drain_read(uvt__proc_t *p, uvt__stream_t *s) {
 static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
   if (!s->open)
     return;
+  if (s->file) {
+    /* D-2: what the file holds now (the cap's rules apply as they read). */
+    s->paused = 0;
+    if (uvt__durable_tail(p, s, 0) > 0)
+      uvt__notify_output(p);
+    close_stream(s);
+    return;
+  }
   drain_read(p, s);
   close_stream(s);
 }
@@ -471,6 +519,11 @@ static void linger(uvt__proc_t *p, uvt__stream_t *s) {
 
   if (!s->open || s->linger)
     return;
+  if (s->file) {
+    /* D-2: a file has no holders to wait for: what it holds is read. */
+    drain_stream(p, s);
+    return;
+  }
   if (p->backpressure) {
     /* P-OUT-4, as at a drain: what the pipe holds now is kept beyond the
      * cap.  Then the cap holds again: the holders wait in write until a
@@ -559,6 +612,13 @@ static void no_leader(uvt__proc_t *p) {
   }
   if (p->live & UVT__H_RUNTIME)
     uv_timer_stop(&p->runtime_timer);
+  if ((p->out.file || p->err.file) && (p->out.open || p->err.open) &&
+      (p->pid <= 0 || uvt__members_known_empty(p))) {
+    /* D-2: files have no end of stream; with nobody left in the session
+     * to write them, what they hold now is all there is. */
+    drain_stream(p, &p->out);
+    drain_stream(p, &p->err);
+  }
   if (p->out.open || p->err.open)
     arm(&p->drain_timer, on_drain_timer, p->drain_ms);
   maybe_finish(p);
@@ -587,6 +647,15 @@ int uvt__proc_check_leader(uvt__proc_t *p) {
     return 1;
   if (p->pid <= 0)
     return 0; /* the spawn is out: no leader yet */
+  if (p->adopted) {
+    /* D-3: a keeper taken back is (in general) not our child: its end is
+     * seen through its pidfd and read from its status file. */
+    int lost = 0;
+    if (!uvt__durable_leader_status(p, &status, &lost))
+      return 0;
+    leader_exited(p, status, lost);
+    return 1;
+  }
   do
     r = waitpid(p->pid, &status, WNOHANG);
   while (r < 0 && errno == EINTR);
@@ -675,6 +744,8 @@ static void on_runtime_timer(uv_timer_t *timer) {
   if (request_stop(p) == 0) {
     p->timed_out = 1;
     p->timed_out_ms = ms_since(p->start_ns);
+    if (p->dur != NULL)
+      uvt__durable_killed(p, 't'); /* D-3: a restart keeps stopping it */
   }
 }
 
@@ -770,6 +841,36 @@ static void settle(uvt__proc_t *p) {
 
   memset(&o, 0, sizeof(o));
   memset(&g, 0, sizeof(g));
+  if (p->dur != NULL && p->not_started && !p->detached) {
+    int e = p->spawn_err;
+    if (e == 0 && p->pid > 0)
+      e = uvt__durable_spawn_error(p);
+    if (p->dur_err != 0 || (e == 0 && p->adopted && !p->kill_requested)) {
+      /* D-2, D-3: nothing ran, and not because of a kill. */
+      o.status = UVT_FAILED;
+      if (p->dur_err != 0)
+        snprintf(detail, sizeof(detail),
+                 "not started: the state directory's journal could not "
+                 "record it (%s)",
+                 err_name(p->dur_err, sigbuf, sizeof(sigbuf)));
+      else
+        snprintf(detail, sizeof(detail),
+                 "not started: its host stopped before the spawn");
+      goto decided;
+    }
+    p->spawn_err = e;
+  }
+  if (p->detached) {
+    /* D-1: the host leaves; the task runs on for the next one. */
+    o.status = UVT_KILLED;
+    snprintf(detail, sizeof(detail), "detached: keeps running as pid %d",
+             (int)p->pid);
+    goto decided;
+  }
+  if (p->dur != NULL && !p->not_started && !p->status_lost &&
+      WIFEXITED(p->status) && WEXITSTATUS(p->status) == 127 &&
+      (p->spawn_err = uvt__durable_spawn_error(p)) != 0)
+    p->not_started = 1; /* the keeper could not run the command */
   if (p->not_started && p->spawn_err != 0) {
     /* P-SPAWN-4: what only the spawn could report. */
     o.status = UVT_FAILED;
@@ -783,6 +884,12 @@ static void settle(uvt__proc_t *p) {
                (unsigned long long)p->timed_out_ms);
     else
       snprintf(detail, sizeof(detail), "killed before it started");
+  } else if (p->status_lost && p->dur != NULL) {
+    o.status = UVT_FAILED;
+    snprintf(detail, sizeof(detail),
+             "exit status lost: its keeper (pid %d) ended without recording "
+             "it",
+             (int)p->pid);
   } else if (p->status_lost) {
     o.status = UVT_FAILED;
     snprintf(detail, sizeof(detail), "exit status lost: reaped elsewhere");
@@ -813,9 +920,10 @@ static void settle(uvt__proc_t *p) {
     limits_detail(p, &o, detail, sizeof(detail),
                   !p->timed_out && (sig != 0 || code != 0));
   }
+decided:
   /* P-LEFT-1: what the task left running is named in the detail it settles
    * with (a kill leaves nothing, P-KILL-7). */
-  if (!p->not_started && p->pid > 0 && !p->kill_requested &&
+  if (!p->detached && !p->not_started && p->pid > 0 && !p->kill_requested &&
       !uvt__members_known_empty(p)) {
     int left = uvt__members_leftovers(p);
     size_t used = strlen(detail);
@@ -862,8 +970,34 @@ static void settle(uvt__proc_t *p) {
 
 /* ---- hooks ------------------------------------------------------------ */
 
+/* D-1: the host leaves (registry close, the owner's disposal) and the
+ * durable task runs on: nothing is signalled; every handle of ours
+ * closes and the record settles `killed`, "detached: ...", to be dropped.
+ * The journal keeps it for the next host. */
+static void detach(uvt__proc_t *p) {
+  if (p->spawning) {
+    p->detach_pending = 1; /* done when the spawner answers */
+    return;
+  }
+  p->detached = 1;
+  uvt__durable_release(p); /* the entry stays, without its task */
+  p->reaped = 1;           /* no wait of ours will see its end */
+  close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
+  close_stream(&p->out);
+  close_stream(&p->err);
+  uvt__reap_unwatch(p);
+  maybe_finish(p);
+}
+
 static int hook_cancel(uvt_task_t *t, const char *reason) {
   uvt__proc_t *p = uvt_task_arg(t);
+
+  if (p->dur != NULL && uvt_task_host_leaving(t) && !p->kill_requested &&
+      !uvt__durable_stopping(p)) {
+    if (!p->detached && !p->detach_pending && !uvt__proc_check_leader(p))
+      detach(p);
+    return 0;
+  }
 
   /* P-KILL-2/3: a leader that already exited keeps its outcome and is not
    * signalled; but a kill in progress that is waiting for the rest of the
@@ -880,8 +1014,12 @@ static int hook_cancel(uvt_task_t *t, const char *reason) {
     return 0;
   }
   p->cancels++;
-  if (!p->kill_requested)
-    return request_stop(p);
+  if (!p->kill_requested) {
+    int err = request_stop(p);
+    if (err == 0 && p->dur != NULL)
+      uvt__durable_killed(p, 'k'); /* D-3: a restart keeps stopping it */
+    return err;
+  }
   /* The runtime limit already sent SIGTERM: the owner's first kill lets
    * that grace run; a repeated cancel means "stop now" (R-KILL-3). */
   if (p->timed_out && p->cancels == 1)
@@ -906,6 +1044,11 @@ static int hook_read(uvt_task_t *t, uvt_buf_t *out) {
 
   int err;
 
+  if (p->dur != NULL && !p->settled) {
+    /* D-2: what the files hold now, not only what a change told of. */
+    uvt__durable_tail(p, &p->out, 0);
+    uvt__durable_tail(p, &p->err, 0);
+  }
   if (out->base == NULL &&
       uvt__output_take(&p->out.buf, p->out.closed, &p->err.buf, p->err.closed,
                        &text, &len, &size)) {
@@ -985,8 +1128,14 @@ static void on_quiesce_timer(uv_timer_t *timer) {
 static int quiesce_start(uvt__proc_t *p) {
 
   /* Only a settled task's handles are all closed; before that its own stop
-   * path is still running. */
-  if (!p->settled)
+   * path is still running.  A detached durable task is not ours to stop
+   * (D-1). */
+  if (!p->settled || p->detached)
+    return 0;
+  /* D-1: an undelivered durable task's end, and what it left running,
+   * are the next host's. */
+  if (p->dur != NULL && !p->dur->delivered &&
+      uvt_task_host_leaving(p->task) && !uvt__durable_stopping(p))
     return 0;
   if (p->pid <= 0 || uvt__members_known_empty(p)) {
     end_linger(p); /* P-OUT-6: a holder outside the session */
@@ -1042,6 +1191,11 @@ static int hook_quiesce(uvt_task_t *t) {
   return r;
 }
 
+/* D-3: the end is recorded as delivered before any listener hears it. */
+static void hook_settled(uvt_task_t *t) {
+  uvt__durable_settled(uvt_task_arg(t));
+}
+
 static void hook_release(uvt_task_t *t) {
   uvt__proc_t *p = uvt_task_arg(t);
   const char *text;
@@ -1053,6 +1207,7 @@ static void hook_release(uvt_task_t *t) {
     close_stream(&p->out);
   if (p->err.linger)
     close_stream(&p->err);
+  uvt__durable_release(p); /* D-6: a delivered task's files go */
   /* The registry frees the outcome's text with the record. */
   (void)uvt_task_remainder_peek(t, &text, &len);
   uvt__trim_note(p->procs, len);
@@ -1061,8 +1216,8 @@ static void hook_release(uvt_task_t *t) {
     p->quiescing = 0;
     uvt__members_count(p, SIGKILL);
     close_handle(p, UVT__H_KILL, (uv_handle_t *)&p->kill_timer);
-  } else if (!p->settled && !p->run_failed && !p->killed_now &&
-             (p->live & UVT__H_KILL)) {
+  } else if (!p->settled && !p->run_failed && !p->killed_now && !p->detached &&
+             !p->detach_pending && (p->live & UVT__H_KILL)) {
     /* Force-failed while it runs (R-AGENT-4): disposal stopped waiting,
      * and the registry's close waits for this state's handles
      * (context.c): SIGKILL now rather than after the grace. */
@@ -1108,6 +1263,17 @@ static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
   s->open = 1;
   p->closing++;
   return uv_pipe_open(&s->pipe, fd);
+}
+
+/* D-2: a file of the state directory as the task's output (its
+ * descriptor, set by uvt__durable_prepare, is read by durable.c). */
+static void open_file_stream(uvt__proc_t *p, uvt__stream_t *s) {
+  s->proc = p;
+  uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
+  uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
+  proc_spill_init(p, &s->buf);
+  s->file = 1;
+  s->open = 1;
 }
 
 /* A terminal's master side as the task's output (read by on_tty_io); the
@@ -1177,6 +1343,7 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   int master = -1;  /* a pty task's terminal (P-PTY-1) */
   char tty[64];
   int child[3];
+  int xfd[2] = {-1, -1}; /* D-1: the keeper's status file and FIFO end */
   int err;
 
   p->task = t;
@@ -1185,7 +1352,29 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     return err;
   p->counted = 1;
   p->procs->procs_live++;
-  if (o->pty) {
+  if (o->durable) {
+    /* D-2: output to files in the state directory, the status file, and
+     * a FIFO for stdin (durable.c). */
+    err = uvt__durable_prepare(p, o, child, xfd, &in_ours);
+    if (err != 0)
+      goto fail_fds;
+    in_fd = child[0];
+    outp[1] = child[1];
+    errp[1] = child[2];
+    if (o->stdin_data != NULL) {
+      in_fd = uvt__stdin_file(o->stdin_data, o->stdin_len);
+      if (in_fd < 0) {
+        err = in_fd;
+        goto fail_fds;
+      }
+    }
+    if ((outp[1] = uvt__fd_above_stdio(outp[1])) < 0 ||
+        (errp[1] = uvt__fd_above_stdio(errp[1])) < 0 ||
+        (in_fd = uvt__fd_above_stdio(in_fd)) < -1) {
+      err = outp[1] < 0 ? outp[1] : errp[1] < 0 ? errp[1] : in_fd;
+      goto fail_fds;
+    }
+  } else if (o->pty) {
     /* One terminal for the child's stdin, stdout and stderr: the slave
      * travels in the request (child[0]), the master is read here and a
      * copy of it written. */
@@ -1260,14 +1449,35 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   p->spawn->sb_status_fd = -1;
   p->spawn->cookie = p;
   p->spawning = 1;
-  if (p->procs->helper_on)
+  if (o->durable) {
+    /* D-1: the keeper leads the task and runs the command. */
+    p->spawn->xfd[0] = xfd[0];
+    p->spawn->xfd[1] = xfd[1];
+    xfd[0] = xfd[1] = -1;
+    err = uvt__durable_wrap(p, p->spawn);
+    if (err != 0)
+      goto fail_fds;
+  }
+  if (p->procs->helper_on && !o->durable)
     p->spawn->helper = p->procs->helper; /* P-SPAWN-7 */
   /* P-KILL-5, L-LIM-1: a group of its own (checked above: where limits
-   * are asked, one that can enforce them). */
-  uvt__cgroot_assign(p->procs, &o->limits, &p->spawn->cg);
-  p->spawn->cg_must = limited(&o->limits);
+   * are asked, one that can enforce them).  Not a durable task's: the
+   * registry's groups go with it (D-1). */
+  if (!o->durable) {
+    uvt__cgroot_assign(p->procs, &o->limits, &p->spawn->cg);
+    p->spawn->cg_must = limited(&o->limits);
+  }
 
-  if (o->pty) {
+  if (o->durable) {
+    open_file_stream(p, &p->out);
+    if (p->err.fd >= 0) {
+      open_file_stream(p, &p->err);
+    } else {
+      /* M-TOOLS-12: merged into stdout, stderr is never opened. */
+      uvt__outbuf_init(&p->err.buf, o->output_cap_bytes);
+      p->err.closed = 1;
+    }
+  } else if (o->pty) {
     err = open_tty(p, &p->out, master);
     if (err == 0)
       master = -1; /* the poll handle owns it now */
@@ -1290,7 +1500,8 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   }
   if (err == 0 && in_ours >= 0) {
     err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty);
-    in_ours = -1; /* taken, or closed on failure */
+    in_ours = -1;            /* taken, or closed on failure */
+    p->in.fifo = o->durable; /* D-5: a FIFO in the state directory */
   }
   if (err == 0)
     err = init_timer(p, &p->kill_timer, UVT__H_KILL);
@@ -1315,10 +1526,14 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   hooks->read_late = hook_late;
   hooks->release = hook_release;
   hooks->quiesce = hook_quiesce;
+  if (o->durable)
+    hooks->settled = hook_settled;
   return 0;
 
 fail_fds:
   p->run_failed = 1;
+  close_fd(&xfd[0]);
+  close_fd(&xfd[1]);
   close_fd(&outp[0]);
   close_fd(&outp[1]);
   close_fd(&errp[0]);
@@ -1391,6 +1606,8 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   }
   uvt__spawn_free(sp);
   uvt__members_track(p);
+  if (p->dur != NULL)
+    uvt__durable_spawned(p); /* D-3: its keeper's pid */
   err = watch_leader(p);
   if (err != 0) {
     /* Neither a pidfd nor the SIGCHLD watch: the exit could not be seen.
@@ -1400,6 +1617,12 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
     uvt__spawner_reaped(p->procs, p->pid);
     p->pid = 0;
     not_started(p, err);
+    return;
+  }
+  if (p->detach_pending) {
+    /* D-1: its host left while the spawn was out: it runs on. */
+    p->detach_pending = 0;
+    detach(p);
     return;
   }
   if (p->released || p->killed_now) {
@@ -1524,6 +1747,16 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   for (e = o->env; e != NULL && *e != NULL; e++)
     if (strchr(*e, '=') == NULL || **e == '=')
       return UV_EINVAL;
+  /* D-1: a terminal ends with its host; a sandbox's tree is not yet kept
+   * by a keeper. */
+  if (o->durable && o->pty)
+    return UV_EINVAL;
+  if (o->durable && o->sandbox != NULL)
+    return UV_ENOTSUP;
+  /* L-LIM-1 with D-1: a task's limits are its cgroup's, and the
+   * registry's cgroups go with it; not yet for a durable task. */
+  if (o->durable && limited(&o->limits))
+    return UV_ENOTSUP;
 
   p = uvt__calloc(1, sizeof(*p));
   if (p == NULL)
@@ -1574,9 +1807,9 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   spec.arg = p;
 
   err = uvt_start(reg, &spec, p->id);
-  uvt__free(joined);
   p->opts = NULL;
   if (err != 0) {
+    uvt__free(joined);
     /* run() may have left closes in flight (or succeeded and the start was
      * then refused: undo it); the last close frees. */
     if (p->task != NULL && !p->run_failed)
@@ -1587,11 +1820,203 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
   }
   if (id_out != NULL)
     memcpy(id_out, p->id, UVT_ID_MAX);
+  if (o->durable && !p->settled && p->spawning) {
+    /* D-3: journalled before its keeper runs; a journal that cannot take
+     * it (a full disk) means it does not run. */
+    err = uvt__durable_record(p, o, spec.kind,
+                              spec.label != NULL ? spec.label : "");
+    if (err != 0) {
+      p->dur_err = err;
+      atomic_store(&p->spawn->cancelled, 1);
+    }
+  }
+  uvt__free(joined);
   /* P-SPAWN-6: the record exists; the spawn runs off the loop thread.  A
    * kill that came inside uvt_start (R-REENTER-1) already marked the
    * request cancelled: the spawner will not spawn it. */
   uvt__spawner_submit(p->procs, p->spawn, uvt__proc_spawned);
   return 0;
+}
+
+/* ---- adoption (D-3) ---------------------------------------------------- */
+
+/* The run() of a task taken back: its files, its FIFO and its keeper
+ * (through the pidfd durable.c checked), or, when it ended while no host
+ * ran, its recorded end. */
+static int proc_adopt_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
+  uvt__proc_t *p = arg;
+  uvt__adopted_t *a = p->adopting;
+  uvt__dentry_t *e = p->dur;
+  int err = 0;
+  int i;
+
+  p->task = t;
+  p->counted = 1;
+  p->procs->procs_live++;
+  for (i = 0; i < 2; i++) {
+    uvt__stream_t *s = i == 0 ? &p->out : &p->err;
+    s->proc = p;
+    uvt__outbuf_init(&s->buf, (size_t)e->cap);
+    s->fd = a->fd[i];
+    a->fd[i] = -1;
+    if (s->fd < 0) {
+      s->closed = 1; /* merged, or its file is gone: empty */
+      continue;
+    }
+    s->file = 1;
+    s->open = 1;
+    s->pos = e->off[i];
+  }
+  if (strchr(e->flags, 'i') != NULL) {
+    if (a->in_fd >= 0) {
+      err = uvt__stdin_open(p, UVT_PROCESS_STDIN_CAP_BYTES, a->in_fd, 0);
+      a->in_fd = -1;
+      p->in.fifo = 1;
+      if (err != 0)
+        goto fail;
+    } else {
+      /* D-5: no FIFO to write to (closed, or the command closed it). */
+      p->in.enabled = 1;
+      p->in.broken = 1;
+    }
+  }
+  if ((err = init_timer(p, &p->kill_timer, UVT__H_KILL)) != 0 ||
+      (err = init_timer(p, &p->drain_timer, UVT__H_DRAIN)) != 0 ||
+      (err = init_timer(p, &p->runtime_timer, UVT__H_RUNTIME)) != 0)
+    goto fail;
+  p->pid = a->pid;
+  p->start_ticks = a->start;
+  if (a->live) {
+    p->pidfd = a->pidfd;
+    a->pidfd = -1;
+    uvt__members_track(p);
+    if ((err = watch_leader(p)) != 0)
+      goto fail;
+  } else {
+    if (p->pid > 0)
+      uvt__members_track(p); /* what it left running (P-LEFT-1) */
+    p->reaped = 1;
+    p->status = a->status;
+    p->status_lost = a->lost;
+    if (a->never || a->spawn_err != 0) {
+      p->not_started = 1;
+      p->spawn_err = a->spawn_err;
+    }
+    if (e->killed != 0) {
+      /* Asked before the restart: its outcome says so, and what is left
+       * of its session is stopped (P-KILL-7). */
+      p->kill_requested = 1;
+      p->cancels = 1;
+      p->kill_start_ns = uv_hrtime();
+      if (e->killed == 't') {
+        p->timed_out = 1;
+        p->timed_out_ms = e->killed_ms;
+      }
+    }
+  }
+  hooks->cancel = hook_cancel;
+  hooks->read_output = hook_read;
+  hooks->release = hook_release;
+  hooks->quiesce = hook_quiesce;
+  hooks->settled = hook_settled;
+  return 0;
+fail:
+  undo_start(p);
+  return err;
+}
+
+int uvt__proc_adopt(uvt__procs_t *ps, uvt__dentry_t *e, uvt__adopted_t *a,
+                    uvt_agent_t *owner) {
+  uvt__proc_t *p;
+  uvt_spec_t spec;
+  int64_t elapsed_ms;
+  struct timespec now;
+  int err;
+  int i;
+
+  p = uvt__calloc(1, sizeof(*p));
+  if (p == NULL) {
+    err = UV_ENOMEM;
+    goto drop_fds;
+  }
+  clock_gettime(CLOCK_REALTIME, &now);
+  elapsed_ms =
+      (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - e->started_ms;
+  if (elapsed_ms < 0)
+    elapsed_ms = 0;
+  /* Durations count from the task's own start, before the restart. */
+  p->start_ns = uv_hrtime() - (uint64_t)elapsed_ms * 1000000u;
+  p->reg = ps->reg;
+  p->loop = ps->loop;
+  p->procs = ps;
+  p->pidfd = -1;
+  p->swept = uvt__proc_swept;
+  p->grace_ms = e->grace_ms;
+  p->drain_ms = e->drain_ms;
+  p->max_runtime_ms = e->max_runtime_ms;
+  p->out.proc = p;
+  p->err.proc = p;
+  p->out.fd = -1;
+  p->err.fd = -1;
+  p->in.fd = -1;
+  p->backpressure = strchr(e->flags, 'b') != NULL;
+  p->dur = e;
+  p->adopted = 1;
+  p->adopting = a;
+  uvt__list_init(&p->notify_link);
+  uvt__list_init(&p->unreaped_link);
+  uvt__list_init(&p->sweep_link);
+  uvt__list_init(&p->pass_link);
+
+  memset(&spec, 0, sizeof(spec));
+  spec.kind = e->kind;
+  spec.label = e->label;
+  spec.owner = owner;
+  spec.run = proc_adopt_run;
+  spec.arg = p;
+  spec.id = e->id; /* R-START-6: the same id */
+  err = uvt_start(ps->reg, &spec, p->id);
+  p->adopting = NULL;
+  if (err != 0) {
+    p->dur = NULL; /* the entry stays the state directory's */
+    if (p->task != NULL && !p->run_failed)
+      undo_start(p);
+    p->run_failed = 1;
+    maybe_free(p);
+    goto drop_fds;
+  }
+  e->proc = p;
+  if (a->live) {
+    if (e->killed == 't') {
+      /* D-3: the runtime limit's stop goes on. */
+      if (request_stop(p) == 0) {
+        p->timed_out = 1;
+        p->timed_out_ms = e->killed_ms;
+      }
+    } else if (e->killed != 0) {
+      (void)uvt_kill(ps->reg, p->id, owner, "kill asked before a restart",
+                     NULL);
+    } else if (p->max_runtime_ms > 0) {
+      uint64_t used = (uint64_t)elapsed_ms;
+      arm(&p->runtime_timer, on_runtime_timer,
+          used >= p->max_runtime_ms ? 0 : p->max_runtime_ms - used);
+    }
+  } else {
+    /* Ended while no host ran (D-3): read, and settle with its outcome. */
+    no_leader(p);
+  }
+  return 0;
+
+drop_fds:
+  for (i = 0; i < 2; i++)
+    if (a->fd[i] >= 0)
+      close(a->fd[i]);
+  if (a->in_fd >= 0)
+    close(a->in_fd);
+  if (a->pidfd >= 0)
+    close(a->pidfd);
+  a->fd[0] = a->fd[1] = a->in_fd = a->pidfd = -1;
+  return err;
 }
 
 int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
@@ -1610,6 +2035,11 @@ int uvt__proc_lookup(uvt_registry_t *reg, const char *id,
   if (uvt_task_hooks(*t)->cancel != hook_cancel)
     return UV_EINVAL; /* another producer's task */
   *out = uvt_task_arg(*t);
+  if ((*out)->dur != NULL && !(*out)->settled) {
+    /* D-2: every look and read sees what the files hold now. */
+    uvt__durable_tail(*out, &(*out)->out, 0);
+    uvt__durable_tail(*out, &(*out)->err, 0);
+  }
   return 0;
 }
 
@@ -1665,6 +2095,11 @@ int uvt_process_command_pid(uvt_registry_t *reg, const char *id,
     return 0;
   if (p->pid <= 0)
     return UV_ESRCH;
+  if (p->dur != NULL || p->adopted) {
+    /* D-1: the keeper's child. */
+    int pid = uvt__durable_command_pid(p);
+    return pid > 0 ? pid : p->reaped ? UV_ESRCH : 0;
+  }
   if (!p->sandboxed)
     return (int)p->pid;
   return uvt__sandbox_command_pid(p);

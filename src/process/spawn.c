@@ -398,6 +398,7 @@ int uvt__spawn_prepare(uvt__envcache_t *envc, const uvt_process_options_t *o,
   sp->force_fork = uvt__process_force_fork;
   sp->hook = uvt__process_spawn_hook;
   uvt__cg_init(&sp->cg);
+  sp->xfd[0] = sp->xfd[1] = -1;
   sp->clk_tck = sysconf(_SC_CLK_TCK);
   atomic_init(&sp->cancelled, 0);
   *out = sp;
@@ -416,14 +417,26 @@ void uvt__spawn_free(uvt__spawn_t *sp) {
     close(sp->extra_fd);
   if (sp->sb_status_fd >= 0)
     close(sp->sb_status_fd);
+  for (i = 0; i < 2; i++)
+    if (sp->xfd[i] >= 0)
+      close(sp->xfd[i]);
   uvt__env_unref(sp->env);
   uvt__sandbox_argv_free(sp->sb_argv);
+  uvt__sandbox_argv_free(sp->dur_argv);
   uvt__free(sp);
 }
 
 /* ---- the spawn (any thread; reads the request, writes the answer) ----- */
 
 #if defined(UVT_HAVE_POSIX_SPAWN_ALL)
+/* The first descriptor the child does not inherit: 3, or above a
+ * sandbox's status pipe (3) or a keeper's status file and FIFO (3, 4). */
+static int first_free_fd(const uvt__spawn_t *sp) {
+  if (sp->xfd[1] >= 0)
+    return 5;
+  return sp->xfd[0] >= 0 || sp->extra_fd >= 0 ? 4 : 3;
+}
+
 static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
@@ -470,12 +483,17 @@ static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
   /* S-2, S-9: a sandbox's status pipe as descriptor 3. */
   if (rc == 0 && sp->extra_fd >= 0)
     rc = posix_spawn_file_actions_adddup2(&fa, sp->extra_fd, 3);
+  /* D-1: a keeper's status file and FIFO end, as its 3 and 4 (never
+   * with a sandbox: a durable task has none). */
+  if (rc == 0 && sp->xfd[0] >= 0)
+    rc = posix_spawn_file_actions_adddup2(&fa, sp->xfd[0], 3);
+  if (rc == 0 && sp->xfd[1] >= 0)
+    rc = posix_spawn_file_actions_adddup2(&fa, sp->xfd[1], 4);
   if (rc == 0 && sp->cwd != NULL)
     rc = posix_spawn_file_actions_addchdir_np(&fa, sp->cwd);
   /* P-SPAWN-5: whatever the host left without O_CLOEXEC stops here. */
   if (rc == 0)
-    rc = posix_spawn_file_actions_addclosefrom_np(&fa,
-                                                  sp->extra_fd >= 0 ? 4 : 3);
+    rc = posix_spawn_file_actions_addclosefrom_np(&fa, first_free_fd(sp));
   if (rc == 0)
     rc = posix_spawn(pid, sp->file, &fa, &attr, sp->argv, sp->envp);
   posix_spawnattr_destroy(&attr);
@@ -503,6 +521,7 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
   int err;
   int fd;
   int sig;
+  int first;
 
   memset(&dfl, 0, sizeof(dfl));
   dfl.sa_handler = SIG_DFL;
@@ -530,8 +549,11 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
       goto fail;
   }
   /* S-2, S-9: a sandbox's status pipe as descriptor 3 (above stdio and
-   * above 3 itself: dup2 clears close-on-exec). */
-  if (sp->extra_fd >= 0 && dup2(sp->extra_fd, 3) < 0)
+   * above 3 itself: dup2 clears close-on-exec); D-1: a keeper's status
+   * file and FIFO end as 3 and 4. */
+  if ((sp->extra_fd >= 0 && dup2(sp->extra_fd, 3) < 0) ||
+      (sp->xfd[0] >= 0 && dup2(sp->xfd[0], 3) < 0) ||
+      (sp->xfd[1] >= 0 && dup2(sp->xfd[1], 4) < 0))
     goto fail;
   if (sp->cwd != NULL && chdir(sp->cwd) != 0)
     goto fail;
@@ -548,11 +570,14 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
   }
   /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
    * pipe too, which is how the parent learns that exec succeeded). */
-  if (syscall(SYS_close_range, sp->extra_fd >= 0 ? 4U : 3U, ~0U,
-              CLOSE_RANGE_CLOEXEC) != 0) {
+  first = sp->xfd[1] >= 0                          ? 5
+          : sp->xfd[0] >= 0 || sp->extra_fd >= 0 ? 4
+                                                 : 3;
+  if (syscall(SYS_close_range, (unsigned)first, ~0U, CLOSE_RANGE_CLOEXEC) !=
+      0) {
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
       rl.rlim_cur = 65536;
-    for (fd = sp->extra_fd >= 0 ? 4 : 3; fd < (int)rl.rlim_cur; fd++)
+    for (fd = first; fd < (int)rl.rlim_cur; fd++)
       fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
   execve(sp->file, sp->argv, sp->envp);
@@ -744,6 +769,11 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
   if (sp->extra_fd >= 0)
     close(sp->extra_fd);
   sp->extra_fd = -1;
+  for (i = 0; i < 2; i++) {
+    if (sp->xfd[i] >= 0)
+      close(sp->xfd[i]);
+    sp->xfd[i] = -1;
+  }
 }
 
 /* ---- odds and ends ---------------------------------------------------- */

@@ -43,7 +43,8 @@ unsigned uvt__process_spawners;
 /* Under the mutex, after a spawn: its leader joins the live set that
  * uvt_process_stop_all_now() reads (room was reserved by the start). */
 static void spawned(uvt__procs_t *ps, const uvt__spawn_t *sp) {
-  if (sp->err == 0 && !sp->skipped && sp->pid > 0 &&
+  /* D-1: a durable task's keeper is not one of them: it outlives us. */
+  if (sp->err == 0 && !sp->skipped && sp->pid > 0 && !sp->durable &&
       ps->leaders_n < ps->leaders_cap) {
     uvt__leader_t *l = &ps->leaders[ps->leaders_n++];
     l->pid = sp->pid;

@@ -31,6 +31,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -105,11 +108,47 @@ void uvt__stdin_closed(uvt__proc_t *p) {
   p->in.fd = -1;
 }
 
+/* D-5: a durable task's FIFO (non-blocking).  A write to a FIFO nobody
+ * reads raises SIGPIPE, which a library may not let reach its host: it
+ * is held off for this thread around the write, and one it raised is
+ * taken back before it is let through again (unless one was pending
+ * before, which is the host's). */
+static ssize_t put_fifo(uvt__stdin_t *in, const char *bytes, size_t len) {
+  static const struct timespec zero = {0, 0};
+  sigset_t pipe_set;
+  sigset_t old;
+  sigset_t pending;
+  int had;
+  ssize_t n;
+  int e;
+
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  sigpending(&pending);
+  had = sigismember(&pending, SIGPIPE);
+  do
+    n = write(in->fd, bytes, len);
+  while (n < 0 && errno == EINTR);
+  e = errno;
+  if (n < 0 && e == EPIPE && !had)
+    while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+      ;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (n >= 0)
+    return n;
+  if (e == EAGAIN || e == EWOULDBLOCK)
+    return UV_EAGAIN;
+  return UVT__PERR(e);
+}
+
 /* One write system call: bytes written, or a libuv error (UV_EAGAIN when
  * the descriptor takes nothing now). */
 static ssize_t put(uvt__stdin_t *in, const char *bytes, size_t len) {
   ssize_t n;
 
+  if (in->fifo)
+    return put_fifo(in, bytes, len);
   do {
     if (in->tty)
       n = write(in->fd, bytes, len);
@@ -145,7 +184,10 @@ static void maybe_end(uvt__proc_t *p) {
   if (in->head != NULL || !in->host_ended || in->tty || !in->open)
     return;
   /* The socket's last holder on our side: closing it is the child's end
-   * of file. */
+   * of file.  A durable task's FIFO has a second writer, its keeper,
+   * which is told to close its end too (D-5). */
+  if (in->fifo)
+    uvt__durable_stdin_closed(p);
   uvt__stdin_close(p);
 }
 

@@ -321,7 +321,7 @@ static void submit_one(uvt_slurm_engine_t *e, uvt__sjob_t *j) {
   e->journal_sync = 0;
   uv_mutex_unlock(&e->mutex);
   if (sync)
-    uvt__journal_sync(e); /* E-5: journalled before it runs */
+    uvt__sjournal_sync(e); /* E-5: journalled before it runs */
   rc = do_submit(e, j, &job, why, sizeof(why));
   uv_mutex_lock(&e->mutex);
   now = mono_ms();
@@ -332,7 +332,7 @@ static void submit_one(uvt_slurm_engine_t *e, uvt__sjob_t *j) {
     /* E-12: on disk before the host hears "accepted". */
     e->journal_sync = 0;
     uv_mutex_unlock(&e->mutex);
-    uvt__journal_sync(e);
+    uvt__sjournal_sync(e);
     uv_mutex_lock(&e->mutex);
     snprintf(detail, sizeof(detail), "pending (slurm job %u)", job);
     uvt__free(j->live_detail);
@@ -1425,7 +1425,7 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
     err = UV_ENOMEM;
     goto fail;
   }
-  if (o->journal != NULL && (err = uvt__journal_open(e, o->journal)) != 0)
+  if (o->journal != NULL && (err = uvt__sjournal_open(e, o->journal)) != 0)
     goto fail;
   if ((err = uv_mutex_init(&e->mutex)) != 0)
     goto fail;

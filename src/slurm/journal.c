@@ -108,7 +108,7 @@ void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state) {
   e->journal_sync = 1;
 }
 
-void uvt__journal_sync(uvt_slurm_engine_t *e) {
+void uvt__sjournal_sync(uvt_slurm_engine_t *e) {
   if (e->journal_fd >= 0)
     (void)fdatasync(e->journal_fd);
 }
@@ -307,7 +307,7 @@ static int rewrite(uvt_slurm_engine_t *e, const char *path,
   return 0;
 }
 
-int uvt__journal_open(uvt_slurm_engine_t *e, const char *path) {
+int uvt__sjournal_open(uvt_slurm_engine_t *e, const char *path) {
   uvt__journal_entry_t *a = NULL;
   size_t n = 0, i, k;
   int fd, nfd = -1, err;

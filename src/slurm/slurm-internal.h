@@ -172,9 +172,9 @@ typedef struct uvt__journal_entry_s {
   int done;
   int64_t slot;
 } uvt__journal_entry_t;
-int uvt__journal_open(uvt_slurm_engine_t *e, const char *path);
+int uvt__sjournal_open(uvt_slurm_engine_t *e, const char *path);
 void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state);
-void uvt__journal_sync(uvt_slurm_engine_t *e);
+void uvt__sjournal_sync(uvt_slurm_engine_t *e);
 
 /* E-9: what the controller says of an adopted job. */
 enum {

@@ -1,0 +1,1050 @@
+/* Durable tasks (D-1..D-7): tasks that outlive their host and are taken
+ * back by the next one under the same ids, with nothing read twice or
+ * lost and every end reported once.
+ *
+ * Hosts that die are real processes: this binary in host mode
+ * (--durable-host), which stops itself with SIGKILL at a chosen step of a
+ * task's life (the library's test hook, uvt__durable_hook), never after a
+ * time.  It writes what it sees on its stdout, framed ("A n" adopted, "S
+ * id" started, "R id len" and the bytes of a read, "N id status detail" a
+ * listener's notice), and the test puts every host's records together. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "leaf/journal.h"
+#include "test-process-util.h"
+
+extern void (*uvt__durable_hook)(const char *step, const char *id);
+
+/* ---------------------------------------------------------------------- */
+/* State directories                                                       */
+
+static void rm_rf(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  char path[PATH_MAX];
+  if (d == NULL)
+    return;
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+    unlink(path);
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+static void state_dir(char *buf, size_t size) {
+  snprintf(buf, size, "/tmp/uvt-durable-XXXXXX");
+  assert_non_null(mkdtemp(buf));
+}
+
+/* Files of ours (d<16 hex>.ext) in `dir`. */
+static int task_files(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  int n = 0;
+  if (d == NULL)
+    return -1;
+  while ((de = readdir(d)) != NULL)
+    if (de->d_name[0] == 'd' && strlen(de->d_name) > 18 &&
+        de->d_name[17] == '.')
+      n++;
+  closedir(d);
+  return n;
+}
+
+static int journal_lines(const char *dir) {
+  char path[PATH_MAX];
+  FILE *fp;
+  int c, n = 0;
+  snprintf(path, sizeof(path), "%s/journal", dir);
+  if ((fp = fopen(path, "r")) == NULL)
+    return -1;
+  while ((c = fgetc(fp)) != EOF)
+    n += c == '\n';
+  fclose(fp);
+  return n;
+}
+
+static void durable_opts(uvt_process_options_t *o, const char *cmd) {
+  test_opts(o);
+  o->command = cmd;
+  o->durable = 1;
+}
+
+/* The only agent the tests' durable tasks have: the same id and session
+ * in every host, as a restarted server keeps its session (D-5). */
+static void owner_setup(fixture_t *f, uvt_agent_t *a) {
+  agent_setup(f, a, "host", "s-1");
+}
+
+/* Reap keepers that ended as our children (this binary is a subreaper:
+ * a dead host's keeper is reparented here). */
+static void reap_keepers(void) {
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The host process                                                        */
+
+static const char *kill_step;
+static int kill_at;
+static int kill_hits;
+
+static void out_write(const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(1, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      _exit(3);
+    p += w;
+    n -= (size_t)w;
+  }
+}
+
+static void out_printf(const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  int n;
+  va_start(ap, fmt);
+  n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  out_write(buf, (size_t)n);
+}
+
+static void host_hook(const char *step, const char *id) {
+  (void)id;
+  if (kill_step != NULL && strcmp(step, kill_step) == 0 &&
+      ++kill_hits == kill_at)
+    raise(SIGKILL);
+}
+
+typedef struct {
+  fixture_t *f;
+  uvt_agent_t *owner;
+  uv_timer_t timer;
+  int started;
+  int done;
+  int kill; /* kill each task once it read "up" */
+} host_t;
+
+static void host_done(uvt_listener_t *l, const uvt_snapshot_t *s,
+                      uvt_agent_t *owner) {
+  (void)l;
+  (void)owner;
+  out_printf("N %s %s %s\n", s->id, uvt_status_name(s->status),
+             s->detail != NULL ? s->detail : "-");
+}
+
+/* Read every task of the owner; done once all are ended and read. */
+static void host_tick(uv_timer_t *t) {
+  host_t *h = t->data;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0, i;
+  int live = 0;
+
+  if (uvt_list(h->f->reg, h->owner, &snaps, &n) != 0)
+    return;
+  for (i = 0; i < n; i++) {
+    uvt_read_t r;
+    memset(&r, 0, sizeof(r));
+    if (uvt_read(h->f->reg, snaps[i].id, h->owner, &r) != 0)
+      continue;
+    if (r.len > 0) {
+      out_printf("R %s %zu\n", snaps[i].id, r.len);
+      out_write(r.text, r.len);
+      if (h->kill && memmem(r.text, r.len, "up\n", 3) != NULL)
+        uvt_kill(h->f->reg, snaps[i].id, h->owner, "host kill", NULL);
+    }
+    if (!uvt_status_is_terminal(r.snapshot.status))
+      live++;
+    uvt_read_cleanup(&r);
+  }
+  uvt_snapshots_free(snaps, n);
+  if (live == 0 && h->started) {
+    h->done = 1;
+    uv_timer_stop(t);
+  }
+}
+
+static int host_is_done(void *arg) {
+  return ((host_t *)arg)->done;
+}
+
+/* argv: --durable-host DIR STEP AT COMMAND|- [kill]
+ * STEP "-": no kill.  COMMAND "-": adopt only.  "kill": kill each task
+ * once its output has "up". */
+static int durable_host(int argc, char **argv) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_listener_t l;
+  host_t h;
+  int n;
+
+  if (argc < 6)
+    return 2;
+  kill_step = strcmp(argv[3], "-") == 0 ? NULL : argv[3];
+  kill_at = atoi(argv[4]);
+  uvt__durable_hook = host_hook;
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  memset(&l, 0, sizeof(l));
+  uvt_listener_start(f.reg, &l, host_done);
+  n = uvt_process_adopt_all(f.reg, argv[2], &a);
+  out_printf("A %d\n", n);
+  if (n < 0)
+    return 4;
+  memset(&h, 0, sizeof(h));
+  h.f = &f;
+  h.owner = &a;
+  h.kill = argc > 6 && strcmp(argv[6], "kill") == 0;
+  h.started = n > 0;
+  h.done = n == 0 && strcmp(argv[5], "-") == 0; /* nothing to do */
+  if (strcmp(argv[5], "-") != 0) {
+    uvt_process_options_t o;
+    char id[UVT_ID_MAX];
+    durable_opts(&o, argv[5]);
+    o.owner = &a;
+    o.label = "restart test";
+    if (uvt_process_start(f.reg, &o, id) != 0)
+      return 5;
+    out_printf("S %s\n", id);
+    h.started = 1;
+  }
+  uv_timer_init(&f.loop, &h.timer);
+  h.timer.data = &h;
+  uv_timer_start(&h.timer, host_tick, 5, 5);
+  fixture_run_until(&f, host_is_done, &h);
+  uv_close((uv_handle_t *)&h.timer, NULL);
+  uvt_listener_stop(&l);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  out_printf("E\n");
+  return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Running hosts and reading their records                                 */
+
+typedef struct {
+  char *buf; /* every host's stdout, appended */
+  size_t len, cap;
+  int killed; /* hosts that died of SIGKILL */
+} hosts_t;
+
+/* Run one host to its end; its stdout is appended to hs. */
+static int run_host(hosts_t *hs, const char *dir, const char *step, int at,
+                    const char *cmd, const char *extra) {
+  int pfd[2];
+  pid_t pid;
+  int status;
+  char at_s[16];
+
+  assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+  snprintf(at_s, sizeof(at_s), "%d", at);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(pfd[1], 1);
+    execl(self_exe, self_exe, "--durable-host", dir, step, at_s, cmd, extra,
+          (char *)NULL);
+    _exit(127);
+  }
+  close(pfd[1]);
+  for (;;) {
+    ssize_t r;
+    if (hs->cap - hs->len < 65536) {
+      hs->cap = hs->cap ? hs->cap * 2 : 1 << 20;
+      hs->buf = realloc(hs->buf, hs->cap);
+      assert_non_null(hs->buf);
+    }
+    r = read(pfd[0], hs->buf + hs->len, hs->cap - hs->len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    hs->len += (size_t)r;
+  }
+  close(pfd[0]);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+    hs->killed++;
+  return status;
+}
+
+typedef struct {
+  char *out; /* every R record's bytes, in order */
+  size_t out_len;
+  int notices;
+  char notice[256]; /* the last */
+  int adopted;      /* sum of A */
+  char id[UVT_ID_MAX];
+} records_t;
+
+static void parse_records(const hosts_t *hs, records_t *rec) {
+  size_t i = 0;
+  memset(rec, 0, sizeof(*rec));
+  rec->out = malloc(hs->len + 1);
+  assert_non_null(rec->out);
+  while (i < hs->len) {
+    const char *nl = memchr(hs->buf + i, '\n', hs->len - i);
+    size_t l;
+    if (nl == NULL)
+      break;
+    l = (size_t)(nl - (hs->buf + i));
+    if (hs->buf[i] == 'R') {
+      char id[UVT_ID_MAX];
+      size_t n;
+      char head[128];
+      memcpy(head, hs->buf + i, l < 127 ? l : 127);
+      head[l < 127 ? l : 127] = '\0';
+      assert_int_equal(sscanf(head, "R %63s %zu", id, &n), 2);
+      i += l + 1;
+      if (i + n > hs->len)
+        n = hs->len - i; /* a host killed mid-record */
+      memcpy(rec->out + rec->out_len, hs->buf + i, n);
+      rec->out_len += n;
+      i += n;
+      continue;
+    }
+    if (hs->buf[i] == 'N') {
+      rec->notices++;
+      snprintf(rec->notice, sizeof(rec->notice), "%.*s", (int)l, hs->buf + i);
+    } else if (hs->buf[i] == 'A') {
+      rec->adopted += atoi(hs->buf + i + 2);
+    } else if (hs->buf[i] == 'S') {
+      snprintf(rec->id, sizeof(rec->id), "%.*s", (int)(l - 2), hs->buf + i + 2);
+    }
+    i += l + 1;
+  }
+  rec->out[rec->out_len] = '\0';
+}
+
+/* "line-1\n" .. "line-N\n", each once and in order?  Returns the count of
+ * lines lost plus repeated (0 is right). */
+static int lines_wrong(const char *out, int n_lines, int *lost, int *repeated) {
+  int *seen = calloc((size_t)n_lines + 1, sizeof(int));
+  const char *p = out;
+  int i, bad = 0;
+  assert_non_null(seen);
+  *lost = *repeated = 0;
+  while ((p = strstr(p, "line-")) != NULL) {
+    int k = atoi(p + 5);
+    if (k >= 1 && k <= n_lines)
+      seen[k]++;
+    p += 5;
+  }
+  for (i = 1; i <= n_lines; i++) {
+    if (seen[i] == 0)
+      (*lost)++;
+    else if (seen[i] > 1)
+      *repeated += seen[i] - 1;
+  }
+  bad = *lost + *repeated;
+  free(seen);
+  return bad;
+}
+
+/* ---------------------------------------------------------------------- */
+/* D-1, D-2: a durable task, one host                                      */
+
+/* D-1, D-2: output through the state directory, exact outcome, files gone
+ * once the ended task is forgotten (D-6). */
+static void test_durable_basic(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  waitres_t w;
+  sbuf_t sb = {0};
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  durable_opts(&o, "echo out-1; echo err-1 >&2; echo out-2; exit 7");
+  o.owner = &a;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  assert_int_equal(uvt_process_is_durable(f.reg, id, &a), 1);
+  assert_int_equal(task_files(dir), 3); /* out, err, rc */
+  wait_task(&f, &w, id, 10000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 7");
+  read_into(&f, id, &a, &sb);
+  assert_non_null(strstr(sb.buf, "out-1\nout-2\n"));
+  assert_non_null(strstr(sb.buf, "[stderr]\nerr-1\n"));
+  wait_end(&w);
+  assert_int_equal(uvt_forget(f.reg, id, &a), 0);
+  assert_int_equal(task_files(dir), 0); /* D-6 */
+  sb_free(&sb);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  rm_rf(dir);
+}
+
+/* D-1: a durable task's keeper is the task's leader and runs the command
+ * in its session; no descriptor of the host reaches the command
+ * (P-SPAWN-5), and the command's text is in no argv (P-SPAWN-2). */
+static void test_durable_keeper_shape(void **state) {
+  fixture_t f;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  hargv_t hv;
+  waitres_t w;
+  sbuf_t sb = {0};
+  char cmdline[512];
+  int pid;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  /* A shell task: the keeper's argv holds the wrapper, not the text. */
+  durable_opts(&o, "sleep 30 # secret-words-xyz");
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  pid = task_pid(&f, id, NULL);
+  /* The exec may still be filling in its arguments when the spawn
+   * returns: wait for them. */
+  {
+    uint64_t t0 = now_ms();
+    while (proc_cmdline(pid, cmdline, sizeof(cmdline)) <= 0 &&
+           now_ms() - t0 < 5000)
+      ;
+  }
+  assert_non_null(strstr(cmdline, "uvtasks-keeper"));
+  assert_int_equal(cmdline_count("secret-words-xyz"), 0);
+  assert_true(uvt_process_command_pid(f.reg, id, NULL) > 0 ||
+              uvt_process_command_pid(f.reg, id, NULL) == 0);
+  assert_int_equal(uvt_kill(f.reg, id, NULL, "done", NULL), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGTERM");
+  wait_end(&w);
+  /* P-SPAWN-5 through the keeper. */
+  test_opts(&o);
+  o.durable = 1;
+  o.argv = hargv(&hv, "--helper=check-fds", NULL, NULL);
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  read_into(&f, id, NULL, &sb);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_string_equal(sb.buf, "fds: none\n");
+  wait_end(&w);
+  sb_free(&sb);
+  fixture_close(&f);
+  rm_rf(dir);
+}
+
+/* D-1: a registry close leaves a durable task running (it is detached,
+ * not killed), and D-3 a new registry takes it back under the same id
+ * with its label, output from where reads stopped, and its end once. */
+static void test_durable_close_and_adopt(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_listener_t l;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uvt_snapshot_t s;
+  int pid;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  durable_opts(&o, "echo first; read x < /dev/stdin; echo second; exit 4");
+  o.stdin_pipe = 1;
+  o.owner = &a;
+  o.label = "a long job";
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  read_until_has(&f, id, &a, &sb, "first\n");
+  pid = task_pid(&f, id, &a);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  /* D-1: still running after its registry closed. */
+  assert_int_equal(kill(pid, 0), 0);
+  assert_true(session_live(pid, NULL) >= 2);
+
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  memset(&l, 0, sizeof(l));
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  memset(&s, 0, sizeof(s));
+  assert_int_equal(uvt_get(f.reg, id, &a, &s), 0);
+  assert_string_equal(s.label, "a long job");
+  assert_int_equal(s.status, UVT_RUNNING);
+  uvt_snapshot_cleanup(&s);
+  assert_int_equal(uvt_process_pid(f.reg, id, &a), pid);
+  /* D-5: stdin through the FIFO the state directory keeps. */
+  assert_int_equal(uvt_process_write(f.reg, id, &a, "go\n", 3), 0);
+  wait_task(&f, &w, id, 10000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 4");
+  sb.len = 0;
+  read_into(&f, id, &a, &sb);
+  assert_string_equal(sb.buf, "second\n"); /* nothing read twice */
+  wait_end(&w);
+  sb_free(&sb);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  assert_int_equal(task_files(dir), 0);
+  rm_rf(dir);
+}
+
+/* D-6: the journal is compacted: a line per task at every adoption,
+ * however many reads were journalled before; a torn last line (a host
+ * killed in its write) is cut off, not glued to the next. */
+static void test_durable_journal_compacted(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], id[UVT_ID_MAX], path[PATH_MAX];
+  uvt_process_options_t o;
+  sbuf_t sb = {0};
+  int i, fd;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  durable_opts(&o, "i=0; while read x; do i=$((i+1)); echo got-$i; done");
+  o.stdin_pipe = 1;
+  o.owner = &a;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  for (i = 1; i <= 50; i++) {
+    char want[32];
+    assert_int_equal(uvt_process_write(f.reg, id, &a, "x\n", 2), 0);
+    snprintf(want, sizeof(want), "got-%d\n", i);
+    read_until_has(&f, id, &a, &sb, want);
+  }
+  assert_true(journal_lines(dir) >= 50); /* an offset line per read */
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  /* A host killed in the middle of a line. */
+  snprintf(path, sizeof(path), "%s/journal", dir);
+  fd = open(path, O_WRONLY | O_APPEND);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "O dtorn 1", 9), 9);
+  close(fd);
+
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  assert_int_equal(journal_lines(dir), 1); /* one task, one line */
+  assert_int_equal(uvt_process_write(f.reg, id, &a, "x\n", 2), 0);
+  read_until_has(&f, id, &a, &sb, "got-51\n");
+  assert_int_equal(uvt_kill(f.reg, id, &a, "done", NULL), 0);
+  {
+    waitres_t w;
+    wait_task(&f, &w, id, 10000, &a);
+    wait_end(&w);
+  }
+  sb_free(&sb);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* D-2, D-3: ends while no host runs                                       */
+
+/* The keeper's pid, from its status file in `dir` (the only task). */
+static pid_t keeper_of(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  char path[PATH_MAX];
+  long pid = 0;
+  assert_non_null(d);
+  while ((de = readdir(d)) != NULL) {
+    size_t n = strlen(de->d_name);
+    FILE *fp;
+    if (n < 3 || strcmp(de->d_name + n - 3, ".rc") != 0)
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+    fp = fopen(path, "r");
+    if (fp != NULL) {
+      if (fscanf(fp, "uvtasks-keeper 1 run %ld", &pid) != 1)
+        pid = 0;
+      fclose(fp);
+    }
+  }
+  closedir(d);
+  return (pid_t)pid;
+}
+
+/* A host that starts `cmd` and dies once its keeper is spawned (before
+ * it journals it): the task goes on with no host at all. */
+static pid_t start_and_die(const char *dir, const char *cmd) {
+  hosts_t hs;
+  pid_t pid;
+  memset(&hs, 0, sizeof(hs));
+  run_host(&hs, dir, "spawned", 1, cmd, NULL);
+  free(hs.buf);
+  assert_int_equal(hs.killed, 1);
+  /* The keeper records itself first thing; it may not have yet. */
+  {
+    uint64_t t0 = now_ms();
+    while ((pid = keeper_of(dir)) <= 0 && now_ms() - t0 < 10000)
+      ;
+  }
+  assert_true(pid > 0);
+  return pid;
+}
+
+/* Wait for the task's keeper, now our child (a subreaper's), to end;
+ * returns its wait status. */
+static int keeper_end(pid_t pid) {
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return st;
+}
+
+typedef struct {
+  int calls;
+  uvt_snapshot_t snap;
+} done_rec_t;
+
+static void on_done_rec(uvt_listener_t *l, const uvt_snapshot_t *s,
+                        uvt_agent_t *owner) {
+  done_rec_t *d = l->data;
+  (void)owner;
+  if (d->calls++ == 0)
+    uvt_snapshot_copy(&d->snap, s);
+}
+
+/* Adopt in this process; wait for the one task to settle. */
+static void adopt_ended(const char *dir, const char *status_detail,
+                        uvt_status_t status, const char *want_out) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_listener_t l;
+  done_rec_t d;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+
+  memset(&d, 0, sizeof(d));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  memset(&l, 0, sizeof(l));
+  l.data = &d;
+  assert_int_equal(uvt_listener_start(f.reg, &l, on_done_rec), 0);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+  assert_int_equal(n, 1);
+  wait_task(&f, &w, snaps[0].id, 10000, &a);
+  assert_outcome(&w.snap, status, status_detail);
+  if (want_out != NULL) {
+    read_into(&f, snaps[0].id, &a, &sb);
+    assert_string_equal(sb.buf, want_out);
+  }
+  /* D-3: reported once, with its real outcome. */
+  assert_int_equal(d.calls, 1);
+  assert_outcome(&d.snap, status, status_detail);
+  uvt_snapshot_cleanup(&d.snap);
+  wait_end(&w);
+  uvt_snapshots_free(snaps, n);
+  sb_free(&sb);
+  uvt_listener_stop(&l);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+}
+
+/* D-2, D-3: an end while no host runs is known exactly: an exit code, a
+ * signal (P-END-3: only a real one reads as a signal), a command that
+ * could not run. */
+static void test_durable_end_without_host(void **state) {
+  char dir[64];
+  pid_t k;
+  int st;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  k = start_and_die(dir, "echo bye; exit 5");
+  st = keeper_end(k);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 5);
+  adopt_ended(dir, "exit code: 5", UVT_COMPLETED, "bye\n");
+  assert_int_equal(task_files(dir), 0);
+  rm_rf(dir);
+
+  state_dir(dir, sizeof(dir));
+  k = start_and_die(dir, "echo bye; kill -USR1 $$; sleep 30");
+  st = keeper_end(k);
+  assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGUSR1);
+  adopt_ended(dir, "signal: SIGUSR1", UVT_KILLED, "bye\n");
+  rm_rf(dir);
+
+  /* A status above 128 that the command chose is an exit code. */
+  state_dir(dir, sizeof(dir));
+  k = start_and_die(dir, "exit 137");
+  keeper_end(k);
+  adopt_ended(dir, "exit code: 137", UVT_COMPLETED, NULL);
+  rm_rf(dir);
+  reap_keepers();
+}
+
+/* D-3: what a task left running (P-LEFT-1) is named when it is taken
+ * back ended, and a kill of the ended task stops it (P-KILL-6). */
+static void test_durable_leftovers_adopted(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64];
+  pid_t k;
+  waitres_t w;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  k = start_and_die(dir, "sleep 30 & echo left");
+  keeper_end(k);
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+  wait_task(&f, &w, snaps[0].id, 10000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED,
+                 "exit code: 0; 1 process still running");
+  assert_int_equal(uvt_process_leftovers(f.reg, snaps[0].id, &a), 1);
+  assert_int_equal(uvt_kill(f.reg, snaps[0].id, &a, "stop it", NULL), 0);
+  assert_true(session_gone(&f, k, 10000));
+  wait_end(&w);
+  uvt_snapshots_free(snaps, n);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* D-5: taken back, a task keeps every guarantee                           */
+
+/* Start a durable task in a registry that then closes (the task runs
+ * on); returns its id and keeper. */
+static pid_t start_detached(const char *dir, const char *cmd,
+                            uvt_process_options_t *extra, char id[UVT_ID_MAX]) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  pid_t pid;
+
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_true(uvt_process_adopt_all(f.reg, dir, &a) >= 0);
+  if (extra != NULL)
+    o = *extra;
+  else
+    test_opts(&o);
+  o.command = cmd;
+  o.durable = 1;
+  o.owner = &a;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  pid = task_pid(&f, id, &a);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  assert_int_equal(kill(pid, 0), 0); /* D-1 */
+  return pid;
+}
+
+/* D-5: the fence by the recorded owner (R-OWN-2): another session does
+ * not see a task taken back; a kill of it stops its whole session
+ * (P-KILL-7, `set -m` jobs too); a signal reaches it (P-KILL-8). */
+static void test_durable_adopted_guarantees(void **state) {
+  fixture_t f;
+  uvt_agent_t a, other;
+  char dir[64], id[UVT_ID_MAX];
+  pid_t pid;
+  waitres_t w;
+  sbuf_t sb = {0};
+  uvt_snapshot_t s;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  pid = start_detached(dir,
+                       "trap 'echo got-usr1' USR1; set -m; "
+                       "(trap '' USR1 TERM; exec sleep 30) & "
+                       "(trap '' USR1 TERM; exec sleep 31) & "
+                       "echo ready; while :; do sleep 0.05; done",
+                       NULL, id);
+  fixture_init(&f, NULL);
+  agent_setup(&f, &other, "intruder", "s-2");
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &other), 0);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  memset(&s, 0, sizeof(s));
+  assert_int_equal(uvt_get(f.reg, id, &other, &s), UVT_EFOREIGN);
+  assert_int_equal(uvt_get(f.reg, id, NULL, &s), UVT_EFOREIGN);
+  read_until_has(&f, id, &a, &sb, "ready\n");
+  assert_true(session_live(pid, NULL) >= 4); /* keeper, bash, two jobs */
+  assert_int_equal(uvt_process_signal(f.reg, id, &a, SIGUSR1), 0);
+  read_until_has(&f, id, &a, &sb, "got-usr1\n");
+  /* The jobs ignore SIGUSR1 and SIGTERM: the kill's SIGKILL ends them. */
+  assert_true(session_live(pid, NULL) >= 4);
+  assert_int_equal(uvt_kill(f.reg, id, &a, "stop", NULL), 0);
+  wait_task(&f, &w, id, 10000, &a);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_int_equal(session_live(pid, NULL), 0);
+  wait_end(&w);
+  sb_free(&sb);
+  uvt_agent_dispose(&other, NULL);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* D-1: an explicit close with stop_durable stops durable tasks as any
+ * (P-KILL-7). */
+static void test_durable_stop_durable(void **state) {
+  fixture_t f;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  int pid;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_stop_durable(f.reg, 1), UV_EINVAL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  durable_opts(&o, "sleep 30 & sleep 31");
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  pid = task_pid(&f, id, NULL);
+  assert_int_equal(uvt_process_stop_durable(f.reg, 1), 0);
+  fixture_close(&f);
+  assert_int_equal(session_live(pid, NULL), 0);
+  assert_int_equal(task_files(dir), 0);
+  rm_rf(dir);
+}
+
+/* D-3: a runtime limit counts from the task's own start, across a
+ * restart; a kill asked before the restart goes on after it. */
+static void test_durable_limits_across_restart(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  waitres_t w;
+  pid_t pid;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  test_opts(&o);
+  o.max_runtime_ms = 1500;
+  start_detached(dir, "sleep 30", &o, id);
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  wait_task(&f, &w, id, 20000, &a);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_non_null(strstr(w.snap.detail, "timed out after"));
+  assert_true(strtoull(w.snap.detail + strlen("timed out after "), NULL, 10) >=
+              1500);
+  wait_end(&w);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+
+  /* A kill whose grace outlived its host (killed just after the kill was
+   * journalled): the next host ends it. */
+  {
+    hosts_t hs;
+    memset(&hs, 0, sizeof(hs));
+    run_host(&hs, dir, "killed", 1, "trap '' TERM; echo up; sleep 30", "kill");
+    free(hs.buf);
+    assert_int_equal(hs.killed, 1);
+  }
+  {
+    uint64_t t0 = now_ms();
+    while ((pid = keeper_of(dir)) <= 0 && now_ms() - t0 < 10000)
+      ;
+  }
+  assert_true(session_live(pid, NULL) > 0);
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  {
+    uvt_snapshot_t *snaps = NULL;
+    size_t n = 0;
+    assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(snaps[0].status, UVT_STOPPING);
+    wait_task(&f, &w, snaps[0].id, 20000, &a);
+    uvt_snapshots_free(snaps, n);
+  }
+  assert_outcome(&w.snap, UVT_KILLED, "signal: SIGKILL");
+  assert_int_equal(session_live(pid, NULL), 0);
+  wait_end(&w);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* D-3: hosts SIGKILLed at every step                                      */
+
+#define RESTART_LINES 60
+static const char restart_cmd[] =
+    "for i in $(seq 1 60); do echo line-$i; sleep 0.005; done; exit 3";
+
+/* Busy processes for the "under load" runs (UVT_DURABLE_LOAD=n). */
+static pid_t load_pids[8];
+static int load_n;
+
+static void load_start(void) {
+  const char *v = getenv("UVT_DURABLE_LOAD");
+  int i;
+  load_n = v != NULL ? atoi(v) : 0;
+  if (load_n > 8)
+    load_n = 8;
+  for (i = 0; i < load_n; i++) {
+    load_pids[i] = fork();
+    if (load_pids[i] == 0) {
+      volatile unsigned long x = 0;
+      for (;;)
+        x++;
+    }
+  }
+}
+
+static void load_stop(void) {
+  int i;
+  for (i = 0; i < load_n; i++) {
+    kill(load_pids[i], SIGKILL);
+    waitpid(load_pids[i], NULL, 0);
+  }
+  load_n = 0;
+}
+
+static int restarts(void) {
+  const char *v = getenv("UVT_DURABLE_RESTARTS");
+  int n = v != NULL ? atoi(v) : 2;
+  return n > 0 ? n : 1;
+}
+
+/* One run: host 1 dies at the at-th `step`; host 2 (if `step2`) dies at
+ * its at2-th `step2`; the last host takes what is left to the end. */
+static void restart_run(const char *step, int at, const char *step2, int at2,
+                        records_t *rec, int *killed) {
+  char dir[64];
+  hosts_t hs;
+  memset(&hs, 0, sizeof(hs));
+  state_dir(dir, sizeof(dir));
+  run_host(&hs, dir, step, at, restart_cmd, NULL);
+  if (step2 != NULL)
+    run_host(&hs, dir, step2, at2, "-", NULL);
+  run_host(&hs, dir, "-", 0, "-", NULL);
+  parse_records(&hs, rec);
+  *killed = hs.killed;
+  free(hs.buf);
+  reap_keepers();
+  /* Nothing of the task is left, and nothing of it in the directory. */
+  assert_int_equal(cmdline_count("uvtasks-keeper"), 0);
+  assert_int_equal(task_files(dir), 0);
+  rm_rf(dir);
+}
+
+/* D-3: a host killed (SIGKILL) before the journal line, between the
+ * keeper's spawn and its record, in the middle of reads (after the bytes
+ * were consumed, before the offsets were journalled), and while the end
+ * is being recorded: the next host takes the task back with every line
+ * once and its end reported once.  A host killed before the journal line
+ * started nothing: no line, no notice, no process. */
+static void test_durable_restart_steps(void **state) {
+  static const char *const steps[] = {"record", "spawned", "read", "ended"};
+  size_t i;
+  int r, n = restarts();
+  (void)state;
+
+  load_start();
+  for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    for (r = 1; r <= n; r++) {
+      records_t rec;
+      int killed, lost, repeated;
+      /* The read step dies at a later read each time. */
+      restart_run(steps[i], strcmp(steps[i], "read") == 0 ? r + 1 : 1, NULL, 0,
+                  &rec, &killed);
+      assert_int_equal(killed, 1);
+      if (strcmp(steps[i], "record") == 0) {
+        assert_int_equal(rec.out_len, 0);
+        assert_int_equal(rec.notices, 0);
+        assert_int_equal(rec.adopted, 0);
+      } else {
+        lines_wrong(rec.out, RESTART_LINES, &lost, &repeated);
+        assert_int_equal(lost, 0);
+        assert_int_equal(repeated, 0);
+        assert_int_equal(rec.notices, 1);
+        assert_int_equal(rec.adopted, 1);
+        assert_non_null(strstr(rec.notice, "completed exit code: 3"));
+        printf("# %s #%d: 0 lines lost, 0 repeated, 1 notice\n", steps[i], r);
+      }
+      free(rec.out);
+    }
+  }
+  load_stop();
+}
+
+/* D-3: any number of restarts: two hosts die one after the other, each
+ * in the middle of its reads. */
+static void test_durable_restart_twice(void **state) {
+  records_t rec;
+  int killed, lost, repeated;
+  (void)state;
+
+  load_start();
+  restart_run("read", 2, "read", 2, &rec, &killed);
+  load_stop();
+  assert_int_equal(killed, 2);
+  lines_wrong(rec.out, RESTART_LINES, &lost, &repeated);
+  assert_int_equal(lost, 0);
+  assert_int_equal(repeated, 0);
+  assert_int_equal(rec.notices, 1);
+  assert_int_equal(rec.adopted, 2);
+  free(rec.out);
+}
+
+/* ---------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  /* clang-format off */
+  const struct CMUnitTest tests[] = {
+      T(test_durable_basic),
+      T(test_durable_keeper_shape),
+      T(test_durable_close_and_adopt),
+      T(test_durable_journal_compacted),
+      T(test_durable_restart_steps),
+      T(test_durable_restart_twice),
+      T(test_durable_end_without_host),
+      T(test_durable_leftovers_adopted),
+      T(test_durable_adopted_guarantees),
+      T(test_durable_stop_durable),
+      T(test_durable_limits_across_restart),
+  };
+  /* clang-format on */
+  if (argc > 1 && strcmp(argv[1], "--durable-host") == 0)
+    return durable_host(argc, argv);
+  return PROCESS_TESTS("process-durable", tests);
+}
