@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -224,6 +225,8 @@ static int durable_host(int argc, char **argv) {
     char id[UVT_ID_MAX];
     durable_opts(&o, argv[5]);
     o.owner = &a;
+    if (argc > 6 && strcmp(argv[6], "cap64k") == 0)
+      o.output_cap_bytes = 65536;
     o.label = "restart test";
     if (uvt_process_start(f.reg, &o, id) != 0)
       return 5;
@@ -786,8 +789,8 @@ static void test_durable_adopted_guarantees(void **state) {
   state_dir(dir, sizeof(dir));
   pid = start_detached(dir,
                        "trap 'echo got-usr1' USR1; set -m; "
-                       "(trap '' USR1 TERM; exec sleep 30) & "
-                       "(trap '' USR1 TERM; exec sleep 31) & "
+                       "(trap '' USR1 TERM; echo job-a; exec sleep 30) & "
+                       "(trap '' USR1 TERM; echo job-b; exec sleep 31) & "
                        "echo ready; while :; do sleep 0.05; done",
                        NULL, id);
   fixture_init(&f, NULL);
@@ -799,6 +802,8 @@ static void test_durable_adopted_guarantees(void **state) {
   assert_int_equal(uvt_get(f.reg, id, &other, &s), UVT_EFOREIGN);
   assert_int_equal(uvt_get(f.reg, id, NULL, &s), UVT_EFOREIGN);
   read_until_has(&f, id, &a, &sb, "ready\n");
+  read_until_has(&f, id, &a, &sb, "job-a\n");
+  read_until_has(&f, id, &a, &sb, "job-b\n");
   assert_true(session_live(pid, NULL) >= 4); /* keeper, bash, two jobs */
   assert_int_equal(uvt_process_signal(f.reg, id, &a, SIGUSR1), 0);
   read_until_has(&f, id, &a, &sb, "got-usr1\n");
@@ -900,6 +905,389 @@ static void test_durable_limits_across_restart(void **state) {
   uvt_agent_dispose(&a, NULL);
   fixture_close(&f);
   reap_keepers();
+  rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* D-4: identity; a state directory nobody else can write                  */
+
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+
+/* clone3(2)'s arguments (linux/sched.h, written out: that header clashes
+ * with the C library's). */
+typedef struct {
+  uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size,
+      tls, set_tid, set_tid_size, cgroup;
+} clone_args_t;
+
+/* A `sleep 30` whose pid is exactly `want` (a number just freed): pid
+ * reuse, staged.  clone3 with set_tid (CAP_SYS_ADMIN); 0 if it cannot. */
+static pid_t spawn_with_pid(pid_t want) {
+  clone_args_t ca;
+  pid_t tid = want;
+  long r;
+  memset(&ca, 0, sizeof(ca));
+  ca.exit_signal = SIGCHLD;
+  ca.set_tid = (uint64_t)(uintptr_t)&tid;
+  ca.set_tid_size = 1;
+  r = syscall(SYS_clone3, &ca, sizeof(ca));
+  if (r == 0) {
+    execl("/bin/sleep", "sleep", "30", (char *)NULL);
+    _exit(127);
+  }
+  return r > 0 ? (pid_t)r : 0;
+}
+
+/* D-4: a keeper that died without recording its end, whose pid then
+ * went to another process (staged: the same number, given on purpose),
+ * is neither adopted nor signalled: the task settles "exit status
+ * lost", and a kill of it (and its leftovers' stop) leaves that process
+ * alone. */
+static void test_durable_pid_reused(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64];
+  pid_t k, other;
+  waitres_t w;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  char detail[128];
+  pstat_t st;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  k = start_and_die(dir, "echo started; sleep 30");
+  /* Its keeper killed before it could record the end, and the session
+   * gone: the number is free. */
+  kill(-k, SIGKILL);
+  keeper_end(k);
+  {
+    uint64_t t0 = now_ms();
+    do
+      reap_keepers();
+    while (session_live(k, NULL) > 0 && now_ms() - t0 < 10000);
+  }
+  assert_int_equal(session_live(k, NULL), 0);
+  reap_keepers();
+  other = spawn_with_pid(k);
+  if (other == 0) {
+    print_message("# no clone3 set_tid here (%s): pid reuse not staged\n",
+                  strerror(errno));
+    rm_rf(dir);
+    skip();
+  }
+  assert_int_equal(other, k);
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+  wait_task(&f, &w, snaps[0].id, 10000, &a);
+  snprintf(detail, sizeof(detail),
+           "exit status lost: its keeper (pid %d) ended without recording it",
+           (int)k);
+  assert_outcome(&w.snap, UVT_FAILED, detail);
+  assert_int_equal(uvt_process_leftovers(f.reg, snaps[0].id, &a), 0);
+  assert_int_equal(uvt_kill(f.reg, snaps[0].id, &a, "stop", NULL), 0);
+  run_for(&f, 300);
+  /* The process that has the number now was never signalled. */
+  assert_int_equal(read_stat(other, &st), 0);
+  assert_true(st.state != 'Z');
+  wait_end(&w);
+  uvt_snapshots_free(snaps, n);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  kill(other, SIGKILL);
+  waitpid(other, NULL, 0);
+  rm_rf(dir);
+}
+
+/* D-4, S-7: a state directory that another user (or group) may write, a
+ * symlink, a file: refused.  A symlink planted as a task's file is not
+ * followed. */
+static void test_durable_state_dir_refused(void **state) {
+  fixture_t f;
+  char dir[64], link[80], path[PATH_MAX], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  assert_int_equal(chmod(dir, 0777), 0);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), UV_EPERM);
+  assert_int_equal(chmod(dir, 0720), 0);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), UV_EPERM);
+  assert_int_equal(chmod(dir, 0700), 0);
+  snprintf(link, sizeof(link), "%s-link", dir);
+  assert_int_equal(symlink(dir, link), 0);
+  {
+    int err = uvt_process_adopt_all(f.reg, link, NULL);
+    assert_true(err == UV_ELOOP || err == UV_ENOTDIR);
+  }
+  unlink(link);
+  snprintf(path, sizeof(path), "%s/plain", dir);
+  close(open(path, O_CREAT | O_WRONLY, 0600));
+  assert_int_equal(uvt_process_adopt_all(f.reg, path, NULL), UV_ENOTDIR);
+  unlink(path);
+  /* Not started without a state directory. */
+  durable_opts(&o, "true");
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  /* No terminal, no sandbox (D-1). */
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  o.pty = 1;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), UV_EINVAL);
+  o.pty = 0;
+  {
+    uvt_sandbox_t sb;
+    memset(&sb, 0, sizeof(sb));
+    o.sandbox = &sb;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), UV_ENOTSUP);
+    o.sandbox = NULL;
+  }
+  /* Another directory for the same registry: refused. */
+  assert_int_equal(uvt_process_adopt_all(f.reg, "/tmp", NULL), UV_EINVAL);
+  fixture_close(&f);
+  rm_rf(dir);
+}
+
+/* S-7: a task that plants a symlink where its host will read (a task
+ * may write the state directory only if it runs as the same user: the
+ * host's own files are still opened without following links). */
+static void test_durable_planted_link(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], path[PATH_MAX], secret[64], id[UVT_ID_MAX];
+  pid_t k;
+  waitres_t w;
+  sbuf_t sb = {0};
+  DIR *d;
+  struct dirent *de;
+  int fd;
+  (void)state;
+
+  snprintf(secret, sizeof(secret), "/tmp/uvt-secret-XXXXXX");
+  fd = mkstemp(secret);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "SECRET\n", 7), 7);
+  close(fd);
+  state_dir(dir, sizeof(dir));
+  k = start_and_die(dir, "echo mine; exit 0");
+  keeper_end(k);
+  /* Replace the task's output file by a link to another file. */
+  d = opendir(dir);
+  assert_non_null(d);
+  while ((de = readdir(d)) != NULL) {
+    size_t n = strlen(de->d_name);
+    if (n > 4 && strcmp(de->d_name + n - 4, ".out") == 0) {
+      snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+      unlink(path);
+      assert_int_equal(symlink(secret, path), 0);
+    }
+  }
+  closedir(d);
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  {
+    uvt_snapshot_t *snaps = NULL;
+    size_t n = 0;
+    assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+    snprintf(id, sizeof(id), "%s", snaps[0].id);
+    uvt_snapshots_free(snaps, n);
+  }
+  wait_task(&f, &w, id, 10000, &a);
+  read_into(&f, id, &a, &sb);
+  assert_null(strstr(sb.buf != NULL ? sb.buf : "", "SECRET"));
+  wait_end(&w);
+  sb_free(&sb);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  unlink(secret);
+  rm_rf(dir);
+}
+
+/* D-3: two hosts on one state directory: the second is refused while the
+ * first holds it (in this process or another), and adopts once it is
+ * gone; never both. */
+static void test_durable_two_hosts(void **state) {
+  fixture_t f, g;
+  char dir[64];
+  int to[2], from[2];
+  pid_t pid;
+  char c;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  fixture_init(&g, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  assert_int_equal(uvt_process_adopt_all(g.reg, dir, NULL), UV_EBUSY);
+  fixture_close(&f);
+  assert_int_equal(uvt_process_adopt_all(g.reg, dir, NULL), 0);
+  fixture_close(&g);
+
+  /* Another process holds it. */
+  assert_int_equal(pipe(to), 0);
+  assert_int_equal(pipe(from), 0);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    fixture_t h;
+    close(to[1]);
+    close(from[0]);
+    fixture_init(&h, NULL);
+    c = uvt_process_adopt_all(h.reg, dir, NULL) == 0 ? 'y' : 'n';
+    if (write(from[1], &c, 1) != 1 || read(to[0], &c, 1) < 0)
+      _exit(2);
+    _exit(0); /* without a close: as a host that dies */
+  }
+  close(to[0]);
+  close(from[1]);
+  assert_int_equal(read(from[0], &c, 1), 1);
+  assert_int_equal(c, 'y');
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), UV_EBUSY);
+  close(to[1]);
+  waitpid(pid, NULL, 0);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  fixture_close(&f);
+  close(from[0]);
+  rm_rf(dir);
+}
+
+static int fail_appends;
+static int journal_fault(const char *name, int op) {
+  (void)name;
+  return fail_appends && op == 'a' ? ENOSPC : 0;
+}
+
+/* A full disk: a start the journal cannot record does not run (nothing
+ * spawned, no file left), and says why; what a full disk does to a
+ * running task's output is the command's own error, and its end is still
+ * known exactly (the keeper's end line fits the block its first line
+ * took). */
+static void test_durable_full_disk(void **state) {
+  fixture_t f;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  waitres_t w;
+  int mounted;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  uvt__journal_fault = journal_fault;
+  fail_appends = 1;
+  durable_opts(&o, "echo should-not-run > /tmp/uvt-durable-ran");
+  unlink("/tmp/uvt-durable-ran");
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_FAILED,
+                 "not started: the state directory's journal could not "
+                 "record it (ENOSPC)");
+  wait_end(&w);
+  fail_appends = 0;
+  uvt__journal_fault = NULL;
+  assert_int_equal(access("/tmp/uvt-durable-ran", F_OK), -1);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  assert_int_equal(task_files(dir), 0);
+  fixture_close(&f);
+  rm_rf(dir);
+
+  /* A real full file system: a 256 KiB tmpfs (as root). */
+  state_dir(dir, sizeof(dir));
+  mounted = mount("uvt-full", dir, "tmpfs", 0, "size=256k,mode=0700") == 0;
+  if (!mounted) {
+    print_message("# no tmpfs (%s): only the fault hook ran\n",
+                  strerror(errno));
+    rm_rf(dir);
+    return;
+  }
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  durable_opts(&o, "head -c 1000000 /dev/zero; echo status $?; exit 9");
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 20000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 9");
+  wait_end(&w);
+  fixture_close(&f);
+  assert_int_equal(umount(dir), 0);
+  rm_rf(dir);
+}
+
+/* D-6: a task that writes far more than its cap while no host reads
+ * holds about its cap on disk: its keeper punches out what any read
+ * would drop (P-OUT-2), and the next host's read says how much. */
+static void test_durable_disk_bounded(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], path[PATH_MAX];
+  uvt_process_options_t o;
+  pid_t k;
+  struct stat st;
+  uint64_t t0;
+  uvt_process_read_t r;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  DIR *d;
+  struct dirent *de;
+  (void)state;
+
+  (void)o;
+  state_dir(dir, sizeof(dir));
+  /* 20 MB, 64 KiB cap (the host's default cap is set at start). */
+  {
+    hosts_t hs;
+    memset(&hs, 0, sizeof(hs));
+    run_host(&hs, dir, "spawned", 1,
+             "yes 0123456789 | head -c 20000000; echo end-of-it; sleep 30",
+             "cap64k");
+    free(hs.buf);
+  }
+  t0 = now_ms();
+  while ((k = keeper_of(dir)) <= 0 && now_ms() - t0 < 10000)
+    ;
+  d = opendir(dir);
+  assert_non_null(d);
+  path[0] = '\0';
+  while ((de = readdir(d)) != NULL) {
+    size_t l = strlen(de->d_name);
+    if (l > 4 && strcmp(de->d_name + l - 4, ".out") == 0)
+      snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+  }
+  closedir(d);
+  /* The whole output written, and punched down to about the cap plus
+   * the keeper's margin (1 MiB). */
+  t0 = now_ms();
+  for (;;) {
+    assert_int_equal(stat(path, &st), 0);
+    if (st.st_size >= 20000000 && (uint64_t)st.st_blocks * 512 < (2u << 20))
+      break;
+    assert_true(now_ms() - t0 < 30000);
+  }
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+  assert_int_equal(uvt_process_read(f.reg, snaps[0].id, &a, &r), 0);
+  assert_true(r.out_dropped >= 20000000 - 65536);
+  assert_true(r.out_len <= 65536);
+  assert_non_null(strstr(r.out, "end-of-it\n"));
+  assert_null(memchr(r.out, '\0', r.out_len)); /* no punched zeros */
+  uvt_process_read_cleanup(&r);
+  assert_int_equal(uvt_kill(f.reg, snaps[0].id, &a, "done", NULL), 0);
+  {
+    waitres_t w;
+    wait_task(&f, &w, snaps[0].id, 10000, &a);
+    wait_end(&w);
+  }
+  uvt_snapshots_free(snaps, n);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  (void)k;
   rm_rf(dir);
 }
 
@@ -1042,6 +1430,12 @@ int main(int argc, char **argv) {
       T(test_durable_adopted_guarantees),
       T(test_durable_stop_durable),
       T(test_durable_limits_across_restart),
+      T(test_durable_pid_reused),
+      T(test_durable_state_dir_refused),
+      T(test_durable_planted_link),
+      T(test_durable_two_hosts),
+      T(test_durable_full_disk),
+      T(test_durable_disk_bounded),
   };
   /* clang-format on */
   if (argc > 1 && strcmp(argv[1], "--durable-host") == 0)

@@ -260,6 +260,12 @@ typedef struct {
    * 0 (the default): a task's files are removed with its record, and the
    * rest at detach. */
   int keep_spill;
+  /* D-7: 1 = run_in_background starts durable tasks (uvt_process_options_t's
+   * `durable`: they outlive the host, which needs the registry's state
+   * directory opened by uvt_process_adopt_all() first), except those on
+   * a terminal (tty: a terminal dies with its host); run_command's
+   * commands stay tied to their call.  0 (the default): none. */
+  int durable;
 } uvt_tools_options_t;
 
 /* The tool surface.  Caller-allocated; must not move while attached. */
@@ -306,6 +312,7 @@ struct uvt_tools_s {
    * options' cwd, or the host's, resolved) when it names none. */
   uvt_sandbox_t sandbox_own_;
   char *workspace_;
+  int durable_; /* D-7 */
 };
 
 /* Arguments of a tool call.  Initialise with uvt_tools_args_init(); fields a

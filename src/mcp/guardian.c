@@ -439,7 +439,10 @@ static void guard_flush(mcp_server_t *server) {
       i++; /* not spawned yet */
       continue;
     }
-    if (pid > 0) {
+    if (pid > 0 && uvt_process_is_durable(server->reg, json_string_value(id),
+                                          &server->agent) == 1) {
+      /* D-1: a durable task outlives the server: not the guardian's. */
+    } else if (pid > 0) {
       guard_send(server, '+', pid);
       json_object_set_new(server->guarded, json_string_value(id),
                           json_integer(pid));

@@ -115,6 +115,12 @@ static const char usage_options2[] =
     "                       by default): constraint, exclusive,\n"
     "                       reservation, nodelist, exclude, mem-per-cpu,\n"
     "                       tmp, comment, nice, licenses, time-min\n"
+    "  --state-dir DIR      run_in_background's tasks outlive the server\n"
+    "                       (not with tty): their output, ends and a\n"
+    "                       journal are kept in DIR (yours, mode 0700; made\n"
+    "                       if missing), and a server started again on DIR\n"
+    "                       takes them back under their ids; one server per\n"
+    "                       DIR; not with --sandbox\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -122,7 +128,8 @@ static const char usage_options2[] =
     "process group (SIGTERM, then SIGKILL after --shutdown-grace-ms; a\n"
     "second signal, or SIGTERM after end of input, sends SIGKILL at once)\n"
     "and exits with status 0.  If the server is killed, a guardian process\n"
-    "stops every task within a second.  Protocol revisions 2024-10-07 to\n"
+    "stops every task within a second.  Neither touches a --state-dir\n"
+    "task: it outlives the server.  Protocol revisions 2024-10-07 to\n"
     "2025-11-25 (initialize) and 2026-07-28 (per-request _meta) are served.\n";
 
 /* ---------------------------------------------------------------------- */
@@ -204,6 +211,10 @@ static void kill_all_tasks(mcp_server_t *server) {
     /* E-8: journalled Slurm jobs outlive the server (E-6). */
     if (server->config.slurm_journal != NULL &&
         strcmp(snaps[i].kind, "slurm") == 0)
+      continue;
+    /* D-1: durable tasks outlive the server. */
+    if (uvt_process_is_durable(server->reg, snaps[i].id, &server->agent) ==
+        1)
       continue;
     uvt_kill(server->reg, snaps[i].id, &server->agent, "server shutting down",
              NULL);
@@ -445,6 +456,12 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
                              sizeof(c->slurm_allow) / sizeof(c->slurm_allow[0]))
         goto bad;
       c->slurm_allow[c->slurm_allow_n++] = val;
+    } else if (strcmp(a, "--state-dir") == 0) { /* D-7 */
+      if (val == NULL)
+        goto missing;
+      if (val[0] == '\0')
+        goto bad;
+      c->state_dir = val;
     } else if (strcmp(a, "--no-guardian") == 0) {
       c->no_guardian = 1;
       i += 1;
@@ -688,6 +705,19 @@ int main(int argc, char **argv) {
     return 2;
   }
 #endif
+  if (server.config.state_dir != NULL &&
+      (server.config.limits.memory_bytes != 0 ||
+       server.config.limits.max_processes != 0 ||
+       server.config.limits.cpu_percent != 0)) {
+    fprintf(stderr, "uvtasks-mcp: --state-dir cannot be used with --limit-* "
+                    "yet (a task's limits go with the server's cgroups)\n");
+    return 2;
+  }
+  if (server.config.state_dir != NULL && server.config.sandbox_on) {
+    fprintf(stderr, "uvtasks-mcp: --state-dir cannot be used with --sandbox "
+                    "yet (a sandboxed task cannot outlive the server)\n");
+    return 2;
+  }
   if (server.config.slurm_journal != NULL && !server.config.slurm) {
     fprintf(stderr, "uvtasks-mcp: --slurm-journal needs --slurm\n");
     return 2;
@@ -811,6 +841,7 @@ int main(int argc, char **argv) {
     topts.sandbox = &server.config.sandbox; /* S-4 */
   topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */
   server.config.pass_env_entries = topts.env; /* E-10: Slurm jobs too */
+  topts.durable = server.config.state_dir != NULL; /* D-7 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err != 0 && topts.spill_dir != NULL &&
       topts.spill_dir == server.config.spill_default) {
@@ -843,10 +874,20 @@ int main(int argc, char **argv) {
     tools_attached = 1;
     server.tools.data = &server;
     make_session(server.session, sizeof(server.session));
+    /* D-5: with --state-dir, the session that owned the tasks before. */
+    if (server.config.state_dir != NULL) {
+      char fresh[sizeof(server.session)];
+      memcpy(fresh, server.session, sizeof(fresh));
+      if (mcp_durable_session(&server, fresh) != 0)
+        err = UV_EINVAL;
+    }
     server.agent.data = &server;
-    err = uvt_agent_register(server.reg, &server.agent, "mcp-client",
-                             server.session);
+    if (err == 0)
+      err = uvt_agent_register(server.reg, &server.agent, "mcp-client",
+                               server.session);
   }
+  if (err == 0 && server.config.state_dir != NULL)
+    err = mcp_durable_init(&server); /* D-3, D-7 */
 #ifdef UVT_MCP_SLURM
   if (err == 0 && server.config.slurm)
     err = mcp_slurm_init(&server);

@@ -248,6 +248,7 @@ typedef struct {
   size_t slurm_allow_n;
   /* E-10: the --pass-env entries, for the Slurm jobs too. */
   const char *const *pass_env_entries;
+  const char *state_dir;     /* D-7: --state-dir DIR, or NULL */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -425,6 +426,13 @@ int mcp_sandbox_arg(mcp_config_t *c, const char *opt, const char *val);
 /* S-5: fix the workspace (--cwd, else the current directory, resolved
  * with symlinks followed).  0, or -1 with a message on stderr. */
 int mcp_sandbox_start(mcp_config_t *c);
+
+/* durable.c (D-7): --state-dir.  The session kept in the directory (or
+ * `fresh`, kept there from now on): 0 or -1 (said on stderr); the tasks
+ * taken back and the notice naming them; the tool description. */
+int mcp_durable_session(mcp_server_t *server, const char *fresh);
+int mcp_durable_init(mcp_server_t *server);
+void mcp_durable_describe(const mcp_server_t *server, json_t *tools);
 /* Add the sandbox's profile to the command tools' descriptions. */
 void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools);
 /* L-LIM-3 (limits.c): --limit-memory SIZE, --limit-processes N,

@@ -188,6 +188,7 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
   }
   mcp_sandbox_describe(server, tools); /* S-4 */
   mcp_limits_describe(server, tools);  /* L-LIM-3 */
+  mcp_durable_describe(server, tools); /* D-7 */
 #ifdef UVT_MCP_SLURM
   if (server->slurm != NULL) {
     json_array_append_new(tools, mcp_slurm_schema());

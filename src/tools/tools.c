@@ -375,6 +375,11 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   /* M-TOOLS-5: a terminal is also the stdin, so tty wins over stdin. */
   po.pty = args->tty == 1;
   po.stdin_pipe = args->stdin_pipe == 1 && !po.pty;
+  /* D-7: outlives the server, unless on a terminal or with limits (a
+   * task's limits are its cgroup's, which goes with the server). */
+  po.durable = req->tools->durable_ && !po.pty &&
+               po.limits.memory_bytes == 0 && po.limits.max_processes == 0 &&
+               po.limits.cpu_percent == 0;
 
   err = uvt_process_start(req->tools->registry, &po, id);
   if (err == 0)
@@ -393,6 +398,11 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
     else if (po.stdin_pipe)
       uvt__text_str(&t, " Its stdin is open: write_stdin sends it input "
                         "(close_stdin ends it).");
+    if (req->tools->durable_ && !po.durable)
+      uvt__text_str(&t, po.pty ? " It is on a terminal, so it ends with "
+                                 "this server."
+                               : " It has limits, so it ends with this "
+                                 "server.");
     uvt__text_str(&t, "\n[status: running]");
     uvt__tools_result(req, &t, 0);
     return;
@@ -1040,6 +1050,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
     tools->sandbox_own_.workspace = tools->workspace_;
     tools->sandbox_ = &tools->sandbox_own_;
   }
+  tools->durable_ = o->durable != 0; /* D-7 */
   tools->env_ = o->env;
   tools->max_lines_ =
       o->max_lines == 0 ? UVT_TOOLS_MAX_LINES_DEFAULT : o->max_lines;

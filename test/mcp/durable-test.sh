@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# D-1, D-3, D-5, D-7 through uvtasks-mcp --state-dir, from outside:
+#  - the tool description says run_in_background's tasks outlive the
+#    server;
+#  - a task's server killed with SIGKILL (its guardian runs): the task
+#    goes on; a server started again on the directory takes it back as
+#    bash-1, its first result names it, task_output goes on with every
+#    line once, and the end is told once;
+#  - a server that ends in order (end of input) leaves its durable tasks
+#    running, and the next one's task_kill stops them, session and all;
+#  - run_command stays tied to its call (it is not durable);
+#  - a second server on the same directory is refused.
+#
+# UVTASKS_MCP=path/to/uvtasks-mcp bash durable-test.sh
+set -u
+. "$(dirname "$0")/lib.sh"
+GOT_MAX=800
+require_mcp
+
+tmp=$(mktemp -d)
+state=$tmp/state
+srv=
+marker=100.$$$RANDOM
+# Every keeper the state directory names, and its session, go at exit.
+durable_cleanup() {
+  local rc pid
+  for rc in "$state"/*.rc; do
+    [ -e "$rc" ] || continue
+    pid=$(awk '{print $4; exit}' "$rc")
+    [ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null
+  done
+  server_cleanup
+}
+trap durable_cleanup EXIT
+
+# start ARGS...: a server on FIFOs ($W its input, answers in $tmp/log).
+start() {
+  rm -f "$tmp/in" "$tmp/out" "$tmp/log"
+  mkfifo "$tmp/in" "$tmp/out"
+  exec {W}<>"$tmp/in"
+  SRV_IN=$W
+  cat "$tmp/out" >"$tmp/log" {W}>&- &
+  "$MCP" --state-dir "$state" "$@" <"$tmp/in" >"$tmp/out" 2>>"$tmp/err" {W}>&- &
+  srv=$!
+  send '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}'
+  answer 0 >/dev/null
+  send '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+}
+
+# text ID: the text of the tool result answering request ID.
+text() { answer "$1" | jq -r '.result.content[0].text // .error.message'; }
+
+# gone PID: wait (10 s at most) until PID no longer runs.
+gone() {
+  local i
+  for i in $(seq 1 1000); do alive "$1" || return 0; sleep 0.01; done
+  return 1
+}
+
+id=1
+call() { # call TOOL ARGS: sets $id to the request's id
+  id=$((id + 1))
+  send "$(tool_call "$id" "$1" "$2")"
+}
+
+# ---- D-7: the description ------------------------------------------------
+start
+send '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+desc=$(answer 1 | jq -r '.result.tools[] | select(.name=="run_in_background") | .description')
+case $desc in
+  *DURABLE*outlive*) ok "D-7: run_in_background says its tasks outlive the server" ;;
+  *) bad "D-7: description" "$desc" ;;
+esac
+
+# ---- D-1, D-3: a server killed, its task taken back ----------------------
+call run_in_background '{"command":"for i in $(seq 1 40); do echo line-$i; sleep 0.05; done; exit 6","label":"counter"}'
+t=$(text $id)
+case $t in *"Started bash-1"*) ok "started bash-1" ;; *) bad "start" "$t" ;; esac
+seen=
+# Read until at least line-5 came.
+for n in $(seq 1 200); do
+  call task_output '{"task_id":"bash-1"}'
+  t=$(text $id)
+  seen="$seen$t"$'\n'
+  case $seen in *line-5*) break ;; esac
+  sleep 0.02
+done
+guardian=$(pgrep -P "$srv" uvtasks-mcp | head -1)
+kill -KILL "$srv"
+wait "$srv" 2>/dev/null
+srv=
+exec {W}>&-
+keeper=$(awk '{print $4; exit}' "$state"/*.rc)
+# The guardian ends with its server; it must leave the task alone.
+[ -n "$guardian" ] && gone "$guardian"
+if alive "$keeper"; then
+  ok "D-1: the task runs on after its server's SIGKILL (and its guardian)"
+else
+  bad "D-1: the task died with its server" "keeper $keeper"
+fi
+
+start
+call task_list '{}'
+t=$(text $id)
+case $t in
+  *"taken back"*bash-1*counter*) ok "D-7: the first result names the task taken back" ;;
+  *) bad "D-7: first result" "$t" ;;
+esac
+case $t in
+  *bash-1*running*counter*) ok "D-3: task_list shows bash-1 running" ;;
+  *) bad "D-3: task_list" "$t" ;;
+esac
+notices=0
+for n in $(seq 1 400); do
+  call task_output '{"task_id":"bash-1"}'
+  t=$(text $id)
+  case $t in *"[notice]"*bash-1*completed*) notices=$((notices + 1)) ;; esac
+  seen="$seen$t"$'\n'
+  case $t in *"[status: completed, exit code: 6]"*) break ;; esac
+  sleep 0.05
+done
+# One more look: no second notice.
+call task_list '{}'
+t=$(text $id)
+case $t in *"[notice]"*bash-1*) notices=$((notices + 1)) ;; esac
+lost=0
+repeated=0
+for i in $(seq 1 40); do
+  c=$(printf '%s' "$seen" | grep -c -x "line-$i")
+  [ "$c" = 0 ] && lost=$((lost + 1))
+  [ "$c" -gt 1 ] && repeated=$((repeated + c - 1))
+done
+if [ "$lost" = 0 ] && [ "$repeated" = 0 ]; then
+  ok "D-3: 40 lines across the restart, none lost or repeated"
+else
+  bad "D-3: lines lost $lost, repeated $repeated" "$seen"
+fi
+case $seen in
+  *"[status: completed, exit code: 6]"*) ok "D-3: its end, exact" ;;
+  *) bad "D-3: its end" "$seen" ;;
+esac
+if [ "$notices" = 1 ]; then
+  ok "D-3: its end told once (one notice)"
+else
+  bad "D-3: $notices notices"
+fi
+
+# ---- D-1: an orderly end leaves durable tasks; run_command is not durable
+call run_in_background "{\"command\":\"sleep $marker & sleep $marker\",\"label\":\"sleeper\"}"
+t=$(text $id)
+case $t in *"Started bash-2"*) ok "started bash-2" ;; *) bad "start 2" "$t" ;; esac
+call run_command "{\"command\":\"echo tied\",\"timeout_ms\":20000}"
+t=$(text $id)
+case $t in *tied*"exit code: 0"*) ok "run_command runs to its end" ;; *) bad "run_command" "$t" ;; esac
+for n in $(seq 1 500); do [ "$(pgrep -f "sleep $marker" | wc -l)" = 2 ] && break; sleep 0.01; done
+exec {W}>&- # end of input: the server stops in order
+wait "$srv"
+srv=
+if [ "$(pgrep -f "sleep $marker" | wc -l)" = 2 ]; then
+  ok "D-1: end of input leaves the durable task running"
+else
+  bad "D-1: the task stopped with the server's shutdown"
+fi
+
+start
+# ---- D-3: one server per directory ------------------------------------------
+"$MCP" --state-dir "$state" </dev/null >/dev/null 2>"$tmp/err2"
+rc=$?
+if [ "$rc" != 0 ] && grep -q "in use" "$tmp/err2"; then
+  ok "D-3: a second server on the directory is refused ($rc)"
+else
+  bad "D-3: second server ($rc)" "$(cat "$tmp/err2")"
+fi
+call task_kill '{"task_id":"bash-2"}'
+t=$(text $id)
+case $t in *"bash-2"*) ok "task_kill of a task taken back" ;; *) bad "task_kill" "$t" ;; esac
+for n in $(seq 1 1000); do [ "$(pgrep -f "sleep $marker" | wc -l)" = 0 ] && break; sleep 0.01; done
+if [ "$(pgrep -f "sleep $marker" | wc -l)" = 0 ]; then
+  ok "D-5: the kill stopped its whole session"
+else
+  bad "D-5: processes left after the kill"
+fi
+exec {W}>&-
+wait "$srv"
+srv=
+summary
