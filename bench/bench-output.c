@@ -2,6 +2,7 @@
  *
  *   bench-output --impl uvtasks|rawpipe|shellpipe --cmd head|dd
  *                [--mib 256] [--cap-mib 1] [--backpressure]
+ *                [--durable | --durable-restart]
  *   bench-output --impl burst [--rounds 25] [--tasks 200]
  *   bench-output --impl mcp-burst --mcp PATH [--rounds 25] [--tasks 200]
  *
@@ -12,6 +13,14 @@
  *              Bytes the cap dropped are reported as "dropped".  With
  *              --backpressure, output_backpressure is on (P-OUT-4): the
  *              child waits at the cap instead, and nothing is dropped.
+ *              With --durable the task is durable (D-2): its output goes
+ *              to a file in a state directory under /tmp and is read from
+ *              there as it comes (with --backpressure: the file holds
+ *              what the ring does not, and nothing is dropped).  With
+ *              --durable-restart the command writes everything while its
+ *              host is gone, and the clock runs while a second registry
+ *              takes it back and reads it all from the state directory.
+ *              ($UVT_BENCH_STATE_BASE: the directory's parent.)
  *   rawpipe    the raw libuv reader: pipe2 + posix_spawn + uv_pipe_open +
  *              uv_read_start with a 64 KiB buffer, to EOF, then waitpid.
  *   shellpipe  the limit: `sh -c 'CMD | cat >/dev/null'`, waited for.
@@ -118,13 +127,35 @@ static void check_cb(uv_check_t *h) {
   uvt_read_cleanup(&r);
 }
 
-static void run_uvtasks(long cap_mib, int backpressure) {
+static char state_dir[64];
+
+/* A durable task's output is read when asked, unless the host wants to
+ * hear of it as it comes: this host does (its loop must wake up when
+ * bytes arrive, as a pipe wakes it). */
+static void on_output(const char *id, void *data) {
+  (void)id;
+  (void)data;
+}
+
+static void run_uvtasks(long cap_mib, int backpressure, int durable) {
   uvt_process_options_t o;
   BENCH_CHECK(uvt_registry_new(&loop, NULL, &reg));
   BENCH_CHECK(uvt_surface_attach(reg, &surface, "bench"));
   uvt_process_options_init(&o);
   o.argv = cmd_argv;
   o.output_backpressure = backpressure;
+  if (durable) {
+    /* $UVT_BENCH_STATE_BASE: where the state directory goes (default
+     * /tmp; a tmpfs such as /dev/shm to take the disk out). */
+    const char *base = getenv("UVT_BENCH_STATE_BASE");
+    snprintf(state_dir, sizeof(state_dir), "%s/uvt-bench-XXXXXX",
+             base != NULL ? base : "/tmp");
+    if (mkdtemp(state_dir) == NULL)
+      abort();
+    BENCH_CHECK(uvt_process_adopt_all(reg, state_dir, NULL));
+    o.durable = 1;
+    o.on_output = on_output;
+  }
   if (cap_mib > 0)
     o.output_cap_bytes = (size_t)cap_mib << 20;
   uv_check_init(&loop, &check);
@@ -132,6 +163,71 @@ static void run_uvtasks(long cap_mib, int backpressure) {
   t_start = bench_now_ns();
   BENCH_CHECK(uvt_process_start(reg, &o, task_id));
   uv_run(&loop, UV_RUN_DEFAULT);
+}
+
+/* ---- D-2: read from the state directory after a restart */
+
+static uv_idle_t spin;
+
+static void spin_cb(uv_idle_t *h) {
+  uvt_read_t r;
+  BENCH_CHECK(uvt_read(reg, task_id, NULL, &r));
+  account(&r);
+  if (uvt_status_is_terminal(r.snapshot.status)) {
+    t_end = bench_now_ns();
+    if (r.snapshot.status != UVT_COMPLETED)
+      fprintf(stderr, "bench-output: task ended %s (%s)\n",
+              uvt_status_name(r.snapshot.status),
+              r.snapshot.detail ? r.snapshot.detail : "");
+    uv_close((uv_handle_t *)h, NULL);
+    BENCH_CHECK(uvt_registry_close(reg, NULL, NULL));
+  }
+  uvt_read_cleanup(&r);
+}
+
+/* The command writes everything while its first host is gone (a registry
+ * that closed and left it running: D-1); then the clock starts, a second
+ * registry takes it back (D-3) and reads it all from the files, as fast
+ * as it can (an idle handle). */
+static void run_durable_restart(long cap_mib) {
+  uvt_process_options_t o;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  const char *base = getenv("UVT_BENCH_STATE_BASE");
+  int pid;
+  int st;
+
+  snprintf(state_dir, sizeof(state_dir), "%s/uvt-bench-XXXXXX",
+           base != NULL ? base : "/tmp");
+  if (mkdtemp(state_dir) == NULL)
+    abort();
+  BENCH_CHECK(uvt_registry_new(&loop, NULL, &reg));
+  BENCH_CHECK(uvt_surface_attach(reg, &surface, "bench"));
+  BENCH_CHECK(uvt_process_adopt_all(reg, state_dir, NULL));
+  uvt_process_options_init(&o);
+  o.argv = cmd_argv;
+  o.durable = 1;
+  o.output_backpressure = 1; /* the file keeps everything */
+  if (cap_mib > 0)
+    o.output_cap_bytes = (size_t)cap_mib << 20;
+  BENCH_CHECK(uvt_process_start(reg, &o, task_id));
+  while ((pid = uvt_process_pid(reg, task_id, NULL)) == 0)
+    uv_run(&loop, UV_RUN_ONCE);
+  BENCH_CHECK(pid < 0 ? pid : 0);
+  BENCH_CHECK(uvt_registry_close(reg, NULL, NULL));
+  uv_run(&loop, UV_RUN_DEFAULT);
+  /* Its keeper is still our child: the command wrote everything. */
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  t_start = bench_now_ns();
+  BENCH_CHECK(uvt_registry_new(&loop, NULL, &reg));
+  BENCH_CHECK(uvt_surface_attach(reg, &surface, "bench"));
+  BENCH_CHECK(uvt_process_adopt_all(reg, state_dir, NULL) == 1 ? 0 : -1);
+  BENCH_CHECK(uvt_list(reg, NULL, &snaps, &n));
+  snprintf(task_id, sizeof(task_id), "%s", snaps[0].id);
+  uvt_snapshots_free(snaps, n);
+  uv_idle_init(&loop, &spin);
+  uv_idle_start(&spin, spin_cb);
 }
 
 /* ---- the raw libuv reader */
@@ -425,9 +521,13 @@ int main(int argc, char **argv) {
     }
     return rc;
   }
-  if (strcmp(impl, "uvtasks") == 0) {
+  if (strcmp(impl, "uvtasks") == 0 &&
+      bench_flag(argc, argv, "--durable-restart")) {
+    run_durable_restart(bench_lopt(argc, argv, "--cap-mib", 0));
+  } else if (strcmp(impl, "uvtasks") == 0) {
     run_uvtasks(bench_lopt(argc, argv, "--cap-mib", 0),
-                bench_flag(argc, argv, "--backpressure"));
+                bench_flag(argc, argv, "--backpressure"),
+                bench_flag(argc, argv, "--durable"));
   } else if (strcmp(impl, "rawpipe") == 0) {
     run_rawpipe();
   } else if (strcmp(impl, "shellpipe") == 0) {
@@ -450,5 +550,14 @@ int main(int argc, char **argv) {
                (double)want / 1048576.0 * 1e9 / (double)(t_end - t_start));
   if (strcmp(impl, "uvtasks") == 0)
     bench_result("dropped", (double)dropped);
+  if (state_dir[0] != '\0') {
+    /* The ended task's files went with its record (D-6). */
+    char path[128];
+    snprintf(path, sizeof(path), "%s/journal", state_dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/journal.lock", state_dir);
+    unlink(path);
+    rmdir(state_dir);
+  }
   return 0;
 }

@@ -5,7 +5,7 @@
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
  *                 [--cgroups] [--limits] [--limits-cpu] [--sandbox]
- *                 [--helper]
+ *                 [--helper] [--durable]
  *
  * Runs `count` short commands (`true`), at most `live` at once, each read to
  * the end of its output:
@@ -36,7 +36,9 @@
  * network, and makes the posix_spawn loop run what such a task's leader
  * runs (env, bwrap, env, the command): bwrap's own cost, alone; --helper
  * turns the registry's spawn helper on (P-SPAWN-7,
- * uvt_process_spawn_helper) before anything starts.
+ * uvt_process_spawn_helper) before anything starts; --durable makes
+ * every uvtasks task durable (D-1: its keeper, its output files and
+ * journal lines in a fresh state directory under /tmp).
  *
  * Results: rate (tasks/s); start_p50_us, start_p99_us (one start call:
  * uvt_process_start or uv_spawn, wall time), start_cpu_p99_us (the loop
@@ -82,7 +84,9 @@ static struct {
   int limits;
   int sandbox;
   int helper;
+  int durable;
 } cfg;
+static char state_dir[64];
 
 static uv_loop_t loop;
 static long started;
@@ -293,6 +297,7 @@ static void uvt_start_one(void) {
     if (cfg.limits > 1)
       o.limits.cpu_percent = 100;
   }
+  o.durable = cfg.durable;
   BENCH_CHECK(uvt_process_start(reg, &o, NULL));
   started++;
   live++;
@@ -391,6 +396,16 @@ static void run_uvtasks(void) {
     BENCH_CHECK(uvt_process_cgroups(reg, NULL));
   if (cfg.helper)
     BENCH_CHECK(uvt_process_spawn_helper(reg, 1));
+  if (cfg.durable) {
+    /* $UVT_BENCH_STATE_BASE: where the state directory goes (default
+     * /tmp; a tmpfs such as /dev/shm to take the disk out). */
+    const char *base = getenv("UVT_BENCH_STATE_BASE");
+    snprintf(state_dir, sizeof(state_dir), "%s/uvt-bench-XXXXXX",
+             base != NULL ? base : "/tmp");
+    if (mkdtemp(state_dir) == NULL)
+      abort();
+    BENCH_CHECK(uvt_process_adopt_all(reg, state_dir, NULL));
+  }
   if (cfg.idle > 0) {
     idle_ids = calloc((size_t)cfg.idle, sizeof(*idle_ids));
     if (idle_ids == NULL) {
@@ -631,6 +646,7 @@ int main(int argc, char **argv) {
                    : bench_flag(argc, argv, "--limits");
   cfg.sandbox = bench_flag(argc, argv, "--sandbox");
   cfg.helper = bench_flag(argc, argv, "--helper");
+  cfg.durable = bench_flag(argc, argv, "--durable");
   uvt__process_spawners = (unsigned)bench_lopt(argc, argv, "--spawners", 0);
   heap = bench_touch_heap(bench_lopt(argc, argv, "--heap-mib", 0));
   {
@@ -709,5 +725,14 @@ int main(int argc, char **argv) {
   if (schedstat_fd >= 0)
     close(schedstat_fd);
   free(heap);
+  if (cfg.durable) {
+    /* Every task was forgotten: only the journal is left. */
+    char path[128];
+    snprintf(path, sizeof(path), "%s/journal", state_dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/journal.lock", state_dir);
+    unlink(path);
+    rmdir(state_dir);
+  }
   return 0;
 }

@@ -55,6 +55,16 @@ if [ -z "$build" ]; then
   meson compile -C "$build" >/dev/null || exit 2
 fi
 B=$build/bench
+# D-1: the keeper of durable tasks, from the same build (the benchmarks
+# link the library statically, so it is not found beside a libuvtasks.so).
+export UVTASKS_KEEPER=$build/uvtasks-keeper
+# Durable tasks' state directory: on a tmpfs (/dev/shm) where there is one,
+# as docs/durable.md advises (the tasks die with the machine anyway);
+# "uvtasks+durable-disk" runs it on /tmp's file system too, for the cost
+# of creating the task's three files there.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  export UVT_BENCH_STATE_BASE=/dev/shm
+fi
 for p in bench-core bench-output bench-process; do
   if [ ! -x "$B/$p" ]; then
     echo "bench: $B/$p is missing (configure with -Dbench=true)" >&2
@@ -184,6 +194,9 @@ for r in $(seq 1 "$rounds"); do
   for mode in argv shell; do
     wl="1 process $mode"
     run "$wl" uvtasks "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE
+    # D-1: durable tasks (a keeper each, files in a state directory).
+    run "$wl" "uvtasks+durable" "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE --durable
+    [ $mode = argv ] && run "$wl" "uvtasks+durable-disk" env UVT_BENCH_STATE_BASE=/tmp "$B/bench-process" --impl uvtasks --mode $mode --count $((COUNT / 4)) --live $LIVE --durable
     run "$wl" "uvtasks/1spawner" "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE --spawners 1
     # P-SPAWN-7: the same with the registry's spawn helper on.
     run "$wl" "uvtasks+helper" "$B/bench-process" --impl uvtasks --mode $mode --count $COUNT --live $LIVE --helper
@@ -230,6 +243,10 @@ for r in $(seq 1 "$rounds"); do
     wl="3 output $cmd"
     run "$wl" uvtasks "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4
     run "$wl" "uvtasks+backpressure" "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4 --backpressure
+    # D-2: the same bytes through the state directory's file: read as they
+    # come, and read after a restart (written while no host ran).
+    run "$wl" "uvtasks+durable" "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4 --backpressure --durable
+    run "$wl" "uvtasks+durable-restart" "$B/bench-output" --impl uvtasks --cmd $cmd --mib $MIB --cap-mib 4 --durable-restart
     run "$wl" rawpipe "$B/bench-output" --impl rawpipe --cmd $cmd --mib $MIB
     run "$wl" "$cmd|cat" "$B/bench-output" --impl shellpipe --cmd $cmd --mib $MIB
     [ $has_node = 1 ] && run "$wl" node node bench/peers/output.js $cmd $MIB
@@ -401,6 +418,19 @@ END {
     "1 process argv", "uvtasks", "rate", 0.95, 0)
   rgoal("1 argv with 500 idle tasks vs plain", "1 process argv", "uvtasks+500idle", "rate",
     "1 process argv", "uvtasks", "rate", 0.95, 0)
+  # D-1, D-2: durable tasks against plain ones, in the same run.
+  for (mi = 1; mi <= 2; mi++) {
+    mode = mi == 1 ? "argv" : "shell"; wl = "1 process " mode
+    rgoal(sprintf("1 %s: durable tasks/s vs plain (D-1)", mode),
+      wl, "uvtasks+durable", "rate", wl, "uvtasks", "rate", 0.5, 0)
+  }
+  for (ci = 1; ci <= 2; ci++) {
+    c = ci == 1 ? "head" : "dd"; wl = "3 output " c
+    rgoal(sprintf("3 %s: output MiB/s read from the state directory after a restart vs the pipe path (D-2)", c),
+      wl, "uvtasks+durable-restart", "mib_per_s", wl, "uvtasks", "mib_per_s", 0.9, 0)
+    rgoal(sprintf("3 %s: durable output MiB/s as it comes (the writer fills page cache) vs the pipe path (D-2)", c),
+      wl, "uvtasks+durable", "mib_per_s", wl, "uvtasks", "mib_per_s", 0.9, 0)
+  }
   # P-SPAWN-7: the spawn helper (off by default) on against off, and the
   # same host-size goals with it on.
   for (mi = 1; mi <= 2; mi++) {

@@ -1415,6 +1415,134 @@ static void test_durable_restart_twice(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* D-2: the read rules through files                                       */
+
+static int outputs;
+static void count_output(const char *id, void *data) {
+  (void)id;
+  (void)data;
+  outputs++;
+}
+
+/* D-2, P-OUT-4: with backpressure nothing is dropped, however far the
+ * command writes ahead (the file is the buffer), and the task ends once
+ * reads found the end; P-EVT-1: on_output tells of output as it comes;
+ * M-TOOLS-12: merged streams. */
+static void test_durable_read_rules(void **state) {
+  fixture_t f;
+  char dir[64], id[UVT_ID_MAX];
+  uvt_process_options_t o;
+  uvt_process_read_t r;
+  uint64_t total = 0;
+  int terminal = 0;
+  char last[32] = "";
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  durable_opts(&o, "head -c 3000000 /dev/zero; echo; echo tail-line");
+  o.output_backpressure = 1;
+  o.output_cap_bytes = 65536;
+  o.on_output = count_output;
+  outputs = 0;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  while (!terminal) {
+    uv_run(&f.loop, UV_RUN_ONCE);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(uvt_process_read(f.reg, id, NULL, &r), 0);
+    assert_int_equal(r.out_dropped, 0);
+    assert_true(r.out_len <= 65536 + 4);
+    total += r.out_len;
+    if (r.out_len > 0) {
+      /* The last bytes seen: the stream must end with the last line. */
+      size_t k = r.out_len < sizeof(last) - 1 ? r.out_len : sizeof(last) - 1;
+      size_t keep = strlen(last) + k < sizeof(last) ? strlen(last) : 0;
+      memmove(last, last + strlen(last) - keep, keep);
+      memcpy(last + keep, r.out + r.out_len - k, k);
+      last[keep + k] = '\0';
+    }
+    terminal = uvt_status_is_terminal(r.snapshot.status);
+    uvt_process_read_cleanup(&r);
+  }
+  assert_int_equal(total, 3000000 + 11); /* every byte, once */
+  assert_non_null(strstr(last, "tail-line\n"));
+  assert_true(outputs > 0);
+
+  /* Merged streams: one file, in the order written. */
+  {
+    waitres_t w;
+    sbuf_t sb = {0};
+    durable_opts(&o, "echo a; echo b >&2; echo c");
+    o.merge_stderr = 1;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    wait_task(&f, &w, id, 10000, NULL);
+    read_into(&f, id, NULL, &sb);
+    assert_string_equal(sb.buf, "a\nb\nc\n");
+    wait_end(&w);
+    sb_free(&sb);
+  }
+  fixture_close(&f);
+  rm_rf(dir);
+}
+
+/* P-SPAWN-4 through the keeper: a command exec refuses settles
+ * "spawn failed: NAME", not "exit code: 127". */
+static void test_durable_spawn_error(void **state) {
+  fixture_t f;
+  char dir[64], id[UVT_ID_MAX], path[PATH_MAX];
+  uvt_process_options_t o;
+  const char *argv[2];
+  waitres_t w;
+  int fd;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  snprintf(path, sizeof(path), "%s/not-a-program", dir);
+  fd = open(path, O_CREAT | O_WRONLY, 0700);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd,
+                         "\x7f"
+                         "ELF garbage",
+                         12),
+                   12);
+  close(fd);
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, NULL), 0);
+  test_opts(&o);
+  o.durable = 1;
+  argv[0] = path;
+  argv[1] = NULL;
+  o.argv = argv;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_FAILED, "spawn failed: ENOEXEC");
+  wait_end(&w);
+  fixture_close(&f);
+  rm_rf(dir);
+}
+
+/* The one window left (docs/durable.md): a host killed after the end was
+ * journalled as delivered and before its listeners ran.  The end is not
+ * reported again (never twice), no line read before is repeated; what
+ * the host had not read of it yet, and the notice, are what it loses. */
+static void test_durable_restart_delivered(void **state) {
+  records_t rec;
+  int killed, lost, repeated;
+  (void)state;
+
+  restart_run("delivered", 1, NULL, 0, &rec, &killed);
+  assert_int_equal(killed, 1);
+  lines_wrong(rec.out, RESTART_LINES, &lost, &repeated);
+  assert_int_equal(repeated, 0);
+  assert_int_equal(rec.notices, 0);
+  print_message("# delivered: %d lines of the unread end lost, 0 repeated, "
+                "0 notices (the window)\n",
+                lost);
+  free(rec.out);
+}
+
+/* ---------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
   /* clang-format off */
@@ -1436,6 +1564,9 @@ int main(int argc, char **argv) {
       T(test_durable_two_hosts),
       T(test_durable_full_disk),
       T(test_durable_disk_bounded),
+      T(test_durable_read_rules),
+      T(test_durable_spawn_error),
+      T(test_durable_restart_delivered),
   };
   /* clang-format on */
   if (argc > 1 && strcmp(argv[1], "--durable-host") == 0)

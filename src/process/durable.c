@@ -30,9 +30,10 @@
  *
  * Output reaches the ring of each stream (output.c) as pipe bytes do, so
  * every read rule holds unchanged (caps, drops, UTF-8, structured reads,
- * peeks); what tells us there is something new is one inotify watch on
- * the directory (uv_fs_event on /proc/self/fd/N, the descriptor we hold),
- * else a 50 ms timer, and every read looks at the files first. */
+ * peeks): every read and look of a task first reads what its files hold
+ * now (beyond the cap, only their last cap bytes: P-OUT-2), and a task
+ * whose host wants to hear of output as it comes (on_output, on_drop)
+ * has its files watched (inotify) and read as they grow. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -89,10 +90,9 @@ struct uvt__dstate_s {
   uvt__dentry_t *table[TABLE_SIZE];
   char keeper[PATH_MAX];
   int stop_durable; /* uvt_process_stop_durable() */
-  uv_fs_event_t watch;
-  uv_timer_t poll;
-  uv_idle_t idle;
-  int watch_init, poll_init, idle_init;
+  uv_timer_t poll;  /* for watches the kernel refused */
+  uv_idle_t idle;   /* tails the eager tasks' streams */
+  int poll_init, idle_init;
   uvt__proc_t **tailq; /* procs to tail at the next idle */
   size_t tailq_n, tailq_cap;
   int journal_warned;
@@ -163,11 +163,16 @@ static void entry_unlink(uvt__dstate_t *ds, uvt__dentry_t *e) {
   ds->count--;
 }
 
-static void unlink_files(uvt__dstate_t *ds, const char *key) {
+/* A task's files; `flags` (NULL: all) says which it has. */
+static void unlink_files(uvt__dstate_t *ds, const char *key,
+                         const char *flags) {
   static const char *const ext[] = {"out", "err", "rc", "in"};
   char name[64];
   size_t i;
   for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+    if (flags != NULL && ((i == 1 && strchr(flags, 'm') != NULL) ||
+                          (i == 3 && strchr(flags, 'i') == NULL)))
+      continue;
     snprintf(name, sizeof(name), "%s.%s", key, ext[i]);
     (void)unlinkat(ds->dirfd, name, 0);
   }
@@ -450,6 +455,16 @@ static int find_keeper(uvt__dstate_t *ds) {
 
 /* ---- tailing --------------------------------------------------------- */
 
+/* Output is read when it is asked for (a read, a look, the end), except
+ * for a task whose host wants to hear of it as it comes (on_output,
+ * P-EVT-1) or keep what its cap drops (on_drop, M-TOOLS-10): its streams
+ * are watched (process.c: an inotify watch on each file) and read from
+ * an idle handle.  A watch the kernel refuses (no inotify watch left)
+ * falls back to a look every TAIL_POLL_MS. */
+static int eager(const uvt__proc_t *p) {
+  return p->on_output != NULL || p->on_drop != NULL;
+}
+
 /* P-OUT-2 without reading what the cap would drop: a stream whose file
  * holds more than the cap unread starts its next bytes at the last `cap`
  * of them, and everything before (the ring's unread bytes too) counts as
@@ -494,12 +509,20 @@ size_t uvt__durable_tail(uvt__proc_t *p, uvt__stream_t *s, size_t limit) {
     do
       n = pread(s->fd, at, room, (off_t)s->pos);
     while (n < 0 && errno == EINTR);
-    if (n <= 0)
+    if (n <= 0) {
+      if (s->ending)
+        uvt__stream_at_end(s); /* its writer left, and this is the end */
       break;
+    }
     s->pos += (uint64_t)n;
     total += (size_t)n;
     uvt__stream_got(s, at, (size_t)n);
-    if ((size_t)n < room || (limit > 0 && total >= limit) || s->paused)
+    if ((size_t)n < room) {
+      if (s->ending)
+        uvt__stream_at_end(s);
+      break;
+    }
+    if ((limit > 0 && total >= limit) || s->paused)
       break;
   }
   return total;
@@ -536,8 +559,8 @@ void uvt__durable_want_tail(uvt__proc_t *p) {
   uvt__dstate_t *ds = p->procs != NULL ? p->procs->dstate : NULL;
   size_t i;
 
-  if (ds == NULL || !ds->idle_init)
-    return;
+  if (ds == NULL || !ds->idle_init || !eager(p))
+    return; /* read when asked */
   for (i = 0; i < ds->tailq_n; i++)
     if (ds->tailq[i] == p)
       return;
@@ -566,61 +589,34 @@ static void untail(uvt__proc_t *p) {
     }
 }
 
-static void on_change(uv_fs_event_t *h, const char *name, int events,
-                      int status) {
-  uvt__dstate_t *ds = h->data;
-  char key[32];
-  const char *dot;
-  uvt__dentry_t *e;
-  (void)events;
-
-  if (status != 0 || name == NULL)
-    return;
-  dot = strrchr(name, '.');
-  if (dot == NULL || (size_t)(dot - name) >= sizeof(key) ||
-      (strcmp(dot, ".out") != 0 && strcmp(dot, ".err") != 0))
-    return;
-  memcpy(key, name, (size_t)(dot - name));
-  key[dot - name] = '\0';
-  e = find_key(ds, key);
-  if (e != NULL && e->proc != NULL)
-    uvt__durable_want_tail(e->proc);
-}
-
 static void on_poll(uv_timer_t *h) {
   uvt__dstate_t *ds = h->data;
   struct uvt__link *l;
   for (l = ds->entries.next; l != &ds->entries; l = l->next) {
     uvt__dentry_t *e = uvt__container_of(l, uvt__dentry_t, link);
-    if (e->proc != NULL)
+    if (e->proc != NULL && eager(e->proc))
       uvt__durable_want_tail(e->proc);
   }
 }
 
-static int watch_start(uvt__dstate_t *ds) {
-  char path[64];
-  int err;
-
-  if ((err = uv_idle_init(ds->ps->loop, &ds->idle)) != 0)
-    return err;
-  ds->idle.data = ds;
-  ds->idle_init = 1;
-  snprintf(path, sizeof(path), "/proc/self/fd/%d", ds->dirfd);
-  if (uv_fs_event_init(ds->ps->loop, &ds->watch) == 0) {
-    ds->watch.data = ds;
-    ds->watch_init = 1;
-    if (uv_fs_event_start(&ds->watch, on_change, path, 0) == 0) {
-      uv_unref((uv_handle_t *)&ds->watch);
-      return 0;
-    }
-  }
-  /* No inotify (none left: fs.inotify.max_user_watches): look. */
-  if ((err = uv_timer_init(ds->ps->loop, &ds->poll)) != 0)
-    return err;
+void uvt__durable_poll(uvt__proc_t *p) {
+  uvt__dstate_t *ds = p->procs != NULL ? p->procs->dstate : NULL;
+  if (ds == NULL || ds->poll_init)
+    return;
+  if (uv_timer_init(ds->ps->loop, &ds->poll) != 0)
+    return;
   ds->poll.data = ds;
   ds->poll_init = 1;
   uv_timer_start(&ds->poll, on_poll, TAIL_POLL_MS, TAIL_POLL_MS);
   uv_unref((uv_handle_t *)&ds->poll);
+}
+
+static int watch_start(uvt__dstate_t *ds) {
+  int err;
+  if ((err = uv_idle_init(ds->ps->loop, &ds->idle)) != 0)
+    return err;
+  ds->idle.data = ds;
+  ds->idle_init = 1;
   return 0;
 }
 
@@ -689,15 +685,18 @@ int uvt__durable_prepare(uvt__proc_t *p, const uvt_process_options_t *o,
   e->drain_ms = o->drain_ms;
   e->max_runtime_ms = o->max_runtime_ms;
 
+  /* One open per stream (creating an inode is what costs on a disk file
+   * system): the command's end and ours are one description, read by us
+   * with pread only, written by it with O_APPEND. */
   err = fd[0] =
-      open_file(ds, e->key, "out", O_WRONLY | O_CREAT | O_EXCL | O_APPEND);
-  if (err >= 0)
-    err = fd[1] = open_file(ds, e->key, "out", O_RDONLY);
+      open_file(ds, e->key, "out", O_RDWR | O_CREAT | O_EXCL | O_APPEND);
+  if (err >= 0 && (err = fd[1] = fcntl(fd[0], F_DUPFD_CLOEXEC, 3)) < 0)
+    err = UVT__PERR(errno);
   if (err >= 0 && !o->merge_stderr) {
     err = fd[2] =
-        open_file(ds, e->key, "err", O_WRONLY | O_CREAT | O_EXCL | O_APPEND);
-    if (err >= 0)
-      err = fd[3] = open_file(ds, e->key, "err", O_RDONLY);
+        open_file(ds, e->key, "err", O_RDWR | O_CREAT | O_EXCL | O_APPEND);
+    if (err >= 0 && (err = fd[3] = fcntl(fd[2], F_DUPFD_CLOEXEC, 3)) < 0)
+      err = UVT__PERR(errno);
   } else if (err >= 0) {
     err = fd[2] = fcntl(fd[0], F_DUPFD_CLOEXEC, 3);
     if (err < 0)
@@ -755,7 +754,7 @@ fail:
     close(fk);
   if (fh >= 0)
     close(fh);
-  unlink_files(ds, e->key);
+  unlink_files(ds, e->key, e->flags);
   entry_free(e);
   return err;
 }
@@ -769,27 +768,19 @@ int uvt__durable_wrap(uvt__proc_t *p, uvt__spawn_t *sp) {
 
   while (sp->argv[argc] != NULL)
     argc++;
-  if ((v = uvt__calloc(argc + 5, sizeof(*v))) == NULL)
+  if ((v = uvt__calloc(argc + 6, sizeof(*v))) == NULL)
     return UV_ENOMEM;
+  /* uvtasks-keeper CAP FLAGS SIG FILE ARG0... (src/keeper/keeper.c) */
   snprintf(num, sizeof(num), "%llu", (unsigned long long)p->dur->cap);
   v[0] = uvt__strdup(ds->keeper);
   v[1] = uvt__strdup(num);
-  {
-    char fl[4];
-    size_t k = 0;
-    if (strchr(p->dur->flags, 'i') != NULL)
-      fl[k++] = 'i';
-    if (strchr(p->dur->flags, 'b') != NULL)
-      fl[k++] = 'b';
-    if (k == 0)
-      fl[k++] = '-';
-    fl[k] = '\0';
-    v[2] = uvt__strdup(fl);
-  }
-  v[3] = uvt__strdup(sp->file);
+  v[2] = uvt__strdup(p->dur->flags);
+  snprintf(num, sizeof(num), "%d", close_sig());
+  v[3] = uvt__strdup(num);
+  v[4] = uvt__strdup(sp->file);
   for (i = 0; i < argc; i++)
-    v[4 + i] = uvt__strdup(sp->argv[i]);
-  for (i = 0; i < argc + 4; i++)
+    v[5 + i] = uvt__strdup(sp->argv[i]);
+  for (i = 0; i < argc + 5; i++)
     if (v[i] == NULL) {
       uvt__sandbox_argv_free(v);
       return UV_ENOMEM;
@@ -850,6 +841,26 @@ void uvt__durable_killed(uvt__proc_t *p, char why) {
   hook("killed", e->id);
 }
 
+#ifndef FALLOC_FL_KEEP_SIZE
+#define FALLOC_FL_KEEP_SIZE 0x01
+#endif
+#ifndef FALLOC_FL_PUNCH_HOLE
+#define FALLOC_FL_PUNCH_HOLE 0x02
+#endif
+/* Punch below `off` once at least PUNCH_STEP more was consumed. */
+#define PUNCH_STEP (1u << 20)
+
+static void punch_consumed(uvt__stream_t *s, uint64_t off) {
+  uint64_t upto = off & ~(uint64_t)4095;
+  if (s->fd < 0 || upto < s->punched + PUNCH_STEP)
+    return;
+  if (fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                (off_t)upto) == 0)
+    s->punched = upto;
+  else
+    s->punched = UINT64_MAX / 2; /* not supported here: never again */
+}
+
 void uvt__durable_consumed(uvt__proc_t *p) {
   uvt__dentry_t *e = p->dur;
   uint64_t o0, o1;
@@ -865,6 +876,13 @@ void uvt__durable_consumed(uvt__proc_t *p) {
   e->off[1] = o1;
   line(p->procs->dstate, "O %s %llu %llu", e->key, (unsigned long long)o0,
        (unsigned long long)o1);
+  /* D-6: what reads consumed (and the journal now says so) is never read
+   * again: its blocks go back (the file keeps its size and offsets), so a
+   * task read as it writes holds little on disk, and its pages are
+   * reused by its writer. */
+  punch_consumed(&p->out, o0);
+  if (p->err.file)
+    punch_consumed(&p->err, o1);
 }
 
 void uvt__durable_settled(uvt__proc_t *p) {
@@ -914,7 +932,7 @@ void uvt__durable_release(uvt__proc_t *p) {
   if (ds == NULL || uvt__list_empty(&e->link)) {
     /* Never journalled (its start failed): its files go. */
     if (ds != NULL)
-      unlink_files(ds, e->key);
+      unlink_files(ds, e->key, e->flags);
     entry_free(e);
     return;
   }
@@ -923,7 +941,7 @@ void uvt__durable_release(uvt__proc_t *p) {
     return; /* D-1: it runs on; the next host takes it back */
   /* D-6: delivered and dropped: nothing of it is needed any more. */
   line(ds, "F %s", e->key);
-  unlink_files(ds, e->key);
+  unlink_files(ds, e->key, e->flags);
   entry_unlink(ds, e);
   entry_free(e);
 }
@@ -1213,7 +1231,7 @@ static int state_open(uvt__procs_t *ps, const char *dir) {
       uvt__dentry_t *e = uvt__container_of(l, uvt__dentry_t, link);
       next = l->next;
       if (e->delivered) {
-        unlink_files(ds, e->key);
+        unlink_files(ds, e->key, e->flags);
         entry_unlink(ds, e);
         entry_free(e);
       }
@@ -1259,7 +1277,6 @@ unsigned uvt__durable_close(uvt__procs_t *ps, uv_close_cb on_closed) {
   if (ds == NULL)
     return 0;
   close_one(ds, (uv_handle_t *)&ds->idle, &ds->idle_init, on_closed, &n);
-  close_one(ds, (uv_handle_t *)&ds->watch, &ds->watch_init, on_closed, &n);
   close_one(ds, (uv_handle_t *)&ds->poll, &ds->poll_init, on_closed, &n);
   uvt__journal_close(&ds->journal);
   if (ds->dirfd >= 0)

@@ -250,6 +250,11 @@ typedef struct {
    * by us (fd) from `pos` (durable.c); no handle. */
   int file;
   uint64_t pos;
+  uv_fs_event_t change; /* its file, watched for a host that wants to
+                           hear of output as it comes (durable.c) */
+  int watching;
+  int ending; /* its writer is gone: ends where a read finds the end */
+  uint64_t punched; /* blocks below this went back (D-6) */
 } uvt__stream_t;
 
 /* Input bytes waiting for the pipe or terminal (stdin.c). */
@@ -1090,8 +1095,11 @@ void uvt__durable_release(uvt__proc_t *p);
 /* Read what stream `s` has new in its file into its ring (at most
  * `limit` bytes; 0 = to the end).  Returns the bytes read. */
 size_t uvt__durable_tail(uvt__proc_t *p, uvt__stream_t *s, size_t limit);
-/* Tail p's streams from the loop soon (a change, a resume). */
+/* Tail p's streams from the loop soon (a change, a resume), if its host
+ * wants output as it comes (on_output, on_drop); else reads do it. */
 void uvt__durable_want_tail(uvt__proc_t *p);
+/* A watch of p's file could not be made: look every 50 ms instead. */
+void uvt__durable_poll(uvt__proc_t *p);
 /* An adopted task's keeper: 0 while it runs; 1 once it ended, with
  * *status (a wait status) and *lost (nothing recorded). */
 int uvt__durable_leader_status(uvt__proc_t *p, int *status, int *lost);
@@ -1114,7 +1122,9 @@ int uvt__proc_adopt(uvt__procs_t *ps, uvt__dentry_t *e, uvt__adopted_t *a,
  * that n bytes went there (read_room, got_bytes). */
 size_t uvt__stream_room(uvt__stream_t *s, char **at);
 void uvt__stream_got(uvt__stream_t *s, const char *at, size_t n);
-/* process.c: a stream stopped at its cap (P-OUT-4). */
+/* process.c: a stream stopped at its cap (P-OUT-4); a file stream whose
+ * end a read found after its writer left (closed; the task may end). */
 void uvt__stream_maybe_pause(uvt__stream_t *s);
+void uvt__stream_at_end(uvt__stream_t *s);
 
 #endif

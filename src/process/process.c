@@ -215,10 +215,14 @@ static void close_stream(uvt__stream_t *s) {
     s->proc->lingering--;
   }
   if (s->file) {
-    /* D-2: a file in the state directory; no handle. */
+    /* D-2: a file in the state directory, maybe watched. */
     if (s->fd >= 0)
       close(s->fd);
     s->fd = -1;
+    if (s->watching) {
+      s->watching = 0;
+      uv_close((uv_handle_t *)&s->change, uvt__proc_on_close);
+    }
     return;
   }
   if (s->tty)
@@ -351,6 +355,11 @@ void uvt__stream_got(uvt__stream_t *s, const char *at, size_t n) {
 
 void uvt__stream_maybe_pause(uvt__stream_t *s) {
   maybe_pause(s);
+}
+
+void uvt__stream_at_end(uvt__stream_t *s) {
+  close_stream(s);
+  maybe_finish(s->proc);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -492,11 +501,16 @@ static void drain_stream(uvt__proc_t *p, uvt__stream_t *s) {
   if (!s->open)
     return;
   if (s->file) {
-    /* D-2: what the file holds now (the cap's rules apply as they read). */
+    /* D-2: what the file holds now (the cap's rules apply as they read).
+     * With backpressure (P-OUT-4) nothing is dropped: the file was the
+     * buffer, so it is read as reads make room, and the stream ends
+     * where a read finds its end (uvt__stream_at_end). */
     s->paused = 0;
+    s->ending = p->backpressure;
     if (uvt__durable_tail(p, s, 0) > 0)
       uvt__notify_output(p);
-    close_stream(s);
+    if (!p->backpressure)
+      close_stream(s);
     return;
   }
   drain_read(p, s);
@@ -1267,13 +1281,37 @@ static int open_pipe(uvt__proc_t *p, uvt__stream_t *s, int fd) {
 
 /* D-2: a file of the state directory as the task's output (its
  * descriptor, set by uvt__durable_prepare, is read by durable.c). */
+static void on_file_change(uv_fs_event_t *h, const char *name, int events,
+                           int status) {
+  (void)name;
+  (void)events;
+  (void)status;
+  uvt__durable_want_tail(h->data);
+}
+
 static void open_file_stream(uvt__proc_t *p, uvt__stream_t *s) {
+  char path[64];
+
   s->proc = p;
   uvt__outbuf_init(&s->buf, p->opts->output_cap_bytes);
   uvt__outbuf_keep_first(&s->buf, p->opts->keep_head_bytes); /* M-TOOLS-15 */
   proc_spill_init(p, &s->buf);
   s->file = 1;
   s->open = 1;
+  if (p->on_output == NULL && p->on_drop == NULL)
+    return; /* read when a read or look asks */
+  /* P-EVT-1, M-TOOLS-10: told of every write (inotify on the file we hold
+   * open, through /proc/self/fd). */
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", s->fd);
+  if (uv_fs_event_init(p->loop, &s->change) != 0) {
+    uvt__durable_poll(p);
+    return;
+  }
+  s->change.data = p;
+  s->watching = 1;
+  p->closing++;
+  if (uv_fs_event_start(&s->change, on_file_change, path, 0) != 0)
+    uvt__durable_poll(p);
 }
 
 /* A terminal's master side as the task's output (read by on_tty_io); the
