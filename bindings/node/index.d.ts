@@ -211,6 +211,16 @@ export interface SpawnOptions {
    * holds 256 KiB.
    */
   onData?: (chunk: Buffer, stream: 'stdout' | 'stderr', id: string) => void
+  /**
+   * D-1: a durable task: it outlives this process (its end, SIGKILL, a
+   * crash, process.exit(), the guardian) and close(), which leaves it
+   * running; a later registry (this process's or another's) takes it back
+   * with adopt().  Needs adopt(stateDir) called first on this registry
+   * (the state directory holds its output, its end and a journal).  Not
+   * with tty (EINVAL) nor sandbox (ENOTSUP).  kill(), maxRuntimeMs and
+   * signal() act as for any task.
+   */
+  durable?: boolean
   /** N-6: make stdout(id)/stderr(id) available (implied by onData). */
   streams?: boolean
   /**
@@ -458,11 +468,27 @@ export class TaskRegistry {
   signal(id: string, signal: NodeJS.Signals | number, caller?: Agent): 'sent' | 'queued'
   metrics(): RegistryMetrics
   /**
+   * D-3: open `stateDir` (made, mode 0700, if missing) as this registry's
+   * state directory and take back every durable task it holds whose end
+   * was not reported yet and whose recorded owner is `owner` (an agent of
+   * the same id and session; none: the unowned tasks), under its old id,
+   * with its label; reads go on where they stopped; one that ended while
+   * no host ran ends now with its real outcome (onTaskDone hears it
+   * once).  Returns the ids taken back.  Throws EPERM (not yours, or
+   * others may write it), EBUSY (another registry holds it, here or in
+   * another process), ENOENT (no uvtasks-keeper beside the addon),
+   * EINVAL (another directory than this registry's).  Call it before
+   * spawning: an id already taken cannot be taken back.  Tasks taken back
+   * have no onOutput/onData (they were the old host's).
+   */
+  adopt(stateDir: string, owner?: Agent): string[]
+  /**
    * R-CLOSE-1: stop every task, then resolve.  Once closing, a second
    * close() rejects with UVT_ECLOSING (the first still resolves), and every
-   * other call throws UVT_ECLOSING.
+   * other call throws UVT_ECLOSING.  D-1: durable tasks are left running
+   * (a later adopt() takes them back) unless `stopDurable` is true.
    */
-  close(): Promise<void>
+  close(options?: { stopDurable?: boolean }): Promise<void>
 }
 
 /**

@@ -612,8 +612,12 @@ class TaskRegistry {
           return `${k}=${String(v)}`
         })
     }
-    if (this.#guard !== null) {
-      // N-10: the mark the guardian looks for; last, so it wins.
+    if (options.durable !== undefined && typeof options.durable !== 'boolean') {
+      throw codedTypeError('options.durable must be a boolean')
+    }
+    if (this.#guard !== null && options.durable !== true) {
+      // N-10: the mark the guardian looks for; last, so it wins.  A
+      // durable task outlives the host (D-1): the guardian leaves it.
       o.env = [...(o.env || []), `UVTASKS_GUARDIAN=${this.#guard}`]
     }
     if (options.stdin === 'null') o.stdin = undefined
@@ -878,8 +882,36 @@ class TaskRegistry {
     return { ...native.metrics(this.#r), ...this.#retention.counts }
   }
 
+  // D-3: take back every durable task of `stateDir` recorded for `owner`
+  // (an agent of the same id and session; none: the unowned ones) under
+  // its id; the first call opens the directory for this registry (one
+  // registry per directory: EBUSY).  Returns the ids taken back.
+  adopt(stateDir, owner) {
+    if (typeof stateDir !== 'string' || stateDir === '') {
+      throw codedTypeError('stateDir must be a non-empty string')
+    }
+    const h = handleOf(owner, 'owner')
+    const before = new Set(this.list(owner).map((s) => s.id))
+    native.adopt(this.#r, stateDir, h)
+    return this.list(owner).map((s) => s.id).filter((id) => !before.has(id))
+  }
+
   // R-CLOSE-1: resolves once every task was stopped and every handle closed.
-  close() {
+  // D-1: durable tasks are left running (detached) unless
+  // { stopDurable: true }.
+  close(options) {
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw codedTypeError('options must be an object')
+    }
+    if (options !== undefined && options.stopDurable !== undefined &&
+        typeof options.stopDurable !== 'boolean') {
+      throw codedTypeError('options.stopDurable must be a boolean')
+    }
+    if (options !== undefined && options.stopDurable === true) {
+      try {
+        native.stopDurable(this.#r, true)
+      } catch {} // closed already: the close below says so
+    }
     return new Promise((resolve) => {
       this.#letGo()
       native.close(this.#r, () => {

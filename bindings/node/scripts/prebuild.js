@@ -34,6 +34,11 @@ fs.rmSync(path.join(pkg, 'prebuilds'), { recursive: true, force: true })
 const dest = path.join(pkg, 'prebuilds', native, 'node.napi.glibc.node')
 fs.mkdirSync(path.dirname(dest), { recursive: true })
 fs.copyFileSync(path.join(pkg, 'build', 'uvtasks.node'), dest)
+// D-1: durable tasks' keeper, where the library looks for it: beside the
+// addon it is linked into.
+fs.copyFileSync(path.join(pkg, 'build', 'uvtasks-keeper'),
+                path.join(dir, 'uvtasks-keeper'))
+fs.chmodSync(path.join(dir, 'uvtasks-keeper'), 0o755)
 // Strip symbols the loader does not need (a third of the size), if strip
 // is there.
 spawnSync('strip', ['--strip-unneeded', dest], { stdio: 'ignore' })

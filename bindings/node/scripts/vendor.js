@@ -33,3 +33,5 @@ for (const f of fs.readdirSync(path.join(root, 'src'))) {
 }
 fs.cpSync(path.join(root, 'src', 'process'), path.join(dest, 'src', 'process'), { recursive: true })
 fs.cpSync(path.join(root, 'src', 'leaf'), path.join(dest, 'src', 'leaf'), { recursive: true })
+// D-1: durable tasks' keeper (built beside the addon).
+fs.cpSync(path.join(root, 'src', 'keeper'), path.join(dest, 'src', 'keeper'), { recursive: true })

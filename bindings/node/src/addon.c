@@ -477,6 +477,8 @@ NAPI_MODULE_INIT() {
       {"heldBytes", uvtn_held_bytes},
       {"outputRefs", uvtn_output_refs},
       {"jsUnsettled", uvtn_js_unsettled},
+      {"adopt", uvtn_adopt},
+      {"stopDurable", uvtn_stop_durable},
   };
   uvtn_env_t *st;
   napi_value version;

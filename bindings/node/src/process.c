@@ -423,7 +423,8 @@ napi_value uvtn_spawn(napi_env env, napi_callback_info info) {
       (prop(env, argv[1], "rows", &v) &&
        !cells_arg(env, v, "rows", &o.pty_rows)) ||
       !bool_opt(env, argv[1], "outputBackpressure", &o.output_backpressure) ||
-      !bool_opt(env, argv[1], "outputAtEnd", &at_end))
+      !bool_opt(env, argv[1], "outputAtEnd", &at_end) ||
+      !bool_opt(env, argv[1], "durable", &o.durable)) /* D-1 */
     goto out;
   if (stdin_cap != UINT64_MAX)
     o.stdin_cap_bytes = stdin_cap > SIZE_MAX ? SIZE_MAX : (size_t)stdin_cap;
@@ -532,6 +533,56 @@ out:
   free(sub); /* unused: the spawn threw */
   uvtn_leave(st);
   return result;
+}
+
+/* adopt(reg, stateDir, owner) -> the number of tasks taken back (D-3,
+ * uvt_process_adopt_all). */
+napi_value uvtn_adopt(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3] = {NULL, NULL, NULL}, result = NULL;
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  uvtn_agent_t *owner = NULL;
+  char *dir = NULL;
+  int n;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  r = uvtn_reg_arg(env, argv[0], 1);
+  if (r == NULL || !uvtn_string(env, argv[1], "stateDir", 0, &dir) ||
+      !uvtn_caller_arg(env, argv[2], &owner))
+    goto out;
+  n = uvt_process_adopt_all(r->reg, dir, owner != NULL ? &owner->agent : NULL);
+  if (n < 0) {
+    uvtn_throw(env, n, "adopt", dir);
+    goto out;
+  }
+  napi_create_int32(env, n, &result);
+out:
+  free(dir);
+  uvtn_leave(st);
+  return result;
+}
+
+/* stopDurable(reg, on): a close stops durable tasks too (D-1). */
+napi_value uvtn_stop_durable(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2] = {NULL, NULL};
+  uvtn_env_t *st = uvtn_enter(env);
+  uvtn_reg_t *r;
+  bool on = false;
+  int err;
+
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  r = uvtn_reg_arg(env, argv[0], 1);
+  if (r == NULL)
+    goto out;
+  napi_get_value_bool(env, argv[1], &on);
+  err = uvt_process_stop_durable(r->reg, on);
+  if (err != 0 && err != UV_EINVAL) /* EINVAL: no state directory */
+    uvtn_throw(env, err, "close", NULL);
+out:
+  uvtn_leave(st);
+  return NULL;
 }
 
 /* pid(reg, id, caller) -> number, or undefined while the spawn is out.

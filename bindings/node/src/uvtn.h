@@ -223,5 +223,8 @@ napi_value uvtn_signal(napi_env env, napi_callback_info info);
 napi_value uvtn_held_bytes(napi_env env, napi_callback_info info);
 napi_value uvtn_output_refs(napi_env env, napi_callback_info info);
 napi_value uvtn_js_unsettled(napi_env env, napi_callback_info info);
+/* D-3: adopt(reg, stateDir, owner) -> count; stopDurable(reg, on). */
+napi_value uvtn_adopt(napi_env env, napi_callback_info info);
+napi_value uvtn_stop_durable(napi_env env, napi_callback_info info);
 
 #endif /* UVTN_H */
