@@ -1,7 +1,7 @@
 /* Process tasks per second (workload 1) and loop responsiveness during the
  * spawn storm (workload 2).
  *
- *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle --mode argv|shell
+ *   bench-process --impl uvtasks|uvspawn|posix_spawn|idle|adopt --mode argv|shell
  *                 [--count 2000] [--live 64] [--heap-mib 0] [--idle 0]
  *                 [--fds 0] [--probe] [--spawners 0] [--idle-ms 2000]
  *                 [--cgroups] [--limits] [--limits-cpu] [--sandbox]
@@ -18,6 +18,9 @@
  *                else.
  *   idle         nothing but the probe, for --idle-ms: the floor of the
  *                loop's timer lateness on this machine now.
+ *   adopt        D-3: `count` durable tasks left running by a registry,
+ *                then one uvt_process_adopt_all() takes them back: adopt_ms
+ *                (and kill_all_ms, their kill through it).
  * In shell mode the raw loops run `bash -c true` (uvtasks' shell).
  * --heap-mib touches that much heap first; --idle keeps that many
  * `sleep 3600` tasks alive during the run (uvtasks only; the clock starts
@@ -553,6 +556,88 @@ static void run_idle(long ms) {
 
 /* ---- posix_spawn: the limit */
 
+/* D-3: --impl adopt: `count` durable `sleep 600` tasks started and left
+ * running by a registry that closes, then the time one
+ * uvt_process_adopt_all() call takes to take them all back
+ * (adopt_ms; nothing else runs in it), and the time until the last of
+ * them is killed through the second registry. */
+static uvt_registry_t *adopt_reg;
+static long adopt_left;
+
+static void adopt_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                       uvt_agent_t *owner) {
+  (void)l;
+  (void)snap;
+  (void)owner;
+  if (--adopt_left == 0)
+    BENCH_CHECK(uvt_registry_close(adopt_reg, NULL, NULL));
+}
+
+static int run_adopt(void) {
+  static const char *const argv_sleep[] = {"sleep", "600", NULL};
+  static uvt_listener_t l;
+  uvt_process_options_t o;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0, i;
+  const char *base = getenv("UVT_BENCH_STATE_BASE");
+  uint64_t t0;
+  long k;
+  int adopted;
+
+  snprintf(state_dir, sizeof(state_dir), "%s/uvt-bench-XXXXXX",
+           base != NULL ? base : "/tmp");
+  if (mkdtemp(state_dir) == NULL)
+    abort();
+  BENCH_CHECK(uvt_registry_new(&loop, NULL, &adopt_reg));
+  BENCH_CHECK(uvt_surface_attach(adopt_reg, &surface, "bench"));
+  BENCH_CHECK(uvt_process_adopt_all(adopt_reg, state_dir, NULL));
+  for (k = 0; k < cfg.count; k++) {
+    uvt_process_options_init(&o);
+    o.argv = argv_sleep;
+    o.durable = 1;
+    BENCH_CHECK(uvt_process_start(adopt_reg, &o, NULL));
+  }
+  /* Every keeper spawned, then the registry goes (they run on). */
+  for (;;) {
+    int spawning = 0;
+    BENCH_CHECK(uvt_list(adopt_reg, NULL, &snaps, &n));
+    for (i = 0; i < n; i++)
+      spawning += uvt_process_pid(adopt_reg, snaps[i].id, NULL) == 0;
+    uvt_snapshots_free(snaps, n);
+    if (spawning == 0)
+      break;
+    uv_run(&loop, UV_RUN_ONCE);
+  }
+  BENCH_CHECK(uvt_registry_close(adopt_reg, NULL, NULL));
+  uv_run(&loop, UV_RUN_DEFAULT);
+
+  BENCH_CHECK(uvt_registry_new(&loop, NULL, &adopt_reg));
+  BENCH_CHECK(uvt_surface_attach(adopt_reg, &surface, "bench"));
+  BENCH_CHECK(uvt_listener_start(adopt_reg, &l, adopt_done));
+  t0 = bench_now_ns();
+  adopted = uvt_process_adopt_all(adopt_reg, state_dir, NULL);
+  bench_result("adopt_ms", (double)(bench_now_ns() - t0) / 1e6);
+  if (adopted != cfg.count) {
+    fprintf(stderr, "bench-process: %d of %ld taken back\n", adopted,
+            cfg.count);
+    return 1;
+  }
+  t0 = bench_now_ns();
+  adopt_left = cfg.count;
+  BENCH_CHECK(uvt_list(adopt_reg, NULL, &snaps, &n));
+  for (i = 0; i < n; i++)
+    BENCH_CHECK(uvt_kill(adopt_reg, snaps[i].id, NULL, "done", NULL));
+  uvt_snapshots_free(snaps, n);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  bench_result("kill_all_ms", (double)(bench_now_ns() - t0) / 1e6);
+  /* The keepers were our children: reap them. */
+  while (waitpid(-1, NULL, WNOHANG) > 0)
+    ;
+  finished = cfg.count;
+  cfg.durable = 1; /* the directory goes at the end */
+  return 0;
+}
+
 static void run_posix_spawn(void) {
   const char *const *args = cfg.shell ? argv_shell : argv_true;
   if (cfg.sandbox) {
@@ -671,6 +756,10 @@ int main(int argc, char **argv) {
     run_uvtasks();
   } else if (strcmp(cfg.impl, "uvspawn") == 0) {
     run_uvspawn();
+  } else if (strcmp(cfg.impl, "adopt") == 0) {
+    uv_close((uv_handle_t *)&pacer, NULL);
+    if (run_adopt() != 0)
+      return 1;
   } else if (strcmp(cfg.impl, "idle") == 0) {
     run_idle(bench_lopt(argc, argv, "--idle-ms", 2000));
   } else if (strcmp(cfg.impl, "posix_spawn") == 0) {
@@ -689,7 +778,7 @@ int main(int argc, char **argv) {
             cfg.count);
     return 1;
   }
-  if (strcmp(cfg.impl, "idle") != 0) {
+  if (strcmp(cfg.impl, "idle") != 0 && strcmp(cfg.impl, "adopt") != 0) {
     bench_result("rate", (double)cfg.count * 1e9 / (double)(t_end - t_start));
     bench_result("loop_cpu_us",
                  (double)(thread_cpu_us() - cpu0) / (double)cfg.count);

@@ -262,6 +262,8 @@ for r in $(seq 1 "$rounds"); do
   # 7. list(caller) among foreign tasks.
   run "7 list" "100000 foreign" "$B/bench-core" list --mine 10 --foreign 100000
   run "7 list" "no foreign" "$B/bench-core" list --mine 10 --foreign 0
+  # 8. D-3: one uvt_process_adopt_all() taking back 100 durable tasks.
+  run "8 adoption" "100 tasks" "$B/bench-process" --impl adopt --count 100
 done
 
 # 6. Memory: deterministic enough for one run each.
