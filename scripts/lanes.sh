@@ -119,7 +119,7 @@ lane_valgrind() {
   local tests
   tests=$(existing_tests build-valgrind process process-spawner process-end \
     process-kill process-reap process-output process-stdin process-pty \
-    process-events process-limits)
+    process-events process-limits process-durable)
   if [ -n "$tests" ]; then
     # shellcheck disable=SC2086
     run_tests build-valgrind --print-errorlogs --timeout-multiplier 10 \
