@@ -1202,7 +1202,8 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  * logged and left in the journal.
  * Ownership: state_dir is only read during the call.
  * Thread: the loop thread (it reads the journal and may wait up to 2 s
- * for a keeper spawned just before its host died to record itself). */
+ * for a keeper spawned just before its host died to record itself).
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_adopt_all(uvt_registry_t *reg,
                                      const char *state_dir,
                                      uvt_agent_t *owner);
@@ -1211,7 +1212,8 @@ UVT_EXTERN int uvt_process_adopt_all(uvt_registry_t *reg,
  * this registry's durable tasks as any task (P-KILL-7) instead of leaving
  * them running; 0 (the default) leaves them (D-1).
  * Returns 0, UV_EINVAL (NULL reg, or no state directory opened),
- * UVT_ECLOSING, UV_ENOMEM.  Thread: the loop thread. */
+ * UVT_ECLOSING, UV_ENOMEM.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_stop_durable(uvt_registry_t *reg, int on);
 
 /* 1 if process task `id` is durable (started with `durable`, or taken
@@ -1219,7 +1221,8 @@ UVT_EXTERN int uvt_process_stop_durable(uvt_registry_t *reg, int on);
  * such tasks out of what it stops at its own exit (the MCP server's
  * guardian and shutdown, D-1).
  * Returns 1 or 0, UV_EINVAL (NULL reg or id, not a process task),
- * UVT_ENOTASK, UVT_EFOREIGN.  Thread: the loop thread. */
+ * UVT_ENOTASK, UVT_EFOREIGN.  Thread: the loop thread.
+ * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_is_durable(uvt_registry_t *reg, const char *id,
                                       const uvt_agent_t *caller);
 

@@ -136,6 +136,24 @@ int uvt_process_stop_all_now(void) {
   return 0;
 }
 
+/* D-1..D-7: no durable task without processes. */
+int uvt_process_adopt_all(uvt_registry_t *reg, const char *state_dir,
+                          uvt_agent_t *owner) {
+  (void)owner;
+  return reg == NULL || state_dir == NULL ? UV_EINVAL : UV_ENOSYS;
+}
+
+int uvt_process_stop_durable(uvt_registry_t *reg, int on) {
+  (void)on;
+  return reg == NULL ? UV_EINVAL : UV_ENOSYS;
+}
+
+int uvt_process_is_durable(uvt_registry_t *reg, const char *id,
+                           const uvt_agent_t *caller) {
+  (void)caller;
+  return reg == NULL || id == NULL ? UV_EINVAL : UV_ENOSYS;
+}
+
 /* No process task can carry the mark: there is nothing to guard. */
 int uvt_process_guardian(char mark[UVT_GUARDIAN_MARK_MAX]) {
   return mark == NULL ? UV_EINVAL : UV_ENOSYS;
