@@ -86,9 +86,18 @@ function buildArm64(root) {
 
 // Copies the addon to `dest`, strips it and loads it with the arm64 Node
 // under qemu-user (it must load, or it is not shipped).
+// D-1: durable tasks' keeper (built with the addon) into `dir`, beside
+// the addon: the library looks for it there.
+function installKeeper(keeper, dir) {
+  fs.mkdirSync(dir, { recursive: true })
+  fs.copyFileSync(keeper, path.join(dir, 'uvtasks-keeper'))
+  fs.chmodSync(path.join(dir, 'uvtasks-keeper'), 0o755)
+}
+
 function installArm64(addon, dest) {
   fs.mkdirSync(path.dirname(dest), { recursive: true })
   fs.copyFileSync(addon, dest)
+  installKeeper(path.join(path.dirname(addon), 'uvtasks-keeper'), path.dirname(dest))
   spawnSync(`${TRIPLE}-strip`, ['--strip-unneeded', dest], { stdio: 'ignore' })
   const [cmd, ...args] = arm64Node()
   const r = spawnSync(cmd, [...args, '-e',
@@ -98,4 +107,4 @@ function installArm64(addon, dest) {
   if (r.status !== 0) throw new Error(`${dest} does not load in an arm64 Node under qemu-user`)
 }
 
-module.exports = { missing, arm64Node, buildArm64, installArm64, ARM64_NODE, SYSROOT }
+module.exports = { missing, arm64Node, buildArm64, installArm64, installKeeper, ARM64_NODE, SYSROOT }

@@ -36,9 +36,7 @@ fs.mkdirSync(path.dirname(dest), { recursive: true })
 fs.copyFileSync(path.join(pkg, 'build', 'uvtasks.node'), dest)
 // D-1: durable tasks' keeper, where the library looks for it: beside the
 // addon it is linked into.
-fs.copyFileSync(path.join(pkg, 'build', 'uvtasks-keeper'),
-                path.join(dir, 'uvtasks-keeper'))
-fs.chmodSync(path.join(dir, 'uvtasks-keeper'), 0o755)
+cross.installKeeper(path.join(pkg, 'build', 'uvtasks-keeper'), path.dirname(dest))
 // Strip symbols the loader does not need (a third of the size), if strip
 // is there.
 spawnSync('strip', ['--strip-unneeded', dest], { stdio: 'ignore' })

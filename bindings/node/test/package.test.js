@@ -119,6 +119,8 @@ test('N-5: the packed tarball carries a prebuilt addon, README, LICENSE and its 
   for (const f of ['package/README.md', 'package/LICENSE', 'package/loader.js',
                    'package/prebuilds/linux-x64/node.napi.glibc.node',
                    'package/prebuilds/linux-arm64/node.napi.glibc.node', // N-14
+                   'package/prebuilds/linux-x64/uvtasks-keeper', // D-1
+                   'package/prebuilds/linux-arm64/uvtasks-keeper',
                    'package/deps/uvtasks/include/uvtasks.h',
                    'package/deps/uvtasks/src/registry.c']) {
     if (f.includes('linux-x64') && `${process.platform}-${process.arch}` !== 'linux-x64') continue

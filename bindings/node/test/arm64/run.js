@@ -18,6 +18,13 @@
 // kills of a whole session, signals, aborts; the guardian after a
 // SIGKILLed host; process.exit(); and the v4 clauses N-11..N-13.
 //
+// Not the durable tasks (D-1..D-7): qemu-user answers an emulated
+// program's /proc/self/stat itself, with a start time from its own clock,
+// so the arm64 keeper records an identity the kernel's /proc/<pid>/stat
+// does not confirm, and adoption rightly refuses it (D-4).  The arm64
+// keeper (built without the C library) is packed; its runs of a command,
+// an exit code and a death by a signal were checked under qemu by hand.
+//
 //   node test/arm64/run.js            (scripts/test.sh runs it)
 'use strict'
 const fs = require('node:fs')
