@@ -1198,8 +1198,9 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  * uvtasks-keeper found; logged); UVT_ECLOSING, UVT_ESTALE (owner not
  * live, R-OWN-1); UV_ENOMEM; or the error of making, opening or reading
  * it (UV_ENOTDIR for a file, UV_ELOOP or UV_ENOTDIR for a symlink,
- * UV_EACCES...).  A task that cannot be taken back (its id taken) is
- * logged and left in the journal.
+ * UV_EACCES...).  A task that cannot be taken back (its id taken, or no
+ * pidfds on this kernel while its keeper may run: Linux < 5.3, valgrind)
+ * is logged and left in the journal.
  * Ownership: state_dir is only read during the call.
  * Thread: the loop thread (it reads the journal and may wait up to 2 s
  * for a keeper spawned just before its host died to record itself).

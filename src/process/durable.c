@@ -1088,7 +1088,7 @@ static int identify(const rcinfo_t *ri) {
   if (!ri->run || ri->pid <= 0 || ri->sid != ri->pid)
     return -1;
   if ((fd = uvt__pidfd_open(ri->pid)) < 0)
-    return -1;
+    return fd == UV_ENOSYS ? UV_ENOSYS : -1;
   if (uvt__pstat_read(ri->pid, &st) != 0 || st.start != ri->start ||
       st.sid != ri->sid || st.state == 'Z' || st.state == 'X') {
     close(fd);
@@ -1131,6 +1131,14 @@ static int adopt_one(uvt__procs_t *ps, uvt__dentry_t *e, uvt_agent_t *owner) {
     close(rc);
   }
   a.pidfd = identify(&ri);
+  if (a.pidfd == UV_ENOSYS && ri.end != 0)
+    a.pidfd = -1; /* its end is recorded: known without the process */
+  if (a.pidfd == UV_ENOSYS) {
+    /* No pidfds here (Linux < 5.3, or valgrind): a keeper that may run
+     * cannot be told apart from a reused pid.  Left in the journal for a
+     * host that can; nothing is concluded about it. */
+    return UV_ENOSYS;
+  }
   if (a.pidfd >= 0) {
     a.live = 1;
     a.pid = ri.pid;
