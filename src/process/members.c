@@ -820,6 +820,20 @@ static int stray_excluded(const uvt__procs_t *ps, pid_t pid) {
   return 0;
 }
 
+/* D-1: is this a detached durable task's keeper?  Forgotten with
+ * `drop` (it was reaped: its pid may name another process next). */
+static int stray_kept(uvt__procs_t *ps, pid_t pid, int drop) {
+  size_t i;
+
+  for (i = 0; i < ps->kept_n; i++)
+    if (ps->kept[i] == pid) {
+      if (drop)
+        ps->kept[i] = ps->kept[--ps->kept_n];
+      return 1;
+    }
+  return 0;
+}
+
 /* A zombie child that no task claims: a process that left a task unseen
  * (its parent died before a pass looked) and then exited.  Reaped unless
  * it is a leader (of a spawn whose answer has not reached the loop: none
@@ -835,9 +849,11 @@ static void stray_pid(void *arg, pid_t pid) {
   uv_mutex_lock(&ps->spawn_mutex);
   ok = ps->spawning_now == 0 && !stray_excluded(ps, pid);
   uv_mutex_unlock(&ps->spawn_mutex);
-  if (ok)
+  if (ok) {
     while (waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR)
       ;
+    stray_kept(ps, pid, 1);
+  }
 }
 
 static void stray_kill(void *arg, pid_t pid) {
@@ -852,8 +868,11 @@ static void stray_kill(void *arg, pid_t pid) {
     int status;
     while (waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR)
       ;
+    stray_kept(ps, pid, 1);
     return;
   }
+  if (stray_kept(ps, pid, 0))
+    return; /* D-1: it outlives us */
   kill(pid, SIGKILL);
   ps->strays_left++;
 }
@@ -895,6 +914,19 @@ int uvt__members_strays_on(uvt__procs_t *ps) {
     return 0;
   ps->strays = 1;
   each_child(ps, note_child);
+  return 0;
+}
+
+int uvt__members_keep(uvt__procs_t *ps, pid_t pid) {
+  pid_t *nv;
+
+  if (!ps->strays || pid <= 0)
+    return 0;
+  nv = uvt__realloc(ps->kept, (ps->kept_n + 1) * sizeof(*nv));
+  if (nv == NULL)
+    return UV_ENOMEM;
+  ps->kept = nv;
+  ps->kept[ps->kept_n++] = pid;
   return 0;
 }
 
@@ -993,6 +1025,9 @@ unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed) {
   uvt__members_strays_stop(ps);
   uvt__free(ps->strays_not);
   ps->strays_not = NULL;
+  uvt__free(ps->kept);
+  ps->kept = NULL;
+  ps->kept_n = 0;
   uvt__cgroup_close(ps);
   uvt__free(ps->sessions);
   ps->sessions = NULL;

@@ -571,6 +571,8 @@ struct uvt__procs_s {
   pid_t *strays_not;
   size_t strays_not_n;
   unsigned strays_left;
+  pid_t *kept; /* D-1: detached durable tasks' keepers (not strays) */
+  size_t kept_n;
 
   /* cgroup.c */
   uvt__cgroot_t cgroot;
@@ -706,6 +708,9 @@ void uvt__members_reap_orphans(uvt__procs_t *ps);
  * tasks'; 0 or UV_ENOMEM.  At close: SIGKILL to the strays left. */
 int uvt__members_strays_on(uvt__procs_t *ps);
 void uvt__members_strays_stop(uvt__procs_t *ps);
+/* D-1: a detached durable task's keeper, a child of this host, is never
+ * stopped as a stray (reaped as one when it ends); 0 or UV_ENOMEM. */
+int uvt__members_keep(uvt__procs_t *ps, pid_t pid);
 /* At context close: detach procs still tracked, close the idle handle;
  * returns the number of handles closed (on_closed runs for each). */
 unsigned uvt__members_close(uvt__procs_t *ps, uv_close_cb on_closed);

@@ -994,6 +994,14 @@ static void detach(uvt__proc_t *p) {
     return;
   }
   p->detached = 1;
+  /* S-11 with D-1: a subreaper host stops its strays at close; this
+   * keeper is not one. */
+  if (!p->adopted && p->procs != NULL && p->pid > 0 &&
+      uvt__members_keep(p->procs, p->pid) != 0)
+    uvt_log(p->reg, UVT_LOG_WARN,
+            "task %s: out of memory: its keeper (pid %d) may be stopped "
+            "at this host's end",
+            p->id, (int)p->pid);
   uvt__durable_release(p); /* the entry stays, without its task */
   p->reaped = 1;           /* no wait of ours will see its end */
   close_handle(p, UVT__H_POLL, (uv_handle_t *)&p->exit_poll);
@@ -1634,8 +1642,8 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   if (sp->cg.mask != 0 && sp->cg_err == 0) {
     p->cg = 1;
     p->cgroup = sp->cg;
-  } else if (p->procs != NULL && p->procs->cgroot.contain &&
-             !p->procs->cgroot.warned) {
+  } else if (p->dur == NULL && p->procs != NULL &&
+             p->procs->cgroot.contain && !p->procs->cgroot.warned) {
     p->procs->cgroot.warned = 1;
     uvt_log(p->reg, UVT_LOG_WARN,
             "task %s runs outside a cgroup of its own (%s); later tasks "

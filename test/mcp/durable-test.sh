@@ -119,10 +119,12 @@ for n in $(seq 1 400); do
   case $t in *"[status: completed, exit code: 6]"*) break ;; esac
   sleep 0.05
 done
-# One more look: no second notice.
+# One more look: no notice now (the result that showed the end told it,
+# so its notice was left out there, M-TOOLS-18; or the notice came once).
 call task_list '{}'
 t=$(text $id)
-case $t in *"[notice]"*bash-1*) notices=$((notices + 1)) ;; esac
+late=0
+case $t in *"[notice]"*bash-1*) late=1 ;; esac
 lost=0
 repeated=0
 for i in $(seq 1 40); do
@@ -139,10 +141,10 @@ case $seen in
   *"[status: completed, exit code: 6]"*) ok "D-3: its end, exact" ;;
   *) bad "D-3: its end" "$seen" ;;
 esac
-if [ "$notices" = 1 ]; then
-  ok "D-3: its end told once (one notice)"
+if [ "$notices" -le 1 ] && [ "$late" = 0 ]; then
+  ok "D-3: its end told once ($notices notice beside the result that showed it, none later)"
 else
-  bad "D-3: $notices notices"
+  bad "D-3: $notices notices, then $late more" "$(printf '%s' "$seen" | tail -c 600)"
 fi
 
 # ---- D-1: an orderly end leaves durable tasks; run_command is not durable
