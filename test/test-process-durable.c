@@ -453,6 +453,20 @@ static void test_durable_keeper_shape(void **state) {
   }
   assert_non_null(strstr(cmdline, "uvtasks-keeper"));
   assert_int_equal(cmdline_count("secret-words-xyz"), 0);
+  {
+    /* The keeper is the program the host's UVTASKS_KEEPER names (the
+     * host's choice; no option of a task names one). */
+    const char *k = getenv("UVTASKS_KEEPER");
+    char exe[PATH_MAX], want[PATH_MAX], link[64];
+    ssize_t n;
+    if (k != NULL && realpath(k, want) != NULL) {
+      snprintf(link, sizeof(link), "/proc/%d/exe", pid);
+      n = readlink(link, exe, sizeof(exe) - 1);
+      assert_true(n > 0);
+      exe[n] = '\0';
+      assert_string_equal(exe, want);
+    }
+  }
   assert_true(uvt_process_command_pid(f.reg, id, NULL) > 0 ||
               uvt_process_command_pid(f.reg, id, NULL) == 0);
   assert_int_equal(uvt_kill(f.reg, id, NULL, "done", NULL), 0);

@@ -114,13 +114,15 @@ static const char usage_options2[] =
     "                       give the sbatch option NAME (repeatable; none\n"
     "                       by default): constraint, exclusive,\n"
     "                       reservation, nodelist, exclude, mem-per-cpu,\n"
-    "                       tmp, comment, nice, licenses, time-min\n"
+    "                       tmp, comment, nice, licenses, time-min\n";
+
+static const char usage_options3[] =
     "  --state-dir DIR      run_in_background's tasks outlive the server\n"
     "                       (not with tty): their output, ends and a\n"
     "                       journal are kept in DIR (yours, mode 0700; made\n"
     "                       if missing), and a server started again on DIR\n"
     "                       takes them back under their ids; one server per\n"
-    "                       DIR; not with --sandbox\n"
+    "                       DIR; not with --sandbox or --limit-*\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -213,8 +215,7 @@ static void kill_all_tasks(mcp_server_t *server) {
         strcmp(snaps[i].kind, "slurm") == 0)
       continue;
     /* D-1: durable tasks outlive the server. */
-    if (uvt_process_is_durable(server->reg, snaps[i].id, &server->agent) ==
-        1)
+    if (uvt_process_is_durable(server->reg, snaps[i].id, &server->agent) == 1)
       continue;
     uvt_kill(server->reg, snaps[i].id, &server->agent, "server shutting down",
              NULL);
@@ -375,6 +376,7 @@ static int parse_args(int argc, char **argv, mcp_config_t *c) {
       fputs(usage, stdout);
       fputs(usage_options, stdout);
       fputs(usage_options2, stdout);
+      fputs(usage_options3, stdout);
       return 1;
     }
     if (strcmp(a, "--version") == 0) {

@@ -1156,8 +1156,8 @@ static int quiesce_start(uvt__proc_t *p) {
     return 0;
   /* D-1: an undelivered durable task's end, and what it left running,
    * are the next host's. */
-  if (p->dur != NULL && !p->dur->delivered &&
-      uvt_task_host_leaving(p->task) && !uvt__durable_stopping(p))
+  if (p->dur != NULL && !p->dur->delivered && uvt_task_host_leaving(p->task) &&
+      !uvt__durable_stopping(p))
     return 0;
   if (p->pid <= 0 || uvt__members_known_empty(p)) {
     end_linger(p); /* P-OUT-6: a holder outside the session */
@@ -1642,8 +1642,8 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   if (sp->cg.mask != 0 && sp->cg_err == 0) {
     p->cg = 1;
     p->cgroup = sp->cg;
-  } else if (p->dur == NULL && p->procs != NULL &&
-             p->procs->cgroot.contain && !p->procs->cgroot.warned) {
+  } else if (p->dur == NULL && p->procs != NULL && p->procs->cgroot.contain &&
+             !p->procs->cgroot.warned) {
     p->procs->cgroot.warned = 1;
     uvt_log(p->reg, UVT_LOG_WARN,
             "task %s runs outside a cgroup of its own (%s); later tasks "
@@ -2005,6 +2005,7 @@ int uvt__proc_adopt(uvt__procs_t *ps, uvt__dentry_t *e, uvt__adopted_t *a,
   p->out.fd = -1;
   p->err.fd = -1;
   p->in.fd = -1;
+  p->sb_status_fd = -1;
   p->backpressure = strchr(e->flags, 'b') != NULL;
   p->dur = e;
   p->adopted = 1;

@@ -570,9 +570,7 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
   }
   /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
    * pipe too, which is how the parent learns that exec succeeded). */
-  first = sp->xfd[1] >= 0                          ? 5
-          : sp->xfd[0] >= 0 || sp->extra_fd >= 0 ? 4
-                                                 : 3;
+  first = sp->xfd[1] >= 0 ? 5 : sp->xfd[0] >= 0 || sp->extra_fd >= 0 ? 4 : 3;
   if (syscall(SYS_close_range, (unsigned)first, ~0U, CLOSE_RANGE_CLOEXEC) !=
       0) {
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)

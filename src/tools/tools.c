@@ -377,9 +377,8 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   po.stdin_pipe = args->stdin_pipe == 1 && !po.pty;
   /* D-7: outlives the server, unless on a terminal or with limits (a
    * task's limits are its cgroup's, which goes with the server). */
-  po.durable = req->tools->durable_ && !po.pty &&
-               po.limits.memory_bytes == 0 && po.limits.max_processes == 0 &&
-               po.limits.cpu_percent == 0;
+  po.durable = req->tools->durable_ && !po.pty && po.limits.memory_bytes == 0 &&
+               po.limits.max_processes == 0 && po.limits.cpu_percent == 0;
 
   err = uvt_process_start(req->tools->registry, &po, id);
   if (err == 0)

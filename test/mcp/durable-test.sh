@@ -8,7 +8,8 @@
 #    line once, and the end is told once;
 #  - a server that ends in order (end of input) leaves its durable tasks
 #    running, and the next one's task_kill stops them, session and all;
-#  - run_command stays tied to its call (it is not durable);
+#  - run_command stays tied to its call (it is not durable), and so does
+#    a task a call gives limits;
 #  - a second server on the same directory is refused.
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash durable-test.sh
@@ -182,7 +183,22 @@ if [ "$(pgrep -f "sleep $marker" | wc -l)" = 0 ]; then
 else
   bad "D-5: processes left after the kill"
 fi
+# ---- D-5 with L-LIM-3: a call with limits gets a task that is not
+# durable (limits are a cgroup's, which go with the server), and is told.
+limited=101.$$$RANDOM
+call run_in_background "{\"command\":\"sleep $limited\",\"memory_mb\":256}"
+t=$(text $id)
+case $t in
+  *"It has limits, so it ends with this server"*) ok "D-5: a call with limits is told its task ends with the server" ;;
+  *"[status: running]"*) bad "D-5: a call with limits" "$t" ;;
+  *) echo "skip D-5 with limits (not enforceable here): $t" ;;
+esac
 exec {W}>&-
 wait "$srv"
 srv=
+if [ "$(pgrep -f "sleep $limited" | wc -l)" = 0 ]; then
+  ok "D-5: the limited task ended with its server"
+else
+  bad "D-5: the limited task outlived its server"
+fi
 summary
