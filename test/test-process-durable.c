@@ -1609,6 +1609,90 @@ static void test_durable_restart_delivered(void **state) {
 
 /* ---------------------------------------------------------------------- */
 
+/* The shared journal (src/leaf/journal.h) on its own, as both producers
+ * use it: lines appended whole, a torn last line cut off, words encoded,
+ * one writer (the lock), a compaction that keeps the lines it is given;
+ * and the Slurm engine's slots mode (E-15 over D-6's module): records
+ * rewritten in place, before and after a compaction (whose new file would
+ * otherwise append a record at its end). */
+static int count_line(void *arg, char *line, size_t len) {
+  int *n = arg;
+  (void)line;
+  (void)len;
+  (*n)++;
+  return 0;
+}
+
+static int emit_two(void *arg, uvt__journal_t *out) {
+  (void)arg;
+  if (uvt__journal_append(out, "AAAA", 4) != 0 ||
+      uvt__journal_append(out, "BBBB", 4) != 0)
+    return UV_EIO;
+  return 0;
+}
+
+static int fail_writes_at(const char *name, int op) {
+  (void)name;
+  return op == 'w' ? ENOSPC : 0;
+}
+
+static void test_durable_journal_leaf(void **state) {
+  char dir[64], path[PATH_MAX], buf[64], word[64];
+  uvt__journal_t j, k;
+  int fd, n;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  snprintf(path, sizeof(path), "%s/j", dir);
+  assert_int_equal(uvt__journal_open_path(&j, path, 1), 0);
+  /* One writer: a second open with the lock is refused. */
+  assert_int_equal(uvt__journal_open_path(&k, path, 1), UV_EBUSY);
+  assert_int_equal(uvt__journal_append(&j, "one", 3), 0);
+  assert_int_equal(uvt__journal_appendf(&j, "two %d", 2), 0);
+  /* A writer killed mid-line leaves a line without its newline. */
+  fd = open(path, O_WRONLY | O_APPEND);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "tor", 3), 3);
+  close(fd);
+  n = 0;
+  assert_int_equal(uvt__journal_read(&j, count_line, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(uvt__journal_append(&j, "three", 5), 0);
+  fd = open(path, O_RDONLY);
+  assert_int_equal(read(fd, buf, sizeof(buf)), 16);
+  close(fd);
+  assert_memory_equal(buf, "one\ntwo 2\nthree\n", 16);
+  /* Words of any bytes. */
+  assert_int_equal(uvt__journal_enc(word, sizeof(word), "a b%\n", 5), 12);
+  assert_string_equal(word, "=a%20b%25%0A");
+  assert_int_equal(uvt__journal_dec(word), 5);
+  assert_memory_equal(word, "a b%\n", 5);
+  /* A compaction keeps what it is given, nothing else. */
+  assert_int_equal(uvt__journal_compact(&j, emit_two, NULL), 0);
+  n = 0;
+  assert_int_equal(uvt__journal_read(&j, count_line, &n), 0);
+  assert_int_equal(n, 2);
+  uvt__journal_close(&j);
+
+  /* Slots: a write_at replaces the record where it is. */
+  assert_int_equal(uvt__journal_open_path(&j, path, 0), 0);
+  assert_int_equal(uvt__journal_write_at(&j, 0, "CCCC\n", 5), UV_EINVAL);
+  assert_int_equal(uvt__journal_slots(&j), 0);
+  assert_int_equal(uvt__journal_write_at(&j, 5, "DDDD\n", 5), 0);
+  assert_int_equal(uvt__journal_compact(&j, emit_two, NULL), 0);
+  assert_int_equal(uvt__journal_write_at(&j, 0, "EEEE\n", 5), 0);
+  uvt__journal_fault = fail_writes_at;
+  assert_int_equal(uvt__journal_write_at(&j, 5, "FFFF\n", 5), UV_ENOSPC);
+  uvt__journal_fault = NULL;
+  fd = open(path, O_RDONLY);
+  n = (int)read(fd, buf, sizeof(buf));
+  close(fd);
+  assert_int_equal(n, 10);
+  assert_memory_equal(buf, "EEEE\nBBBB\n", 10);
+  uvt__journal_close(&j);
+  rm_rf(dir);
+}
+
 int main(int argc, char **argv) {
   /* clang-format off */
   const struct CMUnitTest tests[] = {
@@ -1632,6 +1716,7 @@ int main(int argc, char **argv) {
       T(test_durable_read_rules),
       T(test_durable_spawn_error),
       T(test_durable_restart_delivered),
+      T(test_durable_journal_leaf),
   };
   /* clang-format on */
   if (argc > 1 && strcmp(argv[1], "--durable-host") == 0)

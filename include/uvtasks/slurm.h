@@ -110,7 +110,9 @@ UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
  * UV_EACCES (no readable slurm.conf at `conf`, $SLURM_CONF or
  * /etc/slurm/slurm.conf: libslurm would end the process), UV_ENOMEM, or
  * the error of creating out_dir / opening the journal / starting the
- * thread.
+ * thread (the journal: UV_ELOOP for a symlink at the file or its
+ * directory, UV_EPERM for a file that is not a regular file of the
+ * effective user, UV_EINVAL for a file name over 250 bytes: S-7).
  * Thread: loop.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_engine_new(uvt_registry_t *reg,

@@ -214,6 +214,37 @@ int uvt__journal_appendf(uvt__journal_t *j, const char *fmt, ...) {
   return err;
 }
 
+int uvt__journal_slots(uvt__journal_t *j) {
+  int fl;
+
+  if (j->fd < 0)
+    return -EBADF;
+  fl = fcntl(j->fd, F_GETFL);
+  if (fl < 0 || fcntl(j->fd, F_SETFL, fl & ~O_APPEND) != 0)
+    return -errno;
+  j->slots = 1;
+  return 0;
+}
+
+int uvt__journal_write_at(uvt__journal_t *j, uint64_t off, const char *buf,
+                          size_t len) {
+  ssize_t w;
+  int err;
+
+  if (j->fd < 0)
+    return -EBADF;
+  if (!j->slots)
+    return -EINVAL; /* O_APPEND would put it at the end */
+  if ((err = fault(j, 'w')) != 0)
+    return err;
+  do
+    w = pwrite(j->fd, buf, len, (off_t)off);
+  while (w < 0 && errno == EINTR);
+  if (w == (ssize_t)len)
+    return 0;
+  return w < 0 ? -errno : -EIO;
+}
+
 int uvt__journal_sync(uvt__journal_t *j) {
   if (j->fd < 0)
     return -EBADF;
@@ -324,6 +355,17 @@ int uvt__journal_compact(uvt__journal_t *j, uvt__journal_emit_fn emit,
   (void)fsync(j->dirfd);
   close(j->fd);
   j->fd = out.fd;
+  if (j->slots) {
+    /* Records in place from now on (uvt__journal_slots). */
+    int fl = fcntl(j->fd, F_GETFL);
+    if (fl < 0 || fcntl(j->fd, F_SETFL, fl & ~O_APPEND) != 0) {
+      /* A write_at would land at the end: no more writes go in. */
+      err = -errno;
+      close(j->fd);
+      j->fd = -1;
+      return err;
+    }
+  }
   j->lines = out.lines;
   return 0;
 }

@@ -35,16 +35,17 @@
 #include <stdint.h>
 
 typedef struct {
-  int dirfd;     /* the directory (owned only after _open_path) */
-  int owns_dir;  /* dirfd is ours to close */
-  int fd;        /* the journal, O_APPEND; -1 once broken or closed */
-  int lock_fd;   /* "<name>.lock" with our flock, or -1 */
-  char name[64]; /* the journal's file name in dirfd */
-  size_t lines;  /* whole lines in the file (loaded and appended) */
+  int dirfd;      /* the directory (owned only after _open_path) */
+  int owns_dir;   /* dirfd is ours to close */
+  int fd;         /* the journal, O_APPEND; -1 once broken or closed */
+  int lock_fd;    /* "<name>.lock" with our flock, or -1 */
+  char name[256]; /* the journal's file name in dirfd */
+  size_t lines;   /* whole lines in the file (loaded and appended) */
+  int slots;      /* records are rewritten in place (uvt__journal_slots) */
 } uvt__journal_t;
 
 /* Open (creating, mode 0600) `name` in `dirfd`; `lock`: take the writer's
- * lock first.  `name` is one path component (no '/'), at most 58 bytes.
+ * lock first.  `name` is one path component (no '/'), at most 250 bytes.
  * Returns 0, UV_EBUSY (another writer holds the lock), UV_EINVAL (a bad
  * name), UV_EPERM (the file is not a regular file owned by the effective
  * user), or the error of openat/flock (UV_ELOOP for a symlink). */
@@ -67,6 +68,18 @@ int uvt__journal_appendf(uvt__journal_t *j, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* Records in place (the Slurm engine's fixed-size records, E-15): the
+ * journal, and every file a compaction makes for it, is written with
+ * uvt__journal_write_at() at an offset the caller chooses, not appended
+ * to.  A record that never crosses a 512-byte boundary is written whole
+ * or not at all by a host that dies (sector writes are atomic); appends
+ * stay possible only inside a compaction's emit.  0 or fcntl's error. */
+int uvt__journal_slots(uvt__journal_t *j);
+/* One pwrite(2) of `len` bytes at `off` (after uvt__journal_slots()).
+ * Returns 0, UV_EBADF, UV_EINVAL (not in slots mode), UV_EIO (a short
+ * write), or the write's error (UV_ENOSPC...). */
+int uvt__journal_write_at(uvt__journal_t *j, uint64_t off, const char *buf,
+                          size_t len);
 /* fdatasync the journal: 0 or an error. */
 int uvt__journal_sync(uvt__journal_t *j);
 
@@ -101,7 +114,7 @@ size_t uvt__journal_words(char *line, char **words, size_t max);
 
 /* Tests only: when set, consulted before each write (op 'a' an append,
  * 'c' a compaction's file, 'r' its rename); a nonzero return is taken as
- * that errno (ENOSPC for a full disk).  NULL otherwise. */
+ * that errno (ENOSPC for a full disk); 'w' a write_at.  NULL otherwise. */
 extern int (*uvt__journal_fault)(const char *name, int op);
 
 #endif /* UVT_LEAF_JOURNAL_H */

@@ -1139,9 +1139,7 @@ static void engine_closed(uv_handle_t *h) {
   void *data = e->close_data;
   int last;
   uv_mutex_lock(&e->mutex);
-  if (e->journal_fd >= 0)
-    close(e->journal_fd);
-  e->journal_fd = -1;
+  uvt__journal_close(&e->journal);
   e->closed = 1;
   last = e->jobs == 0;
   uv_mutex_unlock(&e->mutex);
@@ -1392,7 +1390,7 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
     return UV_ENOMEM;
   e->reg = reg;
   e->loop = uvt_registry_loop(reg);
-  e->journal_fd = -1;
+  uvt__journal_init(&e->journal);
   e->out_dir = dup_or_null(o->out_dir, &bad);
   e->conf = dup_or_null(o->conf, &bad);
   e->partition = dup_or_null(o->partition, &bad);
@@ -1458,8 +1456,7 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
   *out = e;
   return 0;
 fail:
-  if (e->journal_fd >= 0)
-    close(e->journal_fd);
+  uvt__journal_close(&e->journal);
   uvt__free(e->out_dir);
   uvt__free(e->conf);
   uvt__free(e->partition);

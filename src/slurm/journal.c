@@ -18,15 +18,19 @@
  *
  * The v3 journal (a line per event: "T id key", "J id job",
  * "O id out err", "D id") is read too and rewritten in this form.
+ *
+ * The file itself is src/leaf/journal.h's, shared with the durable tasks
+ * of the process producer (D-3): opened relative to its directory's
+ * descriptor (O_DIRECTORY|O_NOFOLLOW, then O_NOFOLLOW, a regular file of
+ * the effective user: S-7), read with a torn last record cut off, and
+ * rewritten by a compaction (a new file fsync'd, renamed over the old
+ * one, the directory fsync'd), in slots mode: records in place.
  * Callers hold the engine's mutex (or the thread has not started). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "slurm-internal.h"
 
@@ -56,16 +60,6 @@ static int format_rec(char state, const char *id, const char *key, uint32_t job,
   return 0;
 }
 
-static int write_at(int fd, const char *rec, int64_t slot) {
-  ssize_t w;
-  do
-    w = pwrite(fd, rec, REC, (off_t)slot * REC);
-  while (w < 0 && errno == EINTR);
-  if (w == REC)
-    return 0;
-  return w < 0 ? uv_translate_sys_error(errno) : UV_EIO;
-}
-
 /* A slot for a new record: a freed one, else the next at the end. */
 static int64_t take_slot(uvt_slurm_engine_t *e) {
   if (e->free_slots_n > 0)
@@ -88,7 +82,7 @@ static void free_slot(uvt_slurm_engine_t *e, int64_t slot) {
 void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state) {
   char rec[REC];
   int err;
-  if (e->journal_fd < 0)
+  if (e->journal.fd < 0)
     return;
   if (j->slot < 0) {
     if (state == 'D')
@@ -98,7 +92,7 @@ void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state) {
   err = format_rec(state, j->id, j->key, j->job, j->out_off, j->err_off, e->uid,
                    e->cluster, j->limit_s, j->array != NULL, rec);
   if (err == 0)
-    err = write_at(e->journal_fd, rec, j->slot);
+    err = uvt__journal_write_at(&e->journal, (uint64_t)j->slot * REC, rec, REC);
   if (err != 0)
     journal_failed(e, err);
   if (state == 'D') {
@@ -109,8 +103,7 @@ void uvt__journal_put(uvt_slurm_engine_t *e, uvt__sjob_t *j, char state) {
 }
 
 void uvt__sjournal_sync(uvt_slurm_engine_t *e) {
-  if (e->journal_fd >= 0)
-    (void)fdatasync(e->journal_fd);
+  (void)uvt__journal_sync(&e->journal);
 }
 
 /* ---- Reading ------------------------------------------------------------ */
@@ -228,112 +221,89 @@ static int parse_v3(const char *line, uvt__journal_entry_t **a, size_t *n,
   return 0;
 }
 
-static int load(int fd, uvt__journal_entry_t **out, size_t *count) {
-  FILE *fp;
-  char line[REC + 1];
-  uvt__journal_entry_t *a = NULL, *x;
-  size_t n = 0, cap = 0;
-  int dfd, err = 0;
+/* What the journal holds, as uvt__journal_read hands it over line by
+ * line (a torn last line is cut off there). */
+typedef struct {
+  uvt__journal_entry_t *a;
+  size_t n, cap;
+} load_t;
 
-  if ((dfd = dup(fd)) < 0)
-    return uv_translate_sys_error(errno);
-  if ((fp = fdopen(dfd, "r")) == NULL) {
-    close(dfd);
+static int load_line(void *arg, char *line, size_t len) {
+  load_t *l = arg;
+  uvt__journal_entry_t r, *x;
+  (void)len;
+  if (strncmp(line, "U1 ", 3) != 0)
+    return parse_v3(line, &l->a, &l->n, &l->cap);
+  memset(&r, 0, sizeof(r));
+  if (parse_rec(line, &r) != 0 || r.done)
+    return 0;
+  /* One record per id: a later slot is a later task. */
+  if ((x = find(l->a, l->n, r.id)) == NULL &&
+      (x = add(&l->a, &l->n, &l->cap)) == NULL)
     return UV_ENOMEM;
-  }
-  rewind(fp);
-  while (fgets(line, sizeof(line), fp) != NULL) {
-    if (strchr(line, '\n') == NULL)
-      break; /* a torn last line */
-    if (strncmp(line, "U1 ", 3) == 0) {
-      uvt__journal_entry_t r;
-      memset(&r, 0, sizeof(r));
-      if (parse_rec(line, &r) != 0 || r.done)
-        continue;
-      /* One record per id: a later slot is a later task. */
-      if ((x = find(a, n, r.id)) == NULL && (x = add(&a, &n, &cap)) == NULL) {
-        err = UV_ENOMEM;
-        break;
-      }
-      *x = r;
-    } else if ((err = parse_v3(line, &a, &n, &cap)) != 0) {
-      break;
-    }
-  }
-  fclose(fp);
-  if (err != 0) {
-    uvt__free(a);
-    return err;
-  }
-  *out = a;
-  *count = n;
+  *x = r;
   return 0;
 }
 
-/* Write the live entries to <path>.tmp (no symlink followed), flush it
- * and rename it over the journal. */
-static int rewrite(uvt_slurm_engine_t *e, const char *path,
-                   uvt__journal_entry_t *a, size_t n, int *fd_out) {
-  char tmp[4096], rec[REC];
-  size_t i, slot = 0;
-  int fd, err = 0;
-  if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-    return UV_ENAMETOOLONG;
-  (void)unlink(tmp);
-  fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return uv_translate_sys_error(errno);
-  for (i = 0; i < n && err == 0; i++) {
-    if (a[i].done)
+/* The live entries, one record each in slot order, into the compaction's
+ * new file (E-15). */
+typedef struct {
+  uvt_slurm_engine_t *e;
+  uvt__journal_entry_t *a;
+  size_t n;
+  int64_t slots;
+} emit_t;
+
+static int emit_live(void *arg, uvt__journal_t *out) {
+  emit_t *m = arg;
+  char rec[REC];
+  size_t i;
+  int err = 0;
+  for (i = 0; i < m->n && err == 0; i++) {
+    uvt__journal_entry_t *x = &m->a[i];
+    if (x->done)
       continue;
-    err = format_rec(a[i].job != 0 ? 'J' : 'T', a[i].id, a[i].key, a[i].job,
-                     a[i].out_off, a[i].err_off, a[i].uid, a[i].cluster,
-                     a[i].limit_s, a[i].array, rec);
+    err = format_rec(x->job != 0 ? 'J' : 'T', x->id, x->key, x->job, x->out_off,
+                     x->err_off, x->uid, x->cluster, x->limit_s, x->array, rec);
+    /* The record's newline is the one the append adds. */
     if (err == 0)
-      err = write_at(fd, rec, (int64_t)slot);
-    a[i].slot = (int64_t)slot++;
+      err = uvt__journal_append(out, rec, REC - 1);
+    x->slot = m->slots++;
   }
-  if (err == 0 && fsync(fd) != 0)
-    err = uv_translate_sys_error(errno);
-  if (err == 0 && rename(tmp, path) != 0)
-    err = uv_translate_sys_error(errno);
-  if (err != 0) {
-    close(fd);
-    (void)unlink(tmp);
-    return err;
-  }
-  e->slots = (int64_t)slot;
-  *fd_out = fd;
-  return 0;
+  return err;
 }
 
 int uvt__sjournal_open(uvt_slurm_engine_t *e, const char *path) {
-  uvt__journal_entry_t *a = NULL;
-  size_t n = 0, i, k;
-  int fd, nfd = -1, err;
+  load_t l;
+  emit_t m;
+  size_t i, k;
+  int err;
 
-  fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return uv_translate_sys_error(errno);
-  if ((err = load(fd, &a, &n)) != 0) {
-    close(fd);
+  memset(&l, 0, sizeof(l));
+  if ((err = uvt__journal_open_path(&e->journal, path, 0)) != 0)
     return err;
-  }
+  if ((err = uvt__journal_slots(&e->journal)) != 0 ||
+      (err = uvt__journal_read(&e->journal, load_line, &l)) != 0)
+    goto fail;
   /* E-15: the file is written again with the live tasks only (v3's
    * entries too: they carry no user or cluster, so the controller's
    * answer is all adoption checks for them, E-9). */
-  err = rewrite(e, path, a, n, &nfd);
-  close(fd);
-  if (err != 0) {
-    uvt__free(a);
-    return err;
-  }
+  m.e = e;
+  m.a = l.a;
+  m.n = l.n;
+  m.slots = 0;
+  if ((err = uvt__journal_compact(&e->journal, emit_live, &m)) != 0)
+    goto fail;
+  e->slots = m.slots;
   /* Only the live ones are kept for adoption. */
-  for (i = 0, k = 0; i < n; i++)
-    if (!a[i].done)
-      a[k++] = a[i];
-  e->journal_fd = nfd;
-  e->loaded = a;
+  for (i = 0, k = 0; i < l.n; i++)
+    if (!l.a[i].done)
+      l.a[k++] = l.a[i];
+  e->loaded = l.a;
   e->loaded_n = k;
   return 0;
+fail:
+  uvt__free(l.a);
+  uvt__journal_close(&e->journal);
+  return err;
 }

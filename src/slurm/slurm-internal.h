@@ -8,6 +8,7 @@
 #include <slurm/slurm.h>
 
 #include "leaf/alloc.h"
+#include "leaf/journal.h"
 #include "leaf/list.h"
 #include "uvtasks/producer.h"
 #include "uvtasks/slurm.h"
@@ -30,8 +31,8 @@ struct uvt_slurm_engine_s {
   char *out_dir;
   char *conf;
   char *partition;
-  int journal_fd; /* -1 = none */
-  uint32_t uid;   /* the submitting user (E-9) */
+  uvt__journal_t journal; /* fd -1 = none (src/leaf/journal.h) */
+  uint32_t uid;           /* the submitting user (E-9) */
   uint64_t poll_ms;
   uint64_t submit_retry_ms; /* E-12: how long a down controller is retried */
   char **sbatch_allow;      /* E-13: the host's allowlist (NULL-terminated) */

@@ -431,7 +431,7 @@ int uvt_slurm_adopt_all(uvt_slurm_engine_t *e, uvt_agent_t *owner) {
   int err = 0, adopted = 0;
   char why[200];
 
-  if (e == NULL || e->journal_fd < 0)
+  if (e == NULL || e->journal.fd < 0)
     return UV_EINVAL;
   UVT_LOOP_ONLY(e->reg);
   if (e->closing)
