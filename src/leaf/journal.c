@@ -372,28 +372,36 @@ int uvt__journal_compact(uvt__journal_t *j, uvt__journal_emit_fn emit,
 
 size_t uvt__journal_enc(char *dst, size_t size, const char *src, size_t len) {
   static const char hex[] = "0123456789ABCDEF";
-  size_t need = 1;
+  size_t need = 1;  /* the word's length so far */
+  size_t put = 0;   /* bytes written to dst: whole units only */
+  int full = 0;     /* a unit did not fit: write no more */
   size_t i;
 
-  if (size > 0)
+  if (size > 1) {
     dst[0] = '=';
+    put = 1;
+  } else {
+    full = 1;
+  }
   for (i = 0; i < len; i++) {
     unsigned char c = (unsigned char)src[i];
-    if (c <= 0x20 || c == '%' || c == 0x7f) {
-      if (need + 3 < size) {
-        dst[need] = '%';
-        dst[need + 1] = hex[c >> 4];
-        dst[need + 2] = hex[c & 15];
+    size_t unit = c <= 0x20 || c == '%' || c == 0x7f ? 3 : 1;
+    if (!full && put + unit < size) {
+      if (unit == 3) {
+        dst[put] = '%';
+        dst[put + 1] = hex[c >> 4];
+        dst[put + 2] = hex[c & 15];
+      } else {
+        dst[put] = (char)c;
       }
-      need += 3;
+      put += unit;
     } else {
-      if (need + 1 < size)
-        dst[need] = (char)c;
-      need += 1;
+      full = 1; /* a cut word ends on a whole unit, never half a %XX */
     }
+    need += unit;
   }
   if (size > 0)
-    dst[need < size ? need : size - 1] = '\0';
+    dst[put] = '\0';
   return need;
 }
 

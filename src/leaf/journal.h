@@ -103,7 +103,8 @@ int uvt__journal_compact(uvt__journal_t *j, uvt__journal_emit_fn emit,
 /* A string as one word: "=" and the bytes, %XX for space, '%', bytes
  * below 0x21 and 0x7f.  Writes at most `size` bytes (NUL included) and
  * returns the length the whole word needs (as snprintf: a result >= size
- * means it was cut).  At most 3 * len + 2 bytes are needed. */
+ * means it was cut, and then dst holds the longest prefix of whole units:
+ * never half a %XX).  At most 3 * len + 2 bytes are needed. */
 size_t uvt__journal_enc(char *dst, size_t size, const char *src, size_t len);
 /* Decode a word made by uvt__journal_enc in place (NUL-terminated);
  * returns its length, or -1 when it is not such a word. */
