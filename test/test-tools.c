@@ -4054,7 +4054,7 @@ static void test_spill_total(void **state) {
 
 /* M-TOOLS-10: a directory others can enter, a link, or a file is refused
  * (UV_EPERM); a missing one is made 0700. */
-static void test_m_tools_10_spill_dir(void **state) {
+static void test_m_tools_10_spill_dir(void **state) { /* and S-7 */
   fixture_t f;
   uvt_tools_t tools;
   uvt_tools_options_t to;
@@ -4095,6 +4095,33 @@ static void test_m_tools_10_spill_dir(void **state) {
   assert_int_equal(stat(sub, &st), 0);
   assert_int_equal(st.st_mode & 0777, 0700);
   assert_int_equal(uvt_tools_detach(&tools, NULL), 0);
+
+  /* S-7: in a sandbox's workspace the directory is refused (a task could
+   * write it), unless one of the sandbox's readonly[] paths holds it
+   * (uvtasks-mcp's default, <workspace>/.uvtasks/spill/<pid>, M-TOOLS-17).
+   * The workspace is the sandbox's, not the tools' cwd. */
+  {
+    uvt_sandbox_t sb;
+    uvt_tools_t t2; /* tools is still closing (two-phase) */
+    uvt_tools_t t3;
+    char ro[300];
+    const char *ros[] = {ro, NULL};
+    memset(&sb, 0, sizeof(sb));
+    sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+    sb.workspace = dir;
+    to.sandbox = &sb;
+    to.cwd = "/";
+    assert_int_equal(uvt_tools_attach(f.reg, &t2, &to), UV_EACCES);
+    snprintf(ro, sizeof(ro), "%s/made", dir);
+    sb.readonly = ros;
+    assert_int_equal(uvt_tools_attach(f.reg, &t2, &to), 0);
+    assert_int_equal(uvt_tools_detach(&t2, NULL), 0);
+    /* A read-only path elsewhere keeps nothing out. */
+    snprintf(ro, sizeof(ro), "%s/other", dir);
+    assert_int_equal(uvt_tools_attach(f.reg, &t3, &to), UV_EACCES);
+    to.sandbox = NULL;
+    to.cwd = NULL;
+  }
   fixture_close(&f);
   assert_int_equal(rmdir(sub), 0);
   assert_int_equal(rmdir(dir), 0);

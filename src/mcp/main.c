@@ -56,8 +56,9 @@ static const char usage_options[] =
     "                       1000, at least 10)\n"
     "  --spill-dir DIR      keep each task's whole output in DIR/<task>.log\n"
     "                       and DIR/<task>.stderr.log (DIR: yours, mode\n"
-    "                       0700; made if missing); default: a directory\n"
-    "                       of this server under $TMPDIR (or /tmp)\n"
+    "                       0700; made if missing); default: the\n"
+    "                       workspace's .uvtasks/spill/<pid> (read-only\n"
+    "                       to sandboxed tasks), else under $TMPDIR\n"
     "  --no-spill           keep no files of output\n"
     "  --spill-max-bytes N  the most bytes one file holds (default 67108864)\n"
     "  --spill-max-total N  the most bytes all files hold; past it the oldest\n"
@@ -560,15 +561,14 @@ static const char *const *mcp_pass_env(const mcp_config_t *c) {
 }
 
 /* M-MCP-16: the default directories of servers that are gone (killed, or
- * crashed, before their exit removed theirs): each `<pid>` under `top`
- * whose process no longer exists goes, with the files in it.  Everything
- * is relative to descriptors and nothing is followed: a name a task
- * planted is removed, never its target.  A pid that was reused keeps its
- * directory until that process is gone too. */
-static void spill_sweep(const char *top) {
+ * crashed, before their exit removed theirs): each `<pid>` in the
+ * directory open at `topfd` (taken) whose process no longer exists goes,
+ * with the files in it.  Everything is relative to descriptors and nothing
+ * is followed: a name a task planted is removed, never its target.  A pid
+ * that was reused keeps its directory until that process is gone too. */
+static void spill_sweep(int topfd) {
   DIR *d;
   struct dirent *e;
-  int topfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   int fd;
   char *end;
   long pid;
@@ -604,43 +604,147 @@ static void spill_sweep(const char *top) {
   closedir(d);
 }
 
-/* M-TOOLS-17: the default spill directory, one per server:
- * $TMPDIR/uvtasks-spill-<uid>/<pid> (or under /tmp), both 0700 and ours.
- * Outside the workspace: a sandboxed task cannot write it (S-7).  When it
- * cannot be made (another user holds the name), the server runs without
- * one and says so. */
+/* A directory `name` in `parentfd`, made 0700 when missing, opened without
+ * following a link, and ours with no write bits for group or others (and,
+ * with `closed`, no bits at all): its descriptor, or -1. */
+static int spill_own_dir(int parentfd, const char *name, int closed) {
+  struct stat st;
+  int fd;
+
+  if (parentfd < 0)
+    return -1;
+  if (mkdirat(parentfd, name, 0700) != 0 && errno != EEXIST)
+    return -1;
+  fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != geteuid() || (st.st_mode & (closed ? 077 : 022)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* `<top>/<pid>` for this server, with `top` open at `topfd` (taken):
+ * made, the gone servers' swept, c->spill_default set.  0 or -1. */
+static int spill_take(mcp_config_t *c, const char *top, int topfd) {
+  char pid[32];
+  int fd;
+  int n;
+
+  snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+  fd = spill_own_dir(topfd, pid, 1);
+  n = snprintf(c->spill_default, sizeof(c->spill_default), "%s/%s", top, pid);
+  if (fd < 0 || n <= 0 || (size_t)n >= sizeof(c->spill_default)) {
+    if (fd >= 0)
+      close(fd);
+    close(topfd);
+    c->spill_default[0] = '\0';
+    return -1;
+  }
+  close(fd);
+  spill_sweep(topfd);
+  c->spill_dir = c->spill_default;
+  return 0;
+}
+
+/* M-TOOLS-17: the default spill directory, one per server, where the
+ * host's own file tools can read it: `<workspace>/.uvtasks/spill/<pid>`
+ * (the workspace: --cwd, else the server's cwd).  `.uvtasks` gets a
+ * .gitignore of `*`, so git leaves it out.  Under --sandbox, `.uvtasks`
+ * is bound read-only into every task's sandbox (S-5's readonly[]): a task
+ * reads its spill files but cannot write, rename, remove or replace them
+ * (S-7).  Every step is by descriptor with O_NOFOLLOW and each directory
+ * must be ours, so a link or a directory someone else planted there (a
+ * task of an earlier server) is refused, never followed; then, as when
+ * the workspace cannot be written, the directory is made where v3 put it,
+ * `$TMPDIR/uvtasks-spill-<uid>/<pid>` (or under /tmp), and the server says
+ * why.  When neither can be made, it runs without one and says so. */
+static int spill_in_workspace(mcp_config_t *c) {
+  char ws[4096];
+  char top[4096 + 32];
+  int wfd;
+  int ufd;
+  int sfd;
+  int gfd;
+
+  if (c->sandbox_on)
+    snprintf(ws, sizeof(ws), "%s", c->workspace);
+  else if (realpath(c->cwd != NULL ? c->cwd : ".", ws) == NULL)
+    return -1;
+  wfd = open(ws, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ufd = spill_own_dir(wfd, ".uvtasks", 0);
+  if (wfd >= 0)
+    close(wfd);
+  if (ufd < 0)
+    return -1;
+  gfd = openat(ufd, ".gitignore",
+               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (gfd >= 0) {
+    /* Best effort: a repository's status is the only thing it spares. */
+    if (write(gfd, "*\n", 2) != 2)
+      (void)unlinkat(ufd, ".gitignore", 0);
+    close(gfd);
+  }
+  sfd = spill_own_dir(ufd, "spill", 1);
+  close(ufd);
+  if (sfd < 0)
+    return -1;
+  snprintf(c->spill_ro, sizeof(c->spill_ro), "%s/.uvtasks", ws);
+  snprintf(top, sizeof(top), "%s/.uvtasks/spill", ws);
+  if (spill_take(c, top, sfd) != 0) {
+    c->spill_ro[0] = '\0';
+    return -1;
+  }
+  if (c->sandbox_on) {
+    /* S-7: read-only in every task's sandbox. */
+    c->readonly[0] = c->spill_ro;
+    c->readonly[1] = NULL;
+    c->sandbox.readonly = c->readonly;
+  }
+  return 0;
+}
+
 static void spill_default(mcp_config_t *c) {
   const char *base = getenv("TMPDIR");
   char top[4096];
   int n;
 
+  if (spill_in_workspace(c) == 0)
+    return;
   if (base == NULL || base[0] != '/')
     base = "/tmp";
   n = snprintf(top, sizeof(top), "%s/uvtasks-spill-%lu", base,
                (unsigned long)geteuid());
   if (n > 0 && (size_t)n < sizeof(top) &&
       (mkdir(top, 0700) == 0 || errno == EEXIST)) {
-    n = snprintf(c->spill_default, sizeof(c->spill_default), "%s/%ld", top,
-                 (long)getpid());
-    if (n > 0 && (size_t)n < sizeof(c->spill_default)) {
-      struct stat st;
-      /* The top directory must be ours and closed: checked by lstat, so
-       * a link planted at its name is refused. */
-      if (lstat(top, &st) == 0 && S_ISDIR(st.st_mode) &&
-          st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
-          (mkdir(c->spill_default, 0700) == 0 || errno == EEXIST)) {
-        spill_sweep(top);
-        c->spill_dir = c->spill_default;
-        return;
-      }
+    /* The top directory must be ours and closed: a link planted at its
+     * name is refused. */
+    int topfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (topfd >= 0 &&
+        (fstat(topfd, &st) != 0 || st.st_uid != geteuid() ||
+         (st.st_mode & 077) != 0)) {
+      close(topfd);
+      topfd = -1;
+    }
+    if (topfd >= 0 && spill_take(c, top, topfd) == 0) {
+      fprintf(stderr,
+              "uvtasks-mcp: the spill directory is %s (the workspace's "
+              ".uvtasks/spill could not be made, or is not a directory of "
+              "yours: a link or another user's)\n",
+              c->spill_default);
+      return;
     }
   }
   c->spill_default[0] = '\0';
   c->no_spill = 1;
   fprintf(stderr,
-          "uvtasks-mcp: no spill directory (%s/uvtasks-spill-%lu is not a "
-          "directory of yours with mode 0700): results that leave output out "
-          "cannot name a file that holds it; --spill-dir DIR sets one\n",
+          "uvtasks-mcp: no spill directory (neither the workspace's "
+          ".uvtasks/spill nor %s/uvtasks-spill-%lu is a directory of yours "
+          "with mode 0700): results that leave output out cannot name a "
+          "file that holds it; --spill-dir DIR sets one\n",
           base, (unsigned long)geteuid());
 }
 

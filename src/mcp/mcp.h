@@ -227,6 +227,8 @@ typedef struct {
   int keep_spill;             /* M-MCP-16: leave the files at exit */
   int no_spill;               /* M-TOOLS-17: no spill directory at all */
   char spill_default[4096];   /* the default directory made, or "" */
+  char spill_ro[4096 + 16];   /* its workspace's .uvtasks, or "" (S-7) */
+  const char *readonly[2];    /* the sandbox's readonly[]: spill_ro */
   int no_guardian;            /* M-MCP-7 off (tests of the bare server) */
   /* S-4 (sandbox.c): --sandbox, --allow-net, --writable. */
   int sandbox_on;

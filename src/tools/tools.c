@@ -987,20 +987,27 @@ static int dir_within(int dirfd, const char *root) {
 }
 
 /* S-7: could a task of sandbox `sb` write the spill directory open at
- * `dirfd` (one of its writable places, or, in the workspace profile, the
- * directory commands run in, is that directory or holds it)?  Without a
- * sandbox, no wall to keep: 0. */
+ * `dirfd` (one of its writable places, or, in the workspace profile, its
+ * workspace, is that directory or holds it, and no read-only path of it
+ * does)?  Without a sandbox, no wall to keep: 0. */
 static int tools_sandbox_writes(const uvt_sandbox_t *sb, const char *cwd,
                                 int dirfd) {
   const char *const *p;
 
   if (sb == NULL || dirfd < 0)
     return 0;
+  /* Read-only wins over a writable place around it (S-5's readonly[]):
+   * uvtasks-mcp's default spill directory, in the workspace. */
+  for (p = sb->readonly; p != NULL && *p != NULL; p++)
+    if (dir_within(dirfd, *p))
+      return 0;
   for (p = sb->writable; p != NULL && *p != NULL; p++)
     if (dir_within(dirfd, *p))
       return 1;
   return sb->fs == UVT_SANDBOX_FS_WORKSPACE &&
-         dir_within(dirfd, cwd != NULL ? cwd : ".");
+         dir_within(dirfd, sb->workspace != NULL ? sb->workspace
+                           : cwd != NULL         ? cwd
+                                                 : ".");
 }
 
 int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,

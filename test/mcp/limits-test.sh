@@ -331,26 +331,33 @@ else
 fi
 stop
 
-# M-MCP-16: the default spill directory is the server's own, under
-# $TMPDIR/uvtasks-spill-<uid>/<pid>; it goes at exit, and a server that
+# M-TOOLS-17, M-MCP-16: the default spill directory is the server's own,
+# in its workspace, <cwd>/.uvtasks/spill/<pid>, where the host's file
+# tools read it (git ignores it); it goes at exit, and a server that
 # starts removes those of servers that are gone (a SIGKILLed one), links
 # planted in them removed, never followed.
-mkdir -p "$tmp/td"
+ws=$tmp/ws
+mkdir -p "$ws/.uvtasks/spill"
+chmod 700 "$ws/.uvtasks/spill"
 victim=$tmp/victim
 echo precious >"$victim"
-top=$tmp/td/uvtasks-spill-$(id -u)
-mkdir -m 700 "$top"
 dead=$(sh -c 'echo $$')
-mkdir -m 700 "$top/$dead"
-echo old >"$top/$dead/bash-1.log"
-ln -s "$victim" "$top/$dead/bash-2.log"
-TMPDIR=$tmp/td start 2025-11-25
+mkdir -m 700 "$ws/.uvtasks/spill/$dead"
+echo old >"$ws/.uvtasks/spill/$dead/bash-1.log"
+ln -s "$victim" "$ws/.uvtasks/spill/$dead/bash-2.log"
+start 2025-11-25 --cwd "$ws"
 out=$(call 1 run_command '{"command":"seq 1 3000"}')
 mine=$(printf '%s' "$out" | sed -n 's|.*the whole output is in \([^:]*\)/bash-1.log.*|\1|p')
-if [ -n "$mine" ] && [ -d "$mine" ] && [ ! -e "$top/$dead" ] && [ "$(cat "$victim")" = precious ]; then
+if [ "$mine" = "$ws/.uvtasks/spill/$srv" ] && [ "$(sed -n 2999p "$mine/bash-1.log")" = 2999 ] &&
+  [ "$(cat "$ws/.uvtasks/.gitignore")" = '*' ]; then
+  ok "M-TOOLS-17: the default spill directory is in the workspace, <cwd>/.uvtasks/spill/<pid>, line N its line N"
+else
+  bad "M-TOOLS-17: the default spill directory is in the workspace" "$mine $out"
+fi
+if [ ! -e "$ws/.uvtasks/spill/$dead" ] && [ "$(cat "$victim")" = precious ]; then
   ok "M-MCP-16: a gone server's spill directory is swept at start (the link removed, not followed)"
 else
-  bad "M-MCP-16: a gone server's spill directory is swept" "$mine $(ls -la "$top" 2>&1) $(cat "$victim")"
+  bad "M-MCP-16: a gone server's spill directory is swept" "$(ls -la "$ws/.uvtasks/spill" 2>&1) $(cat "$victim")"
 fi
 stop
 if [ -n "$mine" ] && [ ! -e "$mine" ]; then
@@ -358,6 +365,29 @@ if [ -n "$mine" ] && [ ! -e "$mine" ]; then
 else
   bad "M-MCP-16: the server's own spill directory goes at exit" "$(ls -la "$mine" 2>&1)"
 fi
+
+# S-7: a link planted at the workspace's .uvtasks (a task of an earlier
+# server) is not followed: nothing is made where it points, and the
+# spill directory is $TMPDIR/uvtasks-spill-<uid>/<pid> instead, said on
+# stderr; that one is swept the same way.
+ws2=$tmp/ws2
+mkdir -p "$ws2" "$tmp/elsewhere" "$tmp/td"
+ln -s "$tmp/elsewhere" "$ws2/.uvtasks"
+top=$tmp/td/uvtasks-spill-$(id -u)
+mkdir -m 700 "$top"
+mkdir -m 700 "$top/$dead"
+ln -s "$victim" "$top/$dead/bash-2.log"
+TMPDIR=$tmp/td start 2025-11-25 --cwd "$ws2"
+out=$(call 1 run_command '{"command":"seq 1 3000"}')
+mine=$(printf '%s' "$out" | sed -n 's|.*the whole output is in \([^:]*\)/bash-1.log.*|\1|p')
+if [ "$mine" = "$top/$srv" ] && [ -z "$(ls -A "$tmp/elsewhere")" ] &&
+  grep -q "the spill directory is $top/$srv" "$tmp/err" &&
+  [ ! -e "$top/$dead" ] && [ "$(cat "$victim")" = precious ]; then
+  ok "S-7: a link at .uvtasks is not followed; the spill directory is under \$TMPDIR, said on stderr, the gone one swept"
+else
+  bad "S-7: a link at .uvtasks is not followed" "$mine $(ls -A "$tmp/elsewhere") $(cat "$tmp/err")"
+fi
+stop
 
 # M-TOOLS-18: tasks whose output was read to the end lose nothing when
 # they go: no "Forgot ... 0 unread bytes" notice on every call past

@@ -205,12 +205,24 @@ for args in "--sandbox workspace --cwd $tmp --spill-dir $tmp/spill" \
     bad "S-7: refused at start: $args" "$rc $(cat "$tmp/err")"
   fi
 done
-# The default spill directory lies outside the workspace: a sandboxed
-# server starts with it, and its files are there.
+# M-TOOLS-17, S-7: the default spill directory is in the workspace
+# (<ws>/.uvtasks/spill/<pid>), where the host's file tools read it, and
+# .uvtasks is read-only inside every task's sandbox: a task reads its
+# spill file but cannot write it, plant a link, or rename or remove the
+# directory (a mount point there); the server's next file is still made.
 start_server --sandbox workspace --cwd "$tmp"
 init
-check "S-7: the default spill directory works under a sandbox" "$(tool_call 3 run_command '{"command":"seq 1 3000"}')" 3 \
-  'the whole output is in /' '/uvtasks-spill-'
+out=$(tool_call 3 run_command '{"command":"seq 1 3000"}')
+check "M-TOOLS-17: the default spill directory is in the workspace under a sandbox" "$out" 3 \
+  "the whole output is in $tmp/.uvtasks/spill/"
+# shellcheck disable=SC2016
+out=$(tool_call 4 run_command '{"command":"f=$(ls .uvtasks/spill/*/bash-1.log); sed -n 2999p $f; echo x >$f; ln -s /etc .uvtasks/spill/z; mv .uvtasks moved; rm -rf .uvtasks; ls -d .uvtasks/spill/*/bash-1.log && echo still-there"}')
+check "S-7: a sandboxed task reads its spill file and cannot write, link, move or remove it" "$out" 4 \
+  '2999\n' 'still-there' 'bash-1.log: Read-only file system' "ln: failed to create symbolic link '.uvtasks/spill/z': Read-only file system" \
+  "mv: cannot move '.uvtasks' to 'moved': Device or resource busy"
+out=$(tool_call 5 run_command '{"command":"seq 1 3000"}')
+check "S-7: the server's next spill file is made after the attempts" "$out" 5 \
+  "the whole output is in $tmp/.uvtasks/spill/" 'bash-3.log'
 stop_server
 
 # ---- S-9: no sandboxed process outlives the server, guardian or not -----
