@@ -51,8 +51,8 @@ static void jdir_path(const jdir_t *d, const char *name, char *out,
 }
 
 static void jdir_remove(jdir_t *d) {
-  static const char *names[] = {"j", "j.lock", "j.tmp", "elsewhere",
-                                "link", "sub"};
+  static const char *names[] = {"j",         "j.lock", "j.tmp",
+                                "elsewhere", "link",   "sub"};
   char path[512];
   size_t i;
   for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -64,8 +64,7 @@ static void jdir_remove(jdir_t *d) {
 }
 
 /* The file's bytes, NUL-terminated (at most size - 1). */
-static size_t slurp(const jdir_t *d, const char *name, char *buf,
-                    size_t size) {
+static size_t slurp(const jdir_t *d, const char *name, char *buf, size_t size) {
   char path[512];
   ssize_t n;
   int fd;
@@ -422,8 +421,7 @@ static void test_journal_slots(void **state) {
   assert_int_equal(uvt__journal_slots(&j), 0);
   assert_int_equal(uvt__journal_write_at(&j, 5, "2222\n", 5), 0);
   assert_int_equal(uvt__journal_write_at(&j, 0, "3333\n", 5), 0);
-  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf),
-                      "3333\n2222\n");
+  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf), "3333\n2222\n");
   assert_int_equal(uvt__journal_sync(&j), 0);
   /* A write_at the disk refuses. */
   fail_op = 'w';
@@ -431,15 +429,12 @@ static void test_journal_slots(void **state) {
   uvt__journal_fault = fail_once;
   assert_int_equal(uvt__journal_write_at(&j, 0, "9999\n", 5), UV_EIO);
   uvt__journal_fault = NULL;
-  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf),
-                      "3333\n2222\n");
+  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf), "3333\n2222\n");
   /* Compacted: still in place afterwards. */
   assert_int_equal(uvt__journal_compact(&j, emit_lines, &e), 0);
-  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf),
-                      "AAAA\nBBBB\n");
+  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf), "AAAA\nBBBB\n");
   assert_int_equal(uvt__journal_write_at(&j, 0, "CCCC\n", 5), 0);
-  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf),
-                      "CCCC\nBBBB\n");
+  assert_string_equal((slurp(&d, "j", buf, sizeof(buf)), buf), "CCCC\nBBBB\n");
   uvt__journal_close(&j);
   assert_int_equal(uvt__journal_write_at(&j, 0, "x", 1), UV_EBADF);
   assert_int_equal(uvt__journal_sync(&j), UV_EBADF);
@@ -482,8 +477,8 @@ static void test_journal_words(void **state) {
     assert_true(got < i);
     assert_memory_equal(cut, word, got);
     /* Never half a %XX. */
-    assert_true(got == 0 || got == 1 || got == 2 || got == 5 ||
-                got == 6 || got == 9 || got == 10);
+    assert_true(got == 0 || got == 1 || got == 2 || got == 5 || got == 6 ||
+                got == 9 || got == 10);
   }
   assert_int_equal(uvt__journal_enc(cut, 0, "abc", 3), 4);
 

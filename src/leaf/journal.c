@@ -372,9 +372,9 @@ int uvt__journal_compact(uvt__journal_t *j, uvt__journal_emit_fn emit,
 
 size_t uvt__journal_enc(char *dst, size_t size, const char *src, size_t len) {
   static const char hex[] = "0123456789ABCDEF";
-  size_t need = 1;  /* the word's length so far */
-  size_t put = 0;   /* bytes written to dst: whole units only */
-  int full = 0;     /* a unit did not fit: write no more */
+  size_t need = 1; /* the word's length so far */
+  size_t put = 0;  /* bytes written to dst: whole units only */
+  int full = 0;    /* a unit did not fit: write no more */
   size_t i;
 
   if (size > 1) {

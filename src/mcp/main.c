@@ -618,8 +618,8 @@ static int spill_own_dir(int parentfd, const char *name, int closed) {
   fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) ||
-      st.st_uid != geteuid() || (st.st_mode & (closed ? 077 : 022)) != 0) {
+  if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & (closed ? 077 : 022)) != 0) {
     close(fd);
     return -1;
   }
@@ -723,9 +723,8 @@ static void spill_default(mcp_config_t *c) {
      * name is refused. */
     int topfd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st;
-    if (topfd >= 0 &&
-        (fstat(topfd, &st) != 0 || st.st_uid != geteuid() ||
-         (st.st_mode & 077) != 0)) {
+    if (topfd >= 0 && (fstat(topfd, &st) != 0 || st.st_uid != geteuid() ||
+                       (st.st_mode & 077) != 0)) {
       close(topfd);
       topfd = -1;
     }
