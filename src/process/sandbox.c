@@ -26,6 +26,7 @@
  * binds, with `true` as the command. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -152,10 +153,35 @@ static int find_bwrap(char buf[PATH_MAX]) {
 
 /* S-2, S-9: uvtasks-sandbox, the program of ours that runs the command
  * inside (src/sandbox/uvtasks-sandbox.c): $UVTASKS_SANDBOX_HELPER when
- * set, else where it was installed.  0 with the path in buf; UV_ENOENT
- * when the variable names nothing runnable (buf says what); UV_ESRCH when
- * there is none at all (the sandbox then runs the command through `env`,
- * as in v3). */
+ * set; else beside the library's own file (the Node addon ships it beside
+ * uvtasks.node, as it does the keeper, D-1), or in ../libexec from it;
+ * else where it was installed.  0 with the path in buf; UV_ENOENT when the
+ * variable names nothing runnable (buf says what); UV_ESRCH when there is
+ * none at all (the sandbox then runs the command through `env`, as in
+ * v3). */
+static const char helper_anchor = 'h'; /* an address in the library */
+
+static int helper_beside(char buf[PATH_MAX]) {
+  static const char *const rel[] = {"uvtasks-sandbox",
+                                    "../libexec/uvtasks-sandbox"};
+  Dl_info info;
+  char dir[PATH_MAX];
+  char at[PATH_MAX];
+  char *slash;
+  size_t i;
+
+  if (dladdr(&helper_anchor, &info) == 0 || info.dli_fname == NULL ||
+      realpath(info.dli_fname, dir) == NULL ||
+      (slash = strrchr(dir, '/')) == NULL)
+    return 0;
+  slash[1] = '\0';
+  for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
+    if ((size_t)snprintf(at, sizeof(at), "%s%s", dir, rel[i]) < sizeof(at) &&
+        is_exec(at) && realpath(at, buf) != NULL)
+      return 1;
+  return 0;
+}
+
 static int find_helper(char buf[PATH_MAX]) {
   const char *set = getenv("UVTASKS_SANDBOX_HELPER");
 
@@ -168,6 +194,8 @@ static int find_helper(char buf[PATH_MAX]) {
     }
     return 0;
   }
+  if (helper_beside(buf))
+    return 0;
 #ifdef UVT_SANDBOX_HELPER_PATH
   if (is_exec(UVT_SANDBOX_HELPER_PATH) &&
       realpath(UVT_SANDBOX_HELPER_PATH, buf) != NULL)

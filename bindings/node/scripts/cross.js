@@ -88,10 +88,16 @@ function buildArm64(root) {
 // under qemu-user (it must load, or it is not shipped).
 // D-1: durable tasks' keeper (built with the addon) into `dir`, beside
 // the addon: the library looks for it there.
+// The programs the library runs, beside the addon where it looks for them:
+// D-1's keeper (`keeper` is its path) and, from the same folder, S-2's
+// uvtasks-sandbox.
 function installKeeper(keeper, dir) {
   fs.mkdirSync(dir, { recursive: true })
-  fs.copyFileSync(keeper, path.join(dir, 'uvtasks-keeper'))
-  fs.chmodSync(path.join(dir, 'uvtasks-keeper'), 0o755)
+  for (const name of ['uvtasks-keeper', 'uvtasks-sandbox']) {
+    const from = name === 'uvtasks-keeper' ? keeper : path.join(path.dirname(keeper), name)
+    fs.copyFileSync(from, path.join(dir, name))
+    fs.chmodSync(path.join(dir, name), 0o755)
+  }
 }
 
 function installArm64(addon, dest) {

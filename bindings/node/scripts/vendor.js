@@ -35,3 +35,5 @@ fs.cpSync(path.join(root, 'src', 'process'), path.join(dest, 'src', 'process'), 
 fs.cpSync(path.join(root, 'src', 'leaf'), path.join(dest, 'src', 'leaf'), { recursive: true })
 // D-1: durable tasks' keeper (built beside the addon).
 fs.cpSync(path.join(root, 'src', 'keeper'), path.join(dest, 'src', 'keeper'), { recursive: true })
+// S-2: the sandbox's own program (built beside the addon too).
+fs.cpSync(path.join(root, 'src', 'sandbox'), path.join(dest, 'src', 'sandbox'), { recursive: true })

@@ -118,3 +118,26 @@ test('sandbox: bad options throw; no bwrap throws ENOTSUP (S-3, S-4)', opts, asy
   }
   await again.close()
 })
+
+// S-2, S-9: the package ships uvtasks-sandbox beside the addon and the
+// library finds it there with no variable set: a sandboxed command's death
+// by a signal nobody sent reads as that signal, as outside a sandbox, not
+// as "exit code: 128+N" (what bwrap alone reports), and the sandbox's
+// lifeline is the helper's.
+test('sandbox: the shipped helper gives honest outcomes (S-2)', opts, async () => {
+  assert.equal(process.env.UVTASKS_SANDBOX_HELPER, undefined)
+  const { tasks } = fixture()
+  const work = fs.mkdtempSync('/tmp/uvt-node-sbx-')
+  try {
+    for (const [sig, name] of [['TERM', 'SIGTERM'], ['KILL', 'SIGKILL'], ['SEGV', 'SIGSEGV']]) {
+      const id = tasks.spawn({ command: `kill -${sig} $$`, cwd: work, sandbox: { fs: 'workspace' } })
+      const snap = await tasks.wait(id, 20000)
+      assert.equal(snap.detail, `signal: ${name}`, `kill -${sig}`)
+    }
+    const ok = tasks.spawn({ command: 'exit 3', cwd: work, sandbox: { fs: 'workspace' } })
+    assert.equal((await tasks.wait(ok, 20000)).detail, 'exit code: 3')
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true })
+  }
+  await tasks.close()
+})
