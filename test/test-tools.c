@@ -1136,6 +1136,23 @@ static void test_s5_tools_workspace(void **state) {
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.is_error, 0);
   assert_non_null(strstr(r.text, "wrote"));
+  /* S-5: a relative cwd is relative to the tools' cwd (the workspace
+   * here), not to the host process's: "sub" runs in WS/sub, and "..",
+   * relative to it, lies outside. */
+  a.cwd = "sub";
+  a.command = "pwd -P";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 0);
+  {
+    char want[PATH_MAX + 8];
+    snprintf(want, sizeof(want), "%s/sub\n", real_ws);
+    assert_non_null(strstr(r.text, want));
+  }
+  a.cwd = "..";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "lies outside"));
+  a.command = "echo x > f && echo wrote";
   a.cwd = NULL;
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.is_error, 0);

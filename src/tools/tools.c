@@ -260,15 +260,23 @@ static void text_start_error(uvt__text_t *t, int err, const char *cwd,
   }
 }
 
-/* Process options for a command of `req` (run_in_background, run_command). */
+/* Process options for a command of `req` (run_in_background, run_command).
+ * A relative cwd argument is relative to the tools' cwd (the directory
+ * commands run in), not to the host process's own: `dir` holds the join
+ * and must live until the start. */
 static void tools_process_options(uvt_tools_call_t *req,
                                   const uvt_tools_args_t *args,
-                                  uvt_process_options_t *po) {
+                                  uvt_process_options_t *po,
+                                  char dir[PATH_MAX]) {
   uvt_tools_t *tools = req->tools;
 
   uvt_process_options_init(po);
   po->command = args->command;
   po->cwd = args->cwd != NULL ? args->cwd : tools->cwd_;
+  if (args->cwd != NULL && args->cwd[0] != '/' && tools->cwd_ != NULL &&
+      (size_t)snprintf(dir, PATH_MAX, "%s/%s", tools->cwd_, args->cwd) <
+          PATH_MAX)
+    po->cwd = dir;
   po->owner = req->caller_;
   po->env = tools->env_; /* M-MCP-14: what the host passes through */
   if (tools->output_cap_bytes_ > 0)
@@ -357,6 +365,7 @@ static int tools_limits(uvt_tools_call_t *req, const uvt_tools_args_t *args,
 void uvt__tool_run_in_background(uvt_tools_call_t *req,
                                  const uvt_tools_args_t *args) {
   uvt_process_options_t po;
+  char cwd_dir[PATH_MAX];
   uvt__text_t t;
   char id[UVT_ID_MAX];
   int err;
@@ -368,7 +377,7 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
     uvt__tools_result(req, &t, 1);
     return;
   }
-  tools_process_options(req, args, &po);
+  tools_process_options(req, args, &po, cwd_dir);
   if (tools_limits(req, args, &po) != 0)
     return;
   po.label = args->label != NULL && args->label[0] != '\0' ? args->label : NULL;
@@ -735,6 +744,7 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
                            const uvt_tools_args_t *args) {
   uvt_tools_t *tools = req->tools;
   uvt_process_options_t po;
+  char cwd_dir[PATH_MAX];
   uvt__text_t t;
   uint64_t runtime_ms;
   uint64_t grace_ms;
@@ -763,7 +773,7 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
   }
   yield_ms = args->yield_ms < 0 ? tools->yield_ms_ : (uint64_t)args->yield_ms;
 
-  tools_process_options(req, args, &po);
+  tools_process_options(req, args, &po, cwd_dir);
   if (tools_limits(req, args, &po) != 0)
     return;
   po.max_runtime_ms = runtime_ms;
