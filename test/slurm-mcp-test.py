@@ -24,10 +24,10 @@ env = dict(os.environ, UVTASKS_SLURM_OUT=os.path.join(base, "mcp-out"),
 
 
 class Server:
-    def __init__(self):
+    def __init__(self, extra=(), journal_path=None):
         self.p = subprocess.Popen(
-            [mcp, "--slurm", "--slurm-journal", journal, "--no-guardian",
-             "--pass-env", "UVT_OK_TOKEN"],
+            [mcp, "--slurm", "--slurm-journal", journal_path or journal,
+             "--no-guardian", "--pass-env", "UVT_OK_TOKEN", *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
         self.n = 0
         r = self.rpc("initialize", {"protocolVersion": "2025-06-18",
@@ -126,5 +126,35 @@ assert not err, text
 text, err = s.call("task_output", {"task_id": run, "wait": True,
                                    "timeout_ms": 60000})
 assert "killed" in text, text
+s.stop()
+
+# L-LIM-3: the server's limits are a job's --mem and CPUs by default, and
+# ceilings a call's mem_mb and cpus may only lower; submit_job's
+# description says so.
+s = Server(("--limit-memory", "300M", "--limit-cpu", "150"),
+           os.path.join(base, "mcp-limits-journal"))
+desc = [t["description"] for t in s.rpc("tools/list", {})["tools"]
+        if t["name"] == "submit_job"][0]
+assert "at most 300 MiB of memory (--mem) and 2 CPUs" in desc, desc
+text, err = s.call("submit_job", {"command": "sleep 300"})
+assert not err and "Slurm job " in text, text
+lim = text.split("task ")[1].split(" ")[0]
+job = text.split("Slurm job ")[1].split(" ")[0].rstrip(".,:;)")
+show = subprocess.run(["scontrol", "show", "job", job], env=env,
+                      capture_output=True, text=True).stdout
+assert "MinMemoryNode=300M" in show and "NumCPUs=2" in show, show
+text, err = s.call("submit_job", {"command": "true", "mem_mb": 100,
+                                  "cpus": 1})
+assert not err, text
+job2 = text.split("Slurm job ")[1].split(" ")[0].rstrip(".,:;)")
+show = subprocess.run(["scontrol", "show", "job", job2], env=env,
+                      capture_output=True, text=True).stdout
+assert "MinMemoryNode=100M" in show and "NumCPUs=1" in show, show
+text, err = s.call("submit_job", {"command": "true", "mem_mb": 301})
+assert err and "above this server's memory limit of 300 MiB" in text, text
+text, err = s.call("submit_job", {"command": "true", "cpus": 3})
+assert err and "above this server's CPU limit of 150%" in text, text
+text, err = s.call("task_kill", {"task_id": lim})
+assert not err, text
 s.stop()
 print("slurm-mcp-test: ok")

@@ -83,6 +83,40 @@ int mcp_limits_arg(mcp_config_t *c, const char *opt, const char *val) {
   return 2;
 }
 
+int mcp_limits_slurm(const mcp_config_t *c, uint64_t *mem_mb, uint64_t *cpus,
+                     char *why, size_t size) {
+  const uvt_process_limits_t *l = &c->limits;
+  uint64_t max;
+
+  if (l->memory_bytes > 0) {
+    max = (l->memory_bytes + (1u << 20) - 1) >> 20;
+    if (*mem_mb == 0) {
+      *mem_mb = max;
+    } else if (*mem_mb > max) {
+      snprintf(why, size,
+               "submit_job: mem_mb %llu is above this server's memory limit "
+               "of %llu MiB; ask for at most that.",
+               (unsigned long long)*mem_mb, (unsigned long long)max);
+      return -1;
+    }
+  }
+  if (l->cpu_percent > 0) {
+    max = ((uint64_t)l->cpu_percent + 99) / 100;
+    if (*cpus == 0) {
+      *cpus = max;
+    } else if (*cpus > max) {
+      snprintf(why, size,
+               "submit_job: cpus %llu is above this server's CPU limit of "
+               "%u%% of one core (%llu CPUs for a job); ask for at most "
+               "that.",
+               (unsigned long long)*cpus, (unsigned)l->cpu_percent,
+               (unsigned long long)max);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 /* "512 MiB", "1.5 GiB". */
 static void size_text(uint64_t n, char *buf, size_t size) {
   if (n >= (1ull << 30) && n % (1ull << 30) == 0)
@@ -133,7 +167,32 @@ void mcp_limits_describe(const mcp_server_t *server, json_t *tools) {
   json_array_foreach(tools, i, tool) {
     name = json_string_value(json_object_get(tool, "name"));
     desc = json_object_get(tool, "description");
-    if (name == NULL || !json_is_string(desc) || !mcp_tool_starts(name))
+    if (name == NULL || !json_is_string(desc))
+      continue;
+    if (strcmp(name, "submit_job") == 0 &&
+        (l->memory_bytes > 0 || l->cpu_percent > 0)) {
+      /* L-LIM-3: a Slurm job's share (mcp_limits_slurm). */
+      char job[512];
+      size_t k = (size_t)snprintf(job, sizeof(job),
+                                  " LIMITS: a job gets at most");
+      if (l->memory_bytes > 0)
+        k += (size_t)snprintf(
+            job + k, sizeof(job) - k, " %llu MiB of memory (--mem)%s",
+            (unsigned long long)((l->memory_bytes + (1u << 20) - 1) >> 20),
+            l->cpu_percent > 0 ? " and" : "");
+      if (l->cpu_percent > 0 && k < sizeof(job))
+        k += (size_t)snprintf(
+            job + k, sizeof(job) - k, " %llu CPUs (--cpus-per-task)",
+            (unsigned long long)(((uint64_t)l->cpu_percent + 99) / 100));
+      if (k < sizeof(job))
+        snprintf(job + k, sizeof(job) - k,
+                 ", also when mem_mb or cpus are not given; they can only "
+                 "ask for less.");
+      json_object_set_new(tool, "description",
+                          json_sprintf("%s%s", json_string_value(desc), job));
+      continue;
+    }
+    if (!mcp_tool_starts(name))
       continue;
     json_object_set_new(tool, "description",
                         json_sprintf("%s%s", json_string_value(desc), text));

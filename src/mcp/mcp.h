@@ -442,6 +442,14 @@ void mcp_sandbox_describe(const mcp_server_t *server, json_t *tools);
  * -1 (a bad value).  The tools' descriptions then state the limits. */
 int mcp_limits_arg(mcp_config_t *c, const char *opt, const char *val);
 void mcp_limits_describe(const mcp_server_t *server, json_t *tools);
+/* L-LIM-3: a Slurm job's share of the server's limits: --mem is the
+ * memory limit in MiB (rounded up), --cpus-per-task the CPU limit in whole
+ * CPUs (rounded up: Slurm hands out whole CPUs); a call's mem_mb and cpus
+ * (0: not given) may ask for less, never more.  The process limit has no
+ * per-job counterpart in Slurm and is not passed.  0 with *mem_mb and
+ * *cpus set, or -1 with `why` (a tool error's text) written. */
+int mcp_limits_slurm(const mcp_config_t *c, uint64_t *mem_mb, uint64_t *cpus,
+                     char *why, size_t size);
 /* The "tasks" server capability. */
 json_t *mcp_tasks_capability(void);
 /* tasks/get, tasks/result, tasks/list, tasks/cancel. */

@@ -186,15 +186,17 @@ static void rpc_tools_list(mcp_server_t *server, json_t *id) {
   } else if (server->tasks_enabled) {
     mcp_tasks_tools_list(server, tools);
   }
-  mcp_sandbox_describe(server, tools); /* S-4 */
-  mcp_limits_describe(server, tools);  /* L-LIM-3 */
-  mcp_durable_describe(server, tools); /* D-7 */
 #ifdef UVT_MCP_SLURM
   if (server->slurm != NULL) {
     json_array_append_new(tools, mcp_slurm_schema());
     json_array_append_new(tools, mcp_slurm_info_schema());
   }
 #endif
+  /* After the Slurm tools: submit_job states the limits too (L-LIM-3);
+   * the others look only at the tools that start commands here. */
+  mcp_sandbox_describe(server, tools); /* S-4 */
+  mcp_limits_describe(server, tools);  /* L-LIM-3 */
+  mcp_durable_describe(server, tools); /* D-7 */
   json_object_set_new(result, "tools", tools);
   mcp_rpc_result(server, id, result);
 }

@@ -366,9 +366,15 @@ static int submit(mcp_server_t *server, json_t *id, json_t *args) {
   extra[i] = NULL;
   if (i > 0)
     o.sbatch_args = extra;
+  /* L-LIM-3: a task's memory limit is the job's --mem, its CPU limit the
+   * job's CPUs; the server's limits are their defaults and ceilings. */
+  mem = mem > 0 ? mem : memory;
+  if (mcp_limits_slurm(&server->config, &mem, &cpus, buf, sizeof(buf)) != 0) {
+    answer_now(server, id, buf, 1);
+    return 0;
+  }
   o.cpus = (uint32_t)cpus;
-  /* L-LIM-3: a task's memory limit is the job's --mem. */
-  o.mem_mb = mem > 0 ? mem : memory;
+  o.mem_mb = mem;
   o.time_limit_min = (uint32_t)limit;
   o.nodes = (uint32_t)nodes;
   o.ntasks = (uint32_t)ntasks;
