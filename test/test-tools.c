@@ -4674,6 +4674,37 @@ static void test_views(void **state) {
   call(&t, &r, &t.a, "run_command", &a);
   assert_int_equal(r.is_error, 1);
   assert_non_null(strstr(r.text, "not a valid POSIX extended regular "));
+  /* S-8: a pattern that could stop the loop is refused before anything
+   * runs (the back-reference one never answered, and no end of input
+   * reached the server); its siblings too: another back-reference, nested
+   * bounds, a long pattern.  What stays allowed: escapes, a backslash and
+   * a digit inside brackets, plain bounds. */
+  {
+    static const char *const refused[] = {
+        "(a*)*(a*)*(a*)*\\3\\2\\1b", "^(a|aa)*\\1b", "(x)\\9",
+        "((a{255}){255}){255}", "(a{100}){100}", "a{5000}"};
+    static const char *const allowed[] = {"\\.[0-9]+", "[\\1]x",
+                                          "(ab){2,3}c", "x{3,}", "a{4096}"};
+    char longpat[1100];
+    size_t i;
+    for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+      a.match = refused[i];
+      call(&t, &r, &t.a, "run_command", &a);
+      assert_int_equal(r.is_error, 1);
+      assert_non_null(strstr(r.text, "match is refused: "));
+      assert_null(strstr(r.text, "never"));
+    }
+    memset(longpat, 'a', sizeof(longpat) - 1);
+    longpat[sizeof(longpat) - 1] = '\0';
+    a.match = longpat;
+    call(&t, &r, &t.a, "run_command", &a);
+    assert_non_null(strstr(r.text, "longer than 1024 bytes"));
+    for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+      a.match = allowed[i];
+      call(&t, &r, &t.a, "run_command", &a);
+      assert_int_equal(r.is_error, 0);
+    }
+  }
 
   /* P-OUT-7: a view of lines of 4-byte characters cut by the result's
    * bounds keeps whole characters. */

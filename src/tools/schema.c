@@ -21,9 +21,9 @@
   "\"description\":\"Show only the last this many lines of the "               \
   "output.\"},"                                                                \
   "\"match\":{\"type\":\"string\",\"description\":"                            \
-  "\"A POSIX extended regular expression: show only the lines it "             \
-  "matches, each after its line number, and how many matched (for "            \
-  "example error|warning).\"},"
+  "\"A POSIX extended regular expression, without back-references: show "      \
+  "only the lines it matches, each after its line number, and how many "       \
+  "matched (for example error|warning).\"},"
 
 const uvt__tool_def_t uvt__tool_defs[] = {
     {"run_in_background", TOOL_OTHER, uvt__tool_run_in_background,

@@ -558,6 +558,76 @@ int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   return 0;
 }
 
+/* M-TOOLS-16, S-8: what a `match` pattern may cost.  regexec runs on the
+ * loop thread, so a pattern the model chose must not stop the loop: a
+ * back-reference (\1..\9) makes glibc's matcher backtrack, exponential in
+ * the line ("(a*)*(a*)*\2\1b" on 300 characters never ended), and nested
+ * bounds multiply the compiled automaton ("((a{255}){255}){255}" took
+ * 11 s to compile).  Without back-references the matcher keeps sets of
+ * states, linear in the line; so the rules are: no back-reference, at
+ * most MATCH_MAX_BYTES, and at most MATCH_MAX_REPEAT for the product of
+ * the bounds nested around any one atom.  NULL when the pattern may run,
+ * else why not. */
+#define MATCH_MAX_BYTES 1024
+#define MATCH_MAX_REPEAT 4096
+static const char *match_refused(const char *p) {
+  uint64_t stack[64]; /* per open group: the largest product inside it */
+  uint64_t atom = 1;  /* the product of the atom a bound would apply to */
+  size_t top = 0;
+  size_t n = strlen(p);
+
+  if (n > MATCH_MAX_BYTES)
+    return "it is longer than 1024 bytes";
+  stack[0] = 1;
+  while (*p != '\0') {
+    if (*p == '\\') {
+      if (p[1] >= '1' && p[1] <= '9')
+        return "back-references (\\1 to \\9) are not taken: they can "
+               "make a match take longer than any output";
+      p += p[1] != '\0' ? 2 : 1;
+      atom = 1;
+    } else if (*p == '[') {
+      /* A bracket expression: ']' first (after '^') is a member. */
+      p++;
+      if (*p == '^')
+        p++;
+      if (*p == ']')
+        p++;
+      while (*p != '\0' && *p != ']')
+        p++;
+      if (*p == ']')
+        p++;
+      atom = 1;
+    } else if (*p == '(') {
+      if (++top >= sizeof(stack) / sizeof(stack[0]))
+        return "its groups nest deeper than 63";
+      stack[top] = 1;
+      p++;
+    } else if (*p == ')') {
+      atom = top > 0 ? stack[top--] : 1;
+      p++;
+    } else if (*p == '{') {
+      char *end;
+      unsigned long lo = strtoul(p + 1, &end, 10);
+      unsigned long hi = lo;
+      if (*end == ',')
+        hi = end[1] == '}' ? lo + 1 : strtoul(end + 1, &end, 10);
+      if (hi < lo)
+        hi = lo;
+      if (hi > MATCH_MAX_REPEAT || atom * hi > MATCH_MAX_REPEAT)
+        return "its bounds, nested, repeat an atom more than 4096 times";
+      atom *= hi;
+      p = strchr(p, '}') != NULL ? strchr(p, '}') + 1 : p + strlen(p);
+    } else {
+      atom = 1;
+      p++;
+    }
+    if (atom > stack[top])
+      stack[top] = atom;
+  }
+  return NULL;
+}
+
 /* M-TOOLS-16: the call's view (head_lines, tail_lines, match) into req:
  * 0, or -1 after answering with a tool error. */
 int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
@@ -580,6 +650,13 @@ int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   req->tail_lines_ = args->tail_lines;
   if (args->match == NULL)
     return 0;
+  if (match_refused(args->match) != NULL) {
+    uvt__text_str(&t, "match is refused: ");
+    uvt__text_str(&t, match_refused(args->match));
+    uvt__text_str(&t, ". Use a simpler pattern (or grep in the command).");
+    uvt__tools_result(req, &t, 1);
+    return -1;
+  }
   re = uvt__tools_malloc(sizeof(*re));
   if (re == NULL) {
     uvt__text_str(&t, "Not enough memory for match.");
