@@ -4074,6 +4074,8 @@ static void test_spill_total(void **state) {
 static void test_m_tools_10_spill_dir(void **state) { /* and S-7 */
   fixture_t f;
   uvt_tools_t tools;
+  uvt_tools_t t2; /* tools is still closing (two-phase): another struct, */
+  uvt_tools_t t3; /* alive until fixture_close() has run the loop */
   uvt_tools_options_t to;
   char dir[] = "/tmp/uvt-spill-XXXXXX";
   char sub[300];
@@ -4119,8 +4121,6 @@ static void test_m_tools_10_spill_dir(void **state) { /* and S-7 */
    * The workspace is the sandbox's, not the tools' cwd. */
   {
     uvt_sandbox_t sb;
-    uvt_tools_t t2; /* tools is still closing (two-phase) */
-    uvt_tools_t t3;
     char ro[300];
     const char *ros[] = {ro, NULL};
     memset(&sb, 0, sizeof(sb));

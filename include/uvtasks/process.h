@@ -425,7 +425,19 @@ typedef struct {
    *    PASSAGE and TOKENIZERS stay, and KEY is never fused (MONKEY stays);
    *  - or the value holds a password in a URL, `scheme://user:password@`
    *    (DATABASE_URL, REDIS_URL=redis://:pw@host, https_proxy); a URL
-   *    with a user and no password (ssh://git@host) stays.
+   *    with a user and no password (ssh://git@host) stays;
+   *  - (v4) or the value is a credential by its form, whatever the name:
+   *    an HTTP authorization ("Bearer x", "Basic x", "Authorization: x",
+   *    "token x"), a private key ("...PRIVATE KEY-----"), a token with a
+   *    well-known prefix (ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat-
+   *    xoxb- xoxp- xoxa- xoxr- xoxs- sk_live_ rk_live_ sk-ant-, an AWS key
+   *    id AKIA + 16), or a connection string's "Password=" or "pwd="
+   *    field; a part SESSIONID or SESSIONKEY;
+   *  - (v4) git's configuration family (GIT_CONFIG_COUNT,
+   *    GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n>, GIT_CONFIG_PARAMETERS)
+   *    goes whole, unless these entries hold GIT_CONFIG_COUNT: then the
+   *    host's members are passed too (a value may be a credential, and a
+   *    family missing a member breaks every git command).
    * PWD, OLDPWD and SSH_AUTH_SOCK (a socket path) always stay, as do
    * KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM and PATH.  Pass a
    * credential a command needs here (uvtasks-mcp: --pass-env NAME).

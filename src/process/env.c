@@ -52,7 +52,7 @@ static const char *const credential_parts[] = {
     "PASS",         "PASSPHRASE",  "PAT",      "CREDENTIAL", "CREDENTIALS",
     "CREDS",        "PWD",         "JWT",      "COOKIE",     "COOKIES",
     "AUTH",         "BEARER",      "DSN",      "WEBHOOK",    "WEBHOOKS",
-    "AUTHORIZATION"};
+    "AUTHORIZATION", "SESSIONID",  "SESSIONKEY"};
 
 /* M-MCP-14: a part that ends with one of these is a credential too, the
  * word fused to what it guards: PGPASSWORD, SSHPASS, NGROK_AUTHTOKEN,
@@ -156,6 +156,62 @@ static int url_with_password(const char *value) {
   return 0;
 }
 
+/* M-MCP-14: git's configuration from the environment is one family,
+ * GIT_CONFIG_COUNT with GIT_CONFIG_KEY_<n> and GIT_CONFIG_VALUE_<n> (and
+ * the older GIT_CONFIG_PARAMETERS).  A value may be a credential
+ * (`http.extraheader` "AUTHORIZATION: basic ..."), and a family with a
+ * member missing breaks every git command ("missing config key
+ * GIT_CONFIG_KEY_0", when the scrub took the KEY and passed the VALUE),
+ * so the family goes whole; `--pass-env GIT_CONFIG_COUNT` passes it
+ * whole. */
+static int git_config(const char *entry) {
+  return strncmp(entry, "GIT_CONFIG_COUNT=", 17) == 0 ||
+         strncmp(entry, "GIT_CONFIG_KEY_", 15) == 0 ||
+         strncmp(entry, "GIT_CONFIG_VALUE_", 17) == 0 ||
+         strncmp(entry, "GIT_CONFIG_PARAMETERS=", 22) == 0;
+}
+
+static int starts_nocase(const char *s, const char *w) {
+  for (; *w != '\0'; s++, w++)
+    if (upper((unsigned char)*s) != upper((unsigned char)*w))
+      return 0;
+  return 1;
+}
+
+/* M-MCP-14: a value that is a credential whatever its name: an HTTP
+ * authorization ("Bearer x", "Basic eDp5", "Authorization: ..."), a
+ * private key, a token in one of the well-known prefixed forms (GitHub's
+ * ghp_ gho_ ghu_ ghs_ ghr_ github_pat_, GitLab's glpat-, Slack's xox?-,
+ * Stripe's sk_live_ rk_live_, Anthropic's sk-ant-, an AWS access key id
+ * AKIA + 16), or a connection string's "password=" / "pwd=" field. */
+static int value_is_credential(const char *v) {
+  static const char *const prefixes[] = {
+      "ghp_",  "gho_",  "ghu_",     "ghs_",     "ghr_",   "github_pat_",
+      "glpat-", "xoxb-", "xoxp-",   "xoxa-",    "xoxr-",  "xoxs-",
+      "sk_live_", "rk_live_", "sk-ant-"};
+  const char *p;
+  size_t i;
+
+  while (*v == ' ' || *v == '\t')
+    v++;
+  if (starts_nocase(v, "authorization:") || starts_nocase(v, "bearer ") ||
+      starts_nocase(v, "basic ") || starts_nocase(v, "token ") ||
+      strstr(v, "PRIVATE KEY-----") != NULL)
+    return 1;
+  for (i = 0; i < COUNT(prefixes); i++)
+    if (strncmp(v, prefixes[i], strlen(prefixes[i])) == 0)
+      return 1;
+  if (strncmp(v, "AKIA", 4) == 0 && strlen(v) == 20 &&
+      strspn(v + 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == 16)
+    return 1;
+  for (p = v; *p != '\0'; p++)
+    if ((p == v || *p == ';' || *p == '&' || *p == ' ') &&
+        (starts_nocase(p + (p != v), "password=") ||
+         starts_nocase(p + (p != v), "pwd=")))
+      return 1;
+  return 0;
+}
+
 static int looks_like_credential(const char *entry) {
   size_t n = name_len(entry);
   size_t i = 0;
@@ -164,6 +220,10 @@ static int looks_like_credential(const char *entry) {
   for (i = 0; i < COUNT(plain_names); i++)
     if (same_name(entry, plain_names[i]))
       return 0;
+  if (git_config(entry))
+    return 1;
+  if (entry[n] == '=' && value_is_credential(entry + n + 1))
+    return 1;
   i = 0;
   while (i < n) {
     while (i < n && !alnum((unsigned char)entry[i]))
@@ -194,11 +254,16 @@ static int in_fixed(const char *entry) {
   return 0;
 }
 
-/* Does `entry` go from the host's environment to the child's? */
+/* Does `entry` go from the host's environment to the child's?  git's
+ * configuration family goes whole when the host passes GIT_CONFIG_COUNT
+ * itself (uvtasks-mcp's --pass-env GIT_CONFIG_COUNT), else not at all. */
 static int inherited(const char *entry, const char *const *extra) {
-  return strchr(entry, '=') != NULL && !looks_like_credential(entry) &&
-         !in_fixed(entry) && !in_list(entry, extra) &&
-         !same_name(entry, UVT__CMD_VAR "=");
+  if (strchr(entry, '=') == NULL || in_fixed(entry) || in_list(entry, extra) ||
+      same_name(entry, UVT__CMD_VAR "="))
+    return 0;
+  if (git_config(entry))
+    return in_list("GIT_CONFIG_COUNT=", extra);
+  return !looks_like_credential(entry);
 }
 
 /* Build a block: the inherited entries, the fixed additions the options do

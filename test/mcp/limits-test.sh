@@ -144,6 +144,16 @@ dropped=(
   "CI_JOB_JWT_V2=ey.x.y" "SESSION_COOKIE=abc" "HTTP_AUTHORIZATION=Bearer x"
   "DISCORD_WEBHOOK=https://x" "LDAPBINDPASSWD=x" "VAULTTOKEN=x"
   "GPG_PASSPHRASE=x" "APPSECRET=x"
+  # Credentials known by their value, whatever the name; git's config
+  # family, whose value may be one (and which goes whole: a KEY dropped
+  # with its VALUE passed broke every git command).
+  "HEADER=Authorization: Bearer abc" "UPSTREAM_HDR=Bearer abc"
+  "MY_CONN=Server=db;User Id=app;Password=hunter2;" "ODBC=Driver=x;pwd=hunter2"
+  "STRIPE_SK=sk_live_abc" "GH=ghp_abc" "LAB=glpat-abc" "SLACK=xoxb-1-2"
+  "AWSID=AKIAABCDEFGHIJKLMNOP" "ID_RSA=-----BEGIN OPENSSH PRIVATE KEY-----x"
+  "SESSIONID=abc" "GIT_CONFIG_COUNT=1" "GIT_CONFIG_KEY_0=http.extraheader"
+  "GIT_CONFIG_VALUE_0=AUTHORIZATION: basic c2VjcmV0"
+  "GIT_CONFIG_PARAMETERS='http.extraheader'='AUTHORIZATION: basic c2VjcmV0'"
 )
 kept=(
   "KEYBOARD_LAYOUT=us" "MONKEY=banana" "PASSAGE=the" "COMPASS_DIR=/x"
@@ -151,12 +161,21 @@ kept=(
   "SSH_AUTH_SOCK=/tmp/agent.sock" "REPO_URL=https://github.com/x/y"
   "GIT_REMOTE=ssh://git@github.com/x/y" "DSNAME=x" "HOOKS_DIR=/x"
   "DOCS=https://example.com/a:b@c"
+  "GREETING=hello there" "XDG_SESSION_ID=3" "DB_HOST=db.example"
+  "SEARCH_HINT=forgot password? reset it" "AKIA_DOC=AKIA is a prefix"
 )
 envs=("${dropped[@]}" "${kept[@]}" "GH_TOKEN=passed-through" "NPM_TOKEN=not-passed")
 ( export "${envs[@]}"; start 2025-11-25 --pass-env GH_TOKEN --pass-env NOT_SET_ANYWHERE
   out=$(run 1 "env")
+  git_out=$(run 2 "git config --list >/dev/null && echo git-works")
   stop
-  printf '%s' "$out" >"$tmp/env.out" )
+  printf '%s' "$out" >"$tmp/env.out"
+  printf '%s' "$git_out" >"$tmp/git.out"
+  cp "$tmp/err" "$tmp/err.env"
+  # --pass-env GIT_CONFIG_COUNT passes the family whole.
+  start 2025-11-25 --pass-env GIT_CONFIG_COUNT
+  run 3 "git config --get http.extraheader" >"$tmp/git2.out"
+  stop )
 env_out=$(sed 's/\\n/\n/g' "$tmp/env.out")
 miss=
 for e in "${dropped[@]}"; do
@@ -181,10 +200,20 @@ if grep -q '^GH_TOKEN=passed-through$' <<<"$env_out" && ! grep -q '^NPM_TOKEN=' 
 else
   bad "M-MCP-14: --pass-env" "$(grep TOKEN <<<"$env_out")"
 fi
-if grep -q 'pass-env NOT_SET_ANYWHERE: not set' "$tmp/err"; then
+if grep -q 'git-works' "$tmp/git.out"; then
+  ok "M-MCP-14: git works in a task when the host's environment had git config (the family goes whole)"
+else
+  bad "M-MCP-14: git works in a task" "$(cat "$tmp/git.out")"
+fi
+if grep -q 'AUTHORIZATION: basic c2VjcmV0' "$tmp/git2.out"; then
+  ok "M-MCP-14: --pass-env GIT_CONFIG_COUNT passes git's config family whole"
+else
+  bad "M-MCP-14: --pass-env GIT_CONFIG_COUNT" "$(cat "$tmp/git2.out")"
+fi
+if grep -q 'pass-env NOT_SET_ANYWHERE: not set' "$tmp/err.env"; then
   ok "M-MCP-14: --pass-env of an unset name is said on stderr"
 else
-  bad "M-MCP-14: --pass-env of an unset name" "$(cat "$tmp/err")"
+  bad "M-MCP-14: --pass-env of an unset name" "$(cat "$tmp/err.env")"
 fi
 
 # ------------------------------------------------------------------------
