@@ -269,8 +269,41 @@ typedef struct {
 
 typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
 
+/* Option structs and the ABI (A-2, docs/contract.md §10h).
+ *
+ * Every option struct a host fills and passes in (uvt_options_t here;
+ * uvt_process_options_t, uvt_thread_options_t, uvt_tools_options_t,
+ * uvt_tools_args_t, uvt_slurm_engine_options_t, uvt_slurm_options_t)
+ * starts with `size_t size`: the struct's size in the headers the host
+ * was built against.  Its _init is a macro that passes the host's own
+ * sizeof to the library:
+ *
+ *   uvt_options_t o;
+ *   uvt_options_init(&o);   // uvt_options_init_size(&o, sizeof o)
+ *
+ * so a struct can grow at its end in a later release without breaking a
+ * host built before it: _init_size writes only the host's `size` bytes
+ * (the defaults of the fields it has), and a function that takes the
+ * struct copies only those bytes over its own defaults; fields the host's
+ * headers did not have keep their defaults.  A struct not made by its
+ * _init (memset, `= {0}`) has size 0 and is refused with UV_EINVAL and a
+ * log line that says to call the _init; a size below the struct's
+ * smallest version too.  A size above the library's own (a host built
+ * against newer headers) is taken when every byte the library does not
+ * know is 0 (those fields left at their zero), else refused: a field
+ * asked for is never dropped without a word.  New fields therefore go at
+ * the end, and their zero means "as before".
+ *
+ * The old functions (uvt_options_init() and the others, declared before
+ * their macros) stay exported for bindings and dlsym() users; they write
+ * the whole struct of these headers, so they are only for a host built
+ * against the same headers as the library. */
+
 /* Registry options.  Initialise with uvt_options_init(). */
 struct uvt_options_s {
+  /* A-2: sizeof the struct in the host's headers; set by
+   * uvt_options_init().  0 is refused. */
+  size_t size;
   /* How long disposal waits, per task, for a cancelled producer to settle
    * (R-AGENT-4) and for a terminal task's leftover work to stop (P-KILL-4,
    * P-KILL-6), in milliseconds, counted from the disposal's cancel (or from
@@ -408,15 +441,28 @@ UVT_EXTERN int uvt_replace_allocator(uvt_malloc_func malloc_func,
 /* ---------------------------------------------------------------------- */
 /* Registry                                                                */
 
-/* Fill `o` with the defaults: teardown_grace_ms 10000, no admission limit,
- * log to stderr.
- * Accepts NULL.  Thread: any.
+/* Fill the first `size` bytes of `o` with the defaults (teardown_grace_ms
+ * 10000, no admission limit, log to stderr) and set o->size = size (A-2):
+ * what the macro uvt_options_init(o) calls with the host's sizeof *o.
+ * Writes nothing past `size` bytes; bytes past the library's own struct
+ * are zeroed.  Accepts NULL.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void uvt_options_init_size(uvt_options_t *o, size_t size);
+
+/* uvt_options_init_size(o, sizeof(uvt_options_t)) with this library's
+ * sizeof: for a host (a binding, a dlsym() user) built against the same
+ * headers as the library.  A C host gets the macro below instead, which
+ * passes its own sizeof.  Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_options_init(uvt_options_t *o);
+#define uvt_options_init(o) uvt_options_init_size((o), sizeof *(o))
 
-/* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied.
+/* Create a registry on `loop`.  `o` may be NULL (defaults); it is copied
+ * (its first o->size bytes, A-2).
  *
- * Returns 0, UV_EINVAL (NULL loop or out), UV_ENOMEM (also when the settle
+ * Returns 0, UV_EINVAL (NULL loop or out; `o` not made by
+ * uvt_options_init(), size 0, or of a size this library refuses, A-2, with
+ * a line on stderr), UV_ENOMEM (also when the settle
  * queue's mutex cannot be made), or the error of uv_async_init() (the
  * registry's timer cannot fail to initialise on Unix).  On error *out is
  * untouched and nothing is left on the loop.

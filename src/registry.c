@@ -5,15 +5,28 @@
  * The async handle is referenced only while something is pending (a live
  * task, a deferred result, a close in progress), so an idle registry does
  * not keep the host's uv_run() alive. */
+#include <stdio.h>
 #include <string.h>
 
+#include "leaf/opts.h"
 #include "uvt-internal.h"
 
-void uvt_options_init(uvt_options_t *o) {
-  if (o == NULL)
-    return;
+/* every field of this library's struct at its default. */
+static void options_defaults(uvt_options_t *o) {
   memset(o, 0, sizeof(*o));
+  o->size = sizeof(*o);
   o->teardown_grace_ms = 10000;
+}
+
+void uvt_options_init_size(uvt_options_t *o, size_t size) {
+  uvt_options_t d;
+  options_defaults(&d);
+  uvt__opts_init(o, size, &d, sizeof(d));
+}
+
+/* The exported symbol of the old name (the header's macro hides it). */
+void(uvt_options_init)(uvt_options_t *o) {
+  uvt_options_init_size(o, sizeof(*o));
 }
 
 static void maybe_finish_close(uvt_registry_t *reg);
@@ -55,17 +68,31 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
   uvt_registry_t *reg;
   int err;
 
+  uvt_options_t own;
+  char why[UVT__OPTS_WHY];
+
   if (loop == NULL || out == NULL)
     return UV_EINVAL;
+  /* A-2: the caller's first o->size bytes over the defaults, once; only
+   * the copy is read from here on.  No registry yet, so no log hook: the
+   * line goes to stderr as uvt__log() writes it without one. */
+  options_defaults(&own);
+  if (o != NULL && uvt__opts_load(&own, sizeof(own), o,
+                                  UVT__OPTS_MIN(uvt_options_t,
+                                                teardown_grace_ms),
+                                  why) != 0) {
+    fprintf(stderr,
+            "uvtasks: uvt_registry_new: options refused: %s; call "
+            "uvt_options_init()\n",
+            why);
+    return UV_EINVAL;
+  }
   reg = uvt__calloc(1, sizeof(*reg));
   if (reg == NULL)
     return UV_ENOMEM;
   reg->loop = loop;
   reg->loop_thread = uv_thread_self();
-  if (o != NULL)
-    reg->options = *o;
-  else
-    uvt_options_init(&reg->options);
+  reg->options = own;
   uvt__list_init(&reg->tasks);
   uvt__list_init(&reg->unowned);
   uvt__list_init(&reg->agents);

@@ -274,6 +274,10 @@ typedef void (*uvt_output_cb)(const char *id, void *on_output_data);
 #define UVT_SANDBOX_NET_NONE 0     /* no network, loopback included */
 #define UVT_SANDBOX_NET_HOST 1     /* the host's network */
 
+/* A-2: not sized yet.  The options point at it (they do not hold it), so
+ * their size does not cover it: its layout is fixed as of 0.3.0, and a
+ * field added later needs a leading size field and an _init first (left
+ * open: docs/contract.md §10h). */
 typedef struct {
   /* UVT_SANDBOX_FS_READONLY (0) or UVT_SANDBOX_FS_WORKSPACE (1). */
   int fs;
@@ -359,6 +363,10 @@ typedef struct {
  * with UV_ENOTSUP and logs why (uvt_process_limits_check() gives the
  * sentence): never an unlimited run.  Kills, the runtime limit and
  * disposal reach every process of the group (P-KILL-7). */
+/* A-2: no size field of its own.  As a field of uvt_process_options_t and
+ * uvt_tools_options_t it is covered by their size; uvt_process_limits_check()
+ * takes it alone, so its layout is fixed: a new limit goes into the
+ * enclosing options, never here. */
 typedef struct {
   uint64_t memory_bytes;  /* 0 = no memory limit */
   uint32_t max_processes; /* 0 = no process limit */
@@ -379,8 +387,12 @@ typedef void (*uvt_tee_cb)(const char *id, int stream, const char *bytes,
 
 /* What to run and how.  Initialise with uvt_process_options_init(); every
  * pointer is only read during uvt_process_start() (the strings are copied
- * or consumed before it returns). */
+ * or consumed before it returns).  Only its first `size` bytes are read
+ * (A-2: see "Option structs and the ABI" in uvtasks.h). */
 typedef struct {
+  /* A-2: sizeof the struct in the host's headers; set by
+   * uvt_process_options_init().  0 is refused. */
+  size_t size;
   /* The command, run by bash --norc (sh if there is no bash: no rc file
    * of the user's is read, even with a socket for stdin and SHLVL unset,
    * where bash -c alone reads ~/.bashrc).  Exactly one of
@@ -605,14 +617,28 @@ typedef struct {
   void *reserved_[2]; /* for fields to come without an ABI break */
 } uvt_process_options_t;
 
-/* Fill `o` with the defaults: no command, kind "bash", unowned, the host's
- * cwd, no extra environment, stdin /dev/null, grace 3000 ms, drain 500 ms,
- * output cap 1 MiB per stream, no runtime limit; no stdin pipe (1 MiB of
- * pending input when one is asked for), no terminal (80 x 24 when one is),
- * no backpressure, no on_output.  Accepts NULL.
+/* Fill the first `size` bytes of `o` with the defaults and set o->size =
+ * size (A-2): what the macro uvt_process_options_init(o) calls with the
+ * host's sizeof *o.  The defaults: no command, kind "bash", unowned, the
+ * host's cwd, no extra environment, stdin /dev/null, grace 3000 ms, drain
+ * 500 ms, output cap 1 MiB per stream, no runtime limit; no stdin pipe
+ * (1 MiB of pending input when one is asked for), no terminal (80 x 24
+ * when one is), no backpressure, no on_output.  Writes nothing past
+ * `size` bytes; bytes past the library's own struct are zeroed.  Accepts
+ * NULL.
  * Ownership: nothing is allocated.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void uvt_process_options_init_size(uvt_process_options_t *o,
+                                              size_t size);
+
+/* uvt_process_options_init_size(o, sizeof(uvt_process_options_t)) with
+ * this library's sizeof: for a host built against the same headers as
+ * the library (a binding, a dlsym() user).  A C host gets the macro below.
+ * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);
+#define uvt_process_options_init(o)                                            \
+  uvt_process_options_init_size((o), sizeof *(o))
 
 /* Start a process task: check and prepare everything here, register the
  * task, and spawn the command (or argv) off the loop thread (P-SPAWN-6) in

@@ -57,7 +57,13 @@ typedef void (*uvt_slurm_submitted_cb)(void *data, const char *id,
                                        uvt_slurm_submit_t what, uint32_t job,
                                        const char *why);
 
+/* Options of uvt_slurm_engine_new().  Initialise with
+ * uvt_slurm_engine_options_init(); only its first `size` bytes are read
+ * (A-2: see "Option structs and the ABI" in uvtasks.h). */
 typedef struct {
+  /* A-2: sizeof the struct in the host's headers; set by
+   * uvt_slurm_engine_options_init().  0 is refused. */
+  size_t size;
   /* slurm.conf of the cluster; NULL = $SLURM_CONF or libslurm's default. */
   const char *conf;
   /* Required.  A directory shared with the nodes, created if missing: each
@@ -97,16 +103,33 @@ typedef struct {
   void *reserved_[4];
 } uvt_slurm_engine_options_t;
 
-/* Defaults as above, everything else zero/NULL.
+/* Fill the first `size` bytes of `o` with the defaults above (everything
+ * else zero/NULL) and set o->size = size (A-2): what the macro
+ * uvt_slurm_engine_options_init(o) calls with the host's sizeof *o.
+ * Writes nothing past `size` bytes; bytes past the library's own struct
+ * are zeroed.  Accepts NULL.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void
+uvt_slurm_engine_options_init_size(uvt_slurm_engine_options_t *o,
+                                   size_t size);
+
+/* uvt_slurm_engine_options_init_size(o, sizeof *o) with this library's
+ * sizeof: for a host built against the same headers as the library (a
+ * binding, a dlsym() user).  A C host gets the macro below.  Accepts NULL.
+ * Thread: any.
  * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
+#define uvt_slurm_engine_options_init(o)                                       \
+  uvt_slurm_engine_options_init_size((o), sizeof *(o))
 
 /* Start an engine for `reg` (its loop).  Creates out_dir (mode 0700 if
  * missing), opens (creates) the journal, starts the engine thread and
  * waits for its libslurm set-up (which reads slurm.conf and writes the
  * process environment, so no thread may read it meanwhile).  The
  * host closes the engine after the registry (see below).
- * Returns 0, UV_EINVAL (NULL reg, o, out, or out_dir), UV_ENOENT or
+ * Returns 0, UV_EINVAL (NULL reg, o, out, or out_dir; `o` not made by
+ * uvt_slurm_engine_options_init(), size 0, or of a size this library
+ * refuses, A-2, logged), UV_ENOENT or
  * UV_EACCES (no readable slurm.conf at `conf`, $SLURM_CONF or
  * /etc/slurm/slurm.conf: libslurm would end the process), UV_ENOMEM, or
  * the error of creating out_dir / opening the journal / starting the
@@ -130,7 +153,13 @@ UVT_EXTERN int uvt_slurm_engine_new(uvt_registry_t *reg,
 UVT_EXTERN void uvt_slurm_engine_close(uvt_slurm_engine_t *e,
                                        void (*cb)(void *data), void *data);
 
+/* Options of uvt_slurm_start().  Initialise with uvt_slurm_options_init();
+ * only its first `size` bytes are read (A-2: see "Option structs and the
+ * ABI" in uvtasks.h). */
 typedef struct {
+  /* A-2: sizeof the struct in the host's headers; set by
+   * uvt_slurm_options_init().  0 is refused. */
+  size_t size;
   /* Exactly one of command (run by bash -c) and argv (NULL-terminated). */
   const char *command;
   const char *const *argv;
@@ -185,9 +214,21 @@ typedef struct {
   void *reserved_[4];
 } uvt_slurm_options_t;
 
-/* Defaults as above.
+/* Fill the first `size` bytes of `o` with the defaults above and set
+ * o->size = size (A-2): what the macro uvt_slurm_options_init(o) calls
+ * with the host's sizeof *o.  Writes nothing past `size` bytes; bytes past
+ * the library's own struct are zeroed.  Accepts NULL.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void uvt_slurm_options_init_size(uvt_slurm_options_t *o,
+                                            size_t size);
+
+/* uvt_slurm_options_init_size(o, sizeof *o) with this library's sizeof:
+ * for a host built against the same headers as the library (a binding, a
+ * dlsym() user).  A C host gets the macro below.  Accepts NULL.
+ * Thread: any.
  * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
+#define uvt_slurm_options_init(o) uvt_slurm_options_init_size((o), sizeof *(o))
 
 /* Submit a batch job and register it as task "slurm-N" (E-1).  The task
  * exists when this returns; the submission itself happens on the engine
@@ -201,7 +242,9 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * command and writes <out_dir>/<key>.hb (heartbeat) and <key>.rc (exit
  * code); output in <key>.out and <key>.err.  Until the job runs, the
  * snapshot's detail says why it is pending ("pending: Resources").
- * Returns uvt_start()'s errors, UV_EINVAL (NULL e or o, none or both of
+ * Returns uvt_start()'s errors, UV_EINVAL (NULL e or o; `o` not made by
+ * uvt_slurm_options_init(), size 0, or of a size this library refuses,
+ * A-2, logged; none or both of
  * command and argv, an empty command or argv, output_cap_bytes < 4, a
  * malformed array, signal or dependency, a dependency on an id that is
  * not a Slurm task of this engine, an sbatch_args entry the engine does

@@ -49,25 +49,44 @@ typedef void (*uvt_thread_fn)(uvt_thread_ctx_t *ctx, void *arg,
                               uvt_outcome_t *out);
 
 /* Options of uvt_thread_start().  Initialise with
- * uvt_thread_options_init(). */
+ * uvt_thread_options_init(); only its first `size` bytes are read (A-2:
+ * see "Option structs and the ABI" in uvtasks.h). */
 typedef struct {
+  /* A-2: sizeof the struct in the host's headers; set by
+   * uvt_thread_options_init().  0 is refused. */
+  size_t size;
   const char *kind;   /* NULL = "thread"; the id prefix (R-START-1) */
   const char *label;  /* NULL = "thread" */
   uvt_agent_t *owner; /* NULL = unowned */
   size_t stack_size;  /* bytes; 0 = the system default */
 } uvt_thread_options_t;
 
-/* Fill `o` with the defaults: kind and label "thread", no owner, the system
- * stack size.  Thread: any.
+/* Fill the first `size` bytes of `o` with the defaults (kind and label
+ * "thread", no owner, the system stack size) and set o->size = size
+ * (A-2): what the macro uvt_thread_options_init(o) calls with the host's
+ * sizeof *o.  Writes nothing past `size` bytes; bytes past the library's
+ * own struct are zeroed.  Accepts NULL.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void uvt_thread_options_init_size(uvt_thread_options_t *o,
+                                             size_t size);
+
+/* uvt_thread_options_init_size(o, sizeof(uvt_thread_options_t)) with this
+ * library's sizeof: for a host built against the same headers as the
+ * library (a binding, a dlsym() user).  A C host gets the macro below.
+ * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_thread_options_init(uvt_thread_options_t *o);
+#define uvt_thread_options_init(o)                                             \
+  uvt_thread_options_init_size((o), sizeof *(o))
 
 /* Start `fn(ctx, arg, out)` on a new thread as a task (§4).  `o` may be
  * NULL (defaults).  The id is written to `id_out` (may be NULL).  Every
  * check of uvt_start() runs before the thread is created; no thread exists
  * after an error return.
  *
- * Returns 0, UV_EINVAL (NULL reg or fn), UV_ENOMEM, the errors of
+ * Returns 0, UV_EINVAL (NULL reg or fn; `o` not made by
+ * uvt_thread_options_init(), size 0, or of a size this library refuses,
+ * A-2, logged), UV_ENOMEM, the errors of
  * uvt_start() (UVT_ENOSURFACE, UV_EINVAL, UVT_ESTALE, UVT_ECLOSING,
  * UVT_ELIMIT), or the error of uv_thread_create_ex() (e.g. UV_EAGAIN).
  * Cancel (uvt_kill, disposal) sets the flag read by uvt_thread_cancelled()

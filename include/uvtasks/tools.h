@@ -173,8 +173,13 @@ typedef void (*uvt_tools_call_cb)(uvt_tools_call_t *req, int status);
 /* uvt_tools_detach() finished. */
 typedef void (*uvt_tools_detach_cb)(uvt_tools_t *tools);
 
-/* Options of uvt_tools_attach().  Initialise with uvt_tools_options_init(). */
+/* Options of uvt_tools_attach().  Initialise with uvt_tools_options_init();
+ * only its first `size` bytes are read (A-2: see "Option structs and the
+ * ABI" in uvtasks.h). */
 typedef struct {
+  /* A-2: sizeof the struct in the host's headers; set by
+   * uvt_tools_options_init().  0 is refused. */
+  size_t size;
   /* Completion notices go here; NULL = none are delivered. */
   uvt_tools_notice_cb notice_cb;
   /* Name of the surface attached to the registry; NULL = "tools".  Copied. */
@@ -317,8 +322,11 @@ struct uvt_tools_s {
 
 /* Arguments of a tool call.  Initialise with uvt_tools_args_init(); fields a
  * tool does not use are ignored.  Strings are read during uvt_tools_call()
- * only. */
+ * only, and only the struct's first `size` bytes (A-2: see "Option structs
+ * and the ABI" in uvtasks.h). */
 typedef struct {
+  size_t size; /* A-2: sizeof the struct in the host's headers; set by
+                  uvt_tools_args_init().  0 is refused */
   const char *command; /* run_in_background, run_command: required */
   const char *cwd;     /* run_in_background, run_command: NULL = the tools'
                           default; relative: to it (v4, S-5), not to the
@@ -431,25 +439,51 @@ struct uvt_tools_call_s {
   void *match_; /* its compiled expression, or NULL */
 };
 
-/* Fill `o` with the defaults: no notice callback, surface "tools", the
- * host's cwd, the process producer's cap and grace, results of at most
- * UVT_TOOLS_MAX_BYTES_DEFAULT output bytes, no yield.  Accepts NULL.
- * Thread: any.
+/* Fill the first `size` bytes of `o` with the defaults and set o->size =
+ * size (A-2): what the macro uvt_tools_options_init(o) calls with the
+ * host's sizeof *o.  The defaults: no notice callback, surface "tools",
+ * the host's cwd, the process producer's cap and grace, results of at
+ * most UVT_TOOLS_MAX_BYTES_DEFAULT output bytes, no yield.  Writes
+ * nothing past `size` bytes; bytes past the library's own struct are
+ * zeroed.  Accepts NULL.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void uvt_tools_options_init_size(uvt_tools_options_t *o,
+                                            size_t size);
+
+/* uvt_tools_options_init_size(o, sizeof(uvt_tools_options_t)) with this
+ * library's sizeof: for a host built against the same headers as the
+ * library (a binding, a dlsym() user).  A C host gets the macro below.
+ * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
+#define uvt_tools_options_init(o) uvt_tools_options_init_size((o), sizeof *(o))
 
-/* Fill `a` with "nothing given": NULL strings, wait -1, timeout_ms -1,
- * max_bytes -1, yield_ms -1, stdin_pipe -1, tty -1, chars_len (size_t)-1,
- * close_stdin -1.  Accepts NULL.  Thread: any.
+/* Fill the first `size` bytes of `a` with "nothing given" and set a->size
+ * = size (A-2): what the macro uvt_tools_args_init(a) calls with the
+ * host's sizeof *a.  "Nothing given": NULL strings, wait -1, timeout_ms
+ * -1, max_bytes -1, yield_ms -1, stdin_pipe -1, tty -1, chars_len
+ * (size_t)-1, close_stdin -1, and -1 for every later number.  Writes
+ * nothing past `size` bytes; bytes past the library's own struct are
+ * zeroed.  Accepts NULL.  Thread: any.
+ * Since: 0.3.0 */
+UVT_EXTERN void uvt_tools_args_init_size(uvt_tools_args_t *a, size_t size);
+
+/* uvt_tools_args_init_size(a, sizeof(uvt_tools_args_t)) with this
+ * library's sizeof: for a host built against the same headers as the
+ * library (a binding, a dlsym() user).  A C host gets the macro below.
+ * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);
+#define uvt_tools_args_init(a) uvt_tools_args_init_size((a), sizeof *(a))
 
 /* Attach the tool surface to `reg`: a control surface (so tasks may start),
  * a completion listener (M-TOOLS-2) and an idle handle on the registry's
  * loop that delivers call results.  `o` may be NULL (defaults); it is
- * copied.
+ * copied (its first o->size bytes, A-2).
  *
- * Returns 0, UV_EINVAL (NULL reg or tools), UV_ENOMEM, UVT_ECLOSING (the
+ * Returns 0, UV_EINVAL (NULL reg or tools; `o` not made by
+ * uvt_tools_options_init(), size 0, or of a size this library refuses,
+ * A-2, logged), UV_ENOMEM, UVT_ECLOSING (the
  * registry is being disposed), or an error of uvt_surface_attach(),
  * uvt_listener_start() or uv_idle_init().  On error nothing is attached.
  * Ownership: `tools` is the caller's; keep it in place until the
@@ -640,7 +674,8 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  * arguments are found before anything is started or read.
  *
  * Returns 0, UV_EINVAL (NULL tools, req, name or cb; NULL args is "nothing
- * given"), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
+ * given"; `args` not made by uvt_tools_args_init(), size 0, or of a size
+ * this library refuses, A-2, logged), UV_ENOENT (`name` is not a tool), UVT_ECLOSING (the tools are
  * detaching).  On error `cb` never runs.
  * Callback: once, on the loop thread, never inside this call: status 0 and
  * the result in req->text / req->is_error, or UVT_EABORTED, UVT_ECLOSING or

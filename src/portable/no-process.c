@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "leaf/opts.h"
 #include "uvtasks/process.h"
 
 /* The spawner's test hook (src/process/spawn.c), which the shared test
@@ -22,17 +23,23 @@
  * it. */
 void (*uvt__process_spawn_hook)(int phase);
 
-void uvt_process_options_init(uvt_process_options_t *o) {
-  if (o == NULL)
-    return;
-  /* The same defaults as the Linux producer's (src/process/process.c). */
-  memset(o, 0, sizeof(*o));
-  o->grace_ms = UVT_PROCESS_GRACE_MS;
-  o->drain_ms = UVT_PROCESS_DRAIN_MS;
-  o->output_cap_bytes = UVT_PROCESS_OUTPUT_CAP_BYTES;
-  o->stdin_cap_bytes = UVT_PROCESS_STDIN_CAP_BYTES;
-  o->pty_cols = UVT_PROCESS_PTY_COLS;
-  o->pty_rows = UVT_PROCESS_PTY_ROWS;
+void uvt_process_options_init_size(uvt_process_options_t *o, size_t size) {
+  uvt_process_options_t d;
+  /* The same defaults as the Linux producer's (src/process/process.c),
+   * written as far as the caller's size (A-2). */
+  memset(&d, 0, sizeof(d));
+  d.size = sizeof(d);
+  d.grace_ms = UVT_PROCESS_GRACE_MS;
+  d.drain_ms = UVT_PROCESS_DRAIN_MS;
+  d.output_cap_bytes = UVT_PROCESS_OUTPUT_CAP_BYTES;
+  d.stdin_cap_bytes = UVT_PROCESS_STDIN_CAP_BYTES;
+  d.pty_cols = UVT_PROCESS_PTY_COLS;
+  d.pty_rows = UVT_PROCESS_PTY_ROWS;
+  uvt__opts_init(o, size, &d, sizeof(d));
+}
+
+void(uvt_process_options_init)(uvt_process_options_t *o) {
+  uvt_process_options_init_size(o, sizeof(*o));
 }
 
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "leaf/opts.h"
 #include "process-internal.h"
 
 /* Bytes read per system call (at most). */
@@ -1696,16 +1697,27 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   }
 }
 
-void uvt_process_options_init(uvt_process_options_t *o) {
-  if (o == NULL)
-    return;
+/* every field of this library's struct at its default. */
+static void options_defaults(uvt_process_options_t *o) {
   memset(o, 0, sizeof(*o));
+  o->size = sizeof(*o);
   o->grace_ms = UVT_PROCESS_GRACE_MS;
   o->drain_ms = UVT_PROCESS_DRAIN_MS;
   o->output_cap_bytes = UVT_PROCESS_OUTPUT_CAP_BYTES;
   o->stdin_cap_bytes = UVT_PROCESS_STDIN_CAP_BYTES;
   o->pty_cols = UVT_PROCESS_PTY_COLS;
   o->pty_rows = UVT_PROCESS_PTY_ROWS;
+}
+
+void uvt_process_options_init_size(uvt_process_options_t *o, size_t size) {
+  uvt_process_options_t d;
+  options_defaults(&d);
+  uvt__opts_init(o, size, &d, sizeof(d));
+}
+
+/* The exported symbol of the old name (the header's macro hides it). */
+void(uvt_process_options_init)(uvt_process_options_t *o) {
+  uvt_process_options_init_size(o, sizeof(*o));
 }
 
 /* The default label of an argv task: its words joined by spaces. */
@@ -1763,10 +1775,35 @@ int uvt_process_limits_check(uvt_registry_t *reg,
   return uvt__cgroot_limits(ps, limits, why, size);
 }
 
+static int start_loaded(uvt_registry_t *reg, const uvt_process_options_t *o,
+                        char id_out[UVT_ID_MAX]);
+
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
   UVT_LOOP_ONLY(reg);
+  uvt_process_options_t own;
+  char why[UVT__OPTS_WHY];
+
+  if (reg == NULL || o == NULL)
+    return UV_EINVAL;
+  /* A-2: the caller's first o->size bytes over the defaults, once; from
+   * here on only the copy is read. */
+  options_defaults(&own);
+  if (uvt__opts_load(&own, sizeof(own), o,
+                     UVT__OPTS_MIN(uvt_process_options_t, command),
+                     why) != 0) {
+    uvt_log(reg, UVT_LOG_ERROR,
+            "uvt_process_start: options refused: %s; call "
+            "uvt_process_options_init()",
+            why);
+    return UV_EINVAL;
+  }
+  return start_loaded(reg, &own, id_out);
+}
+
+static int start_loaded(uvt_registry_t *reg, const uvt_process_options_t *o,
+                        char id_out[UVT_ID_MAX]) {
   uvt__proc_t *p;
   uvt_spec_t spec;
   char *joined = NULL;

@@ -17,6 +17,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include "leaf/opts.h"
 #include "slurm-internal.h"
 
 /* libslurm's configuration is per process: the first engine's holds until
@@ -1342,17 +1343,33 @@ int uvt__slurm_register(uvt_slurm_engine_t *e, uvt__sjob_t *j,
 
 /* ---- Public ------------------------------------------------------------ */
 
-void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o) {
-  memset(o, 0, sizeof(*o));
-  o->poll_ms = 250;
-  o->heartbeat_ms = 1000;
-  o->lost_after_ms = 30000;
-  o->submit_retry_ms = 120000;
+void uvt_slurm_engine_options_init_size(uvt_slurm_engine_options_t *o,
+                                        size_t size) {
+  uvt_slurm_engine_options_t d;
+  memset(&d, 0, sizeof(d));
+  d.size = sizeof(d);
+  d.poll_ms = 250;
+  d.heartbeat_ms = 1000;
+  d.lost_after_ms = 30000;
+  d.submit_retry_ms = 120000;
+  uvt__opts_init(o, size, &d, sizeof(d));
 }
 
-void uvt_slurm_options_init(uvt_slurm_options_t *o) {
-  memset(o, 0, sizeof(*o));
-  o->output_cap_bytes = 1u << 20;
+void uvt_slurm_options_init_size(uvt_slurm_options_t *o, size_t size) {
+  uvt_slurm_options_t d;
+  memset(&d, 0, sizeof(d));
+  d.size = sizeof(d);
+  d.output_cap_bytes = 1u << 20;
+  uvt__opts_init(o, size, &d, sizeof(d));
+}
+
+/* The exported symbols of the old names (the header's macros hide them). */
+void(uvt_slurm_engine_options_init)(uvt_slurm_engine_options_t *o) {
+  uvt_slurm_engine_options_init_size(o, sizeof(*o));
+}
+
+void(uvt_slurm_options_init)(uvt_slurm_options_t *o) {
+  uvt_slurm_options_init_size(o, sizeof(*o));
 }
 
 static char *dup_or_null(const char *s, int *bad) {
@@ -1365,13 +1382,29 @@ static char *dup_or_null(const char *s, int *bad) {
 }
 
 int uvt_slurm_engine_new(uvt_registry_t *reg,
-                         const uvt_slurm_engine_options_t *o,
+                         const uvt_slurm_engine_options_t *o_in,
                          uvt_slurm_engine_t **out) {
+  uvt_slurm_engine_options_t own;
+  const uvt_slurm_engine_options_t *o = &own;
+  char why[UVT__OPTS_WHY];
   uvt_slurm_engine_t *e;
   int err, bad = 0;
 
-  if (reg == NULL || o == NULL || out == NULL || o->out_dir == NULL ||
-      o->out_dir[0] == '\0')
+  if (reg == NULL || o_in == NULL || out == NULL)
+    return UV_EINVAL;
+  /* A-2: the caller's first o->size bytes over the defaults, once; from
+   * here on only the copy is read. */
+  uvt_slurm_engine_options_init_size(&own, sizeof(own));
+  if (uvt__opts_load(&own, sizeof(own), o_in,
+                     UVT__OPTS_MIN(uvt_slurm_engine_options_t, conf),
+                     why) != 0) {
+    uvt_log(reg, UVT_LOG_ERROR,
+            "uvt_slurm_engine_new: options refused: %s; call "
+            "uvt_slurm_engine_options_init()",
+            why);
+    return UV_EINVAL;
+  }
+  if (o->out_dir == NULL || o->out_dir[0] == '\0')
     return UV_EINVAL;
   *out = NULL;
   /* libslurm ends the process when it cannot read its configuration:

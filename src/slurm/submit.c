@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "leaf/opts.h"
 #include "slurm-internal.h"
 
 extern char **environ;
@@ -271,17 +272,32 @@ static int dup_opt(const char *s, char **out) {
   return (*out = uvt__strdup(s)) != NULL ? 0 : UV_ENOMEM;
 }
 
-int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o,
+int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o_in,
                     char id_out[UVT_ID_MAX]) {
+  uvt_slurm_options_t own;
+  const uvt_slurm_options_t *o = &own;
+  char why[UVT__OPTS_WHY];
   uvt__sjob_t *j;
   char cwd[4096];
   const char *label;
   size_t i;
   int err;
 
-  if (e == NULL || o == NULL)
+  if (e == NULL || o_in == NULL)
     return UV_EINVAL;
   UVT_LOOP_ONLY(e->reg);
+  /* A-2: the caller's first o->size bytes over the defaults, once; from
+   * here on only the copy is read. */
+  uvt_slurm_options_init_size(&own, sizeof(own));
+  if (uvt__opts_load(&own, sizeof(own), o_in,
+                     UVT__OPTS_MIN(uvt_slurm_options_t, command),
+                     why) != 0) {
+    uvt_log(e->reg, UVT_LOG_ERROR,
+            "uvt_slurm_start: options refused: %s; call "
+            "uvt_slurm_options_init()",
+            why);
+    return UV_EINVAL;
+  }
   if ((o->command == NULL) == (o->argv == NULL))
     return UV_EINVAL;
   if (o->command != NULL && o->command[strspn(o->command, " \t\n")] == '\0')

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "leaf/alloc.h"
+#include "leaf/opts.h"
 #include "uvtasks/producer.h"
 #include "uvtasks/thread.h"
 
@@ -51,10 +52,23 @@ static void ctx_free(uvt_thread_ctx_t *ctx) {
   atomic_fetch_sub(&live_contexts, 1);
 }
 
-void uvt_thread_options_init(uvt_thread_options_t *o) {
+/* every field of this library's struct at its default. */
+static void options_defaults(uvt_thread_options_t *o) {
   memset(o, 0, sizeof(*o));
+  o->size = sizeof(*o);
   o->kind = "thread";
   o->label = "thread";
+}
+
+void uvt_thread_options_init_size(uvt_thread_options_t *o, size_t size) {
+  uvt_thread_options_t d;
+  options_defaults(&d);
+  uvt__opts_init(o, size, &d, sizeof(d));
+}
+
+/* The exported symbol of the old name (the header's macro hides it). */
+void(uvt_thread_options_init)(uvt_thread_options_t *o) {
+  uvt_thread_options_init_size(o, sizeof(*o));
 }
 
 int uvt_thread_cancelled(uvt_thread_ctx_t *ctx) {
@@ -211,17 +225,27 @@ int uvt_thread_start(uvt_registry_t *reg, const uvt_thread_options_t *o,
                      uvt_thread_fn fn, void *arg, char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */
   UVT_LOOP_ONLY(reg);
-  uvt_thread_options_t defaults;
+  uvt_thread_options_t own;
+  char why[UVT__OPTS_WHY];
   uvt_thread_ctx_t *ctx;
   uvt_spec_t spec;
   int err;
 
   if (reg == NULL || fn == NULL)
     return UV_EINVAL;
-  if (o == NULL) {
-    uvt_thread_options_init(&defaults);
-    o = &defaults;
+  /* A-2: the caller's first o->size bytes over the defaults, once; from
+   * here on only the copy is read. */
+  options_defaults(&own);
+  if (o != NULL &&
+      uvt__opts_load(&own, sizeof(own), o,
+                     UVT__OPTS_MIN(uvt_thread_options_t, kind), why) != 0) {
+    uvt_log(reg, UVT_LOG_ERROR,
+            "uvt_thread_start: options refused: %s; call "
+            "uvt_thread_options_init()",
+            why);
+    return UV_EINVAL;
   }
+  o = &own;
 
   ctx = uvt__calloc(1, sizeof(*ctx));
   if (ctx == NULL)

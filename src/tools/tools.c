@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "leaf/opts.h"
 #include "tools-int.h"
 #include "uvtasks/process.h"
 
@@ -30,16 +31,15 @@ enum { TOOLS_DETACHED = 0, TOOLS_ATTACHED, TOOLS_DETACHING };
 /* ---------------------------------------------------------------------- */
 /* Options and arguments                                                   */
 
-void uvt_tools_options_init(uvt_tools_options_t *o) {
-  if (o == NULL)
-    return;
+/* every field of this library's structs at its default. */
+static void options_defaults(uvt_tools_options_t *o) {
   memset(o, 0, sizeof(*o));
+  o->size = sizeof(*o);
 }
 
-void uvt_tools_args_init(uvt_tools_args_t *a) {
-  if (a == NULL)
-    return;
+static void args_defaults(uvt_tools_args_t *a) {
   memset(a, 0, sizeof(*a));
+  a->size = sizeof(*a);
   a->wait = -1;
   a->timeout_ms = -1;
   a->max_bytes = -1;
@@ -55,6 +55,27 @@ void uvt_tools_args_init(uvt_tools_args_t *a) {
   a->cpu_percent = -1;
   a->head_lines = -1;
   a->tail_lines = -1;
+}
+
+void uvt_tools_options_init_size(uvt_tools_options_t *o, size_t size) {
+  uvt_tools_options_t d;
+  options_defaults(&d);
+  uvt__opts_init(o, size, &d, sizeof(d));
+}
+
+void uvt_tools_args_init_size(uvt_tools_args_t *a, size_t size) {
+  uvt_tools_args_t d;
+  args_defaults(&d);
+  uvt__opts_init(a, size, &d, sizeof(d));
+}
+
+/* The exported symbols of the old names (the header's macros hide them). */
+void(uvt_tools_options_init)(uvt_tools_options_t *o) {
+  uvt_tools_options_init_size(o, sizeof(*o));
+}
+
+void(uvt_tools_args_init)(uvt_tools_args_t *a) {
+  uvt_tools_args_init_size(a, sizeof(*a));
 }
 
 void uvt_tools_call_cleanup(uvt_tools_call_t *req) {
@@ -1101,16 +1122,27 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
                      const uvt_tools_options_t *o) {
   /* P-THREAD-1: before anything is touched. */
   UVT_LOOP_ONLY(reg);
-  uvt_tools_options_t defaults;
+  uvt_tools_options_t own;
+  char why[UVT__OPTS_WHY];
   const char *name;
   int err;
 
   if (reg == NULL || tools == NULL)
     return UV_EINVAL;
-  if (o == NULL) {
-    uvt_tools_options_init(&defaults);
-    o = &defaults;
+  /* A-2: the caller's first o->size bytes over the defaults, once; from
+   * here on only the copy is read. */
+  options_defaults(&own);
+  if (o != NULL &&
+      uvt__opts_load(&own, sizeof(own), o,
+                     UVT__OPTS_MIN(uvt_tools_options_t, notice_cb),
+                     why) != 0) {
+    uvt_log(reg, UVT_LOG_ERROR,
+            "uvt_tools_attach: options refused: %s; call "
+            "uvt_tools_options_init()",
+            why);
+    return UV_EINVAL;
   }
+  o = &own;
   void *data = tools->data; /* the host's, as libuv leaves `data` alone */
   memset(tools, 0, sizeof(*tools));
   tools->data = data;
@@ -1285,7 +1317,8 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                    uvt_agent_t *caller, const char *name,
                    const uvt_tools_args_t *args, uvt_tools_call_cb cb) {
   const uvt__tool_def_t *def;
-  uvt_tools_args_t none;
+  uvt_tools_args_t own;
+  char why[UVT__OPTS_WHY];
 
   if (tools == NULL || req == NULL || name == NULL || cb == NULL)
     return UV_EINVAL;
@@ -1296,10 +1329,19 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   UVT_LOOP_ONLY(tools->registry);
   if (!uvt_tools_has(name))
     return UV_ENOENT;
-  if (args == NULL) {
-    uvt_tools_args_init(&none);
-    args = &none;
+  /* A-2: the caller's first args->size bytes over "nothing given", once;
+   * from here on only the copy is read. */
+  args_defaults(&own);
+  if (args != NULL &&
+      uvt__opts_load(&own, sizeof(own), args,
+                     UVT__OPTS_MIN(uvt_tools_args_t, command), why) != 0) {
+    uvt_log(tools->registry, UVT_LOG_ERROR,
+            "uvt_tools_call: arguments refused: %s; call "
+            "uvt_tools_args_init()",
+            why);
+    return UV_EINVAL;
   }
+  args = &own;
   req->tools = tools;
   req->text = NULL;
   req->len = 0;
