@@ -6,8 +6,8 @@
 
 #include <uv.h>
 
-int uvt__opts_load(void *dst, size_t dst_size, const void *src,
-                   size_t min_size, char *why) {
+int uvt__opts_load(void *dst, size_t dst_size, const void *src, size_t min_size,
+                   char *why) {
   const unsigned char *p = src;
   size_t size;
   size_t i;
@@ -42,8 +42,7 @@ int uvt__opts_load(void *dst, size_t dst_size, const void *src,
   return 0;
 }
 
-void uvt__opts_init(void *o, size_t size, const void *defaults,
-                    size_t dsize) {
+void uvt__opts_init(void *o, size_t size, const void *defaults, size_t dsize) {
   if (o == NULL)
     return;
   if (size < sizeof(size)) {

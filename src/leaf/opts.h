@@ -38,8 +38,8 @@
  * naming the size found: 0 (the struct was not made by its _init), below
  * min_size, or past dst_size with bytes set there.  Reads no byte of src
  * past its size; writes dst only on success. */
-int uvt__opts_load(void *dst, size_t dst_size, const void *src,
-                   size_t min_size, char *why);
+int uvt__opts_load(void *dst, size_t dst_size, const void *src, size_t min_size,
+                   char *why);
 
 /* The body of every uvt_xxx_init_size(o, size): write the first `size`
  * bytes of `defaults` (a full struct of dsize bytes, the library's) to
