@@ -13,6 +13,9 @@
 #     struct uvt_foo_s by its typedef uvt_foo_t too).
 #  4. The tree itself: scripts/abi-check.sh against the newest dump in
 #     abi/ with the real CHANGELOG.md passes (the gate of .ci/run).
+#  5. A-2: a host built against the last release's headers
+#     (abi/include-X.Y.Z) runs on the built library, and so does one built
+#     against headers whose option structs lack their last fields.
 #
 #   bash test/abi-test.sh BUILDDIR SOURCE_ROOT
 set -u
@@ -134,6 +137,74 @@ if [ "$rc" = 0 ]; then
   ok "A-1: scripts/abi-check.sh: $(printf '%s\n' "$out" | tail -1)"
 else
   bad "A-1: scripts/abi-check.sh passes on the tree (name each change under CHANGELOG.md's \"ABI and release\")" "exit $rc: $out"
+fi
+
+# 5. A-2: option structs grow without breaking old binaries.  A host
+#    (test/abi/old-host.c) built against the last release's headers
+#    (abi/include-X.Y.Z, the newest) runs on the built library; and,
+#    since that snapshot may equal today's headers, the same host built
+#    against a copy of today's headers with the last fields of three
+#    option structs cut off (an older release's, as far as those structs
+#    go): the library must write and read only the host's bytes (its
+#    canaries stay) and give the missing fields their defaults.
+host_src=$root/test/abi/old-host.c
+old_inc=$(ls -d "$root"/abi/include-*/ 2>/dev/null | sort -V | tail -1)
+uv_flags=$(pkg-config --cflags --libs libuv 2>/dev/null || echo -luv)
+lib_flags=$(PKG_CONFIG_PATH=$build/meson-uninstalled pkg-config --libs uvtasks 2>/dev/null)
+old_host() { # INCLUDE_DIR OUTPUT NAME
+  # shellcheck disable=SC2086
+  if cc -Wall -Werror -o "$2" "$host_src" -I"$1" $lib_flags $uv_flags 2>"$tmp/host-cc.err"; then
+    out=$(LD_LIBRARY_PATH=$build "$2" 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ]; then
+      ok "A-2: $3: $(printf '%s\n' "$out" | grep -c '^ok ') checks ($(printf '%s\n' "$out" | head -1))"
+    else
+      bad "A-2: $3" "exit $rc: $out"
+    fi
+  else
+    bad "A-2: $3 builds" "$(cat "$tmp/host-cc.err")"
+  fi
+}
+if [ -z "$old_inc" ]; then
+  bad "A-2: abi/include-X.Y.Z holds the last release's headers" "none"
+else
+  old_host "$old_inc" "$tmp/old-host" "a host built against $(basename "$old_inc")'s headers runs on the built library"
+fi
+
+# The grown library: today's headers with uvt_process_options_t's last
+# field (durable), uvt_tools_options_t's last two (keep_spill, durable),
+# uvt_tools_args_t's (match) and uvt_thread_options_t's (stack_size) cut
+# off.
+mkdir -p "$tmp/older/uvtasks"
+cp "$root/include/uvtasks.h" "$tmp/older/"
+cp "$root"/include/uvtasks/*.h "$tmp/older/uvtasks/"
+python3 - "$tmp/older/uvtasks" <<'PY'
+import re, sys
+d = sys.argv[1]
+def cut(name, pattern, count):
+    path = d + '/' + name
+    text = open(path).read()
+    text, n = re.subn(pattern, '', text, flags=re.M)
+    if n != count:
+        sys.exit('%s: %d cuts of %r, expected %d' % (name, n, pattern, count))
+    open(path, 'w').write(text)
+cut('process.h', r'^  int durable;\n', 1)
+cut('tools.h', r'^  int keep_spill;\n', 1)
+cut('tools.h', r'^  int durable;\n', 1)
+cut('tools.h', r'^  const char \*match; (?s:.*?)\*/\n', 1)
+cut('thread.h', r'^  size_t stack_size; .*\n', 1)
+PY
+if [ $? = 0 ]; then
+  old_host "$tmp/older" "$tmp/older-host" "the grown library: a host whose process, thread, tools options and arguments lack their last field runs on it"
+  full=$(LD_LIBRARY_PATH=$build "$tmp/old-host" 2>/dev/null | head -1)
+  cut=$(LD_LIBRARY_PATH=$build "$tmp/older-host" 2>/dev/null | head -1)
+  if [ -n "$cut" ] && [ "$full" != "$cut" ]; then
+    ok "A-2: the cut headers' structs are smaller ($cut)"
+  else
+    bad "A-2: the cut headers' structs are smaller" "$full / $cut"
+  fi
+else
+  bad "A-2: the cut headers are made" "the fields to cut were not found"
 fi
 
 echo "$passed passed, $failed failed"
