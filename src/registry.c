@@ -77,10 +77,10 @@ int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
    * the copy is read from here on.  No registry yet, so no log hook: the
    * line goes to stderr as uvt__log() writes it without one. */
   options_defaults(&own);
-  if (o != NULL && uvt__opts_load(&own, sizeof(own), o,
-                                  UVT__OPTS_MIN(uvt_options_t,
-                                                teardown_grace_ms),
-                                  why) != 0) {
+  if (o != NULL &&
+      uvt__opts_load(&own, sizeof(own), o,
+                     UVT__OPTS_MIN(uvt_options_t, teardown_grace_ms),
+                     why) != 0) {
     fprintf(stderr,
             "uvtasks: uvt_registry_new: options refused: %s; call "
             "uvt_options_init()\n",

@@ -1791,8 +1791,7 @@ int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
    * here on only the copy is read. */
   options_defaults(&own);
   if (uvt__opts_load(&own, sizeof(own), o,
-                     UVT__OPTS_MIN(uvt_process_options_t, command),
-                     why) != 0) {
+                     UVT__OPTS_MIN(uvt_process_options_t, command), why) != 0) {
     uvt_log(reg, UVT_LOG_ERROR,
             "uvt_process_start: options refused: %s; call "
             "uvt_process_options_init()",

@@ -290,8 +290,7 @@ int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o_in,
    * here on only the copy is read. */
   uvt_slurm_options_init_size(&own, sizeof(own));
   if (uvt__opts_load(&own, sizeof(own), o_in,
-                     UVT__OPTS_MIN(uvt_slurm_options_t, command),
-                     why) != 0) {
+                     UVT__OPTS_MIN(uvt_slurm_options_t, command), why) != 0) {
     uvt_log(e->reg, UVT_LOG_ERROR,
             "uvt_slurm_start: options refused: %s; call "
             "uvt_slurm_options_init()",

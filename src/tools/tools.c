@@ -1134,8 +1134,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   options_defaults(&own);
   if (o != NULL &&
       uvt__opts_load(&own, sizeof(own), o,
-                     UVT__OPTS_MIN(uvt_tools_options_t, notice_cb),
-                     why) != 0) {
+                     UVT__OPTS_MIN(uvt_tools_options_t, notice_cb), why) != 0) {
     uvt_log(reg, UVT_LOG_ERROR,
             "uvt_tools_attach: options refused: %s; call "
             "uvt_tools_options_init()",
