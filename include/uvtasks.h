@@ -451,8 +451,8 @@ UVT_EXTERN void uvt_options_init_size(uvt_options_t *o, size_t size);
 
 /* uvt_options_init_size(o, sizeof(uvt_options_t)) with this library's
  * sizeof: for a host (a binding, a dlsym() user) built against the same
- * headers as the library.  A C host gets the macro below instead, which
- * passes its own sizeof.  Accepts NULL.  Thread: any.
+ * headers as the library.  A C host gets the macro of this name instead,
+ * which passes its own sizeof.  Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_options_init(uvt_options_t *o);
 #define uvt_options_init(o) uvt_options_init_size((o), sizeof *(o))

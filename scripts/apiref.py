@@ -92,6 +92,11 @@ def comment_text(lines):
     return out
 
 
+# Function-like macros of an exported function's own name (name -> the
+# #define, on one line), filled by parse().
+MACROS = {}
+
+
 def parse(path, text=None):
     """The items of a header, in order: ('section', title),
     ('func', name, decl, comment, line) and ('cb', name, decl, comment,
@@ -117,6 +122,18 @@ def parse(path, text=None):
                     last = None
                     continue
             last = (j, body)
+            i = j + 1
+            continue
+        m = re.match(r'#define (uvt_\w+)\(', s)
+        if m and items and items[-1][0] == 'func' and items[-1][1] == m.group(1):
+            # A-2: a function hidden by a macro of its name (the _init
+            # macros that pass the host's sizeof): shown with it.
+            j = i
+            while lines[j].rstrip().endswith('\\'):
+                j += 1
+            text = ' '.join(x.strip().rstrip('\\').strip() for x in lines[i:j + 1])
+            MACROS[m.group(1)] = re.sub(r'\s+', ' ', text)
+            last = None
             i = j + 1
             continue
         if s.startswith('UVT_EXTERN ') or (s.startswith('typedef') and '(*' in s):
@@ -256,6 +273,8 @@ def render():
             out.append('### `%s`\n' % name)
             out.append('```c')
             out.append(decl)
+            if name in MACROS:
+                out.append(MACROS[name])
             out.append('```\n')
             v = since_of(comment)
             body = comment[:-1] if v else (comment or [])

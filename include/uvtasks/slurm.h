@@ -115,7 +115,7 @@ uvt_slurm_engine_options_init_size(uvt_slurm_engine_options_t *o,
 
 /* uvt_slurm_engine_options_init_size(o, sizeof *o) with this library's
  * sizeof: for a host built against the same headers as the library (a
- * binding, a dlsym() user).  A C host gets the macro below.  Accepts NULL.
+ * binding, a dlsym() user).  A C host gets the macro of this name.  Accepts NULL.
  * Thread: any.
  * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
@@ -224,7 +224,7 @@ UVT_EXTERN void uvt_slurm_options_init_size(uvt_slurm_options_t *o,
 
 /* uvt_slurm_options_init_size(o, sizeof *o) with this library's sizeof:
  * for a host built against the same headers as the library (a binding, a
- * dlsym() user).  A C host gets the macro below.  Accepts NULL.
+ * dlsym() user).  A C host gets the macro of this name.  Accepts NULL.
  * Thread: any.
  * Since: 0.3.0 */
 UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);

@@ -452,7 +452,7 @@ UVT_EXTERN void uvt_tools_options_init_size(uvt_tools_options_t *o,
 
 /* uvt_tools_options_init_size(o, sizeof(uvt_tools_options_t)) with this
  * library's sizeof: for a host built against the same headers as the
- * library (a binding, a dlsym() user).  A C host gets the macro below.
+ * library (a binding, a dlsym() user).  A C host gets the macro of this name.
  * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_options_init(uvt_tools_options_t *o);
@@ -470,7 +470,7 @@ UVT_EXTERN void uvt_tools_args_init_size(uvt_tools_args_t *a, size_t size);
 
 /* uvt_tools_args_init_size(a, sizeof(uvt_tools_args_t)) with this
  * library's sizeof: for a host built against the same headers as the
- * library (a binding, a dlsym() user).  A C host gets the macro below.
+ * library (a binding, a dlsym() user).  A C host gets the macro of this name.
  * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_tools_args_init(uvt_tools_args_t *a);

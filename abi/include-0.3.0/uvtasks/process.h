@@ -621,7 +621,7 @@ UVT_EXTERN void uvt_process_options_init_size(uvt_process_options_t *o,
 
 /* uvt_process_options_init_size(o, sizeof(uvt_process_options_t)) with
  * this library's sizeof: for a host built against the same headers as
- * the library (a binding, a dlsym() user).  A C host gets the macro below.
+ * the library (a binding, a dlsym() user).  A C host gets the macro of this name.
  * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_process_options_init(uvt_process_options_t *o);

@@ -72,7 +72,7 @@ UVT_EXTERN void uvt_thread_options_init_size(uvt_thread_options_t *o,
 
 /* uvt_thread_options_init_size(o, sizeof(uvt_thread_options_t)) with this
  * library's sizeof: for a host built against the same headers as the
- * library (a binding, a dlsym() user).  A C host gets the macro below.
+ * library (a binding, a dlsym() user).  A C host gets the macro of this name.
  * Accepts NULL.  Thread: any.
  * Since: 0.1.0 */
 UVT_EXTERN void uvt_thread_options_init(uvt_thread_options_t *o);
