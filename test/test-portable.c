@@ -96,7 +96,17 @@ static void test_process_producer_enosys(void **state) {
   assert_int_equal(po.output_cap_bytes, UVT_PROCESS_OUTPUT_CAP_BYTES);
   assert_null(po.command);
   assert_null(po.owner);
-  uvt_process_options_init(NULL);
+  assert_int_equal(po.size, sizeof(po)); /* */
+  /* NULL: the functions take it (the macro needs a typed pointer). */
+  uvt_process_options_init_size(NULL, sizeof(po));
+  (uvt_process_options_init)(NULL);
+  /* a struct not made by its _init is refused before ENOSYS. */
+  {
+    uvt_process_options_t bare;
+    memset(&bare, 0, sizeof(bare));
+    bare.command = "echo hi";
+    assert_int_equal(uvt_process_start(f.reg, &bare, id), UV_EINVAL);
+  }
 
   po.command = "echo hi";
   assert_int_equal(uvt_process_start(f.reg, &po, id), UV_ENOSYS);

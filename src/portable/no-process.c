@@ -17,6 +17,7 @@
 
 #include "leaf/opts.h"
 #include "uvtasks/process.h"
+#include "uvtasks/producer.h"
 
 /* The spawner's test hook (src/process/spawn.c), which the shared test
  * helpers (test/test-util.c) set: nothing spawns here, so nothing calls
@@ -44,8 +45,22 @@ void(uvt_process_options_init)(uvt_process_options_t *o) {
 
 int uvt_process_start(uvt_registry_t *reg, const uvt_process_options_t *o,
                       char id_out[UVT_ID_MAX]) {
+  uvt_process_options_t own;
+  char why[UVT__OPTS_WHY];
   (void)id_out;
-  return reg == NULL || o == NULL ? UV_EINVAL : UV_ENOSYS;
+  if (reg == NULL || o == NULL)
+    return UV_EINVAL;
+  /* the options are checked as the Linux producer checks them. */
+  uvt_process_options_init_size(&own, sizeof(own));
+  if (uvt__opts_load(&own, sizeof(own), o,
+                     UVT__OPTS_MIN(uvt_process_options_t, command), why) != 0) {
+    uvt_log(reg, UVT_LOG_ERROR,
+            "uvt_process_start: options refused: %s; call "
+            "uvt_process_options_init()",
+            why);
+    return UV_EINVAL;
+  }
+  return UV_ENOSYS;
 }
 
 int uvt_process_pid(uvt_registry_t *reg, const char *id,
