@@ -329,7 +329,8 @@ typedef struct {
                   uvt_tools_args_init().  0 is refused */
   const char *command; /* run_in_background, run_command: required */
   const char *cwd;     /* run_in_background, run_command: NULL = the tools'
-                          default */
+                          default; relative: to it (v4, S-5), not to the
+                          host process's own directory */
   const char *label;   /* run_in_background: NULL = the command */
   int stdin_pipe;      /* run_in_background (M-TOOLS-5, the `stdin`
                           argument; `stdin` itself is a macro of
