@@ -443,6 +443,7 @@ static void tools_runs(fixture_t *f, uvt_tools_t *tools, uvt_agent_t *agent,
   uvt_tools_call_t req;
   rec_t r;
   memset(&r, 0, sizeof(r));
+  memset(&req, 0, sizeof(req)); /* a handle: zeroed before first use */
   req.data = &r;
   assert_int_equal(uvt_tools_call(tools, &req, agent, "run_command", a, rec_cb),
                    0);
@@ -517,6 +518,7 @@ static void a2_tools_sizes(void **state) {
   a = calloc(1, sizeof(*a));
   assert_non_null(a);
   a->command = "echo never";
+  memset(&req, 0, sizeof(req));
   assert_int_equal(
       uvt_tools_call(&tools, &req, &agent, "run_command", a, rec_cb),
       UV_EINVAL);

@@ -167,6 +167,7 @@ int main(void) {
   check(intact(ta.canary), "A-2: uvt_tools_args_init writes only the "
                            "host's struct");
   ta.o.command = "echo old-host-tools";
+  memset(&req, 0, sizeof(req)); /* a handle: zeroed before first use */
   check(uvt_tools_call(&tools, &req, &agent, "run_command", &ta.o, call_cb) ==
             0,
         "A-2: uvt_tools_call with the host's arguments");
