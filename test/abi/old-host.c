@@ -116,6 +116,7 @@ int main(void) {
     return 1;
   check(intact(ro.canary), "A-2: uvt_registry_new leaves the bytes after "
                            "the host's struct alone");
+  memset(&surface, 0, sizeof(surface)); /* handles start zeroed */
   check(uvt_surface_attach(reg, &surface, "old-host") == 0, "a surface");
 
   /* uvt_process_options_t */
