@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "leaf/journal.h"
+#include "process/process-internal.h"
 #include "test-process-util.h"
 
 #ifndef SYS_pidfd_open
@@ -244,6 +245,8 @@ static int durable_host(int argc, char **argv) {
     o.owner = &a;
     if (argc > 6 && strcmp(argv[6], "cap64k") == 0)
       o.output_cap_bytes = 65536;
+    if (argc > 6 && strcmp(argv[6], "pids8") == 0)
+      o.limits.max_processes = 8; /* L-LIM-3 */
     o.label = "restart test";
     if (uvt_process_start(f.reg, &o, id) != 0)
       return 5;
@@ -632,13 +635,15 @@ static pid_t keeper_of(const char *dir) {
   return (pid_t)pid;
 }
 
-/* A host that starts `cmd` and dies once its keeper is spawned (before
- * it journals it): the task goes on with no host at all. */
-static pid_t start_and_die(const char *dir, const char *cmd) {
+/* A host that starts `cmd` (with `extra`, durable_host's last word) and
+ * dies once its keeper is spawned (before it journals it): the task goes
+ * on with no host at all. */
+static pid_t start_and_die_x(const char *dir, const char *cmd,
+                             const char *extra) {
   hosts_t hs;
   pid_t pid;
   memset(&hs, 0, sizeof(hs));
-  run_host(&hs, dir, "spawned", 1, cmd, NULL);
+  run_host(&hs, dir, "spawned", 1, cmd, extra);
   free(hs.buf);
   assert_int_equal(hs.killed, 1);
   /* The keeper records itself first thing; it may not have yet. */
@@ -649,6 +654,10 @@ static pid_t start_and_die(const char *dir, const char *cmd) {
   }
   assert_true(pid > 0);
   return pid;
+}
+
+static pid_t start_and_die(const char *dir, const char *cmd) {
+  return start_and_die_x(dir, cmd, NULL);
 }
 
 /* Wait for the task's keeper, now our child (a subreaper's), to end;
@@ -945,6 +954,366 @@ static void test_durable_limits_across_restart(void **state) {
   fixture_close(&f);
   reap_keepers();
   rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
+/* L-LIM-3: limits across a durable task's adoption                        */
+
+/* Skip unless limits `l` can be enforced here (the reason said). */
+static int durable_need_limits(const uvt_process_limits_t *l) {
+  fixture_t f;
+  char why[512];
+  int err;
+  fixture_init(&f, NULL);
+  err = uvt_process_limits_check(f.reg, l, why, sizeof(why));
+  fixture_close(&f);
+  if (err == UV_ENOTSUP) {
+    print_message("# limits not enforceable here: %s; skipped\n", why);
+    return 0;
+  }
+  assert_int_equal(err, 0);
+  return 1;
+}
+
+/* The task's group directory in hierarchy `first`, else in v2. */
+static void group_path(fixture_t *f, const char *id, const uvt_agent_t *a,
+                       int first, char *buf, size_t size) {
+  if (uvt__process_cgroup_of(f->reg, id, a, NULL, first, buf, size) != 0)
+    assert_int_equal(
+        uvt__process_cgroup_of(f->reg, id, a, NULL, UVT__CG_V2, buf, size), 0);
+}
+
+static int is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Open the FIFO `go` and write a line: the task waiting on it goes on. */
+static void fifo_go(const char *go) {
+  int fd = open(go, O_WRONLY | O_CLOEXEC);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, "go\n", 3), 3);
+  close(fd);
+}
+
+/* L-LIM-3, D-3: a durable task with a 100 MiB memory limit, its host
+ * closed: the task and its cgroup run on without it (not in the
+ * registry's directory, which went with the host), it allocates 300 MB
+ * while no host runs and the OOM killer ends it inside its group; the
+ * next host finds the group again from the journal and the outcome names
+ * the limit, "out of memory (limit 100 MiB)", not "signal: SIGKILL"
+ * (L-LIM-2); its end removes the group. */
+static void test_durable_limit_memory(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  char dir[64], id[UVT_ID_MAX], go[128], cmd[256], cg[PATH_MAX];
+  pid_t k;
+  int st;
+  (void)state;
+
+  test_opts(&o);
+  o.limits.memory_bytes = 100 * 1024 * 1024;
+  if (!durable_need_limits(&o.limits))
+    skip();
+  state_dir(dir, sizeof(dir));
+  snprintf(go, sizeof(go), "%s/go", dir);
+  assert_int_equal(mkfifo(go, 0600), 0);
+  /* It waits for a line before it allocates: the allocation comes once
+   * its host is gone. */
+  snprintf(cmd, sizeof(cmd),
+           "read x < %s; exec dd if=/dev/zero of=/dev/null bs=300M count=1",
+           go);
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  o.command = cmd;
+  o.durable = 1;
+  o.owner = &a;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  k = task_pid(&f, id, &a);
+  group_path(&f, id, &a, UVT__CG_MEMORY, cg, sizeof(cg));
+  assert_non_null(strstr(cg, "/uvtasks-durable/d"));
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  /* D-1: the task and its group outlive the host. */
+  assert_int_equal(kill(k, 0), 0);
+  assert_true(is_dir(cg));
+  fifo_go(go);
+  st = keeper_end(k);
+  assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  adopt_ended(dir, "out of memory (limit 100 MiB)", UVT_KILLED, NULL);
+  /* Its end took its group with it. */
+  assert_false(is_dir(cg));
+  assert_int_equal(task_files(dir), 0);
+  unlink(go);
+  rm_rf(dir);
+  reap_keepers();
+}
+
+/* A host killed with SIGKILL leaves its registry's (empty) cgroup
+ * directory, uvtasks-<pid>-<n>, beside the durable one: remove those
+ * of processes that are gone (`cg` is a durable task's group). */
+static void remove_dead_hosts_groups(const char *cg) {
+  char parent[PATH_MAX];
+  char path[PATH_MAX + 300];
+  char *slash;
+  DIR *d;
+  struct dirent *de;
+  snprintf(parent, sizeof(parent), "%s", cg);
+  for (int i = 0; i < 2; i++)
+    if ((slash = strrchr(parent, '/')) != NULL)
+      *slash = '\0';
+  if ((d = opendir(parent)) == NULL)
+    return;
+  while ((de = readdir(d)) != NULL) {
+    long pid;
+    if (sscanf(de->d_name, "uvtasks-%ld-", &pid) != 1 || pid <= 0 ||
+        kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+    (void)rmdir(path);
+  }
+  closedir(d);
+}
+
+typedef struct {
+  fixture_t *f;
+  const char *id;
+  uvt_agent_t *a;
+  char procs[PATH_MAX + 16];
+  int max_seen;
+} dbomb_t;
+
+/* The fork bomb was refused a fork; count what is alive meanwhile. */
+static int dbomb_refused(void *arg) {
+  dbomb_t *b = arg;
+  uvt__cg_events_t ev;
+  FILE *fp;
+  int n = 0, c, in_num = 0;
+  assert_int_equal(
+      uvt__process_cgroup_of(b->f->reg, b->id, b->a, &ev, 0, NULL, 0), 0);
+  if ((fp = fopen(b->procs, "re")) != NULL) {
+    while ((c = fgetc(fp)) != EOF) {
+      if (c >= '0' && c <= '9')
+        in_num = 1;
+      else if (in_num) {
+        n++;
+        in_num = 0;
+      }
+    }
+    fclose(fp);
+    n += in_num;
+  }
+  if (n > b->max_seen)
+    b->max_seen = n;
+  return ev.pids_max > 0;
+}
+
+/* L-LIM-3, D-5: a durable task with max_processes 8 whose host was
+ * SIGKILLed between its keeper's spawn and the keeper's journal line; the
+ * next host takes it back with its group (pids.max: 8, and one for the
+ * keeper), the task forks past the limit after the adoption and never
+ * has more alive, the outcome says the limit was reached, and a kill
+ * leaves no process and no cgroup directory behind (P-KILL-7). */
+static void test_durable_limit_processes(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_limits_t l;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  char dir[64], go[128], cmd[256], cg[PATH_MAX], file[PATH_MAX + 16];
+  char buf[32] = "";
+  dbomb_t b;
+  waitres_t w;
+  pid_t k;
+  FILE *fp;
+  int i;
+  (void)state;
+  if (!need_pidfd())
+    skip();
+
+  memset(&l, 0, sizeof(l));
+  l.max_processes = 8;
+  if (!durable_need_limits(&l))
+    skip();
+  state_dir(dir, sizeof(dir));
+  snprintf(go, sizeof(go), "%s/go", dir);
+  assert_int_equal(mkfifo(go, 0600), 0);
+  /* It waits for a line before it forks: a group without the limit (a
+   * broken build) never runs a fork bomb on the machine. */
+  snprintf(cmd, sizeof(cmd), "read x < %s; b() { b | b & }; b; exec sleep 600",
+           go);
+  k = start_and_die_x(dir, cmd, "pids8");
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+  assert_int_equal(n, 1);
+  group_path(&f, snaps[0].id, &a, UVT__CG_PIDS, cg, sizeof(cg));
+  assert_non_null(strstr(cg, "/uvtasks-durable/d"));
+  snprintf(file, sizeof(file), "%s/pids.max", cg);
+  fp = fopen(file, "re");
+  assert_non_null(fp);
+  assert_non_null(fgets(buf, sizeof(buf), fp));
+  fclose(fp);
+  assert_string_equal(buf, "9\n");
+  fifo_go(go);
+  memset(&b, 0, sizeof(b));
+  b.f = &f;
+  b.id = snaps[0].id;
+  b.a = &a;
+  snprintf(b.procs, sizeof(b.procs), "%s/cgroup.procs", cg);
+  assert_true(run_until(&f, dbomb_refused, &b, 60000));
+  for (i = 0; i < 20; i++) {
+    dbomb_refused(&b);
+    run_for(&f, 5);
+  }
+  print_message("# durable fork bomb: at most %d processes in its group "
+                "(limit 8, and its keeper)\n",
+                b.max_seen);
+  assert_true(b.max_seen <= 9);
+  assert_true(b.max_seen >= 3);
+  assert_int_equal(uvt_kill(f.reg, snaps[0].id, &a, "stop", NULL), 0);
+  wait_task(&f, &w, snaps[0].id, 30000, &a);
+  print_message("# durable fork bomb: %s\n", w.snap.detail);
+  assert_int_equal(w.snap.status, UVT_KILLED);
+  assert_non_null(strstr(w.snap.detail, "; process limit reached (8)"));
+  wait_end(&w);
+  assert_int_equal(session_live(k, NULL), 0);
+  uvt_snapshots_free(snaps, n);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  /* Nothing left: no process in its group, and no group. */
+  assert_false(is_dir(cg));
+  remove_dead_hosts_groups(cg);
+  unlink(go);
+  rm_rf(dir);
+  reap_keepers();
+}
+
+/* Replace every `from` in the journal of `dir` with `to`. */
+static void journal_replace(const char *dir, const char *from, const char *to) {
+  char path[PATH_MAX];
+  char *buf, *out, *at, *w;
+  size_t n = 0, cap = 1 << 20;
+  FILE *fp;
+  snprintf(path, sizeof(path), "%s/journal", dir);
+  buf = calloc(1, cap);
+  out = calloc(1, 2 * cap);
+  assert_non_null(buf);
+  assert_non_null(out);
+  assert_non_null(fp = fopen(path, "r"));
+  n = fread(buf, 1, cap - 1, fp);
+  fclose(fp);
+  buf[n] = '\0';
+  assert_non_null(strstr(buf, from));
+  for (at = buf, w = out; *at != '\0';) {
+    if (strncmp(at, from, strlen(from)) == 0) {
+      memcpy(w, to, strlen(to));
+      w += strlen(to);
+      at += strlen(from);
+    } else {
+      *w++ = *at++;
+    }
+  }
+  assert_non_null(fp = fopen(path, "w"));
+  assert_int_equal(fwrite(out, 1, (size_t)(w - out), fp), (size_t)(w - out));
+  fclose(fp);
+  free(buf);
+  free(out);
+}
+
+/* L-LIM-3, S-7: the group's path in the journal is data.  A journal line
+ * that names another directory (a plain one with the right names, not a
+ * cgroup; or a cgroup that is not uvtasks-durable/<key>) is refused: the
+ * task comes back without a group, the directory is neither signalled
+ * nor removed, and a kill still ends the task through its session. */
+static void test_durable_limit_forged_path(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  uvt_process_options_t o;
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  char dir[64], id[UVT_ID_MAX], cg[PATH_MAX], p[PATH_MAX];
+  char decoy[2 * PATH_MAX + 64], tmp[PATH_MAX];
+  char from[PATH_MAX + 2], to[sizeof(decoy) + 2];
+  const char *key;
+  waitres_t w;
+  pid_t k;
+  int round;
+  (void)state;
+  if (!need_pidfd())
+    skip();
+
+  test_opts(&o);
+  o.limits.memory_bytes = 100 * 1024 * 1024;
+  if (!durable_need_limits(&o.limits))
+    skip();
+  for (round = 0; round < 2; round++) {
+    state_dir(dir, sizeof(dir));
+    fixture_init(&f, NULL);
+    owner_setup(&f, &a);
+    assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+    o.command = "exec sleep 600";
+    o.durable = 1;
+    o.owner = &a;
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    k = task_pid(&f, id, &a);
+    group_path(&f, id, &a, UVT__CG_MEMORY, cg, sizeof(cg));
+    uvt_agent_dispose(&a, NULL);
+    fixture_close(&f);
+    key = strrchr(cg, '/') + 1;
+    if (round == 0) {
+      /* A plain directory with the names a group has. */
+      snprintf(p, sizeof(p), "%s/fake", dir);
+      assert_int_equal(mkdir(p, 0700), 0);
+      snprintf(p, sizeof(p), "%s/fake/uvtasks-durable", dir);
+      assert_int_equal(mkdir(p, 0700), 0);
+      snprintf(decoy, sizeof(decoy), "%s/%s", p, key);
+    } else {
+      /* A cgroup beside the group's directory, not uvtasks-durable/. */
+      snprintf(tmp, sizeof(tmp), "%s", cg);
+      *strrchr(tmp, '/') = '\0';
+      *strrchr(tmp, '/') = '\0';
+      snprintf(decoy, sizeof(decoy), "%s/uvt-decoy-%d", tmp, (int)getpid());
+    }
+    assert_int_equal(mkdir(decoy, 0700), 0);
+    snprintf(from, sizeof(from), "=%s", cg);
+    snprintf(to, sizeof(to), "=%s", decoy);
+    journal_replace(dir, from, to);
+
+    fixture_init(&f, NULL);
+    owner_setup(&f, &a);
+    assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+    assert_int_equal(uvt_list(f.reg, &a, &snaps, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(uvt__process_cgroup_of(f.reg, snaps[0].id, &a, NULL,
+                                            UVT__CG_MEMORY, p, sizeof(p)),
+                     UV_ENOENT);
+    assert_int_equal(uvt_kill(f.reg, snaps[0].id, &a, "stop", NULL), 0);
+    wait_task(&f, &w, snaps[0].id, 30000, &a);
+    assert_int_equal(w.snap.status, UVT_KILLED);
+    wait_end(&w);
+    assert_int_equal(session_live(k, NULL), 0);
+    uvt_snapshots_free(snaps, n);
+    snaps = NULL;
+    uvt_agent_dispose(&a, NULL);
+    fixture_close(&f);
+    /* Neither the decoy nor the real group was touched by the host. */
+    assert_true(is_dir(decoy));
+    assert_true(is_dir(cg));
+    assert_int_equal(rmdir(decoy), 0);
+    assert_int_equal(rmdir(cg), 0);
+    if (round == 0) {
+      snprintf(p, sizeof(p), "%s/fake/uvtasks-durable", dir);
+      rmdir(p);
+      snprintf(p, sizeof(p), "%s/fake", dir);
+      rmdir(p);
+    }
+    rm_rf(dir);
+    reap_keepers();
+  }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1707,6 +2076,9 @@ int main(int argc, char **argv) {
       T(test_durable_adopted_guarantees),
       T(test_durable_stop_durable),
       T(test_durable_limits_across_restart),
+      T(test_durable_limit_memory),
+      T(test_durable_limit_processes),
+      T(test_durable_limit_forged_path),
       T(test_durable_pid_reused),
       T(test_durable_state_dir_refused),
       T(test_durable_planted_link),

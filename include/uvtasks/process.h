@@ -558,7 +558,12 @@ typedef struct {
   /* ---- Limits (L-LIM-1) ---- */
 
   /* Memory, processes and CPU for the whole task (uvt_process_limits_t
-   * above); all 0 (the default) = none. */
+   * above); all 0 (the default) = none.  A durable task's (L-LIM-3) are
+   * enforced by a cgroup that outlives the host, in `uvtasks-durable`
+   * beside the registry's cgroup directory, recorded in the state
+   * directory's journal and found again by the next host's
+   * uvt_process_adopt_all(); its keeper is in the group too and is not
+   * counted against max_processes. */
   uvt_process_limits_t limits;
 
   /* ---- v4: the whole output, once (M-TOOLS-17) ---- */
@@ -608,9 +613,10 @@ typedef struct {
    * kept (up to the cap, as a pipe's ring would).  stdin is /dev/null,
    * stdin_data, or with stdin_pipe a FIFO in the state directory (which
    * a later host writes to as well); not with pty (UV_EINVAL: a terminal
-   * dies with its host) nor sandbox (UV_ENOTSUP).  No cgroup of its own
-   * (uvt_process_cgroups()) and never through the spawn helper.  See
-   * uvt_process_adopt_all() for what a restart keeps. */
+   * dies with its host) nor sandbox (UV_ENOTSUP).  With `limits`, a
+   * cgroup of its own that outlives the host (L-LIM-3, above); without,
+   * none (not even with uvt_process_cgroups()).  Never through the spawn
+   * helper.  See uvt_process_adopt_all() for what a restart keeps. */
   int durable;
 
   /* private */
@@ -1202,7 +1208,11 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  * not yet delivered and whose recorded owner is `owner` (the same agent
  * id and session, D-5; owner NULL: the unowned ones): the same id
  * (R-START-6), kind, label, output cap, grace, drain and runtime limit
- * (counted from the task's own start); reads go on from the offsets the
+ * (counted from the task's own start), and its limits with its cgroup
+ * (L-LIM-3: opened again from the path the journal recorded, by
+ * descriptor and only a cgroup file system's uvtasks-durable/<key>; a
+ * group that is gone is logged and the task taken back without it, so
+ * its outcome cannot name the limit); reads go on from the offsets the
  * last reads consumed, so nothing read is returned again and nothing
  * unread is lost (beyond the cap, as P-OUT-2 says); a kill or runtime
  * limit in progress goes on.  A task whose keeper still runs is a live

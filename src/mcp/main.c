@@ -123,7 +123,8 @@ static const char usage_options3[] =
     "                       journal are kept in DIR (yours, mode 0700; made\n"
     "                       if missing), and a server started again on DIR\n"
     "                       takes them back under their ids; one server per\n"
-    "                       DIR; not with --sandbox or --limit-*\n"
+    "                       DIR (with their --limit-* and cgroups); not\n"
+    "                       with --sandbox\n"
     "  --help               show this text and exit\n"
     "  --version            show the version and exit\n"
     "\n"
@@ -810,14 +811,6 @@ int main(int argc, char **argv) {
     return 2;
   }
 #endif
-  if (server.config.state_dir != NULL &&
-      (server.config.limits.memory_bytes != 0 ||
-       server.config.limits.max_processes != 0 ||
-       server.config.limits.cpu_percent != 0)) {
-    fprintf(stderr, "uvtasks-mcp: --state-dir cannot be used with --limit-* "
-                    "yet (a task's limits go with the server's cgroups)\n");
-    return 2;
-  }
   if (server.config.state_dir != NULL && server.config.sandbox_on) {
     fprintf(stderr, "uvtasks-mcp: --state-dir cannot be used with --sandbox "
                     "yet (a sandboxed task cannot outlive the server)\n");

@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "process-internal.h"
@@ -192,7 +193,8 @@ static int write_limits(uvt__cg_t *g) {
   h = limit_home(g, UVT__CG_PIDS);
   if (h >= 0) {
     if (l->max_processes > 0)
-      snprintf(v, sizeof(v), "%u", (unsigned)l->max_processes);
+      snprintf(v, sizeof(v), "%u",
+               (unsigned)l->max_processes + (g->keeper ? 1u : 0u));
     else
       snprintf(v, sizeof(v), "max");
     if ((err = put(g->dir[h], g->name, "pids.max", v)) != 0)
@@ -439,6 +441,8 @@ int uvt__cg_open(uvt__cg_t *g, const char *const path[UVT__CG_N],
   char dir[PATH_MAX];
   char buf[512];
   const char *base;
+  struct statfs fs;
+  struct stat st;
   int h;
   int fd;
   int err;
@@ -461,7 +465,11 @@ int uvt__cg_open(uvt__cg_t *g, const char *const path[UVT__CG_N],
       goto inval;
     memcpy(dir, path[h], len);
     dir[len] = '\0';
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* S-7: by descriptor, no link followed, and only a cgroup file
+     * system's directory (a path read from a journal is data; cgroupfs
+     * has no symbolic links, so the group below it is a directory of the
+     * same tree).  A fake tree (tests) is a plain directory. */
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
       err = UVT__PERR(errno);
       uvt__cg_close(g);
@@ -469,6 +477,21 @@ int uvt__cg_open(uvt__cg_t *g, const char *const path[UVT__CG_N],
     }
     g->dir[h] = fd;
     g->own |= UVT__CG_BIT(h);
+    if (uvt__cgroup_mkdir_hook == NULL &&
+        (fstatfs(fd, &fs) != 0 || ((unsigned long)fs.f_type != 0x27e0ebul &&
+                                   (unsigned long)fs.f_type != 0x63677270ul))) {
+      uvt__cg_close(g);
+      return UV_EINVAL; /* not a cgroup (v1 0x27e0eb, v2 0x63677270) */
+    }
+    if (fstatat(fd, base + 1, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      err = UVT__PERR(errno); /* UV_ENOENT: the group is gone */
+      uvt__cg_close(g);
+      return err;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      uvt__cg_close(g);
+      return UV_EINVAL;
+    }
     g->mask |= UVT__CG_BIT(h);
   }
   if (g->mask == 0)
@@ -607,6 +630,38 @@ static int own_cgroup(int h, char *buf, size_t size) {
   return 0;
 }
 
+/* The limits v2 can enforce under the directory `fd`: the controllers its
+ * parent hands down, enabled for the tasks' groups.  Returns the bits of
+ * those enabled. */
+static unsigned enable_controllers(int fd) {
+  char buf[512];
+  char plus[64] = "";
+  unsigned on = 0;
+  int c;
+
+  if (get(fd, ".", "cgroup.controllers", buf, sizeof(buf)) >= 0)
+    for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
+      if (has_word(buf, ctl_name[c])) {
+        size_t used = strlen(plus);
+        snprintf(plus + used, sizeof(plus) - used, "%s+%s", used > 0 ? " " : "",
+                 ctl_name[c]);
+      }
+  /* All at once; where the kernel refuses that, each alone (one it
+   * refuses leaves the others). */
+  if (plus[0] != '\0' && put(fd, ".", "cgroup.subtree_control", plus) != 0)
+    for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
+      char one[16];
+      snprintf(one, sizeof(one), "+%s", ctl_name[c]);
+      if (strstr(plus, one) != NULL)
+        put(fd, ".", "cgroup.subtree_control", one);
+    }
+  if (get(fd, ".", "cgroup.subtree_control", buf, sizeof(buf)) >= 0)
+    for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
+      if (has_word(buf, ctl_name[c]))
+        on |= UVT__CG_BIT(c);
+  return on;
+}
+
 /* Make the registry's directory in hierarchy h under `parent` (NULL: the
  * host's own cgroup there). */
 static int root_open(uvt__procs_t *ps, int h, const char *parent_dir) {
@@ -659,34 +714,8 @@ static int root_open(uvt__procs_t *ps, int h, const char *parent_dir) {
     return UV_ENOMEM;
   }
   r->dir[h] = fd;
-  if (h == UVT__CG_V2) {
-    /* The limits v2 can enforce: the controllers the parent hands down,
-     * enabled for the tasks' groups (each alone: one the kernel refuses
-     * leaves the others). */
-    char buf[512];
-    char plus[64] = "";
-    int c;
-    if (get(fd, ".", "cgroup.controllers", buf, sizeof(buf)) >= 0)
-      for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
-        if (has_word(buf, ctl_name[c])) {
-          size_t used = strlen(plus);
-          snprintf(plus + used, sizeof(plus) - used, "%s+%s",
-                   used > 0 ? " " : "", ctl_name[c]);
-        }
-    /* All at once; where the kernel refuses that, each alone (one it
-     * refuses leaves the others). */
-    if (plus[0] != '\0' && put(fd, ".", "cgroup.subtree_control", plus) != 0)
-      for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
-        char one[16];
-        snprintf(one, sizeof(one), "+%s", ctl_name[c]);
-        if (strstr(plus, one) != NULL)
-          put(fd, ".", "cgroup.subtree_control", one);
-      }
-    if (get(fd, ".", "cgroup.subtree_control", buf, sizeof(buf)) >= 0)
-      for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
-        if (has_word(buf, ctl_name[c]))
-          r->v2_ctl |= UVT__CG_BIT(c);
-  }
+  if (h == UVT__CG_V2)
+    r->v2_ctl = enable_controllers(fd);
   uv_mutex_lock(&ps->spawn_mutex);
   r->shared[h] = fd;
   uv_mutex_unlock(&ps->spawn_mutex);
@@ -832,6 +861,95 @@ int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
   g->mask = want;
   g->v2_ctl = r->v2_ctl;
   g->limits = *l;
+  return 0;
+}
+
+/* D-1 with L-LIM-3: the directory durable tasks' groups go in, in
+ * hierarchy h: UVT__CG_DURABLE beside the registry's directory (the same
+ * parent: the host's own cgroup, or the one the host gave), made once by
+ * whichever host needs it first and never removed (other hosts' tasks may
+ * be in it; an empty directory costs nothing).  A new descriptor, or a
+ * libuv error. */
+static int durable_parent(uvt__procs_t *ps, int h, unsigned *v2_ctl) {
+  uvt__cgroot_t *r = &ps->cgroot;
+  char dir[PATH_MAX];
+  const char *slash;
+  int fd;
+  int err;
+
+  if (r->path[h] == NULL || (slash = strrchr(r->path[h], '/')) == NULL)
+    return UV_ENOENT;
+  if ((size_t)snprintf(dir, sizeof(dir), "%.*s/%s", (int)(slash - r->path[h]),
+                       r->path[h], UVT__CG_DURABLE) >= sizeof(dir))
+    return UV_ENAMETOOLONG;
+  if (uvt__cgroup_mkdir_hook != NULL)
+    err = uvt__cgroup_mkdir_hook(AT_FDCWD, dir);
+  else
+    err = mkdir(dir, 0755) != 0 ? UVT__PERR(errno) : 0;
+  if (err != 0 && err != UV_EEXIST)
+    return err;
+  fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return UVT__PERR(errno);
+  if (h == UVT__CG_V2)
+    *v2_ctl = enable_controllers(fd);
+  return fd;
+}
+
+int uvt__cgroot_durable(uvt__procs_t *ps, const uvt_process_limits_t *l,
+                        const char *name, uvt__cg_t *g) {
+  uvt__cgroot_t *r = &ps->cgroot;
+  unsigned want = 0;
+  unsigned v2_ctl = 0;
+  int c;
+  int h;
+
+  uvt__cg_init(g);
+  if (strlen(name) >= sizeof(g->name))
+    return UV_EINVAL;
+  /* The hierarchies a plain task with these limits would be in. */
+  for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++) {
+    int on = c == UVT__CG_MEMORY ? l->memory_bytes > 0
+             : c == UVT__CG_PIDS ? l->max_processes > 0
+                                 : l->cpu_percent > 0;
+    if (!on)
+      continue;
+    if (r->dir[UVT__CG_V2] >= 0 && (r->v2_ctl & UVT__CG_BIT(c)))
+      want |= UVT__CG_BIT(UVT__CG_V2);
+    else if (r->dir[c] >= 0)
+      want |= UVT__CG_BIT(c);
+    else
+      return UV_ENOTSUP; /* uvt__cgroot_limits said why */
+  }
+  if (r->contain && r->dir[UVT__CG_V2] >= 0)
+    want |= UVT__CG_BIT(UVT__CG_V2);
+  for (h = 0; h < UVT__CG_N; h++) {
+    int fd;
+    if (!(want & UVT__CG_BIT(h)))
+      continue;
+    fd = durable_parent(ps, h, &v2_ctl);
+    if (fd < 0) {
+      uvt__cg_close(g);
+      return fd;
+    }
+    g->dir[h] = fd;
+    g->own |= UVT__CG_BIT(h);
+    g->mask |= UVT__CG_BIT(h);
+  }
+  /* Its v2 limits need the same controllers enabled there. */
+  for (c = UVT__CG_MEMORY; c < UVT__CG_N; c++)
+    if ((want & UVT__CG_BIT(UVT__CG_V2)) && (r->v2_ctl & UVT__CG_BIT(c)) &&
+        !(v2_ctl & UVT__CG_BIT(c)) &&
+        (c == UVT__CG_MEMORY ? l->memory_bytes > 0
+         : c == UVT__CG_PIDS ? l->max_processes > 0
+                             : l->cpu_percent > 0)) {
+      uvt__cg_close(g);
+      return UV_ENOTSUP;
+    }
+  snprintf(g->name, sizeof(g->name), "%s", name);
+  g->v2_ctl = v2_ctl;
+  g->limits = *l;
+  g->keeper = 1;
   return 0;
 }
 

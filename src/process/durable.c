@@ -134,8 +134,11 @@ static uvt__dentry_t *find_key(uvt__dstate_t *ds, const char *key) {
 }
 
 static void entry_free(uvt__dentry_t *e) {
+  int h;
   if (e == NULL)
     return;
+  for (h = 0; h < UVT__CG_N; h++)
+    uvt__free(e->cg_path[h]);
   uvt__free(e->agent);
   uvt__free(e->session);
   uvt__free(e->kind);
@@ -194,7 +197,7 @@ static char *word(const char *s) {
 }
 
 static int write_task_line(uvt__journal_t *j, const uvt__dentry_t *e) {
-  char *w[5];
+  char *w[5 + UVT__CG_N];
   int err = UV_ENOMEM;
   size_t i;
 
@@ -203,22 +206,26 @@ static int write_task_line(uvt__journal_t *j, const uvt__dentry_t *e) {
   w[2] = word(e->kind);
   w[3] = word(e->label);
   w[4] = word(e->command);
-  for (i = 0; i < 5; i++)
+  for (i = 0; i < UVT__CG_N; i++)
+    w[5 + i] = word(e->cg_path[i]);
+  for (i = 0; i < 5 + UVT__CG_N; i++)
     if (w[i] == NULL)
       goto done;
   err = uvt__journal_appendf(
       j,
       "T %s %s %s %lld %llu %llu %llu %llu %s %s %s %s %s %llu %llu %c %llu "
-      "%d %ld %llu",
+      "%d %ld %llu %llu %u %u %s %s %s %s",
       e->key, e->id, e->flags, (long long)e->started_ms,
       (unsigned long long)e->cap, (unsigned long long)e->grace_ms,
       (unsigned long long)e->drain_ms, (unsigned long long)e->max_runtime_ms,
       w[0], w[1], w[2], w[3], w[4], (unsigned long long)e->off[0],
       (unsigned long long)e->off[1], e->killed ? e->killed : '-',
-      (unsigned long long)e->killed_ms, e->stdin_closed, (long)e->pid,
-      e->start);
+      (unsigned long long)e->killed_ms, e->stdin_closed, (long)e->pid, e->start,
+      (unsigned long long)e->limits.memory_bytes,
+      (unsigned)e->limits.max_processes, (unsigned)e->limits.cpu_percent, w[5],
+      w[6], w[7], w[8]);
 done:
-  for (i = 0; i < 5; i++)
+  for (i = 0; i < 5 + UVT__CG_N; i++)
     uvt__free(w[i]);
   return err;
 }
@@ -291,8 +298,8 @@ static int dec_opt(char *w, char **out) {
 
 static int load_line(void *arg, char *text, size_t len) {
   uvt__dstate_t *ds = arg;
-  char *w[24];
-  size_t n = uvt__journal_words(text, w, 24);
+  char *w[32];
+  size_t n = uvt__journal_words(text, w, 32);
   uvt__dentry_t *e;
   (void)len;
 
@@ -328,6 +335,16 @@ static int load_line(void *arg, char *text, size_t len) {
     x->stdin_closed = atoi(w[18]) != 0;
     x->pid = (pid_t)strtol(w[19], NULL, 10);
     x->start = strtoull(w[20], NULL, 10);
+    if (n >= 28) {
+      /* L-LIM-3: its limits and its group (a journal before them has
+       * neither: the task had no limits). */
+      int h;
+      x->limits.memory_bytes = strtoull(w[21], NULL, 10);
+      x->limits.max_processes = (unsigned)strtoul(w[22], NULL, 10);
+      x->limits.cpu_percent = (unsigned)strtoul(w[23], NULL, 10);
+      for (h = 0; h < UVT__CG_N && r == 0; h++)
+        r = dec_opt(w[24 + h], &x->cg_path[h]);
+    }
     if (r != 0 || x->kind == NULL || x->label == NULL || x->cap < 4) {
       entry_free(x);
       return r == UV_ENOMEM ? UV_ENOMEM : 0;
@@ -937,13 +954,81 @@ void uvt__durable_release(uvt__proc_t *p) {
     return;
   }
   e->proc = NULL;
-  if (p->detached || !e->delivered)
-    return; /* D-1: it runs on; the next host takes it back */
+  if (p->detached || !e->delivered) {
+    /* D-1: it runs on; the next host takes it back, and its group with
+     * it (L-LIM-3): closed here, not removed. */
+    if (p->cg)
+      uvt__cg_close(&p->cgroup);
+    p->cg = 0;
+    return;
+  }
   /* D-6: delivered and dropped: nothing of it is needed any more. */
   line(ds, "F %s", e->key);
   unlink_files(ds, e->key, e->flags);
   entry_unlink(ds, e);
   entry_free(e);
+}
+
+/* ---- the task's cgroup (L-LIM-3) ------------------------------------- */
+
+int uvt__durable_cgroup(uvt__proc_t *p, const uvt__cg_t *g) {
+  uvt__dentry_t *e = p->dur;
+  char path[PATH_MAX];
+  int err;
+  int h;
+
+  e->limits = g->limits;
+  for (h = 0; h < UVT__CG_N; h++) {
+    err = uvt__cg_path(g, h, path, sizeof(path));
+    if (err == UV_ENOENT)
+      continue;
+    if (err != 0)
+      return err;
+    if ((e->cg_path[h] = uvt__strdup(path)) == NULL)
+      return UV_ENOMEM;
+  }
+  return 0;
+}
+
+void uvt__durable_cgroup_open(uvt__proc_t *p) {
+  uvt__dentry_t *e = p->dur;
+  const char *path[UVT__CG_N];
+  const char *why = NULL;
+  const char *shown = NULL;
+  int any = 0;
+  int err;
+  int h;
+
+  for (h = 0; h < UVT__CG_N; h++) {
+    const char *base;
+    size_t k = strlen(UVT__CG_DURABLE);
+    path[h] = e->cg_path[h];
+    if (path[h] == NULL)
+      continue;
+    if (!any)
+      shown = path[h];
+    any = 1;
+    /* S-7: only the group made for this very task, `.../uvtasks-durable/
+     * <key>`: a journal line naming another cgroup is refused, never
+     * signalled or removed. */
+    base = strrchr(path[h], '/');
+    if (base == NULL || strcmp(base + 1, e->key) != 0 ||
+        (size_t)(base - path[h]) < k + 1 ||
+        strncmp(base - k - 1, "/" UVT__CG_DURABLE, k + 1) != 0)
+      why = "not a durable task's group";
+  }
+  if (!any)
+    return;
+  err = why == NULL ? uvt__cg_open(&p->cgroup, path, &e->limits) : UV_EINVAL;
+  if (err != 0) {
+    uvt_log(p->reg, UVT_LOG_WARN,
+            "task %s: its cgroup (%s) is not taken back (%s): its limits "
+            "go on, but its outcome cannot name them",
+            p->id, shown, why != NULL ? why : uvt_err_name(err));
+    return;
+  }
+  p->cgroup.keeper = 1;
+  p->cg = 1;
 }
 
 /* ---- the keeper's status file --------------------------------------- */

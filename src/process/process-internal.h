@@ -159,7 +159,7 @@ typedef struct {
   unsigned own;       /* bits: dir[h] was opened by uvt__cg_open */
   unsigned mask;      /* bits: hierarchies the group is in */
   unsigned v2_ctl;    /* bits (MEMORY, PIDS, CPU): v2 has the controller */
-  char name[16];      /* the group's directory name in each dir[h] */
+  char name[24];      /* the group's directory name in each dir[h] */
   uvt_process_limits_t limits;
   uint64_t oom_base; /* the counters when the task got the group */
   uint64_t pids_base;
@@ -171,6 +171,8 @@ typedef struct {
   uint64_t pids_last;
   unsigned exists; /* bits: hierarchies a pooled group is known in */
   int empty;       /* seen empty with nothing left to enter it: final */
+  int keeper;      /* a durable task's: its keeper is in it too, and
+                      pids.max is one above limits.max_processes (D-1) */
 } uvt__cg_t;
 
 /* What a group's limits did (uvt__cg_events): counters since the group
@@ -188,7 +190,7 @@ typedef struct {
 
 /* A pooled group: its name and the hierarchies it exists in. */
 typedef struct {
-  char name[16];
+  char name[24];
   unsigned mask;
   uvt_process_limits_t limits; /* what its files hold */
   int based;                   /* its counters are known: */
@@ -215,7 +217,7 @@ typedef struct {
 /* A live leader as uvt_process_stop_all_now() sees it. */
 typedef struct {
   pid_t pid;
-  char cg_name[16]; /* its cgroup in the registry's directories, or "" */
+  char cg_name[24]; /* its cgroup in the registry's directories, or "" */
   unsigned cg_mask; /* the hierarchies it is in */
 } uvt__leader_t;
 
@@ -818,6 +820,17 @@ int uvt__cgroot_limits(uvt__procs_t *ps, const uvt_process_limits_t *l,
  * uvt__cgroot_limits first.  0.  Loop thread. */
 int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
                        uvt__cg_t *g);
+/* D-1 with L-LIM-3: the group of a durable task with limits `l`, named
+ * `name` (its key), in *g: not in the registry's directories (removed at
+ * its close) but in UVT__CG_DURABLE beside them, made where missing and
+ * left in place; the group's directories are its own descriptors (g->own),
+ * so uvt__cgroot_release() removes the group and uvt__cg_close() leaves
+ * it for the next host.  Call uvt__cgroot_limits first.  0, UV_ENOTSUP
+ * (a controller the durable directory lacks), or the error of making or
+ * opening it.  Loop thread. */
+#define UVT__CG_DURABLE "uvtasks-durable"
+int uvt__cgroot_durable(uvt__procs_t *ps, const uvt_process_limits_t *l,
+                        const char *name, uvt__cg_t *g);
 /* A task is done with its group: back to the pool if empty, else killed
  * and removed (ps NULL: removed).  Loop thread. */
 void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g);
@@ -832,6 +845,10 @@ void uvt__cgroup_close(uvt__procs_t *ps);
  * in h), or the lookup's errors.  Loop thread. */
 int uvt__process_cgroup(uvt_registry_t *reg, const char *id,
                         uvt__cg_events_t *ev, int h, char *path, size_t size);
+/* The same for a task of `caller` (R-OWN-2's fence applies). */
+int uvt__process_cgroup_of(uvt_registry_t *reg, const char *id,
+                           const uvt_agent_t *caller, uvt__cg_events_t *ev,
+                           int h, char *path, size_t size);
 
 /* ---- reap.c: seeing leaders exit without pidfds (P-REAP-2) ------------- */
 
@@ -1041,6 +1058,8 @@ struct uvt__dentry_s {
   int stdin_closed;   /* close_stdin was asked */
   pid_t pid;          /* the keeper, once spawned */
   unsigned long long start; /* its start time (a lower bound) */
+  uvt_process_limits_t limits; /* L-LIM-3: what its group enforces */
+  char *cg_path[UVT__CG_N];    /* its group per hierarchy, or NULL */
   int delivered;            /* D: its end reached the listeners */
   uvt__proc_t *proc;        /* its task in this registry, or NULL */
   uvt__dentry_t *hnext;     /* the state's table by key */
@@ -1080,6 +1099,15 @@ extern void (*uvt__durable_hook)(const char *step, const char *id);
  * with nothing left open or on disk. */
 int uvt__durable_prepare(uvt__proc_t *p, const uvt_process_options_t *o,
                          int child[3], int xfd[2], int *in_ours);
+/* L-LIM-3: the task's group `g` (made at the spawn) is recorded with its
+ * limits in the task's journal line, for the next host.  0 or an error
+ * (UV_ENOMEM, or the group's path could not be read). */
+int uvt__durable_cgroup(uvt__proc_t *p, const uvt__cg_t *g);
+/* L-LIM-3 at adoption: the group the journal names, opened again (S-7:
+ * by descriptor, without following links, only a cgroup file system's
+ * UVT__CG_DURABLE/<key>), into p->cgroup (p->cg set).  A group that
+ * cannot be found is logged; the task is taken back without it. */
+void uvt__durable_cgroup_open(uvt__proc_t *p);
 /* Make the spawn run the keeper with the command: 0 or UV_ENOMEM. */
 int uvt__durable_wrap(uvt__proc_t *p, uvt__spawn_t *sp);
 /* After the commit, before the spawn: journal the task (D-3).  0 or the

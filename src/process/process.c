@@ -1508,11 +1508,20 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   if (p->procs->helper_on && !o->durable)
     p->spawn->helper = p->procs->helper; /* P-SPAWN-7 */
   /* P-KILL-5, L-LIM-1: a group of its own (checked above: where limits
-   * are asked, one that can enforce them).  Not a durable task's: the
-   * registry's groups go with it (D-1). */
+   * are asked, one that can enforce them).  A durable task's is not in
+   * the registry's directories, which go with it (D-1): one of its own
+   * that outlives the host, recorded in its journal line (L-LIM-3); one
+   * without limits has none. */
   if (!o->durable) {
     uvt__cgroot_assign(p->procs, &o->limits, &p->spawn->cg);
     p->spawn->cg_must = limited(&o->limits);
+  } else if (limited(&o->limits)) {
+    err = uvt__cgroot_durable(p->procs, &o->limits, p->dur->key, &p->spawn->cg);
+    if (err == 0)
+      err = uvt__durable_cgroup(p, &p->spawn->cg);
+    if (err != 0)
+      goto fail_fds;
+    p->spawn->cg_must = 1;
   }
 
   if (o->durable) {
@@ -1643,6 +1652,7 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   if (sp->cg.mask != 0 && sp->cg_err == 0) {
     p->cg = 1;
     p->cgroup = sp->cg;
+    sp->cg.own = 0; /* a durable task's directories are the task's now */
   } else if (p->dur == NULL && p->procs != NULL && p->procs->cgroot.contain &&
              !p->procs->cgroot.warned) {
     p->procs->cgroot.warned = 1;
@@ -1835,10 +1845,6 @@ static int start_loaded(uvt_registry_t *reg, const uvt_process_options_t *o,
     return UV_EINVAL;
   if (o->durable && o->sandbox != NULL)
     return UV_ENOTSUP;
-  /* L-LIM-1 with D-1: a task's limits are its cgroup's, and the
-   * registry's cgroups go with it; not yet for a durable task. */
-  if (o->durable && limited(&o->limits))
-    return UV_ENOTSUP;
 
   p = uvt__calloc(1, sizeof(*p));
   if (p == NULL)
@@ -1968,6 +1974,8 @@ static int proc_adopt_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     goto fail;
   p->pid = a->pid;
   p->start_ticks = a->start;
+  /* L-LIM-3: its group, for its outcome, kills and leftovers. */
+  uvt__durable_cgroup_open(p);
   if (a->live) {
     p->pidfd = a->pidfd;
     a->pidfd = -1;
@@ -2307,8 +2315,14 @@ int uvt__process_peek(uvt_registry_t *reg, const char *id,
 
 int uvt__process_cgroup(uvt_registry_t *reg, const char *id,
                         uvt__cg_events_t *ev, int h, char *path, size_t size) {
+  return uvt__process_cgroup_of(reg, id, NULL, ev, h, path, size);
+}
+
+int uvt__process_cgroup_of(uvt_registry_t *reg, const char *id,
+                           const uvt_agent_t *caller, uvt__cg_events_t *ev,
+                           int h, char *path, size_t size) {
   uvt__proc_t *p;
-  int err = lookup_proc(reg, id, NULL, &p);
+  int err = lookup_proc(reg, id, caller, &p);
 
   if (err != 0)
     return err;

@@ -420,6 +420,8 @@ void uvt__spawn_free(uvt__spawn_t *sp) {
   for (i = 0; i < 2; i++)
     if (sp->xfd[i] >= 0)
       close(sp->xfd[i]);
+  /* A durable task's group directories, unless the task took them. */
+  uvt__cg_close(&sp->cg);
   uvt__env_unref(sp->env);
   uvt__sandbox_argv_free(sp->sb_argv);
   uvt__sandbox_argv_free(sp->dur_argv);

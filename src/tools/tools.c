@@ -405,10 +405,9 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   /* M-TOOLS-5: a terminal is also the stdin, so tty wins over stdin. */
   po.pty = args->tty == 1;
   po.stdin_pipe = args->stdin_pipe == 1 && !po.pty;
-  /* D-7: outlives the server, unless on a terminal or with limits (a
-   * task's limits are its cgroup's, which goes with the server). */
-  po.durable = req->tools->durable_ && !po.pty && po.limits.memory_bytes == 0 &&
-               po.limits.max_processes == 0 && po.limits.cpu_percent == 0;
+  /* D-7: outlives the server, unless on a terminal; its limits and
+   * their cgroup go on with it (L-LIM-3). */
+  po.durable = req->tools->durable_ && !po.pty;
 
   err = uvt_process_start(req->tools->registry, &po, id);
   if (err == 0)
@@ -428,10 +427,8 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
       uvt__text_str(&t, " Its stdin is open: write_stdin sends it input "
                         "(close_stdin ends it).");
     if (req->tools->durable_ && !po.durable)
-      uvt__text_str(&t, po.pty ? " It is on a terminal, so it ends with "
-                                 "this server."
-                               : " It has limits, so it ends with this "
-                                 "server.");
+      uvt__text_str(&t, " It is on a terminal, so it ends with this "
+                        "server.");
     uvt__text_str(&t, "\n[status: running]");
     uvt__tools_result(req, &t, 0);
     return;

@@ -8,8 +8,10 @@
 #    line once, and the end is told once;
 #  - a server that ends in order (end of input) leaves its durable tasks
 #    running, and the next one's task_kill stops them, session and all;
-#  - run_command stays tied to its call (it is not durable), and so does
-#    a task a call gives limits;
+#  - run_command stays tied to its call (it is not durable);
+#  - a task a call gives limits is durable with them (L-LIM-3): the
+#    server's --limit-memory is taken with --state-dir, and the limit
+#    names the task's end after a restart;
 #  - a second server on the same directory is refused.
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash durable-test.sh
@@ -183,22 +185,54 @@ if [ "$(pgrep -f "sleep $marker" | wc -l)" = 0 ]; then
 else
   bad "D-5: processes left after the kill"
 fi
-# ---- D-5 with L-LIM-3: a call with limits gets a task that is not
-# durable (limits are a cgroup's, which go with the server), and is told.
+# ---- L-LIM-3 with D-5: a task's limits outlive the server too -----------
+# A call with memory_mb gets a durable task; it waits for a line on a FIFO
+# before it allocates 300 MB, so the allocation comes after the restart;
+# the next server (started with --limit-memory, which --state-dir takes)
+# takes it back and its end names the limit.
 limited=101.$$$RANDOM
-call run_in_background "{\"command\":\"sleep $limited\",\"memory_mb\":256}"
+mkfifo "$tmp/go.$limited"
+call run_in_background "{\"command\":\"read x < $tmp/go.$limited; exec dd if=/dev/zero of=/dev/null bs=300M count=1\",\"memory_mb\":128,\"label\":\"hog\"}"
 t=$(text $id)
+lim_id=$(printf '%s' "$t" | sed -n 's/.*Started \(bash-[0-9]*\)\..*/\1/p' | head -1)
 case $t in
-  *"It has limits, so it ends with this server"*) ok "D-5: a call with limits is told its task ends with the server" ;;
-  *"[status: running]"*) bad "D-5: a call with limits" "$t" ;;
-  *) echo "skip D-5 with limits (not enforceable here): $t" ;;
+  *"ends with this server"*) bad "L-LIM-3: a call with limits is not durable" "$t" ;;
+  *"[status: running]"*) ok "L-LIM-3: a call with limits gets a durable task ($lim_id)" ;;
+  *) lim_id=; echo "skip L-LIM-3 with --state-dir (not enforceable here): $t" ;;
 esac
 exec {W}>&-
 wait "$srv"
 srv=
-if [ "$(pgrep -f "sleep $limited" | wc -l)" = 0 ]; then
-  ok "D-5: the limited task ended with its server"
-else
-  bad "D-5: the limited task outlived its server"
+if [ -n "$lim_id" ]; then
+  # Its command is in its environment, not its argv: its keeper, named
+  # in its status file, is what shows it runs.
+  live=0
+  for rc in "$state"/*.rc; do
+    [ -e "$rc" ] || continue
+    pid=$(awk '{print $4; exit}' "$rc")
+    [ -n "$pid" ] && alive "$pid" && live=$((live + 1))
+  done
+  if [ "$live" -ge 1 ]; then
+    ok "L-LIM-3: the limited task runs on without its server"
+  else
+    bad "L-LIM-3: the limited task ended with its server"
+  fi
+  start --limit-memory 512M
+  call task_list '{}'
+  t=$(text $id)
+  case $t in
+    *"$lim_id"*running*hog*) ok "L-LIM-3: --state-dir with --limit-memory starts, and takes $lim_id back" ;;
+    *) bad "L-LIM-3: restart with --limit-memory" "$t$(cat "$tmp/err")" ;;
+  esac
+  echo go >"$tmp/go.$limited"
+  call task_output "{\"task_id\":\"$lim_id\",\"wait\":true,\"timeout_ms\":60000}"
+  t=$(text $id)
+  case $t in
+    *"[status: killed, out of memory (limit 128 MiB)]"*) ok "L-LIM-3: after the restart its end names its limit" ;;
+    *) bad "L-LIM-3: the limit across the restart" "$t" ;;
+  esac
+  exec {W}>&-
+  wait "$srv"
+  srv=
 fi
 summary
