@@ -598,6 +598,93 @@ static void test_lim_v2_fake(void **state) {
   fake_done();
 }
 
+/* L-LIM-3 on cgroup v2 (the fake tree): a durable task's group is
+ * <parent>/uvtasks-durable/<key>, not in the registry's directory: the
+ * durable directory enables the controllers for it, its limits are
+ * written (pids.max one above max_processes: the keeper is in it), its
+ * path is in the journal, and it is left in place when the host closes;
+ * the next host opens it again from the journal and the outcome is made
+ * of its counters (written here as the kernel would, while no host ran). */
+static void test_lim_v2_fake_durable(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char sdir[] = "/tmp/uvt-limdur-XXXXXX";
+  char id[UVT_ID_MAX];
+  char path[PATH_MAX];
+  char file[PATH_MAX + 64];
+  char buf[4096];
+  uvt_snapshot_t *snaps = NULL;
+  size_t n = 0;
+  waitres_t w;
+  int err;
+  (void)state;
+
+  assert_non_null(mkdtemp(sdir));
+  fake_tree("cpuset cpu io memory pids");
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_cgroups(f.reg, fake_root), 0);
+  err = uvt_process_adopt_all(f.reg, sdir, NULL);
+  if (err == UV_ENOENT) {
+    print_message("no uvtasks-keeper found (UVTASKS_KEEPER); skipped\n");
+    fixture_close(&f);
+    fake_done();
+    rmdir(sdir);
+    skip();
+  }
+  assert_int_equal(err, 0);
+  test_opts(&o);
+  o.limits.memory_bytes = 100 * MIB;
+  o.limits.max_processes = 16;
+  o.command = "read x; kill -KILL $$";
+  o.stdin_pipe = 1;
+  o.durable = 1;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  (void)task_pid(&f, id, NULL);
+  assert_int_equal(
+      uvt__process_cgroup(f.reg, id, NULL, UVT__CG_V2, path, sizeof(path)), 0);
+  snprintf(file, sizeof(file), "%s/uvtasks-durable/", fake_root);
+  assert_memory_equal(path, file, strlen(file));
+  snprintf(file, sizeof(file), "%s/memory.max", path);
+  read_fake(file, buf, sizeof(buf));
+  assert_string_equal(buf, "104857600");
+  snprintf(file, sizeof(file), "%s/pids.max", path);
+  read_fake(file, buf, sizeof(buf));
+  assert_string_equal(buf, "17");
+  snprintf(file, sizeof(file), "%s/../cgroup.subtree_control", path);
+  read_fake(file, buf, sizeof(buf));
+  assert_non_null(strstr(buf, "+memory"));
+  assert_non_null(strstr(buf, "+pids"));
+  snprintf(file, sizeof(file), "%s/journal", sdir);
+  read_fake(file, buf, sizeof(buf));
+  assert_non_null(strstr(buf, path));
+  fixture_close(&f); /* the task runs on, and its group stays */
+  snprintf(file, sizeof(file), "%s/memory.max", path);
+  read_fake(file, buf, sizeof(buf));
+  assert_string_equal(buf, "104857600");
+  fake_file(path, "memory.events",
+            "low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\noom_group_kill 0\n");
+  fake_file(path, "pids.events", "max 3\n");
+
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_process_adopt_all(f.reg, sdir, NULL), 1);
+  assert_int_equal(uvt_list(f.reg, NULL, &snaps, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(uvt__process_cgroup(f.reg, snaps[0].id, NULL, UVT__CG_V2,
+                                       file, sizeof(file)),
+                   0);
+  assert_string_equal(file, path);
+  assert_int_equal(uvt_process_write(f.reg, snaps[0].id, NULL, "go\n", 3), 0);
+  wait_task(&f, &w, snaps[0].id, 20000, NULL);
+  assert_outcome(&w.snap, UVT_KILLED,
+                 "out of memory (limit 100 MiB); process limit reached (16)");
+  wait_end(&w);
+  uvt_snapshots_free(snaps, n);
+  fixture_close(&f);
+  fake_done();
+  snprintf(file, sizeof(file), "rm -rf '%s'", sdir);
+  assert_int_equal(system(file), 0);
+}
+
 /* L-LIM-1: a host whose cgroups cannot enforce a limit: UV_ENOTSUP with a
  * sentence naming the controller, nothing registered, nothing run.  Two
  * hosts, both fake: a v2 directory without the memory controller (the
@@ -772,6 +859,7 @@ int main(int argc, char **argv) {
       T(test_lim_inside),
       T(test_lim_sandbox),
       T(test_lim_v2_fake),
+      T(test_lim_v2_fake_durable),
       T(test_lim_no_controllers),
       T(test_s11_descent),
       T(test_reap_fast_leaders_cgroup),
