@@ -2070,6 +2070,9 @@ int uvt__proc_adopt(uvt__procs_t *ps, uvt__dentry_t *e, uvt__adopted_t *a,
   p->adopting = NULL;
   if (err != 0) {
     p->dur = NULL; /* the entry stays the state directory's */
+    if (p->cg)
+      uvt__cg_close(&p->cgroup); /* and so does its group (L-LIM-3) */
+    p->cg = 0;
     if (p->task != NULL && !p->run_failed)
       undo_start(p);
     p->run_failed = 1;
