@@ -619,6 +619,12 @@ static void test_lim_v2_fake_durable(void **state) {
   int err;
   (void)state;
 
+  if (under_valgrind()) {
+    /* Taking a running durable task back needs pidfds (D-4): valgrind
+     * 3.19 has no pidfd_open. */
+    print_message("no pidfd_open under valgrind; skipped\n");
+    skip();
+  }
   assert_non_null(mkdtemp(sdir));
   fake_tree("cpuset cpu io memory pids");
   fixture_init(&f, NULL);
