@@ -297,8 +297,12 @@ test('readProcess(): streams apart as Buffers, dropped counts, exit code or sign
   if (es.detail === 'killed before it started') {
     assert.deepEqual([e.exited, e.exitCode, e.signal], [true, null, null])
   } else {
-    assert.equal(es.detail, 'signal: SIGTERM')
-    assert.deepEqual([e.exited, e.exitCode, e.signal], [true, null, 'SIGTERM'])
+    // SIGTERM, or SIGKILL when the child had not yet taken the TERM when
+    // the grace ran out (an arm64 Node under qemu-user starts a process
+    // slowly, and qemu holds a signal until the guest is set up).
+    const sig = es.detail.replace('signal: ', '')
+    assert.ok(sig === 'SIGTERM' || sig === 'SIGKILL', es.detail)
+    assert.deepEqual([e.exited, e.exitCode, e.signal], [true, null, sig])
   }
 
   const c = controlled()
