@@ -1465,6 +1465,87 @@ static void test_s6_git(void **state) {
   rm_rf(w4);
 }
 
+/* S-6, siblings found by an attack on v4: what the host's git reads also
+ * lies in a nested submodule's git directory
+ * (.git/modules/mid/modules/leaf), in a submodule whose name has a '/'
+ * (.git/modules/libs/json), and in the files a config includes
+ * (include.path, includeIf.<cond>.path: relative to the including file,
+ * included again from an included file, or from the user's own
+ * ~/.gitconfig); an include that names a missing file must not be made
+ * by the task (it is made empty and read-only).  The workspace itself
+ * stays writable. */
+static void test_s6_git_siblings(void **state) {
+  fixture_t f;
+  uvt_sandbox_t sb = {0};
+  char ws[256];
+  char home[256];
+  char cmd[4 * PATH_MAX];
+  char *old_home = getenv("HOME") != NULL ? strdup(getenv("HOME")) : NULL;
+  sbuf_t out = {0};
+  waitres_t w;
+  (void)state;
+
+  if (system("command -v git >/dev/null 2>&1") != 0)
+    skip();
+  make_dir(ws, "gitsib");
+  make_dir(home, "githome");
+  sh_ok(
+      "cd '%s' && git init -q && "
+      "mkdir -p .git/modules/mid/hooks .git/modules/mid/modules/leaf/hooks "
+      ".git/modules/libs/json/hooks && "
+      "for d in mid mid/modules/leaf libs/json; do "
+      "echo 'ref: refs/heads/main' > .git/modules/$d/HEAD && "
+      "git config -f .git/modules/$d/config core.bare false; done && "
+      "printf '[include]\\n\\tpath = inner.gitconfig\\n' > shared.gitconfig && "
+      "touch inner.gitconfig home-included.gitconfig && "
+      "git config include.path ../shared.gitconfig && "
+      "git config 'includeIf.gitdir:/.path' ../missing.gitconfig%s",
+      ws, "");
+  snprintf(cmd, sizeof(cmd),
+           "printf '[include]\\n\\tpath = %s/home-included.gitconfig\\n' > "
+           "'%s/.gitconfig'",
+           ws, home);
+  assert_int_equal(system(cmd), 0);
+  setenv("HOME", home, 1);
+  fixture_init(&f, NULL);
+  sb.fs = UVT_SANDBOX_FS_WORKSPACE;
+  sb.workspace = ws;
+  run_sandboxed(
+      &f, &sb, ws,
+      "echo x >> .git/modules/mid/modules/leaf/config || echo refused-nested; "
+      "echo e > .git/modules/mid/modules/leaf/hooks/post-checkout || "
+      "echo refused-nested-hook; "
+      "echo x >> .git/modules/libs/json/config || echo refused-slash; "
+      "echo x >> shared.gitconfig || echo refused-include; "
+      "echo x >> inner.gitconfig || echo refused-inner; "
+      "echo x > missing.gitconfig || echo refused-missing; "
+      "echo x >> home-included.gitconfig || echo refused-home; "
+      "echo y > other.txt && echo wrote-other",
+      &out, &w);
+  if (old_home != NULL)
+    setenv("HOME", old_home, 1);
+  free(old_home);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  assert_non_null(strstr(out.buf, "refused-nested\n"));
+  assert_non_null(strstr(out.buf, "refused-nested-hook"));
+  assert_non_null(strstr(out.buf, "refused-slash"));
+  assert_non_null(strstr(out.buf, "refused-include"));
+  assert_non_null(strstr(out.buf, "refused-inner"));
+  assert_non_null(strstr(out.buf, "refused-missing"));
+  assert_non_null(strstr(out.buf, "refused-home"));
+  assert_non_null(strstr(out.buf, "wrote-other"));
+  assert_false(exists(ws, ".git/modules/mid/modules/leaf/hooks/post-checkout"));
+  /* The missing include is there now, empty: nothing of the task's. */
+  sh_ok("test -f '%s/missing.gitconfig' && ! test -s '%s/missing.gitconfig'",
+        ws, ws);
+  sh_ok("cd '%s' && git status >/dev/null%s", ws, "");
+  wait_end(&w);
+  sb_free(&out);
+  fixture_close(&f);
+  rm_rf(ws);
+  rm_rf(home);
+}
+
 /* S-3 for the library's program inside the sandbox (S-2, S-9):
  * UVTASKS_SANDBOX_HELPER naming nothing runnable refuses the start, with
  * the reason logged, rather than a sandbox without an honest status and a
@@ -1529,6 +1610,7 @@ int main(int argc, char **argv) {
       T(test_s5_workspace),
       T(test_s6_readonly),
       T(test_s6_git),
+      T(test_s6_git_siblings),
       T(test_s2_exit_codes_and_stdin),
       T(test_s2_honest_status),
       T(test_s2_status_pipe_filled),

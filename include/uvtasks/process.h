@@ -328,7 +328,12 @@ typedef struct {
    * .git/hooks (made, empty, when missing), .git/config,
    * .git/config.worktree, the directory core.hooksPath names when it
    * lies in a writable place (husky's .husky), the hooks and config of
-   * each direct submodule (.git/modules/NAME), and a .git that is a file
+   * each submodule (.git/modules/NAME, NAME with '/' in it, and nested
+   * ones, .git/modules/NAME/modules/...: 64 at most, 8 levels), every
+   * file a config includes (include.path, includeIf.*.path, also from
+   * ~/.gitconfig, ~/.config/git/config, /etc/gitconfig: an existing one
+   * read-only, a missing one made an empty read-only file), and a .git
+   * that is a file
    * (a worktree's or submodule's link to its git directory); .git itself
    * cannot be renamed or replaced.  Objects, refs and the index stay
    * writable: `git commit` works inside.  Only each root's own .git is

@@ -25,6 +25,7 @@
  * program of ours.  The probe (S-3) runs the same options without the
  * binds, with `true` as the command. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -427,8 +428,9 @@ static void pin_parents(argv_t *a, const paths_t *roots, char *path,
 }
 
 /* S-6: bind each read-only path `ro` (resolved, existing) read-only over
- * the writable binds, and make each path of `empty` (missing, its parent
- * existing) an empty read-only directory, after every directory between
+ * the writable binds, make each path of `empty` (missing, its parent
+ * existing) an empty read-only directory and each of `nul` an empty
+ * read-only file, after every directory between
  * a path's writable root and it is bound onto itself: a mount point
  * cannot be renamed, removed or replaced from inside (EBUSY), so neither
  * the path nor a parent of it can be moved away and something else put
@@ -436,18 +438,22 @@ static void pin_parents(argv_t *a, const paths_t *roots, char *path,
  * inside another read-only path are left out.  Shallow before deep: a
  * later bind covers an earlier one inside it. */
 static void protect(argv_t *a, const paths_t *roots, const paths_t *ro,
-                    const paths_t *empty) {
+                    const paths_t *empty, const paths_t *nul) {
   paths_t keep = {0};
   paths_t keep_empty = {0};
+  paths_t keep_nul = {0};
   paths_t pins = {0};
   size_t i;
 
   uncovered(a, roots, ro, NULL, &keep);
   uncovered(a, roots, empty, &keep, &keep_empty);
+  uncovered(a, roots, nul, &keep, &keep_nul);
   for (i = 0; i < keep.n && a->err == 0; i++)
     pin_parents(a, roots, keep.v[i], &pins);
   for (i = 0; i < keep_empty.n && a->err == 0; i++)
     pin_parents(a, roots, keep_empty.v[i], &pins);
+  for (i = 0; i < keep_nul.n && a->err == 0; i++)
+    pin_parents(a, roots, keep_nul.v[i], &pins);
   if (a->err == 0) {
     qsort(pins.v, pins.n, sizeof(pins.v[0]), shorter_first);
     qsort(keep.v, keep.n, sizeof(keep.v[0]), shorter_first);
@@ -468,9 +474,17 @@ static void protect(argv_t *a, const paths_t *roots, const paths_t *ro,
     push(a, "--remount-ro");
     push(a, keep_empty.v[i]);
   }
+  /* A missing file git would read: an empty one, read-only (bwrap makes
+   * the mount point, an empty file that stays in the work tree). */
+  for (i = 0; i < keep_nul.n; i++) {
+    push(a, "--ro-bind");
+    push(a, "/dev/null");
+    push(a, keep_nul.v[i]);
+  }
   paths_free(&pins);
   paths_free(&keep);
   paths_free(&keep_empty);
+  paths_free(&keep_nul);
 }
 
 /* ---- S-6: what the host's git runs later ------------------------------- */
@@ -502,26 +516,28 @@ static void git_add(argv_t *a, const char *dir, const char *name, int make,
   }
 }
 
-/* core.hooksPath of the config file `file`, into out (its value as
- * written), or 0 if it sets none.  A plain reading: [core] sections,
- * `hooksPath = value` in any case, a quoted value, a comment after it. */
-static int git_hooks_path(const char *file, char out[PATH_MAX]) {
+/* Each `key = value` of the config file `file`, with its section's name
+ * (the first word inside [...], lower case: "core", "include",
+ * "includeif"): a plain reading of git's format, a key in any case, a
+ * quoted value, a comment after it.  fn returns nonzero to stop. */
+typedef int (*git_kv_fn)(void *arg, const char *section, const char *key,
+                         const char *value);
+static void git_config_each(const char *file, git_kv_fn fn, void *arg) {
+  char section[32] = "";
   char *buf;
   char *line;
   char *next;
   char *v;
-  int core = 0;
-  int found = 0;
   ssize_t n;
   int fd;
 
-  fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0)
-    return 0;
+    return;
   buf = uvt__malloc(GIT_CONFIG_MAX + 1);
   if (buf == NULL) {
     close(fd);
-    return 0;
+    return;
   }
   do
     n = read(fd, buf, GIT_CONFIG_MAX);
@@ -529,26 +545,42 @@ static int git_hooks_path(const char *file, char out[PATH_MAX]) {
   close(fd);
   if (n <= 0) {
     uvt__free(buf);
-    return 0;
+    return;
   }
   buf[n] = '\0';
   for (line = buf; line != NULL; line = next) {
+    char *key;
+    size_t klen;
     next = strchr(line, '\n');
     if (next != NULL)
       *next++ = '\0';
     while (*line == ' ' || *line == '\t')
       line++;
     if (*line == '[') {
-      core = strncasecmp(line, "[core]", 6) == 0;
+      size_t j = 0;
+      line++;
+      while (*line == ' ' || *line == '\t')
+        line++;
+      while (j + 1 < sizeof(section) && line[j] != '\0' && line[j] != ']' &&
+             line[j] != ' ' && line[j] != '\t' && line[j] != '"' &&
+             line[j] != '.') {
+        section[j] = (char)tolower((unsigned char)line[j]);
+        j++;
+      }
+      section[j] = '\0';
       continue;
     }
-    if (!core || strncasecmp(line, "hookspath", 9) != 0)
+    key = line;
+    klen = strspn(key, "abcdefghijklmnopqrstuvwxyz"
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-");
+    if (klen == 0)
       continue;
-    v = line + 9;
+    v = key + klen;
     while (*v == ' ' || *v == '\t')
       v++;
     if (*v++ != '=')
       continue;
+    key[klen] = '\0';
     while (*v == ' ' || *v == '\t')
       v++;
     if (*v == '"') {
@@ -563,25 +595,220 @@ static int git_hooks_path(const char *file, char out[PATH_MAX]) {
         len--;
       v[len] = '\0';
     }
-    if (*v != '\0' && strlen(v) < PATH_MAX) {
-      memcpy(out, v, strlen(v) + 1);
-      found = 1; /* the last one wins, as for git */
-    }
+    if (*v != '\0' && fn(arg, section, key, v) != 0)
+      break;
   }
   uvt__free(buf);
-  return found;
 }
 
-/* The repository at writable root `root` (resolved): what its git runs
- * later, into ro (existing paths) and empty (a missing hooks directory,
- * made empty and read-only). */
-static void git_root(argv_t *a, const char *root, paths_t *ro, paths_t *empty) {
-  char gitdir[PATH_MAX];
+/* core.hooksPath: the last one wins, as for git. */
+static int git_hooks_kv(void *arg, const char *section, const char *key,
+                        const char *value) {
+  char *out = arg;
+  if (strcmp(section, "core") == 0 && strcasecmp(key, "hookspath") == 0 &&
+      strlen(value) < PATH_MAX)
+    memcpy(out, value, strlen(value) + 1);
+  return 0;
+}
+
+/* core.hooksPath of the config file `file`, into out (its value as
+ * written), or 0 if it sets none. */
+static int git_hooks_path(const char *file, char out[PATH_MAX]) {
+  out[0] = '\0';
+  git_config_each(file, git_hooks_kv, out);
+  return out[0] != '\0';
+}
+
+/* S-6: the files a config file includes (include.path, includeIf.*.path):
+ * git reads them as part of the config, so a task that can write one
+ * sets core.fsmonitor or core.hooksPath for the host's git as surely as
+ * by writing .git/config.  Each is kept read-only if it exists, and bound
+ * to an empty read-only file if it does not (a task must not create it;
+ * the empty file is left in the work tree); the files they include in
+ * turn too, as git follows them (up to GIT_INCLUDE_DEPTH). */
+#define GIT_INCLUDE_DEPTH 4
+#define GIT_INCLUDES_MAX 32
+
+typedef struct {
+  argv_t *a;
+  const char *dir; /* the including file's directory */
+  int depth;
+  paths_t *ro;
+  paths_t *nul;
+  int *count;
+} git_inc_t;
+
+static void git_includes(argv_t *a, const char *file, int depth, paths_t *ro,
+                         paths_t *nul, int *count);
+
+static int git_include_kv(void *arg, const char *section, const char *key,
+                          const char *value) {
+  git_inc_t *g = arg;
+  char path[PATH_MAX];
+  char real[PATH_MAX];
+  int n;
+
+  if ((strcmp(section, "include") != 0 && strcmp(section, "includeif") != 0) ||
+      strcasecmp(key, "path") != 0)
+    return 0;
+  if (++*g->count > GIT_INCLUDES_MAX)
+    return 1;
+  if (value[0] == '/')
+    n = snprintf(path, sizeof(path), "%s", value);
+  else if (value[0] == '~' && value[1] == '/')
+    n = expand(value, path) ? (int)strlen(path) : -1;
+  else if (value[0] == '~')
+    return 0; /* ~user/: another user's file */
+  else
+    n = snprintf(path, sizeof(path), "%s/%s", g->dir, value);
+  if (n <= 0 || (size_t)n >= sizeof(path))
+    return 0;
+  if (realpath(path, real) != NULL) {
+    struct stat st;
+    if (stat(real, &st) == 0 && S_ISREG(st.st_mode)) {
+      paths_add(g->a, g->ro, real, strlen(real));
+      git_includes(g->a, real, g->depth + 1, g->ro, g->nul, g->count);
+    }
+  } else if (errno == ENOENT) {
+    /* Missing: its directory resolved, then its name. */
+    char dir[PATH_MAX];
+    char *slash = strrchr(path, '/');
+    if (slash == NULL || slash == path)
+      return 0;
+    *slash = '\0';
+    if (realpath(path, dir) != NULL &&
+        (size_t)snprintf(real, sizeof(real), "%s/%s", dir, slash + 1) <
+            sizeof(real))
+      paths_add(g->a, g->nul, real, strlen(real));
+  }
+  return 0;
+}
+
+static void git_includes(argv_t *a, const char *file, int depth, paths_t *ro,
+                         paths_t *nul, int *count) {
+  char dir[PATH_MAX];
+  char *slash;
+  git_inc_t g;
+
+  if (depth > GIT_INCLUDE_DEPTH || *count > GIT_INCLUDES_MAX ||
+      strlen(file) >= sizeof(dir))
+    return;
+  memcpy(dir, file, strlen(file) + 1);
+  slash = strrchr(dir, '/');
+  if (slash == NULL)
+    return;
+  *slash = '\0';
+  g.a = a;
+  g.dir = dir[0] != '\0' ? dir : "/";
+  g.depth = depth;
+  g.ro = ro;
+  g.nul = nul;
+  g.count = count;
+  git_config_each(file, git_include_kv, &g);
+}
+
+/* One git directory (a repository's .git, or a submodule's under
+ * .git/modules): its hooks (made empty when missing), config,
+ * config.worktree, what its config includes, and the directory its
+ * core.hooksPath names (relative: to `top`, the work tree). */
+static void git_dir(argv_t *a, const char *gitdir, const char *top, paths_t *ro,
+                    paths_t *empty, paths_t *nul, int *includes) {
   char path[PATH_MAX];
   char hooks[PATH_MAX];
+  int n;
+
+  git_add(a, gitdir, "hooks", 1, ro, empty);
+  git_add(a, gitdir, "config", 0, ro, empty);
+  git_add(a, gitdir, "config.worktree", 0, ro, empty);
+  n = snprintf(path, sizeof(path), "%s/config", gitdir);
+  if (n <= 0 || (size_t)n >= sizeof(path))
+    return;
+  git_includes(a, path, 0, ro, nul, includes);
+  n = snprintf(path, sizeof(path), "%s/config.worktree", gitdir);
+  if (n > 0 && (size_t)n < sizeof(path))
+    git_includes(a, path, 0, ro, nul, includes);
+  n = snprintf(path, sizeof(path), "%s/config", gitdir);
+  if (top != NULL && git_hooks_path(path, hooks)) {
+    if (hooks[0] == '/')
+      git_add(a, "/", hooks + 1, 0, ro, empty);
+    else if (hooks[0] == '~' && hooks[1] == '/' && expand(hooks, path))
+      git_add(a, "/", path + 1, 0, ro, empty);
+    else if (hooks[0] != '~')
+      git_add(a, top, hooks, 0, ro, empty);
+  }
+}
+
+/* The submodules' git directories under `dir` (a .git/modules, or one
+ * level of a submodule name with '/' in it, or a submodule's own
+ * modules: nested submodules), each as git_dir, at most GIT_MODULES_MAX
+ * in all and GIT_MODULES_DEPTH levels deep. */
+#define GIT_MODULES_DEPTH 8
+static void git_modules(argv_t *a, const char *dir, int depth, paths_t *ro,
+                        paths_t *empty, paths_t *nul, int *count,
+                        int *includes) {
   struct dirent *e;
   struct stat st;
   DIR *d;
+
+  if (depth > GIT_MODULES_DEPTH || (d = opendir(dir)) == NULL)
+    return;
+  while ((e = readdir(d)) != NULL && *count < GIT_MODULES_MAX) {
+    char mod[PATH_MAX];
+    char head[PATH_MAX];
+    int n;
+    if (e->d_name[0] == '.')
+      continue;
+    n = snprintf(mod, sizeof(mod), "%s/%s", dir, e->d_name);
+    if (n < 0 || (size_t)n >= sizeof(mod) || lstat(mod, &st) != 0 ||
+        !S_ISDIR(st.st_mode))
+      continue;
+    n = snprintf(head, sizeof(head), "%s/HEAD", mod);
+    if (n > 0 && (size_t)n < sizeof(head) &&
+        (lstat(head, &st) == 0 ||
+         (snprintf(head, sizeof(head), "%s/config", mod) > 0 &&
+          lstat(head, &st) == 0))) {
+      /* A git directory: a submodule's (its hooksPath, relative to its
+       * own work tree, is not known here: its config stays read-only). */
+      (*count)++;
+      git_dir(a, mod, NULL, ro, empty, nul, includes);
+      n = snprintf(head, sizeof(head), "%s/modules", mod);
+      if (n > 0 && (size_t)n < sizeof(head))
+        git_modules(a, head, depth + 1, ro, empty, nul, count, includes);
+    } else {
+      /* A part of a submodule's name ("libs/json"). */
+      git_modules(a, mod, depth + 1, ro, empty, nul, count, includes);
+    }
+  }
+  closedir(d);
+}
+
+/* The user's own git config files (~/.gitconfig, $XDG_CONFIG_HOME/git/
+ * config or ~/.config/git/config, /etc/gitconfig) lie outside the
+ * writable places, but what they include may not. */
+static void git_user_includes(argv_t *a, paths_t *ro, paths_t *nul,
+                              int *includes) {
+  const char *xdg = getenv("XDG_CONFIG_HOME");
+  char path[PATH_MAX];
+
+  if (expand("~/.gitconfig", path))
+    git_includes(a, path, 0, ro, nul, includes);
+  if (xdg != NULL && xdg[0] == '/' &&
+      (size_t)snprintf(path, sizeof(path), "%s/git/config", xdg) < sizeof(path))
+    git_includes(a, path, 0, ro, nul, includes);
+  else if (expand("~/.config/git/config", path))
+    git_includes(a, path, 0, ro, nul, includes);
+  git_includes(a, "/etc/gitconfig", 0, ro, nul, includes);
+}
+
+/* The repository at writable root `root` (resolved): what its git runs
+ * later, into ro (existing paths), empty (a missing hooks directory,
+ * made empty and read-only) and nul (a missing included config file,
+ * bound to an empty read-only file). */
+static void git_root(argv_t *a, const char *root, paths_t *ro, paths_t *empty,
+                     paths_t *nul, int *includes) {
+  char gitdir[PATH_MAX];
+  char path[PATH_MAX];
+  struct stat st;
   int count = 0;
   int n;
 
@@ -596,35 +823,10 @@ static void git_root(argv_t *a, const char *root, paths_t *ro, paths_t *empty) {
   }
   if (!S_ISDIR(st.st_mode))
     return;
-  git_add(a, gitdir, "hooks", 1, ro, empty);
-  git_add(a, gitdir, "config", 0, ro, empty);
-  git_add(a, gitdir, "config.worktree", 0, ro, empty);
-  n = snprintf(path, sizeof(path), "%s/config", gitdir);
-  if (n > 0 && (size_t)n < sizeof(path) && git_hooks_path(path, hooks)) {
-    /* Relative: to the top of the work tree, where hooks run. */
-    if (hooks[0] == '/')
-      git_add(a, "/", hooks + 1, 0, ro, empty);
-    else if (hooks[0] == '~' && hooks[1] == '/' && expand(hooks, path))
-      git_add(a, "/", path + 1, 0, ro, empty);
-    else if (hooks[0] != '~')
-      git_add(a, root, hooks, 0, ro, empty);
-  }
+  git_dir(a, gitdir, root, ro, empty, nul, includes);
   n = snprintf(path, sizeof(path), "%s/modules", gitdir);
-  if (n < 0 || (size_t)n >= sizeof(path) || (d = opendir(path)) == NULL)
-    return;
-  while ((e = readdir(d)) != NULL && count < GIT_MODULES_MAX) {
-    char mod[PATH_MAX];
-    if (e->d_name[0] == '.')
-      continue;
-    n = snprintf(mod, sizeof(mod), "%s/%s", path, e->d_name);
-    if (n < 0 || (size_t)n >= sizeof(mod) || lstat(mod, &st) != 0 ||
-        !S_ISDIR(st.st_mode))
-      continue;
-    count++;
-    git_add(a, mod, "hooks", 1, ro, empty);
-    git_add(a, mod, "config", 0, ro, empty);
-  }
-  closedir(d);
+  if (n > 0 && (size_t)n < sizeof(path))
+    git_modules(a, path, 0, ro, empty, nul, &count, includes);
 }
 
 /* The writable binds (the workspace with FS_WORKSPACE, writable[]) and,
@@ -633,8 +835,10 @@ static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *ws) {
   paths_t roots = {0};
   paths_t ro = {0};
   paths_t empty = {0};
+  paths_t nul = {0};
   const char *const *w;
   char real[PATH_MAX];
+  int includes = 0;
   size_t i;
 
   push(a, sb->fs == UVT_SANDBOX_FS_WORKSPACE ? "--bind" : "--ro-bind");
@@ -653,14 +857,18 @@ static void binds(argv_t *a, const uvt_sandbox_t *sb, const char *ws) {
   for (w = sb->readonly; w != NULL && *w != NULL; w++)
     if (realpath(*w, real) != NULL)
       paths_add(a, &ro, real, strlen(real));
-  /* S-6: each writable root's repository (not deeper: see the header). */
+  /* S-6: each writable root's repository (not deeper: see the header),
+   * and what the user's own git config includes. */
   for (i = 0; !sb->writable_git && i < roots.n; i++)
-    git_root(a, roots.v[i], &ro, &empty);
-  if (roots.n > 0 && (ro.n > 0 || empty.n > 0))
-    protect(a, &roots, &ro, &empty);
+    git_root(a, roots.v[i], &ro, &empty, &nul, &includes);
+  if (!sb->writable_git && roots.n > 0)
+    git_user_includes(a, &ro, &nul, &includes);
+  if (roots.n > 0 && (ro.n > 0 || empty.n > 0 || nul.n > 0))
+    protect(a, &roots, &ro, &empty, &nul);
   paths_free(&roots);
   paths_free(&ro);
   paths_free(&empty);
+  paths_free(&nul);
 }
 
 /* Everything up to and including "--" and the inner `env`.  `cwd` NULL:
