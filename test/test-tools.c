@@ -367,7 +367,8 @@ static void test_wait_timeout_is_success(void **state) {
   assert_int_equal(r.status, 0);
   assert_int_equal(r.is_error, 0);
   assert_string_equal(r.text, "so far\n(waited 50 ms; the task has not "
-                              "ended)\n[status: running]");
+                              "ended: wait again to wait longer)\n"
+                              "[status: running]");
   assert_int_equal(uvt_get(t.f.reg, id, &t.a, &s), 0);
   assert_int_equal(s.status, UVT_RUNNING);
   assert_int_equal(s.reported, 0);
@@ -2190,6 +2191,28 @@ static void test_yield_siblings(void **state) {
                                 "output, task_kill stops it; its limit "
                                 "of 600000 ms still applies)\n"
                                 "[status: running]"));
+  /* C-32's sibling: a wait that asks for more than the yield answers at
+   * the yield (a client's 60 s request timeout never ends it), the task
+   * still running, and says to wait again: task_output and task_wait. */
+  a = args_id("bash-4");
+  a.wait = 1;
+  a.timeout_ms = 120000;
+  call(&t, &r, &t.a, "task_output", &a);
+  assert_int_equal(r.is_error, 0);
+  assert_non_null(strstr(r.text, "(waited 100 ms; the task has not ended: "
+                                 "wait again to wait longer)\n"
+                                 "[status: running]"));
+  {
+    const char *ids[] = {"bash-4"};
+    uvt_tools_args_init(&a);
+    a.task_ids = ids;
+    a.task_ids_len = 1;
+    a.timeout_ms = 120000;
+    call(&t, &r, &t.a, "task_wait", &a);
+    assert_int_equal(r.is_error, 0);
+    assert_true(strncmp(r.text, "0 of 1 task ended (waited ", 26) == 0);
+    assert_non_null(strstr(r.text, "wait again to wait longer"));
+  }
   a = args_id("bash-4");
   call(&t, &r, &t.a, "task_kill", &a);
   assert_int_equal(r.is_error, 0);
@@ -3569,9 +3592,11 @@ static void test_m_tools_9_task_wait(void **state) {
   call(&t, &r, &t.a, "task_wait", &a);
   assert_int_equal(r.is_error, 0);
   assert_true(strncmp(r.text, "1 of 2 tasks ended (waited ", 27) == 0);
-  assert_non_null(strstr(r.text, " ms for all).\n--- bash-3 ---\nsecond\n"
-                                 "[status: completed, exit code: 0]\n"
-                                 "--- bash-2 ---\n[status: running]"));
+  assert_non_null(strstr(
+      r.text,
+      " ms for all: wait again to wait longer).\n--- bash-3 ---\nsecond\n"
+      "[status: completed, exit code: 0]\n"
+      "--- bash-2 ---\n[status: running]"));
 
   /* The slow one's output was not consumed: it comes with its end. */
   a = args_id("bash-2");

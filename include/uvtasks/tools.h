@@ -579,8 +579,10 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *  - task_output reads what is new (uvt_read()); with `wait` (or a
  *    timeout_ms) it first waits until the task ends or the wait's deadline
  *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most
- *    UVT_TOOLS_WAIT_MAX_MS).  A wait that times out is a success showing
- *    the task's live status line (M-TOOLS-1).
+ *    UVT_TOOLS_WAIT_MAX_MS, and at most the options' yield_ms when it is
+ *    set: v4, M-TOOLS-6).  A wait that times out is a success showing
+ *    the task's live status line (M-TOOLS-1) after "(waited T ms; the
+ *    task has not ended: wait again to wait longer)".
  *  - task_list lists what uvt_list() shows the caller.
  *  - write_stdin (M-TOOLS-5) writes `chars` to the task's stdin pipe or
  *    terminal with uvt_process_write() (the bytes as given: no newline is
@@ -635,8 +637,9 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    of them, 1 to UVT_TOOLS_WAIT_IDS_MAX, none twice) with one uvt_wait()
  *    each: mode "any" (or NULL) answers when one ended, "all" when every
  *    one did, either once `timeout_ms` passes (default
- *    UVT_TOOLS_WAIT_DEFAULT_MS, at most UVT_TOOLS_WAIT_MAX_MS; a success).
- *    The text: "N of M tasks ended." (with "(waited T ms for any|all)"
+ *    UVT_TOOLS_WAIT_DEFAULT_MS, at most UVT_TOOLS_WAIT_MAX_MS and the
+ *    options' yield_ms when set; a success).  The text: "N of M tasks
+ *    ended." (with "(waited T ms for any|all: wait again to wait longer)"
  *    when the wait ran out), then per task, in the order given, a line
  *    "--- ID ---", for a task that has ended its new output (uvt_read(),
  *    shaped as task_output's, max_bytes shared equally between the tasks

@@ -216,6 +216,8 @@ void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
 /* Read `id` and answer with its output and status line; `fallback` (a
  * snapshot a wait delivered, or NULL) is shown if the read finds the task
  * gone; timed_out_ms > 0 notes a wait that timed out. */
+/* M-TOOLS-6: a wait's timeout, at most the tools' yield (tools.c). */
+uint64_t uvt__tools_wait_yield(const uvt_tools_t *tools, uint64_t timeout_ms);
 void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
                             uint64_t timed_out_ms,
                             const uvt_snapshot_t *fallback);

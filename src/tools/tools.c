@@ -207,7 +207,9 @@ static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
                       const uvt_read_t *r, uint64_t timed_out_ms) {
   text_output(req, id, r, "(no new output)\n", t);
   if (timed_out_ms > 0 && !uvt_status_is_terminal(r->snapshot.status))
-    uvt__text_printf(t, "(waited %llu ms; the task has not ended)\n",
+    uvt__text_printf(t,
+                     "(waited %llu ms; the task has not ended: wait again to "
+                     "wait longer)\n",
                      (unsigned long long)timed_out_ms);
   uvt__tools_status(req->tools, req->caller_, t, &r->snapshot,
                     UVT__DETAIL_LIVE);
@@ -436,6 +438,18 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   text_start_error(&t, err, po.cwd, req->tools->registry, &po.limits,
                    po.sandbox);
   uvt__tools_result(req, &t, 1);
+}
+
+/* M-TOOLS-6 for waits (C-32's sibling): a wait answers at the tools' yield
+ * at the latest, as run_command does, so that a client's request timeout
+ * (60 s by default in the official SDKs) never ends a task_output or
+ * task_wait that asked for more; the answer shows the task still running
+ * and says to wait again.  A yield of 0 (the library's default) leaves
+ * the wait as asked. */
+uint64_t uvt__tools_wait_yield(const uvt_tools_t *tools, uint64_t timeout_ms) {
+  if (tools->yield_ms_ > 0 && timeout_ms > tools->yield_ms_)
+    return tools->yield_ms_;
+  return timeout_ms;
 }
 
 /* Read `id` for `req` and queue the result.  `fallback` (may be NULL) is
@@ -816,6 +830,7 @@ void uvt__tool_task_output(uvt_tools_call_t *req,
   if (tools_timeout(req, args, UVT_TOOLS_WAIT_DEFAULT_MS, UVT_TOOLS_WAIT_MAX_MS,
                     &timeout_ms) != 0)
     return;
+  timeout_ms = uvt__tools_wait_yield(tools, timeout_ms);
 
   if (strlen(args->task_id) >= UVT_ID_MAX) {
     uvt__tools_task_error(&t, "wait for", args->task_id, UVT_ENOTASK);

@@ -102,7 +102,7 @@ static void multi_result(multi_t *m, uvt__text_t *t) {
                    m->n == 1 ? "" : "s");
   if (ended == 0 || (m->all && ended < m->n))
     uvt__text_printf(
-        t, " (waited %llu ms for %s)",
+        t, " (waited %llu ms for %s: wait again to wait longer)",
         (unsigned long long)((uv_hrtime() - m->started_ns) / 1000000),
         m->all ? "all" : "any");
   uvt__text_str(t, ".\n");
@@ -233,6 +233,7 @@ void uvt__tool_task_wait(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   if (uvt__tools_timeout(req, args, UVT_TOOLS_WAIT_DEFAULT_MS,
                          UVT_TOOLS_WAIT_MAX_MS, &timeout_ms) != 0)
     return;
+  timeout_ms = uvt__tools_wait_yield(tools, timeout_ms); /* M-TOOLS-6 */
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
   /* Every task must be there and visible before anything waits. */

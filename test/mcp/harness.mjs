@@ -62,7 +62,7 @@ export async function readUntil(call, id, pred, ms = 20000) {
       .map((c) => c.text).join('');
     out += text.replace(/^(\[notice\][^\n]*\n)+\n/, '')
       .replace(/\[status: [^\n]*\]$/, '')
-      .replace(/\(waited \d+ ms; the task has not ended\)\n$/, '')
+      .replace(/\(waited \d+ ms; the task has not ended: wait again to wait longer\)\n$/, '')
       .replace(/^\(no new output\)\n$/, '');
     if (pred(out) || Date.now() > deadline)
       return { out, last };

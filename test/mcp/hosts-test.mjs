@@ -173,7 +173,7 @@ async function taskWait(c) {
       `[status: completed, exit code: 0]\n--- ${slow} ---\n[status: running]`, r.text);
   r = await c.call('task_wait', { task_ids: [slow], mode: 'all', timeout_ms: 200 });
   check(`${n} M-TOOLS-9: a wait that runs out is no error and shows the status`,
-    !r.isError && /^0 of 1 task ended \(waited \d+ ms for all\)\.\n/.test(r.text) &&
+    !r.isError && /^0 of 1 task ended \(waited \d+ ms for all: wait again to wait longer\)\.\n/.test(r.text) &&
       r.text.endsWith('[status: running]'), r.text);
   // write_stdin reads what is new (slow-start, if printed by now).
   const w = await c.call('write_stdin', { task_id: slow, close_stdin: true, yield_ms: 0 });

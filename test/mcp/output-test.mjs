@@ -56,7 +56,7 @@ async function readUntil(c, id, pred, ms = 20000, extra = {}) {
   for (;;) {
     last = await c.call('task_output', { task_id: id, timeout_ms: 200, ...extra });
     all += last.text.replace(/\n?\[status: [^\n]*\]$/, '')
-      .replace(/\(waited \d+ ms; the task has not ended\)\n?$/, '')
+      .replace(/\(waited \d+ ms; the task has not ended: wait again to wait longer\)\n?$/, '')
       .replace(/\(no new output\)\n?$/, '')
       .replace(/\(the whole output[^\n]*\)\n/g, '');
     if (pred(all, last.text) || Date.now() > deadline)

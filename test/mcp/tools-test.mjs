@@ -256,7 +256,7 @@ try {
     // leader exited, its pipes' end not yet taken): the reads together.
     parts.every((p) => !p.includes('\x1b') && !p.includes('\r')) &&
       parts.at(-1).endsWith('[status: completed, exit code: 0]') &&
-      /built\n(\(waited \d+ ms; the task has not ended\)\n\[status: running\](\(no new output\)\n)?)?(\(no new output\)\n)?\[status: completed, exit code: 0\]$/.test(parts.join('')) &&
+      /built\n(\(waited \d+ ms; the task has not ended: wait again to wait longer\)\n\[status: running\](\(no new output\)\n)?)?(\(no new output\)\n)?\[status: completed, exit code: 0\]$/.test(parts.join('')) &&
       parts.join('').includes('6/6'), parts);
 
   /* M-MCP-8: NUL bytes in output travel as \u0000 (the SDK parses them
