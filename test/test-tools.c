@@ -1354,8 +1354,17 @@ static void test_run_command_errors(void **state) {
   assert_null(uvt_tools_call_task(&r.req));
   fixture_run_until(&t.f, rec_done, &r);
   assert_int_equal(r.is_error, 1);
-  assert_string_equal(r.text,
-                      "run_command needs a command (a non-empty string).");
+  assert_string_equal(r.text, "run_command needs a command (a string with "
+                              "more than white space).");
+  /* White space only is no command either (it read "invalid argument
+   * (EINVAL)"), for both tools. */
+  a.command = " \t\n ";
+  call(&t, &r, &t.a, "run_command", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "needs a command"));
+  call(&t, &r, &t.a, "run_in_background", &a);
+  assert_int_equal(r.is_error, 1);
+  assert_non_null(strstr(r.text, "run_in_background needs a command"));
   a.command = "true";
   a.timeout_ms = 0;
   call(&t, &r, &t.a, "run_command", &a);

@@ -953,7 +953,13 @@ UVT_EXTERN int uvt_process_reading(uvt_registry_t *reg, const char *id,
  * -m` jobs) from a pass over /proc made by the call, the task's cgroup
  * too where it has one.  No escalation follows: the task stays live unless
  * the signal ends it, and then it settles as a death by that signal
- * ("signal: NAME", P-END-2).  A kill is still uvt_kill() (SIGTERM, then
+ * ("signal: NAME", P-END-2) when the leader itself died of it.  The
+ * leader of a `command` task is the shell: a shell that ignores the
+ * signal (bash ignores SIGQUIT; one in a sandbox is the library's own
+ * program) outlives the command it ran and exits 128 + N, which reads
+ * "exit code: N" as any exit status does (P-END-3: nothing is guessed
+ * from a status); an `argv` task's leader is the program itself.  A kill
+ * is still uvt_kill() (SIGTERM, then
  * SIGKILL).  Each process gets the signal once, and calls made one after
  * the other arrive in their order (SIGSTOP then SIGCONT leaves the task
  * running); SIGSTOP goes to each process, not to its group.  A SIGTERM,

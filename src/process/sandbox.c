@@ -155,16 +155,19 @@ static int find_bwrap(char buf[PATH_MAX]) {
 /* S-2, S-9: uvtasks-sandbox, the program of ours that runs the command
  * inside (src/sandbox/uvtasks-sandbox.c): $UVTASKS_SANDBOX_HELPER when
  * set; else beside the library's own file (the Node addon ships it beside
- * uvtasks.node, as it does the keeper, D-1), or in ../libexec from it;
- * else where it was installed.  0 with the path in buf; UV_ENOENT when the
+ * uvtasks.node, as it does the keeper, D-1), in ../libexec from it, or in
+ * src/sandbox/ from it (the build tree); else where it was installed.  0 with the path in buf; UV_ENOENT when the
  * variable names nothing runnable (buf says what); UV_ESRCH when there is
  * none at all (the sandbox then runs the command through `env`, as in
  * v3). */
 static const char helper_anchor = 'h'; /* an address in the library */
 
 static int helper_beside(char buf[PATH_MAX]) {
+  /* Beside the library (the Node addon), ../libexec from it (a prefix's
+   * lib/), and the build tree's own place (a server run from build/). */
   static const char *const rel[] = {"uvtasks-sandbox",
-                                    "../libexec/uvtasks-sandbox"};
+                                    "../libexec/uvtasks-sandbox",
+                                    "src/sandbox/uvtasks-sandbox"};
   Dl_info info;
   char dir[PATH_MAX];
   char at[PATH_MAX];

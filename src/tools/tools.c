@@ -394,9 +394,10 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (args->command == NULL || args->command[0] == '\0') {
-    uvt__text_str(&t, "run_in_background needs a command (a non-empty "
-                      "string).");
+  if (args->command == NULL ||
+      args->command[strspn(args->command, " \t\n\r")] == '\0') {
+    uvt__text_str(&t, "run_in_background needs a command (a string with "
+                      "more than white space).");
     uvt__tools_result(req, &t, 1);
     return;
   }
@@ -863,8 +864,10 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (args->command == NULL || args->command[0] == '\0') {
-    uvt__text_str(&t, "run_command needs a command (a non-empty string).");
+  if (args->command == NULL ||
+      args->command[strspn(args->command, " \t\n\r")] == '\0') {
+    uvt__text_str(&t, "run_command needs a command (a string with more than white "
+                      "space).");
     uvt__tools_result(req, &t, 1);
     return;
   }

@@ -225,6 +225,20 @@ check "S-7: the server's next spill file is made after the attempts" "$out" 5 \
   "the whole output is in $tmp/.uvtasks/spill/" 'bash-3.log'
 stop_server
 
+# S-2: a server run from the build tree, UVTASKS_SANDBOX_HELPER unset,
+# finds the build's own uvtasks-sandbox beside its library (it looked
+# only in the install prefix, and a signal death read "exit code: 143").
+if [ -n "${UVTASKS_SANDBOX_HELPER:-}" ]; then
+  saved_helper=$UVTASKS_SANDBOX_HELPER
+  unset UVTASKS_SANDBOX_HELPER
+  start_server --sandbox workspace --cwd "$tmp"
+  init
+  check "S-2: without UVTASKS_SANDBOX_HELPER the build's helper is found (honest status)" \
+    "$(tool_call 3 run_command '{"command":"kill -TERM $$"}')" 3 'signal: SIGTERM'
+  stop_server
+  export UVTASKS_SANDBOX_HELPER=$saved_helper
+fi
+
 # ---- S-9: no sandboxed process outlives the server, guardian or not -----
 # An ended task whose leftovers hold the sandbox (a setsid child, a
 # TERM-ignorer; bwrap's pid 1 ignores TERM too): at end of input they get
