@@ -458,7 +458,8 @@ static void descent_run(struct uvt__link *list, rows_t *r, pid_t self) {
     for (i = 0; i < p->esc_n; i++)
       p->esc[i].seen = 0;
   }
-  qsort(r->v, r->n, sizeof(*r->v), row_cmp);
+  if (r->n > 1)
+    qsort(r->v, r->n, sizeof(*r->v), row_cmp);
   /* Remembered ones first, then what descends from any of them. */
   for (i = 0; i < r->n; i++) {
     row_t *w = &r->v[i];

@@ -458,8 +458,11 @@ static void protect(argv_t *a, const paths_t *roots, const paths_t *ro,
   for (i = 0; i < keep_nul.n && a->err == 0; i++)
     pin_parents(a, roots, keep_nul.v[i], &pins);
   if (a->err == 0) {
-    qsort(pins.v, pins.n, sizeof(pins.v[0]), shorter_first);
-    qsort(keep.v, keep.n, sizeof(keep.v[0]), shorter_first);
+    /* qsort wants a base even for no elements (UBSan: a NULL one). */
+    if (pins.n > 1)
+      qsort(pins.v, pins.n, sizeof(pins.v[0]), shorter_first);
+    if (keep.n > 1)
+      qsort(keep.v, keep.n, sizeof(keep.v[0]), shorter_first);
   }
   for (i = 0; i < pins.n; i++) {
     push(a, "--bind");
