@@ -1,8 +1,8 @@
 /* tools/call (M-MCP-2, M-TOOLS-*): a call's arguments read and checked
  * with the protocol's errors, the call handed to the tool surface, and its
  * answer sent in the request's own era and batch (or kept for its MCP
- * task); the CallToolResult with the notices first; the --max-tasks and
- * retention predicates over what ended tasks left running (P-LEFT-1). */
+ * task); the --max-tasks bound over what ended tasks left running
+ * (P-LEFT-1).  The CallToolResult is built in result.c. */
 #include "mcp.h"
 
 #include <stddef.h>
@@ -26,127 +26,6 @@ static void call_unlink(mcp_call_t *call) {
     call->next->prev = call->prev;
 }
 
-/* Does the status line that ends `text` (n bytes) or starts at `at` show
- * an ended task? */
-static int status_ended(const char *at, const char *end) {
-  static const char *const ended[] = {"[status: completed", "[status: killed",
-                                      "[status: failed"};
-  size_t i;
-  size_t k;
-
-  for (i = 0; i < sizeof(ended) / sizeof(ended[0]); i++) {
-    k = strlen(ended[i]);
-    if ((size_t)(end - at) >= k && memcmp(at, ended[i], k) == 0)
-      return 1;
-  }
-  return 0;
-}
-
-/* M-TOOLS-18: does the result `text` (of the call server->result_call)
- * show the end of the task notice `n` is about ("Task ID (...")?  Then the
- * notice says nothing the result does not. */
-static int notice_shown(mcp_server_t *server, const mcp_notice_t *n,
-                        const char *text, size_t len) {
-  const mcp_call_t *call = server->result_call;
-  const char *end = text + len;
-  const char *id;
-  const char *p;
-  const char *st;
-  char head[UVT_ID_MAX + 16];
-  size_t k;
-
-  if (call == NULL || strncmp(n->text, "Task ", 5) != 0)
-    return 0;
-  id = n->text + 5;
-  k = strcspn(id, " ");
-  if (k == 0 || k >= UVT_ID_MAX)
-    return 0;
-  /* task_output, write_stdin, run_command: one task, its status line
-   * last. */
-  if ((strlen(call->task_id) == k && memcmp(call->task_id, id, k) == 0) ||
-      (uvt_tools_call_task(&call->req) != NULL &&
-       strlen(uvt_tools_call_task(&call->req)) == k &&
-       memcmp(uvt_tools_call_task(&call->req), id, k) == 0)) {
-    for (st = end; st > text && st[-1] != '\n'; st--)
-      ;
-    return status_ended(st, end);
-  }
-  /* task_wait: a section "--- ID ---" per task, its status line last. */
-  snprintf(head, sizeof(head), "--- %.*s ---\n", (int)k, id);
-  for (p = text; p != NULL && p < end;) {
-    p = strstr(p, head);
-    if (p == NULL || (p > text && p[-1] != '\n'))
-      return 0;
-    p += strlen(head);
-    st = strstr(p, "\n--- ");
-    if (st == NULL)
-      st = end;
-    /* The section's last line. */
-    {
-      const char *ln = st;
-      while (ln > p && ln[-1] != '\n')
-        ln--;
-      return status_ended(ln, st);
-    }
-  }
-  return 0;
-}
-
-/* The CallToolResult: one text block, notices first if asked. */
-json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
-                            int is_error, int notices) {
-  size_t shown = 0;
-  mcp_notice_t *n;
-  char *all = NULL;
-  size_t all_len = 0;
-  FILE *f;
-  int bad;
-  json_t *result;
-  json_t *content;
-  json_t *block;
-  json_t *str;
-
-  f = open_memstream(&all, &all_len);
-  if (f == NULL)
-    return NULL;
-  for (n = notices ? server->notices : NULL; n != NULL; n = n->next) {
-    if (notice_shown(server, n, text, len))
-      continue;
-    fprintf(f, "[notice] %s\n", n->text);
-    shown++;
-  }
-  if (shown > 0)
-    fputc('\n', f);
-  if (len > 0)
-    fwrite(text, 1, len, f);
-  bad = ferror(f);
-  if (fclose(f) != 0 || bad) {
-    free(all);
-    return NULL;
-  }
-  str = mcp_rpc_string(all, all_len);
-  free(all);
-  result = json_object();
-  content = json_array();
-  block = json_object();
-  if (str == NULL || result == NULL || content == NULL || block == NULL) {
-    json_decref(str);
-    json_decref(result);
-    json_decref(content);
-    json_decref(block);
-    return NULL;
-  }
-  /* Shown now: the notices are spent. */
-  if (notices)
-    mcp_rpc_free_notices(server);
-  json_object_set_new(block, "type", json_string("text"));
-  json_object_set_new(block, "text", str);
-  json_array_append_new(content, block);
-  json_object_set_new(result, "content", content);
-  json_object_set_new(result, "isError", json_boolean(is_error));
-  return result;
-}
-
 static void tool_error_result(mcp_server_t *server, json_t *id,
                               const char *text) {
   json_t *result;
@@ -164,22 +43,6 @@ static void tool_error_result(mcp_server_t *server, json_t *id,
     return;
   }
   mcp_rpc_result(server, id, result);
-}
-
-/* P-LEFT-1: does ended task `id` still have processes running in its
- * session (or cgroup), whatever their process group (`set -m` jobs,
- * `nohup timeout 3600 cmd &`)?  Such a record is never forgotten by
- * retention: the model sees the count in its status lines, and a
- * forget would stop them without a word. */
-static int rpc_has_leftovers(mcp_server_t *server, const char *id) {
-  return uvt_process_leftovers(server->reg, id, &server->agent) > 0;
-}
-
-/* P-OUT-6: is ended task `id`'s output still read (held by a process that
- * may have left its session)?  Forgetting it would close the pipe under
- * that process, which then dies of SIGPIPE at its next write. */
-static int rpc_still_read(mcp_server_t *server, const char *id) {
-  return uvt_process_reading(server->reg, id, &server->agent) == 1;
 }
 
 /* P-LEFT-1: the tasks the client holds against --max-tasks: its live
@@ -200,7 +63,7 @@ static int rpc_over_max_tasks(mcp_server_t *server, size_t *held) {
   for (i = 0; i < n; i++) {
     if (!uvt_status_is_terminal(snaps[i].status))
       live++;
-    else if (rpc_has_leftovers(server, snaps[i].id))
+    else if (mcp_retention_leftovers(server, snaps[i].id))
       (*held)++;
   }
   uvt_snapshots_free(snaps, n);
@@ -210,24 +73,6 @@ static int rpc_over_max_tasks(mcp_server_t *server, size_t *held) {
     return 0;
   *held += live;
   return *held >= server->config.max_tasks;
-}
-
-/* Long sessions: beyond the --keep-finished count, forget the oldest
- * finished tasks whose end the model has seen (reported), so memory stays
- * bounded (R-FORGET-1).  Tasks with an unseen end are kept, and so are
- * tasks that left processes running (rpc_has_leftovers). */
-static int rpc_forgettable(mcp_server_t *server, const uvt_snapshot_t *s) {
-  if (!uvt_status_is_terminal(s->status) || !s->reported)
-    return 0;
-  /* MCP tasks keep their records for their ttl. */
-  if (mcp_task_find(server, s->id) != NULL)
-    return 0;
-  return !rpc_has_leftovers(server, s->id) && !rpc_still_read(server, s->id);
-}
-
-/* M-MCP-11: the bounds live in retention.c; this predicate stays here. */
-void mcp_rpc_bound_retention(mcp_server_t *server) {
-  mcp_retention_bound(server, rpc_forgettable);
 }
 
 void mcp_rpc_call_free(mcp_call_t *call) {
@@ -297,7 +142,7 @@ static void call_cb(uvt_tools_call_t *req, int status) {
   mcp_rpc_call_free(call);
   mcp_progress_update(server);
   if (status == 0) {
-    mcp_rpc_bound_retention(server);
+    mcp_retention_bound(server);
     mcp_guardian_prune(server);
   }
 }

@@ -300,6 +300,43 @@ void mcp_server_shutdown(mcp_server_t *server, const char *why) {
     on_tools_detached(&server->tools);
 }
 
+/* ---------------------------------------------------------------------- */
+/* stdin and stdout (stdio.c) call back here                               */
+
+static void in_line(mcp_in_t *in, const char *line, size_t len) {
+  mcp_rpc_line(in->data, line, len);
+}
+
+static void in_oversized(mcp_in_t *in) {
+  mcp_rpc_oversized(in->data);
+}
+
+static void in_eof(mcp_in_t *in) {
+  mcp_server_shutdown(in->data, "end of input");
+}
+
+static const mcp_in_cbs_t in_cbs = {in_line, in_oversized, in_eof};
+
+static void out_failed(mcp_out_t *out) {
+  mcp_server_out_failed(out->data);
+}
+
+static void out_closed(mcp_out_t *out) {
+  mcp_server_out_closed(out->data);
+}
+
+/* M-MCP-8: a client behind on reading our answers is not read from. */
+static void out_backlog(mcp_out_t *out, int full) {
+  mcp_server_t *server = out->data;
+
+  if (full)
+    mcp_in_pause(&server->in);
+  else
+    mcp_in_resume(&server->in);
+}
+
+static const mcp_out_cbs_t out_cbs = {out_failed, out_closed, out_backlog};
+
 static void on_out_failed(uv_timer_t *timer) {
   mcp_server_shutdown(timer->data, "output closed");
 }
@@ -864,6 +901,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   server.loop = &loop;
+  server.on_message = mcp_rpc_message; /* wire.c -> rpc.c */
   server.log_level = 0;
 
   uvt_options_init(&ropts);
@@ -932,13 +970,13 @@ int main(int argc, char **argv) {
     spill_default(&server.config);
   topts.spill_dir = server.config.no_spill ? NULL : server.config.spill_dir;
   topts.spill_max_bytes = server.config.spill_max_bytes;
-  topts.limits = server.config.limits; /* L-LIM-3 */
+  topts.limits = server.config.limits;                   /* L-LIM-3 */
   topts.spill_max_total = server.config.spill_max_total; /* M-MCP-16 */
   topts.keep_spill = server.config.keep_spill;
   if (server.config.sandbox_on)
-    topts.sandbox = &server.config.sandbox; /* S-4 */
-  topts.env = mcp_pass_env(&server.config); /* M-MCP-14 */
-  server.config.pass_env_entries = topts.env; /* E-10: Slurm jobs too */
+    topts.sandbox = &server.config.sandbox;        /* S-4 */
+  topts.env = mcp_pass_env(&server.config);        /* M-MCP-14 */
+  server.config.pass_env_entries = topts.env;      /* E-10: Slurm jobs too */
   topts.durable = server.config.state_dir != NULL; /* D-7 */
   err = uvt_tools_attach(server.reg, &server.tools, &topts);
   if (err != 0 && topts.spill_dir != NULL &&
@@ -999,7 +1037,7 @@ int main(int argc, char **argv) {
   if (err == 0)
     err = mcp_retention_init(&server); /* M-MCP-11 */
   if (err == 0)
-    err = mcp_out_init(&server.out, &server);
+    err = mcp_out_init(&server.out, &loop, &out_cbs, &server);
   if (err == 0) {
     static const int signums[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
     size_t i;
@@ -1013,7 +1051,7 @@ int main(int argc, char **argv) {
       uv_signal_start(&server.signals[i], on_signal, signums[i]);
     }
     server.signals_open = 1;
-    err = mcp_in_start(&server.in, &server);
+    err = mcp_in_start(&server.in, &loop, &in_cbs, &server);
     if (err != 0)
       mcp_server_shutdown(&server, "no input");
   } else {

@@ -81,9 +81,25 @@ typedef struct mcp_server_s mcp_server_t;
 /* ---------------------------------------------------------------------- */
 /* stdin: one message per line                                             */
 
+typedef struct mcp_in_s mcp_in_t;
+
+/* What the input tells its owner (stdio.c calls nothing of the server by
+ * name): each callback receives the input, the owner's pointer in
+ * in->data. */
 typedef struct {
-  mcp_server_t *server;
-  int kind; /* MCP_IO_STREAM or MCP_IO_FILE */
+  /* One complete line, without its newline (and its \r). */
+  void (*line)(mcp_in_t *in, const char *line, size_t len);
+  /* A line longer than MCP_LINE_MAX was skipped (or could not be kept). */
+  void (*oversized)(mcp_in_t *in);
+  /* The end of input (or a read error): the client is gone. */
+  void (*eof)(mcp_in_t *in);
+} mcp_in_cbs_t;
+
+struct mcp_in_s {
+  uv_loop_t *loop;
+  const mcp_in_cbs_t *cbs;
+  void *data; /* the owner's */
+  int kind;   /* MCP_IO_STREAM or MCP_IO_FILE */
   union {
     uv_pipe_t pipe;
     uv_tty_t tty;
@@ -107,15 +123,31 @@ typedef struct {
   int hup_fd;   /* the duplicate, -1 when none */
   int hup_open; /* the poll handle needs a uv_close */
   int draining; /* the client hung up: read to the end, pause no more */
-} mcp_in_t;
+};
 
 /* ---------------------------------------------------------------------- */
 /* stdout: messages written in order, completely                           */
 
 typedef struct mcp_out_chunk_s mcp_out_chunk_t;
+typedef struct mcp_out_s mcp_out_t;
 
+/* What the output tells its owner, each callback receiving the output
+ * (the owner's pointer in out->data). */
 typedef struct {
-  mcp_server_t *server;
+  /* A write failed (or could not be queued): later ones are dropped. */
+  void (*failed)(mcp_out_t *out);
+  /* The output is closed (mcp_out_close once drained, or mcp_out_abort). */
+  void (*closed)(mcp_out_t *out);
+  /* M-MCP-8: more than MCP_OUT_HIGH_WATER bytes are queued (`full` 1), or
+   * the queue drained to half of that (`full` 0; said after every write
+   * that ends below it). */
+  void (*backlog)(mcp_out_t *out, int full);
+} mcp_out_cbs_t;
+
+struct mcp_out_s {
+  uv_loop_t *loop;
+  const mcp_out_cbs_t *cbs; /* NULL before mcp_out_init */
+  void *data;               /* the owner's */
   int kind;
   union {
     uv_pipe_t pipe;
@@ -134,7 +166,7 @@ typedef struct {
   int broken;            /* a write failed; later messages are dropped */
   unsigned long fail_at; /* tests: writes until one fails (0: none) */
   int closing;
-} mcp_out_t;
+};
 
 enum { MCP_IO_STREAM = 1, MCP_IO_FILE = 2 };
 
@@ -242,15 +274,15 @@ typedef struct {
   int no_cgroups;              /* S-11: --no-cgroups */
   uvt_process_limits_t limits; /* L-LIM-3: --limit-memory, -processes,
                                   -cpu */
-  size_t max_unread_bytes;   /* M-MCP-11: unread bytes of ended tasks */
-  int slurm;                 /* E-8: --slurm */
-  const char *slurm_journal; /* E-8: --slurm-journal FILE */
+  size_t max_unread_bytes;     /* M-MCP-11: unread bytes of ended tasks */
+  int slurm;                   /* E-8: --slurm */
+  const char *slurm_journal;   /* E-8: --slurm-journal FILE */
   /* E-13: --slurm-sbatch-allow NAME (repeatable): sbatch_args allowed. */
   const char *slurm_allow[32];
   size_t slurm_allow_n;
   /* E-10: the --pass-env entries, for the Slurm jobs too. */
   const char *const *pass_env_entries;
-  const char *state_dir;     /* D-7: --state-dir DIR, or NULL */
+  const char *state_dir; /* D-7: --state-dir DIR, or NULL */
 } mcp_config_t;
 
 struct mcp_server_s {
@@ -286,10 +318,14 @@ struct mcp_server_s {
   json_t *guarded;     /* task ids whose session the guardian knows: id->pid */
   json_t *unguarded;   /* task ids whose pid is not known yet (array) */
   const char *version; /* 2025 era: the version initialize agreed on */
-  mcp_batch_t *batch;  /* the batch whose requests are being dispatched */
-  int era;             /* era of the request being answered */
-  int req_tasks;       /* 2026: the request opted into the Tasks extension */
-  int req_log_level;   /* 2026: the request's logLevel, or -1 */
+  /* wire.c hands each parsed message (an object, or an element of a batch)
+   * here; set by main.c to rpc.c's dispatch, so that the wire calls no
+   * method by name. */
+  void (*on_message)(mcp_server_t *server, json_t *msg);
+  mcp_batch_t *batch; /* the batch whose requests are being dispatched */
+  int era;            /* era of the request being answered */
+  int req_tasks;      /* 2026: the request opted into the Tasks extension */
+  int req_log_level;  /* 2026: the request's logLevel, or -1 */
   mcp_call_t *calls;
   mcp_notice_t *notices;
   mcp_notice_t *notices_tail;
@@ -313,14 +349,17 @@ struct mcp_server_s {
   int registry_closed;
 };
 
-/* stdio.c */
-int mcp_in_start(mcp_in_t *in, mcp_server_t *server);
+/* stdio.c: calls its owner only through the callbacks given at start. */
+/* Start reading stdin; `cbs` (static) and `data` are the owner's. */
+int mcp_in_start(mcp_in_t *in, uv_loop_t *loop, const mcp_in_cbs_t *cbs,
+                 void *data);
 void mcp_in_stop(mcp_in_t *in);
 /* Pause and resume reading (M-MCP-8: a client that does not read). */
 void mcp_in_pause(mcp_in_t *in);
 void mcp_in_resume(mcp_in_t *in);
 void mcp_in_close(mcp_in_t *in);
-int mcp_out_init(mcp_out_t *out, mcp_server_t *server);
+int mcp_out_init(mcp_out_t *out, uv_loop_t *loop, const mcp_out_cbs_t *cbs,
+                 void *data);
 /* Write `len` bytes (a message and its newline) after every earlier one. */
 void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len);
 /* Close once every queued write has finished. */
@@ -361,20 +400,27 @@ void mcp_rpc_oversized(mcp_server_t *server);
 /* rpc.c: the methods of both protocol eras. */
 /* One parsed message (an object, or an element of a batch). */
 void mcp_rpc_message(mcp_server_t *server, json_t *msg);
-/* The tools' notice callback. */
+
+/* notice.c (M-MCP-2): the tools' notice callback; the notices kept for
+ * the next tool result freed (shown, or at exit). */
 void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text);
 void mcp_rpc_free_notices(mcp_server_t *server);
+/* The log level (an index into RFC 5424's names, lowest first) of
+ * "notice": a client at it or below hears notices at once. */
+#define MCP_LOG_LEVEL_NOTICE 2
 
 /* call.c: tools/call. */
 void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params);
 /* Nonzero if tool `name` starts a task (run_in_background, run_command). */
 int mcp_tool_starts(const char *name);
-/* A CallToolResult of one text block of `len` bytes (a tool's text may
- * hold NULs); `notices` nonzero puts the pending notices first (and spends
- * them). */
+void mcp_rpc_call_free(mcp_call_t *call);
+
+/* result.c: a CallToolResult of one text block of `len` bytes (a tool's
+ * text may hold NULs); `notices` nonzero puts the pending notices first
+ * (and spends them), less those about a task whose end the text shows
+ * while server->result_call is set (M-TOOLS-18). */
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices);
-void mcp_rpc_call_free(mcp_call_t *call);
 
 /* slurm.c (E-8), built with the Slurm engine (UVT_MCP_SLURM). */
 int mcp_slurm_init(mcp_server_t *server);
@@ -388,14 +434,14 @@ int mcp_slurm_call(mcp_server_t *server, const char *name, json_t *id,
 json_t *mcp_slurm_info_schema(void);
 
 /* retention.c (M-MCP-11) */
-/* May the ended task `s` be forgotten (call.c's rpc_forgettable)? */
-typedef int (*mcp_forgettable_fn)(mcp_server_t *server,
-                                  const uvt_snapshot_t *s);
 /* Forget the oldest ended tasks past --keep-finished or
- * --max-unread-bytes; the next tool result's notice names them. */
-void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable);
-/* call.c: mcp_retention_bound() with call.c's predicate. */
-void mcp_rpc_bound_retention(mcp_server_t *server);
+ * --max-unread-bytes that may go (no MCP task holds them, nothing they
+ * started still runs or reads their output); the next tool result's
+ * notice names them. */
+void mcp_retention_bound(mcp_server_t *server);
+/* P-LEFT-1: does ended task `id` still have processes running in its
+ * session (counted against --max-tasks, never forgotten)? */
+int mcp_retention_leftovers(mcp_server_t *server, const char *id);
 /* Look at the bounds whenever a task of the session ends. */
 int mcp_retention_init(mcp_server_t *server);
 void mcp_retention_stop(mcp_server_t *server);

@@ -3,8 +3,8 @@
  * Two bounds over the client's ended tasks: their number
  * (--keep-finished) and the unread output bytes they hold together
  * (--max-unread-bytes).  Past either, the oldest ended task that may be
- * forgotten (call.c's predicate: no MCP task holds it, nothing it started
- * is still running, P-LEFT-1) is forgotten, then the next, until both
+ * forgotten (retention_forgettable: no MCP task holds it, nothing it
+ * started is still running, P-LEFT-1) is forgotten, then the next, until both
  * hold or none is left to forget; the next tool result's notice names
  * what went and how many unread bytes went with it.  Whether the client
  * saw the end does not matter: a model that starts background work and
@@ -33,7 +33,38 @@ static size_t unread_bytes(mcp_server_t *server, const char *id) {
   return n;
 }
 
-void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
+/* P-LEFT-1: does ended task `id` still have processes running in its
+ * session (or cgroup), whatever their process group (`set -m` jobs,
+ * `nohup timeout 3600 cmd &`)?  Such a record is never forgotten by
+ * retention: the model sees the count in its status lines, and a
+ * forget would stop them without a word. */
+int mcp_retention_leftovers(mcp_server_t *server, const char *id) {
+  return uvt_process_leftovers(server->reg, id, &server->agent) > 0;
+}
+
+/* P-OUT-6: is ended task `id`'s output still read (held by a process that
+ * may have left its session)?  Forgetting it would close the pipe under
+ * that process, which then dies of SIGPIPE at its next write. */
+static int rpc_still_read(mcp_server_t *server, const char *id) {
+  return uvt_process_reading(server->reg, id, &server->agent) == 1;
+}
+
+/* Long sessions: beyond the --keep-finished count, forget the oldest
+ * finished tasks whose end the model has seen (reported), so memory stays
+ * bounded (R-FORGET-1).  Tasks with an unseen end are kept, and so are
+ * tasks that left processes running (mcp_retention_leftovers). */
+static int retention_forgettable(mcp_server_t *server,
+                                 const uvt_snapshot_t *s) {
+  if (!uvt_status_is_terminal(s->status) || !s->reported)
+    return 0;
+  /* MCP tasks keep their records for their ttl. */
+  if (mcp_task_find(server, s->id) != NULL)
+    return 0;
+  return !mcp_retention_leftovers(server, s->id) &&
+         !rpc_still_read(server, s->id);
+}
+
+void mcp_retention_bound(mcp_server_t *server) {
   uvt_snapshot_t *snaps = NULL;
   size_t *unread = NULL;
   char *may = NULL;
@@ -68,7 +99,7 @@ void mcp_retention_bound(mcp_server_t *server, mcp_forgettable_fn forgettable) {
      * been seen; its other conditions (an MCP task's ttl, what the task
      * left running) still hold. */
     s.reported = 1;
-    may[i] = (char)forgettable(server, &s);
+    may[i] = (char)retention_forgettable(server, &s);
     /* The count is of the tasks that may go: one that must stay (its
      * leftovers) does not push a newer one out. */
     ended += (size_t)may[i];
@@ -137,7 +168,7 @@ static void retention_feed_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
       server->shutting_down || snap->owner_session == NULL ||
       strcmp(snap->owner_session, server->session) != 0)
     return;
-  mcp_rpc_bound_retention(server);
+  mcp_retention_bound(server);
 }
 
 int mcp_retention_init(mcp_server_t *server) {

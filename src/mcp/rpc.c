@@ -3,8 +3,7 @@
  * version initialize agreed on; 2026: stateless, each request's _meta);
  * initialize, tools/list, server/discover, logging/setLevel,
  * notifications/cancelled, the Tasks methods (tasks.c) and tools/call
- * (call.c); the completion notices shown in the next tool result
- * (M-MCP-2).  The wire is wire.c. */
+ * (call.c).  The wire is wire.c; the completion notices are notice.c's. */
 #include "mcp.h"
 
 #include <stdio.h>
@@ -20,7 +19,6 @@ static const char *const log_levels[] = {
     "debug", "info",     "notice", "warning",
     "error", "critical", "alert",  "emergency",
 };
-#define LOG_LEVEL_NOTICE 2
 
 static const char server_instructions[] =
     "Runs shell commands. run_command runs one in the foreground and "
@@ -36,73 +34,6 @@ static const char server_instructions[] =
     "Each result about a task ends with its status line, e.g. [status: "
     "completed, exit code: 0]. When a task you have not waited for ends, "
     "the next tool result begins with a [notice] line naming it.";
-
-/* ---------------------------------------------------------------------- */
-/* Notices (M-MCP-2)                                                       */
-
-static int rpc_log_wanted(const mcp_server_t *server) {
-  const mcp_call_t *call;
-
-  if (server->version != NULL && server->log_level <= LOG_LEVEL_NOTICE)
-    return 1;
-  for (call = server->calls; call != NULL; call = call->next)
-    if (call->era == MCP_ERA_2026 && call->log_level >= 0 &&
-        call->log_level <= LOG_LEVEL_NOTICE && !call->cancelled)
-      return 1;
-  return 0;
-}
-
-void mcp_rpc_notice(uvt_tools_t *tools, uvt_agent_t *owner, const char *text) {
-  mcp_server_t *server = tools->data;
-  mcp_notice_t *n;
-  json_t *msg;
-  json_t *params;
-  size_t len = strlen(text);
-
-  /* Kept for the next tool result, so a model sees it. */
-  n = malloc(sizeof(*n) + len);
-  if (n != NULL) {
-    memcpy(n->text, text, len + 1);
-    n->next = NULL;
-    if (server->notices_tail != NULL)
-      server->notices_tail->next = n;
-    else
-      server->notices = n;
-    server->notices_tail = n;
-  }
-
-  /* And sent at once as a log notification, unless nobody asked for one:
-   * a 2025 session unless it asked for less than notices; 2026 requests
-   * only while one that names a logLevel of notice or lower is pending
-   * (M-MCP-9: no unsolicited log notifications). */
-  if (!rpc_log_wanted(server))
-    return;
-  msg = json_object();
-  params = json_object();
-  if (msg == NULL || params == NULL) {
-    json_decref(msg);
-    json_decref(params);
-    return;
-  }
-  json_object_set_new(params, "level", json_string("notice"));
-  json_object_set_new(params, "logger", json_string("uvtasks"));
-  json_object_set_new(params, "data", mcp_rpc_string(text, len));
-  json_object_set_new(msg, "jsonrpc", json_string("2.0"));
-  json_object_set_new(msg, "method", json_string("notifications/message"));
-  json_object_set_new(msg, "params", params);
-  mcp_rpc_send(server, msg);
-}
-
-void mcp_rpc_free_notices(mcp_server_t *server) {
-  mcp_notice_t *n;
-
-  while (server->notices != NULL) {
-    n = server->notices;
-    server->notices = n->next;
-    free(n);
-  }
-  server->notices_tail = NULL;
-}
 
 /* ---------------------------------------------------------------------- */
 /* Methods                                                                 */

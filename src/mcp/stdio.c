@@ -1,7 +1,11 @@
 /* stdin and stdout of uvtasks-mcp through libuv: a pipe, a socket or a tty
  * as a stream, anything else (a regular file, /dev/null) through uv_fs.
  * Input is cut into lines of at most MCP_LINE_MAX bytes without buffering
- * more than that (M-MCP-3); output is written completely and in order. */
+ * more than that (M-MCP-3); output is written completely and in order.
+ * What they have to say to the server (a line, the end, a failed write,
+ * a backlog) goes through the callbacks their owner gave (mcp_in_cbs_t,
+ * mcp_out_cbs_t), each receiving its own handle: this file calls nothing
+ * of the server by name. */
 #include "mcp.h"
 
 #include <fcntl.h>
@@ -15,9 +19,9 @@
 static void in_eof(mcp_in_t *in) {
   /* A last message without its newline still counts. */
   if (in->len > 0 && !in->discarding)
-    mcp_rpc_line(in->server, in->line, in->len);
+    in->cbs->line(in, in->line, in->len);
   in->len = 0;
-  mcp_server_shutdown(in->server, "end of input");
+  in->cbs->eof(in);
 }
 
 /* Feed `n` bytes of input. */
@@ -42,13 +46,13 @@ static void in_feed(mcp_in_t *in, const char *p, size_t n) {
         in->cap = 0;
       }
       in->discarding = nl == NULL;
-      mcp_rpc_oversized(in->server);
+      in->cbs->oversized(in);
     } else if (nl != NULL && in->len == 0) {
       /* The whole line is in this chunk: no copy. */
       len = piece;
       if (len > 0 && p[len - 1] == '\r')
         len--;
-      mcp_rpc_line(in->server, p, len);
+      in->cbs->line(in, p, len);
     } else {
       if (in->len + piece > in->cap) {
         size_t cap = in->cap ? in->cap : 4096;
@@ -62,7 +66,7 @@ static void in_feed(mcp_in_t *in, const char *p, size_t n) {
           /* Treat it like an oversized line: answer and resync. */
           in->len = 0;
           in->discarding = nl == NULL;
-          mcp_rpc_oversized(in->server);
+          in->cbs->oversized(in);
           goto next;
         }
         in->line = line;
@@ -75,7 +79,7 @@ static void in_feed(mcp_in_t *in, const char *p, size_t n) {
         if (len > 0 && in->line[len - 1] == '\r')
           len--;
         in->len = 0;
-        mcp_rpc_line(in->server, in->line, len);
+        in->cbs->line(in, in->line, len);
       }
     }
   next:
@@ -132,7 +136,7 @@ static void in_fs_read(mcp_in_t *in) {
   int err;
 
   in->fs.data = in;
-  err = uv_fs_read(in->server->loop, &in->fs, 0, &buf, 1, -1, in_fs_cb);
+  err = uv_fs_read(in->loop, &in->fs, 0, &buf, 1, -1, in_fs_cb);
   if (err != 0) {
     in->stopped = 1;
     in_eof(in);
@@ -141,17 +145,20 @@ static void in_fs_read(mcp_in_t *in) {
   in->fs_busy = 1;
 }
 
-int mcp_in_start(mcp_in_t *in, mcp_server_t *server) {
+int mcp_in_start(mcp_in_t *in, uv_loop_t *loop, const mcp_in_cbs_t *cbs,
+                 void *data) {
   uv_handle_type type = uv_guess_handle(0);
   int err;
 
   memset(in, 0, sizeof(*in));
-  in->server = server;
+  in->loop = loop;
+  in->cbs = cbs;
+  in->data = data;
   in->hup_fd = -1;
   if (type == UV_TTY) {
-    err = uv_tty_init(server->loop, &in->h.tty, 0, 1);
+    err = uv_tty_init(loop, &in->h.tty, 0, 1);
   } else if (type == UV_NAMED_PIPE) {
-    err = uv_pipe_init(server->loop, &in->h.pipe, 0);
+    err = uv_pipe_init(loop, &in->h.pipe, 0);
     if (err == 0) {
       in->open = 1;
       in->h.handle.data = in;
@@ -208,7 +215,7 @@ static void in_hup_watch(mcp_in_t *in) {
     in->hup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (in->hup_fd < 0)
       return;
-    if (uv_poll_init(in->server->loop, &in->hup, in->hup_fd) != 0) {
+    if (uv_poll_init(in->loop, &in->hup, in->hup_fd) != 0) {
       close(in->hup_fd);
       in->hup_fd = -1;
       return;
@@ -298,16 +305,16 @@ static void out_finish_close(mcp_out_t *out) {
     uv_close(&out->h.handle, NULL);
   out->open = 0;
   /* A start-up that failed before mcp_out_init() closes an output that
-   * never had a server: the caller ends the shutdown itself. */
-  if (out->server != NULL)
-    mcp_server_out_closed(out->server);
+   * never had an owner: the caller ends the shutdown itself. */
+  if (out->cbs != NULL)
+    out->cbs->closed(out);
 }
 
 static void out_failed(mcp_out_t *out) {
   if (out->broken)
     return;
   out->broken = 1;
-  mcp_server_out_failed(out->server);
+  out->cbs->failed(out);
 }
 
 /* `n` bytes were written (or dropped): below half the high-water mark the
@@ -316,7 +323,7 @@ static void out_drained(mcp_out_t *out, size_t n) {
   out->queued -= n;
   out->drained += n;
   if (out->queued <= MCP_OUT_HIGH_WATER / 2)
-    mcp_in_resume(&out->server->in);
+    out->cbs->backlog(out, 0);
 }
 
 static void out_write_cb(uv_write_t *w, int status) {
@@ -373,29 +380,31 @@ static void out_fs_pump(mcp_out_t *out) {
     return;
   buf = uv_buf_init(c->bytes + c->done, (unsigned)(c->len - c->done));
   out->fs.data = out;
-  if (uv_fs_write(out->server->loop, &out->fs, 1, &buf, 1, -1, out_fs_cb) !=
-      0) {
+  if (uv_fs_write(out->loop, &out->fs, 1, &buf, 1, -1, out_fs_cb) != 0) {
     out_failed(out);
     return;
   }
   out->fs_busy = 1;
 }
 
-int mcp_out_init(mcp_out_t *out, mcp_server_t *server) {
+int mcp_out_init(mcp_out_t *out, uv_loop_t *loop, const mcp_out_cbs_t *cbs,
+                 void *data) {
   uv_handle_type type = uv_guess_handle(1);
   int err;
 
   memset(out, 0, sizeof(*out));
-  out->server = server;
+  out->loop = loop;
+  out->cbs = cbs;
+  out->data = data;
   /* For the tests of a failed write (test/mcp/write-fail-test.sh): the
    * Nth write fails as a write that cannot be queued (out of memory)
    * does, inside whatever handler makes it. */
   if (getenv("UVTASKS_MCP_FAIL_WRITE") != NULL)
     out->fail_at = strtoul(getenv("UVTASKS_MCP_FAIL_WRITE"), NULL, 10);
   if (type == UV_TTY) {
-    err = uv_tty_init(server->loop, &out->h.tty, 1, 0);
+    err = uv_tty_init(loop, &out->h.tty, 1, 0);
   } else if (type == UV_NAMED_PIPE) {
-    err = uv_pipe_init(server->loop, &out->h.pipe, 0);
+    err = uv_pipe_init(loop, &out->h.pipe, 0);
     if (err == 0) {
       out->open = 1;
       err = uv_pipe_open(&out->h.pipe, 1);
@@ -434,7 +443,7 @@ void mcp_out_write(mcp_out_t *out, const char *bytes, size_t len) {
    * queue without bound: stop reading its requests until it catches up. */
   out->queued += len;
   if (out->queued > MCP_OUT_HIGH_WATER)
-    mcp_in_pause(&out->server->in);
+    out->cbs->backlog(out, 1);
   if (out->kind == MCP_IO_FILE) {
     if (out->tail != NULL)
       out->tail->next = c;
@@ -473,6 +482,6 @@ int mcp_out_abort(mcp_out_t *out) {
   if (out->open && !uv_is_closing(&out->h.handle))
     uv_close(&out->h.handle, NULL);
   out->open = 0;
-  mcp_server_out_closed(out->server);
+  out->cbs->closed(out);
   return 0;
 }

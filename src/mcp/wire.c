@@ -1,7 +1,8 @@
 /* The JSON-RPC 2.0 wire of uvtasks-mcp (M-MCP-1, M-MCP-3, M-MCP-8,
  * M-MCP-12): a line in, parsed with jansson (bounded before parsing, whole
  * reals made integers, a batch taken apart under 2025-03-26) and handed
- * to the method dispatch (rpc.c); a message out as one line, with the
+ * to the method dispatch through server->on_message (rpc.c's, set by
+ * main.c); a message out as one line, with the
  * answers of a batch collected into one array.  Every string put into a
  * message is valid UTF-8 (repaired if it was not); a tool result may hold
  * NUL bytes, written as \u0000. */
@@ -213,7 +214,7 @@ static void rpc_batch(mcp_server_t *server, json_t *msg) {
   b->pending = 1; /* ours, while the elements are dispatched */
   json_array_foreach(msg, i, elem) {
     server->batch = b;
-    mcp_rpc_message(server, elem);
+    server->on_message(server, elem);
   }
   server->batch = NULL;
   mcp_rpc_batch_release(server, b);
@@ -372,6 +373,6 @@ void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len) {
   if (json_is_array(msg))
     rpc_batch(server, msg);
   else
-    mcp_rpc_message(server, msg);
+    server->on_message(server, msg);
   json_decref(msg);
 }
