@@ -18,7 +18,7 @@
 /* The filter states of one task, kept while the next read depends on
  * them. */
 typedef struct {
-  struct uvt__link link; /* on the tools' carries_ */
+  uvt__kept_t kept; /* on the tools' carries_ */
   char id[UVT_ID_MAX];
   uvt__term_t term[2]; /* stdout, stderr */
 } carry_t;
@@ -30,7 +30,7 @@ static carry_t *carry_find(uvt_tools_t *tools, const char *id) {
   carry_t *c;
 
   for (n = tools->carries_.next; n != &tools->carries_; n = n->next) {
-    c = uvt__container_of(n, carry_t, link);
+    c = uvt__container_of(n, carry_t, kept.link);
     if (strcmp(c->id, id) == 0)
       return c;
   }
@@ -38,59 +38,26 @@ static carry_t *carry_find(uvt_tools_t *tools, const char *id) {
 }
 
 static void carry_free(carry_t *c) {
-  uvt__list_remove(&c->link);
+  uvt__list_remove(&c->kept.link);
   uvt__term_free(&c->term[0]);
   uvt__term_free(&c->term[1]);
   uvt__tools_free(c);
 }
 
-/* Is any per-task state kept (the watch runs while one is)? */
-static int states_kept(const uvt_tools_t *tools) {
-  return !uvt__list_empty(&tools->carries_) ||
-         !uvt__list_empty(&tools->screens_) ||
-         !uvt__list_empty(&tools->spills_);
-}
-
-/* A dropped record will not be read again: its state goes, and its spill
- * files with it (M-MCP-16); an ended task's files are not held open
- * (M-TOOLS-17).  The watch runs only while some state is kept. */
-static void carry_watch_cb(uvt_watch_t *w, const uvt_snapshot_t *snap,
-                           int dropped) {
-  uvt_tools_t *tools = w->data;
-  carry_t *c;
-
-  if (!dropped) {
-    if (uvt_status_is_terminal(snap->status))
-      uvt__spill_ended(tools, snap->id);
-    return;
-  }
-  c = carry_find(tools, snap->id);
-  if (c != NULL)
-    carry_free(c);
-  uvt__screen_forget(tools, snap->id); /* M-TOOLS-11 */
-  uvt__spill_forget(tools, snap->id);
-  if (!states_kept(tools))
-    uvt_watch_stop(&tools->watch_);
+/* kept.c: a dropped task's filter states go with its record. */
+static void carry_kept_cb(uvt__kept_t *k, uvt_tools_t *tools, int dropped) {
+  (void)tools;
+  if (dropped)
+    carry_free(uvt__container_of(k, carry_t, kept));
 }
 
 void uvt__tools_output_free(uvt_tools_t *tools) {
   struct uvt__link *n;
 
   while ((n = uvt__list_pop(&tools->carries_)) != NULL)
-    carry_free(uvt__container_of(n, carry_t, link));
+    carry_free(uvt__container_of(n, carry_t, kept.link));
   uvt__screen_free_all(tools);
   uvt_watch_stop(&tools->watch_);
-}
-
-void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
-                           struct uvt__link *link) {
-  if (!states_kept(tools)) {
-    tools->watch_.data = tools;
-    /* Without the watch (the registry is closing) the state is freed by
-     * the task's last read or by detach. */
-    uvt_watch_start(tools->registry, &tools->watch_, carry_watch_cb);
-  }
-  uvt__list_insert_tail(list, link);
 }
 
 /* Where the first drop notice at a line start lies in `s`, or `n`: a
@@ -737,8 +704,7 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
   if (final || (!uvt__term_carries(&term[0]) && !uvt__term_carries(&term[1]))) {
     if (c != NULL) {
       carry_free(c);
-      if (!states_kept(tools))
-        uvt_watch_stop(&tools->watch_);
+      uvt__tools_kept_gone(tools);
     } else {
       uvt__term_free(&local[0]);
       uvt__term_free(&local[1]);
@@ -754,7 +720,8 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
       strcpy(c->id, id);
       c->term[0] = local[0];
       c->term[1] = local[1];
-      uvt__tools_keep_state(tools, &tools->carries_, &c->link);
+      uvt__tools_keep_state(tools, &tools->carries_, &c->kept, c->id,
+                            carry_kept_cb);
     }
   }
 

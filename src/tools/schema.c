@@ -7,10 +7,11 @@
 
 #include "tools-int.h"
 
-/* One row per tool (M-TOOLS-3): its name, how a call of it runs, and its
- * schema's members after "name" (description, inputSchema, ...): the
- * name is spelled here only.  uvt_tools_has(), uvt_tools_call() and
- * uvt_tools_schema_json() all read this table. */
+/* One row per tool (M-TOOLS-3): its name, what kind of call it is, and
+ * its schema's members after "name" (description, inputSchema, ...).
+ * uvt_tools_has(), uvt_tools_call() and uvt_tools_schema_json() all read
+ * this table; the function that runs each tool is the dispatch's
+ * (tools.c), so the rows call nothing. */
 /* M-TOOLS-16: the view arguments of task_output and run_command. */
 #define VIEW_PROPS                                                             \
   "\"head_lines\":{\"type\":\"integer\",\"minimum\":1,"                        \
@@ -26,7 +27,7 @@
   "matched (for example error|warning).\"},"
 
 const uvt__tool_def_t uvt__tool_defs[] = {
-    {"run_in_background", TOOL_OTHER, uvt__tool_run_in_background,
+    {"run_in_background", TOOL_OTHER,
      "\"description\":\"Start a shell command (bash) in the background and "
      "return its task id at once. The command runs in its own process group "
      "with no input (unless stdin or tty is set); its stdout and stderr are "
@@ -72,7 +73,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "shows them), with no [stderr] part. Default false.\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}}"},
 
-    {"run_command", TOOL_RUN_COMMAND, uvt__tool_run_command,
+    {"run_command", TOOL_RUN_COMMAND,
      "\"description\":\"Run a shell command (bash) and wait until it ends, "
      "then return its output (stdout, then stderr after a [stderr] line) and "
      "its status line, for example [status: completed, exit code: 0]. A "
@@ -128,7 +129,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "least 256 is used.\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}}"},
 
-    {"task_output", TOOL_OTHER, uvt__tool_task_output,
+    {"task_output", TOOL_OTHER,
      "\"description\":\"Return the output a background task produced since "
      "your last read of it (each read consumes what it returns), then its "
      "status line, last: [status: running], or for example [status: "
@@ -157,13 +158,13 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "least 256 is used.\"}},"
      "\"required\":[\"task_id\"],\"additionalProperties\":false}}"},
 
-    {"task_list", TOOL_OTHER, uvt__tool_task_list,
+    {"task_list", TOOL_OTHER,
      "\"description\":\"List your background tasks, one line each: id, "
      "kind, status, label. Consumes no output.\","
      "\"inputSchema\":{\"type\":\"object\",\"properties\":{},"
      "\"additionalProperties\":false}}"},
 
-    {"task_kill", TOOL_OTHER, uvt__tool_task_kill,
+    {"task_kill", TOOL_OTHER,
      "\"description\":\"Stop a background task: SIGTERM to every process "
      "it started, SIGKILL to whatever is left after a grace period; it ends "
      "only when nothing of it runs. Says whether the stop was requested or "
@@ -183,7 +184,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "stopping it.\"}},"
      "\"required\":[\"task_id\"],\"additionalProperties\":false}}"},
 
-    {"write_stdin", TOOL_WRITE_STDIN, uvt__tool_write_stdin,
+    {"write_stdin", TOOL_WRITE_STDIN,
      "\"description\":\"Send input to a background task started with stdin "
      "or tty (run_in_background), then wait up to yield_ms and return what it "
      "printed since your last read, then its status line, as task_output "
@@ -222,7 +223,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "least 256 is used.\"}},"
      "\"required\":[\"task_id\"],\"additionalProperties\":false}}"},
 
-    {"task_wait", TOOL_TASK_WAIT, uvt__tool_task_wait,
+    {"task_wait", TOOL_TASK_WAIT,
      "\"description\":\"Wait for several background tasks at once instead "
      "of polling them one by one: with mode any (the default) the call "
      "returns as soon as one of them has ended, with mode all once every "
@@ -249,7 +250,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "server sets another; at least 256 is used.\"}},"
      "\"required\":[\"task_ids\"],\"additionalProperties\":false}}"},
 
-    {"task_screen", TOOL_OTHER, uvt__tool_task_screen,
+    {"task_screen", TOOL_OTHER,
      "\"description\":\"Show the current screen of a task started with tty "
      "(run_in_background): a line naming its size, whether the program is on "
      "the alternate screen (full-screen programs such as top, vim, less, "

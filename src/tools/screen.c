@@ -19,7 +19,7 @@
 #define ROW_TEXT_MAX(cols) ((size_t)(cols)*4 * VTERM_MAX_CHARS_PER_CELL + 1)
 
 struct uvt__screen_s {
-  struct uvt__link link; /* on the tools' screens_ */
+  uvt__kept_t kept; /* on the tools' screens_ */
   char id[UVT_ID_MAX];
   uvt__vtguard_t guard; /* S-8: all libvterm gets comes through it */
   VTerm *vt;
@@ -62,12 +62,15 @@ uvt__screen_t *uvt__screen_find(uvt_tools_t *tools, const char *id) {
   uvt__screen_t *s;
 
   for (n = tools->screens_.next; n != &tools->screens_; n = n->next) {
-    s = uvt__container_of(n, uvt__screen_t, link);
+    s = uvt__container_of(n, uvt__screen_t, kept.link);
     if (strcmp(s->id, id) == 0)
       return s;
   }
   return NULL;
 }
+
+static void screen_free(uvt__screen_t *s);
+static void screen_kept_cb(uvt__kept_t *k, uvt_tools_t *tools, int dropped);
 
 void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols) {
   uvt__screen_t *s;
@@ -94,11 +97,12 @@ void uvt__screen_add(uvt_tools_t *tools, const char *id, int rows, int cols) {
   vterm_screen_set_callbacks(s->screen, &screen_cbs, s);
   vterm_screen_enable_altscreen(s->screen, 1);
   vterm_screen_reset(s->screen, 1);
-  uvt__tools_keep_state(tools, &tools->screens_, &s->link);
+  uvt__tools_keep_state(tools, &tools->screens_, &s->kept, s->id,
+                        screen_kept_cb);
 }
 
 static void screen_free(uvt__screen_t *s) {
-  uvt__list_remove(&s->link);
+  uvt__list_remove(&s->kept.link);
   vterm_free(s->vt);
   uvt__tools_free(s);
 }
@@ -110,12 +114,19 @@ void uvt__screen_forget(uvt_tools_t *tools, const char *id) {
     screen_free(s);
 }
 
+/* kept.c: a dropped task's screen goes with its record. */
+static void screen_kept_cb(uvt__kept_t *k, uvt_tools_t *tools, int dropped) {
+  (void)tools;
+  if (dropped)
+    screen_free(uvt__container_of(k, uvt__screen_t, kept));
+}
+
 void uvt__screen_free_all(uvt_tools_t *tools) {
   struct uvt__link *n;
 
   while ((n = uvt__list_pop(&tools->screens_)) != NULL) {
     uvt__list_init(n);
-    screen_free(uvt__container_of(n, uvt__screen_t, link));
+    screen_free(uvt__container_of(n, uvt__screen_t, kept.link));
   }
 }
 
@@ -173,55 +184,4 @@ void uvt__screen_render(uvt__screen_t *s, uvt__text_t *t) {
     uvt__text_raw(t, "\n", 1);
   }
   uvt__tools_free(buf);
-}
-
-void uvt__tool_task_screen(uvt_tools_call_t *req,
-                           const uvt_tools_args_t *args) {
-  uvt_tools_t *tools = req->tools;
-  uvt__screen_t *s;
-  uvt_read_t r;
-  uvt__text_t t;
-  uvt__text_t scratch;
-  int err;
-
-  if (uvt__tools_need_id(req, args, "task_screen") != 0)
-    return;
-  uvt__text_init(&t);
-  memset(&r, 0, sizeof(r));
-  /* The read feeds the screen (output.c) and consumes what it shows; a
-   * task without a screen is looked at (uvt_get), not read. */
-  err =
-      uvt__screen_find(tools, args->task_id) != NULL
-          ? uvt_read(tools->registry, args->task_id, req->caller_, &r)
-          : uvt_get(tools->registry, args->task_id, req->caller_, &r.snapshot);
-  if (err != 0) {
-    uvt__tools_task_error(&t, "read", args->task_id, err);
-    uvt__tools_result(req, &t, 1);
-    return;
-  }
-  s = uvt__screen_find(tools, args->task_id);
-  if (s == NULL) {
-    uvt_snapshot_cleanup(&r.snapshot);
-    uvt__text_str(&t, "task_screen: ");
-    uvt__text_oneline(&t, args->task_id, UVT_ID_MAX);
-    uvt__text_str(&t, " does not run on a terminal (start it with "
-                      "run_in_background and tty: true); task_output shows "
-                      "its output.");
-    uvt__tools_result(req, &t, 1);
-    return;
-  }
-  uvt__text_init(&scratch);
-  {
-    uvt__shape_t sh = {SIZE_MAX, SIZE_MAX, -1, -1, NULL, req->caller_};
-    uvt__tools_output(tools, args->task_id, &r, &sh, &scratch);
-  }
-  uvt__text_free(&scratch);
-  /* The read may have been the task's last: the screen stays until its
-   * record goes. */
-  s = uvt__screen_find(tools, args->task_id);
-  if (s != NULL)
-    uvt__screen_render(s, &t);
-  uvt__text_status(&t, &r.snapshot);
-  uvt_read_cleanup(&r);
-  uvt__tools_result(req, &t, 0);
 }

@@ -74,12 +74,14 @@ int uvt__spill_open(uvt_tools_t *tools, const char *dir) {
   return 0;
 }
 
+static void spill_kept_cb(uvt__kept_t *k, uvt_tools_t *tools, int dropped);
+
 uvt__spill_t *uvt__spill_find(uvt_tools_t *tools, const char *id, int make) {
   struct uvt__link *n;
   uvt__spill_t *s;
 
   for (n = tools->spills_.next; n != &tools->spills_; n = n->next) {
-    s = uvt__container_of(n, uvt__spill_t, link);
+    s = uvt__container_of(n, uvt__spill_t, kept.link);
     if (strcmp(s->id, id) == 0)
       return s;
   }
@@ -92,7 +94,7 @@ uvt__spill_t *uvt__spill_find(uvt_tools_t *tools, const char *id, int make) {
   strcpy(s->id, id);
   s->fd[0] = s->fd[1] = -1;
   s->seq = ++tools->spill_seq_;
-  uvt__tools_keep_state(tools, &tools->spills_, &s->link);
+  uvt__tools_keep_state(tools, &tools->spills_, &s->kept, s->id, spill_kept_cb);
   return s;
 }
 
@@ -205,7 +207,7 @@ static size_t spill_room(uvt_tools_t *tools, uvt__spill_t *keep, size_t len) {
   while (tools->spill_total_ + len > tools->spill_max_total_) {
     old = NULL;
     for (n = tools->spills_.next; n != &tools->spills_; n = n->next) {
-      uvt__spill_t *s = uvt__container_of(n, uvt__spill_t, link);
+      uvt__spill_t *s = uvt__container_of(n, uvt__spill_t, kept.link);
       if (s != keep && !s->gone && (s->made[0] || s->made[1]) &&
           (old == NULL || s->seq < old->seq))
         old = s;
@@ -327,29 +329,34 @@ void uvt__spill_owner(uvt_tools_t *tools, const char *id, uvt_agent_t *owner) {
     s->owner = owner;
 }
 
-void uvt__spill_ended(uvt_tools_t *tools, const char *id) {
-  uvt__spill_t *s = uvt__spill_find(tools, id, 0);
-
-  if (s == NULL)
-    return;
+static void spill_ended(uvt_tools_t *tools, uvt__spill_t *s) {
+  (void)tools;
   s->ended = 1;
   close_fd(s, 0);
   close_fd(s, 1);
 }
 
-void uvt__spill_forget(uvt_tools_t *tools, const char *id) {
-  uvt__spill_t *s = uvt__spill_find(tools, id, 0);
-
-  if (s == NULL)
-    return;
+static void spill_forget(uvt_tools_t *tools, uvt__spill_t *s) {
   if (tools->keep_spill_) {
     close_fd(s, 0);
     close_fd(s, 1);
   } else {
     spill_remove(tools, s);
   }
-  uvt__list_remove(&s->link);
+
+  uvt__list_remove(&s->kept.link);
   uvt__tools_free(s);
+}
+
+/* kept.c: the task ended (its files are not held open, M-TOOLS-17) or
+ * its record was dropped (the files go, M-MCP-16). */
+static void spill_kept_cb(uvt__kept_t *k, uvt_tools_t *tools, int dropped) {
+  uvt__spill_t *s = uvt__container_of(k, uvt__spill_t, kept);
+
+  if (dropped)
+    spill_forget(tools, s);
+  else
+    spill_ended(tools, s);
 }
 
 void uvt__spill_free(uvt_tools_t *tools) {
@@ -357,7 +364,7 @@ void uvt__spill_free(uvt_tools_t *tools) {
   uvt__spill_t *s;
 
   while ((n = uvt__list_pop(&tools->spills_)) != NULL) {
-    s = uvt__container_of(n, uvt__spill_t, link);
+    s = uvt__container_of(n, uvt__spill_t, kept.link);
     if (tools->keep_spill_) {
       close_fd(s, 0);
       close_fd(s, 1);

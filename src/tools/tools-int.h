@@ -174,7 +174,7 @@ void uvt__tools_output(uvt_tools_t *tools, const char *id, const uvt_read_t *r,
 /* Forget every kept state (detach). */
 void uvt__tools_output_free(uvt_tools_t *tools);
 
-/* ---- tools.c: what the tools share with write.c. */
+/* ---- The state of a call and of the tools (tools.c, result.c). */
 
 enum { CALL_IDLE = 0, CALL_WAITING, CALL_READY };
 
@@ -183,14 +183,23 @@ enum { ABORT_NONE = 0, ABORT_CALLER, ABORT_DETACH, ABORT_EARLY };
 
 enum { TOOL_OTHER = 0, TOOL_RUN_COMMAND, TOOL_WRITE_STDIN, TOOL_TASK_WAIT };
 
-/* ---- schema.c: the tools, one row each (M-TOOLS-3). */
+/* tools->state_ */
+enum { TOOLS_DETACHED = 0, TOOLS_ATTACHED, TOOLS_DETACHING };
 
-typedef void (*uvt__tool_run_fn)(uvt_tools_call_t *req,
-                                 const uvt_tools_args_t *args);
+/* The tools are attached (not detaching or detached). */
+static inline int uvt__tools_attached(const uvt_tools_t *tools) {
+  return tools->state_ == TOOLS_ATTACHED;
+}
+
+/* Longest label shown in a notice or a task_list line, in bytes. */
+#define TOOLS_LABEL_MAX 120
+
+/* ---- schema.c: the tools, one row each (M-TOOLS-3): names and schemas
+ * only; which function runs each is the dispatch's (tools.c). */
+
 typedef struct {
   const char *name;
-  int kind; /* TOOL_* */
-  uvt__tool_run_fn run;
+  int kind;           /* TOOL_* */
   const char *schema; /* its JSON object's members after "name" */
 } uvt__tool_def_t;
 extern const uvt__tool_def_t uvt__tool_defs[];
@@ -206,21 +215,22 @@ void uvt__tool_task_output(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 void uvt__tool_task_list(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 
-/* The tools are attached (not detaching or detached). */
-int uvt__tools_attached(const uvt_tools_t *tools);
+/* ---- result.c: a call's result, delivered from the loop. */
+
 /* Put the built text into `req` and queue it for its callback. */
 void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error);
+/* Queue `req` for delivery with `status` (its text, if any, in place). */
+void uvt__tools_ready(uvt_tools_call_t *req, int status);
 /* The error text for an operation (`verb`) on `id` that returned `err`. */
 void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
                            int err);
-/* Read `id` and answer with its output and status line; `fallback` (a
- * snapshot a wait delivered, or NULL) is shown if the read finds the task
- * gone; timed_out_ms > 0 notes a wait that timed out. */
-/* M-TOOLS-6: a wait's timeout, at most the tools' yield (tools.c). */
-uint64_t uvt__tools_wait_yield(const uvt_tools_t *tools, uint64_t timeout_ms);
-void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
-                            uint64_t timed_out_ms,
-                            const uvt_snapshot_t *fallback);
+/* A detach ends once no result is pending: the handles close, then the
+ * tools' state is freed and the detach callback runs. */
+void uvt__tools_finish_detach(uvt_tools_t *tools);
+
+/* ---- args.c: the arguments the tools share, checked into the call; a
+ * -1 return means the tool error is already answered. */
+
 /* The call's task_id: 0, or -1 after answering that `tool` needs one. */
 int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
                        const char *tool);
@@ -232,24 +242,64 @@ size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes);
 int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 /* Take the call's max_bytes (M-TOOLS-8): 0, or -1 after answering. */
 int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args);
-/* The call waits (req->wait_ is armed): on the tools' waiting list. */
-void uvt__tools_link_waiting(uvt_tools_call_t *req);
-/* The callback of every wait a call makes. */
-void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap);
-
-/* Queue `req` for delivery with `status` (its text, if any, in place). */
-void uvt__tools_ready(uvt_tools_call_t *req, int status);
 /* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`;
  * 0, or -1 after answering with a tool error. */
 int uvt__tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
                        uint64_t default_ms, uint64_t max_ms, uint64_t *out);
+/* M-TOOLS-6: a wait's timeout, at most the tools' yield. */
+uint64_t uvt__tools_wait_yield(const uvt_tools_t *tools, uint64_t timeout_ms);
+
+/* ---- read.c: a read of a task as a result. */
+
+/* Read `id` and answer with its output and status line; `fallback` (a
+ * snapshot a wait delivered, or NULL) is shown if the read finds the task
+ * gone; timed_out_ms > 0 notes a wait that timed out. */
+void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
+                            uint64_t timed_out_ms,
+                            const uvt_snapshot_t *fallback);
+/* run_command's result once its wait ended with `status` (`snap`: what
+ * the wait delivered, or NULL). */
+void uvt__tools_run_result(uvt_tools_call_t *req, int status,
+                           const uvt_snapshot_t *snap);
+
+/* ---- waiting.c: the calls waiting on a task. */
+
+/* The call waits (req->wait_ is armed): on the tools' waiting list. */
+void uvt__tools_link_waiting(uvt_tools_call_t *req);
 /* The call no longer waits: off the tools' waiting list. */
 void uvt__tools_unlink_waiting(uvt_tools_call_t *req);
+/* The callback of every wait a call makes. */
+void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap);
+
+/* ---- notice.c: completion notices (M-TOOLS-2). */
+
 /* A completion notice for `snap` to `owner` (while attached). */
 void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
                        uvt_agent_t *owner);
-/* Stop the wait(s) of a waiting call. */
-void uvt__tools_wait_abort(uvt_tools_call_t *req);
+/* The tools' listener: a notice for each task that ended unseen. */
+void uvt__tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
+                        uvt_agent_t *owner);
+
+/* ---- kept.c: per-task states kept between reads. */
+
+typedef struct uvt__kept_s uvt__kept_t;
+/* The task of the state ended (`dropped` 0) or its record was dropped
+ * (1: the callback frees the state, which is off its list after). */
+typedef void (*uvt__kept_cb)(uvt__kept_t *k, uvt_tools_t *tools, int dropped);
+/* The head of every kept state (the filter states of output.c, the
+ * screens, the spill records). */
+struct uvt__kept_s {
+  struct uvt__link link; /* on one of the tools' lists */
+  const char *id;        /* the task's id, in the state itself */
+  uvt__kept_cb cb;
+};
+/* Keep state `k` of task `id` on `list` (one of the tools' carries_,
+ * screens_, spills_); the registry's watch runs while any is kept. */
+void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
+                           uvt__kept_t *k, const char *id, uvt__kept_cb cb);
+/* A kept state was freed by its owner (a task's last read): the watch
+ * stops with the last one. */
+void uvt__tools_kept_gone(uvt_tools_t *tools);
 
 /* ---- spill.c: each task's raw output, counted and kept (M-TOOLS-17). */
 
@@ -257,7 +307,7 @@ void uvt__tools_wait_abort(uvt_tools_call_t *req);
  * one stream, 1: stderr): the bytes and newlines seen (every byte comes
  * through uvt__spill_tee_cb), where reads have got to, and its files. */
 typedef struct {
-  struct uvt__link link; /* on the tools' spills_ */
+  uvt__kept_t kept; /* on the tools' spills_ */
   char id[UVT_ID_MAX];
   uvt_agent_t *owner;   /* whom a notice about its files goes to */
   uint64_t seq;         /* the order tasks were seen in (oldest first) */
@@ -296,19 +346,11 @@ void uvt__spill_tee_cb(const char *id, int stream, const char *bytes,
                        size_t len, void *data);
 /* Task `id` was started for `owner` (notices about its files go there). */
 void uvt__spill_owner(uvt_tools_t *tools, const char *id, uvt_agent_t *owner);
-/* The task ended: its files are not held open any more. */
-void uvt__spill_ended(uvt_tools_t *tools, const char *id);
-/* Its record was dropped: its files go (unless keep_spill). */
-void uvt__spill_forget(uvt_tools_t *tools, const char *id);
+/* (Its task's end closes its files; its record's drop removes them,
+ * unless keep_spill: through kept.c.) */
 /* Detach: every record; the files go unless keep_spill; the directory's
  * descriptor is closed. */
 void uvt__spill_free(uvt_tools_t *tools);
-
-/* Put a per-task state on `list` (the carries or the screens), starting
- * the watch that drops the state of a dropped record if neither list held
- * one. */
-void uvt__tools_keep_state(uvt_tools_t *tools, struct uvt__link *list,
-                           struct uvt__link *link);
 
 /* ---- vtguard.c: what reaches libvterm (S-8). */
 
@@ -370,8 +412,10 @@ int uvt__screen_alt(const uvt__screen_t *s);
  * column C; ...]", then the rows up to the last that shows something,
  * trailing blanks cut. */
 void uvt__screen_render(uvt__screen_t *s, uvt__text_t *t);
+/* The screen of `id` goes (kept.c does it when the record is dropped). */
 void uvt__screen_forget(uvt_tools_t *tools, const char *id);
 void uvt__screen_free_all(uvt_tools_t *tools);
+/* taskscreen.c: the task_screen tool. */
 void uvt__tool_task_screen(uvt_tools_call_t *req, const uvt_tools_args_t *args);
 
 /* ---- wait.c: task_wait (M-TOOLS-9). */

@@ -18,11 +18,6 @@
 #include "tools-int.h"
 #include "uvtasks/process.h"
 
-/* Longest label shown in a notice or a task_list line, in bytes. */
-#define TOOLS_LABEL_MAX 120
-
-enum { TOOLS_DETACHED = 0, TOOLS_ATTACHED, TOOLS_DETACHING };
-
 /* run_command waits this much longer than the command's runtime limit: the
  * limit's SIGTERM, the grace, SIGKILL and the pipes' drain all come first,
  * so the wait itself never decides the result. */
@@ -103,117 +98,7 @@ static char *tools_strdup(const char *s) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* Delivery                                                                */
-
-static void tools_finish_detach(uvt_tools_t *tools);
-
-static void tools_idle_cb(uv_idle_t *idle) {
-  uvt_tools_t *tools = idle->data;
-  struct uvt__link list;
-  struct uvt__link *n;
-  uvt_tools_call_t *req;
-
-  /* Collect first: calls finished by these callbacks wait for the next
-   * turn, so no callback runs twice in one turn because of us. */
-  uvt__list_init(&list);
-  uvt__list_splice(&tools->ready_, &list);
-  uv_idle_stop(&tools->idle_);
-
-  while ((n = uvt__list_pop(&list)) != NULL) {
-    req = uvt__container_of(n, uvt_tools_call_t, link_);
-    req->state_ = CALL_IDLE;
-    tools->pending_--;
-    req->cb_(req, req->status_);
-  }
-  if (tools->state_ == TOOLS_DETACHING)
-    tools_finish_detach(tools);
-}
-
-/* Queue `req` for delivery with `status` (its text is already in place). */
-static void tools_ready(uvt_tools_call_t *req, int status) {
-  uvt_tools_t *tools = req->tools;
-
-  /* The view's expression served the text (M-TOOLS-16). */
-  if (req->match_ != NULL) {
-    regfree(req->match_);
-    uvt__tools_free(req->match_);
-    req->match_ = NULL;
-  }
-  req->status_ = status;
-  req->state_ = CALL_READY;
-  uvt__list_remove(&req->link_);
-  uvt__list_insert_tail(&tools->ready_, &req->link_);
-  uv_idle_start(&tools->idle_, tools_idle_cb);
-}
-
-/* Put the built text into `req` and queue it. */
-void uvt__tools_result(uvt_tools_call_t *req, uvt__text_t *t, int is_error) {
-  req->len = t->len;
-  req->text = uvt__text_take(t);
-  if (req->text == NULL) {
-    req->len = 0;
-    tools_ready(req, UV_ENOMEM);
-    return;
-  }
-  req->is_error = is_error;
-  tools_ready(req, 0);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Texts                                                                   */
-
-/* The error text for an operation on `id` that returned `err`. */
-void uvt__tools_task_error(uvt__text_t *t, const char *verb, const char *id,
-                           int err) {
-  if (err == UVT_ENOTASK) {
-    uvt__text_str(t, "No task ");
-    uvt__text_oneline(t, id, UVT_ID_MAX);
-    uvt__text_str(t, ". task_list shows the tasks you can see.");
-  } else if (err == UVT_EFOREIGN) {
-    uvt__text_str(t, "Task ");
-    uvt__text_oneline(t, id, UVT_ID_MAX);
-    uvt__text_str(t, " belongs to another session.");
-  } else if (err == UVT_ECLOSING) {
-    uvt__text_str(t, "The task service is shutting down.");
-  } else {
-    uvt__text_printf(t, "Could not %s ", verb);
-    uvt__text_oneline(t, id, UVT_ID_MAX);
-    uvt__text_printf(t, ": %s (%s).", uvt_strerror(err), uvt_err_name(err));
-  }
-}
-
-/* The output part of a result for the read `r` of `id` (M-TOOLS-7,
- * M-TOOLS-8, M-TOOLS-16), or `empty_note` (may be NULL) when it shows
- * nothing. */
-static void text_output(uvt_tools_call_t *req, const char *id,
-                        const uvt_read_t *r, const char *empty_note,
-                        uvt__text_t *t) {
-  size_t before = t->len;
-  uvt__shape_t sh;
-
-  sh.max_bytes = req->max_bytes_;
-  sh.max_lines = uvt__tools_max_lines(req->tools, req->max_bytes_);
-  sh.head_lines = req->head_lines_;
-  sh.tail_lines = req->tail_lines_;
-  sh.match = req->match_;
-  sh.caller = req->caller_;
-  uvt__tools_output(req->tools, id, r, &sh, t);
-  if (t->len == before && t->err == 0 && empty_note != NULL)
-    uvt__text_str(t, empty_note);
-}
-
-/* The text of a read: new output (or a note), then the status line. */
-static void text_read(uvt_tools_call_t *req, const char *id, uvt__text_t *t,
-                      const uvt_read_t *r, uint64_t timed_out_ms) {
-  text_output(req, id, r, "(no new output)\n", t);
-  if (timed_out_ms > 0 && !uvt_status_is_terminal(r->snapshot.status))
-    uvt__text_printf(t,
-                     "(waited %llu ms; the task has not ended: wait again to "
-                     "wait longer)\n",
-                     (unsigned long long)timed_out_ms);
-  uvt__tools_status(req->tools, req->caller_, t, &r->snapshot,
-                    UVT__DETAIL_LIVE);
-}
 
 /* S-5: the places a sandboxed command may write, for a refused cwd. */
 static void text_workspace(uvt__text_t *t, const uvt_sandbox_t *sb) {
@@ -441,371 +326,6 @@ void uvt__tool_run_in_background(uvt_tools_call_t *req,
   uvt__tools_result(req, &t, 1);
 }
 
-/* M-TOOLS-6 for waits (C-32's sibling): a wait answers at the tools' yield
- * at the latest, as run_command does, so that a client's request timeout
- * (60 s by default in the official SDKs) never ends a task_output or
- * task_wait that asked for more; the answer shows the task still running
- * and says to wait again.  A yield of 0 (the library's default) leaves
- * the wait as asked. */
-uint64_t uvt__tools_wait_yield(const uvt_tools_t *tools, uint64_t timeout_ms) {
-  if (tools->yield_ms_ > 0 && timeout_ms > tools->yield_ms_)
-    return tools->yield_ms_;
-  return timeout_ms;
-}
-
-/* Read `id` for `req` and queue the result.  `fallback` (may be NULL) is
- * the terminal snapshot a wait delivered, shown if the record is gone. */
-void uvt__tools_read_result(uvt_tools_call_t *req, const char *id,
-                            uint64_t timed_out_ms,
-                            const uvt_snapshot_t *fallback) {
-  uvt_read_t r;
-  uvt__text_t t;
-  int err;
-
-  uvt__text_init(&t);
-  memset(&r, 0, sizeof(r));
-  err = uvt_read(req->tools->registry, id, req->caller_, &r);
-  if (err == 0) {
-    text_read(req, id, &t, &r, timed_out_ms);
-    uvt_read_cleanup(&r);
-    uvt__tools_result(req, &t, 0);
-    return;
-  }
-  if (fallback != NULL && (err == UVT_ENOTASK || err == UVT_ECLOSING)) {
-    uvt__text_str(&t, "(its output is no longer available)\n");
-    uvt__text_status(&t, fallback);
-    uvt__tools_result(req, &t, 0);
-    return;
-  }
-  uvt__tools_task_error(&t, "read", id, err);
-  uvt__tools_result(req, &t, 1);
-}
-
-/* run_command's result once its wait ended with `status`: the output,
- * then the status line.  Only a command that completed (whatever its exit
- * code) is a success; so is one promoted at its yield (M-TOOLS-6), which
- * goes on as a background task and is not stopped. */
-static void tools_run_result(uvt_tools_call_t *req, int status,
-                             const uvt_snapshot_t *snap) {
-  uvt_registry_t *reg = req->tools->registry;
-  uvt_read_t r;
-  uvt__text_t t;
-  uint64_t elapsed_ms;
-  int promoted;
-  int err;
-
-  uvt__text_init(&t);
-  if (status == UVT_EWAITTIMEOUT && !req->yields_) {
-    /* The runtime limit should have ended it long ago; stop it now. */
-    uvt_kill(reg, req->task_id_, req->caller_, "run_command wait ran out",
-             NULL);
-  } else if (status != 0 && status != UVT_EWAITTIMEOUT) {
-    uvt__tools_task_error(&t, "wait for", req->task_id_, status);
-    uvt__tools_result(req, &t, 1);
-    return;
-  }
-  memset(&r, 0, sizeof(r));
-  err = uvt_read(reg, req->task_id_, req->caller_, &r);
-  if (err != 0) {
-    if (snap == NULL || (err != UVT_ENOTASK && err != UVT_ECLOSING)) {
-      uvt__tools_task_error(&t, "read", req->task_id_, err);
-      uvt__tools_result(req, &t, 1);
-      return;
-    }
-    uvt__text_str(&t, "(its output is no longer available)\n");
-    uvt__text_status(&t, snap);
-    uvt__tools_result(req, &t, snap->status != UVT_COMPLETED);
-    return;
-  }
-  /* A command that ended just as its yield passed answers as ended (the
-   * read reported its end). */
-  promoted = status == UVT_EWAITTIMEOUT && req->yields_ &&
-             !uvt_status_is_terminal(r.snapshot.status);
-  text_output(req, req->task_id_, &r, promoted ? NULL : "(no output)\n", &t);
-  if (promoted) {
-    /* R-TIME-1: the time that really passed, not the yield asked for. */
-    elapsed_ms = (uv_hrtime() - req->started_ns_) / 1000000;
-    uvt__text_printf(&t,
-                     "(still running after %llu ms; it goes on in the "
-                     "background as %s: task_output reads more of its "
-                     "output, task_kill stops it; its limit of %llu ms "
-                     "still applies)\n",
-                     (unsigned long long)elapsed_ms, req->task_id_,
-                     (unsigned long long)req->runtime_ms_);
-  } else if (status == UVT_EWAITTIMEOUT) {
-    uvt__text_str(&t, "(the command did not end in time; it is being "
-                      "stopped)\n");
-  }
-  uvt__tools_status(req->tools, req->caller_, &t, &r.snapshot,
-                    UVT__DETAIL_LIVE);
-  err = !promoted && r.snapshot.status != UVT_COMPLETED;
-  uvt_read_cleanup(&r);
-  uvt__tools_result(req, &t, err);
-}
-
-/* The task_id every tool but the starting ones and task_list needs:
- * 0, or -1 after answering that `tool` needs one. */
-int uvt__tools_need_id(uvt_tools_call_t *req, const uvt_tools_args_t *args,
-                       const char *tool) {
-  uvt__text_t t;
-
-  if (args->task_id != NULL && args->task_id[0] != '\0')
-    return 0;
-  uvt__text_init(&t);
-  uvt__text_printf(&t, "%s needs task_id (a string such as bash-1).", tool);
-  uvt__tools_result(req, &t, 1);
-  return -1;
-}
-
-size_t uvt__tools_max_lines(const uvt_tools_t *tools, size_t max_bytes) {
-  if (max_bytes <= tools->max_bytes_ || tools->max_bytes_ == 0)
-    return tools->max_lines_;
-  if (tools->max_lines_ > SIZE_MAX / (max_bytes / tools->max_bytes_ + 1))
-    return SIZE_MAX;
-  return tools->max_lines_ * (max_bytes / tools->max_bytes_);
-}
-
-/* The call's max_bytes (M-TOOLS-8) into req->max_bytes_: the options' when
- * not given, at least UVT_TOOLS_MAX_BYTES_MIN.  Zero or negative is a tool
- * error, already delivered when this returns -1. */
-int uvt__tools_max_bytes(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
-  uvt__text_t t;
-
-  if (args->max_bytes == 0 || args->max_bytes < -1) {
-    uvt__text_init(&t);
-    uvt__text_printf(&t,
-                     "max_bytes must be a positive number of bytes "
-                     "(default %zu; at least %d is used).",
-                     req->tools->max_bytes_, UVT_TOOLS_MAX_BYTES_MIN);
-    uvt__tools_result(req, &t, 1);
-    return -1;
-  }
-  if (args->max_bytes < 0)
-    req->max_bytes_ = req->tools->max_bytes_;
-  else if ((uint64_t)args->max_bytes > SIZE_MAX)
-    req->max_bytes_ = SIZE_MAX;
-  else if (args->max_bytes < UVT_TOOLS_MAX_BYTES_MIN)
-    req->max_bytes_ = UVT_TOOLS_MAX_BYTES_MIN;
-  else
-    req->max_bytes_ = (size_t)args->max_bytes;
-  return 0;
-}
-
-/* M-TOOLS-16, S-8: what a `match` pattern may cost.  regexec runs on the
- * loop thread, so a pattern the model chose must not stop the loop: a
- * back-reference (\1..\9) makes glibc's matcher backtrack, exponential in
- * the line ("(a*)*(a*)*\2\1b" on 300 characters never ended), and nested
- * bounds multiply the compiled automaton ("((a{255}){255}){255}" took
- * 11 s to compile).  Without back-references the matcher keeps sets of
- * states, linear in the line; so the rules are: no back-reference, at
- * most MATCH_MAX_BYTES, and at most MATCH_MAX_REPEAT for the product of
- * the bounds nested around any one atom.  NULL when the pattern may run,
- * else why not. */
-#define MATCH_MAX_BYTES 1024
-#define MATCH_MAX_REPEAT 4096
-static const char *match_refused(const char *p) {
-  uint64_t stack[64]; /* per open group: the largest product inside it */
-  uint64_t atom = 1;  /* the product of the atom a bound would apply to */
-  size_t top = 0;
-  size_t n = strlen(p);
-
-  if (n > MATCH_MAX_BYTES)
-    return "it is longer than 1024 bytes";
-  stack[0] = 1;
-  while (*p != '\0') {
-    if (*p == '\\') {
-      if (p[1] >= '1' && p[1] <= '9')
-        return "back-references (\\1 to \\9) are not taken: they can "
-               "make a match take longer than any output";
-      p += p[1] != '\0' ? 2 : 1;
-      atom = 1;
-    } else if (*p == '[') {
-      /* A bracket expression: ']' first (after '^') is a member. */
-      p++;
-      if (*p == '^')
-        p++;
-      if (*p == ']')
-        p++;
-      while (*p != '\0' && *p != ']')
-        p++;
-      if (*p == ']')
-        p++;
-      atom = 1;
-    } else if (*p == '(') {
-      if (++top >= sizeof(stack) / sizeof(stack[0]))
-        return "its groups nest deeper than 63";
-      stack[top] = 1;
-      p++;
-    } else if (*p == ')') {
-      atom = top > 0 ? stack[top--] : 1;
-      p++;
-    } else if (*p == '{') {
-      char *end;
-      unsigned long lo = strtoul(p + 1, &end, 10);
-      unsigned long hi = lo;
-      if (*end == ',')
-        hi = end[1] == '}' ? lo + 1 : strtoul(end + 1, &end, 10);
-      if (hi < lo)
-        hi = lo;
-      if (hi > MATCH_MAX_REPEAT || atom * hi > MATCH_MAX_REPEAT)
-        return "its bounds, nested, repeat an atom more than 4096 times";
-      atom *= hi;
-      p = strchr(p, '}') != NULL ? strchr(p, '}') + 1 : p + strlen(p);
-    } else {
-      atom = 1;
-      p++;
-    }
-    if (atom > stack[top])
-      stack[top] = atom;
-  }
-  return NULL;
-}
-
-/* M-TOOLS-16: the call's view (head_lines, tail_lines, match) into req:
- * 0, or -1 after answering with a tool error. */
-int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
-  uvt__text_t t;
-  regex_t *re;
-  char why[200];
-  int err;
-
-  uvt__text_init(&t);
-  if (args->head_lines == 0 || args->head_lines < -1 || args->tail_lines == 0 ||
-      args->tail_lines < -1) {
-    uvt__text_printf(&t, "%s must be a positive number of lines.",
-                     args->head_lines == 0 || args->head_lines < -1
-                         ? "head_lines"
-                         : "tail_lines");
-    uvt__tools_result(req, &t, 1);
-    return -1;
-  }
-  req->head_lines_ = args->head_lines;
-  req->tail_lines_ = args->tail_lines;
-  if (args->match == NULL)
-    return 0;
-  if (match_refused(args->match) != NULL) {
-    uvt__text_str(&t, "match is refused: ");
-    uvt__text_str(&t, match_refused(args->match));
-    uvt__text_str(&t, ". Use a simpler pattern (or grep in the command).");
-    uvt__tools_result(req, &t, 1);
-    return -1;
-  }
-  re = uvt__tools_malloc(sizeof(*re));
-  if (re == NULL) {
-    uvt__text_str(&t, "Not enough memory for match.");
-    uvt__tools_result(req, &t, 1);
-    return -1;
-  }
-  err = regcomp(re, args->match, REG_EXTENDED | REG_NOSUB);
-  if (err != 0) {
-    regerror(err, re, why, sizeof(why));
-    uvt__tools_free(re);
-    uvt__text_str(&t, "match is not a valid POSIX extended regular "
-                      "expression (");
-    uvt__text_oneline(&t, why, sizeof(why));
-    uvt__text_str(&t, "): ");
-    uvt__text_oneline(&t, args->match, 200);
-    uvt__tools_result(req, &t, 1);
-    return -1;
-  }
-  req->match_ = re;
-  return 0;
-}
-
-/* The call's timeout_ms: `default_ms` when not given, capped at `max_ms`.
- * A zero or negative one is a tool error, already delivered when this
- * returns -1. */
-static int tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
-                         uint64_t default_ms, uint64_t max_ms, uint64_t *out) {
-  uvt__text_t t;
-  if (args->timeout_ms == 0 || args->timeout_ms < -1) {
-    uvt__text_init(&t);
-    uvt__text_printf(&t,
-                     "timeout_ms must be a positive number of milliseconds "
-                     "(at most %llu).",
-                     (unsigned long long)max_ms);
-    uvt__tools_result(req, &t, 1);
-    return -1;
-  }
-  if (args->timeout_ms < 0)
-    *out = default_ms;
-  else if ((uint64_t)args->timeout_ms > max_ms)
-    *out = max_ms;
-  else
-    *out = (uint64_t)args->timeout_ms;
-  return 0;
-}
-
-void uvt__tools_link_waiting(uvt_tools_call_t *req) {
-  uvt_tools_t *tools = req->tools;
-
-  req->state_ = CALL_WAITING;
-  uvt__list_insert_tail(&tools->waiting_, &req->link_);
-  /* M-TOOLS-5: one timer looks at the output of every waiting write_stdin
-   * call; it runs only while there is one. */
-  if (req->tool_ == TOOL_WRITE_STDIN && tools->writers_++ == 0) {
-    uv_update_time(uvt_registry_loop(tools->registry)); /* R-TIME-1 */
-    uv_timer_start(&tools->quiet_, uvt__tools_quiet_cb,
-                   UVT_TOOLS_WRITE_QUIET_MS, UVT_TOOLS_WRITE_QUIET_MS);
-  }
-}
-
-static void tools_unlink_waiting(uvt_tools_call_t *req) {
-  uvt_tools_t *tools = req->tools;
-
-  uvt__list_remove(&req->link_);
-  if (req->tool_ == TOOL_WRITE_STDIN && --tools->writers_ == 0)
-    uv_timer_stop(&tools->quiet_);
-}
-
-static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
-                         uvt_agent_t *owner);
-
-void uvt__tools_wait_cb(uvt_wait_t *w, int status, const uvt_snapshot_t *snap) {
-  uvt_tools_call_t *req = w->data;
-  uvt_tools_t *tools = req->tools;
-  uvt__text_t t;
-
-  tools_unlink_waiting(req);
-  req->state_ = CALL_IDLE;
-
-  if (req->aborted_ == ABORT_EARLY) {
-    /* write_stdin saw a prompt (or the task ended meanwhile: status 0). */
-    uvt__tools_read_result(req, req->task_id_, 0, status == 0 ? snap : NULL);
-    return;
-  }
-  if (req->aborted_ != ABORT_NONE || status == UVT_EABORTED) {
-    /* R-WAIT-5: the task settled and was marked reported on this call's
-     * behalf; the call will not show it, so the notice must. */
-    if (status == 0 && snap != NULL && snap->owner_session != NULL &&
-        req->aborted_ == ABORT_CALLER && tools->state_ == TOOLS_ATTACHED)
-      tools_notice(tools, snap, req->caller_);
-    tools_ready(req,
-                req->aborted_ == ABORT_DETACH ? UVT_ECLOSING : UVT_EABORTED);
-    return;
-  }
-  if (req->tool_ == TOOL_RUN_COMMAND) {
-    tools_run_result(req, status, snap);
-    return;
-  }
-  if (status == 0) {
-    uvt__tools_read_result(req, req->task_id_, 0, snap);
-    return;
-  }
-  if (status == UVT_EWAITTIMEOUT) {
-    /* M-TOOLS-1: a wait that times out is a success showing the live
-     * status line.  write_stdin's yield passing is its normal end: no note
-     * about it. */
-    uvt__tools_read_result(
-        req, req->task_id_,
-        req->tool_ == TOOL_WRITE_STDIN ? 0 : req->timeout_ms_, NULL);
-    return;
-  }
-  uvt__text_init(&t);
-  uvt__tools_task_error(&t, "wait for", req->task_id_, status);
-  uvt__tools_result(req, &t, 1);
-}
-
 void uvt__tool_task_output(uvt_tools_call_t *req,
                            const uvt_tools_args_t *args) {
   uvt_tools_t *tools = req->tools;
@@ -828,8 +348,8 @@ void uvt__tool_task_output(uvt_tools_call_t *req,
     return;
   }
   /* M-TOOLS-1: default 30 s, capped at 600 s. */
-  if (tools_timeout(req, args, UVT_TOOLS_WAIT_DEFAULT_MS, UVT_TOOLS_WAIT_MAX_MS,
-                    &timeout_ms) != 0)
+  if (uvt__tools_timeout(req, args, UVT_TOOLS_WAIT_DEFAULT_MS,
+                         UVT_TOOLS_WAIT_MAX_MS, &timeout_ms) != 0)
     return;
   timeout_ms = uvt__tools_wait_yield(tools, timeout_ms);
 
@@ -871,8 +391,8 @@ void uvt__tool_run_command(uvt_tools_call_t *req,
     uvt__tools_result(req, &t, 1);
     return;
   }
-  if (tools_timeout(req, args, UVT_TOOLS_RUN_DEFAULT_MS, UVT_TOOLS_RUN_MAX_MS,
-                    &runtime_ms) != 0)
+  if (uvt__tools_timeout(req, args, UVT_TOOLS_RUN_DEFAULT_MS,
+                         UVT_TOOLS_RUN_MAX_MS, &runtime_ms) != 0)
     return;
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
@@ -1029,44 +549,6 @@ void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
                                                 : "[status: unknown]");
   }
   uvt__tools_result(req, &t, 0);
-}
-
-/* ---------------------------------------------------------------------- */
-/* Notices (M-TOOLS-2)                                                     */
-
-static void tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
-                         uvt_agent_t *owner) {
-  uvt__text_t t;
-  char *line;
-
-  if (tools->notice_cb_ == NULL)
-    return;
-  uvt__text_init(&t);
-  uvt__text_str(&t, "Task ");
-  uvt__text_oneline(&t, snap->id, UVT_ID_MAX);
-  uvt__text_str(&t, " (");
-  uvt__text_oneline(&t, snap->kind, UVT_ID_MAX);
-  uvt__text_str(&t, ": ");
-  uvt__text_oneline(&t, snap->label, TOOLS_LABEL_MAX);
-  uvt__text_str(&t, ") ended; task_output shows its output. ");
-  uvt__tools_status(tools, owner, &t, snap, UVT__DETAIL_LIVE);
-  line = uvt__text_take(&t);
-  /* Out of memory: the notice cannot be built; there is nowhere to say so
-   * but the host's notice, which needs the memory too. */
-  if (line == NULL)
-    return;
-  tools->notice_cb_(tools, owner, line);
-  uvt__tools_free(line);
-}
-
-static void tools_done_cb(uvt_listener_t *l, const uvt_snapshot_t *snap,
-                          uvt_agent_t *owner) {
-  uvt_tools_t *tools = l->data;
-
-  /* Unowned tasks have nobody to tell; reported ones were seen ending. */
-  if (tools->state_ != TOOLS_ATTACHED || owner == NULL || snap->reported)
-    return;
-  tools_notice(tools, snap, owner);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1229,7 +711,7 @@ int uvt_tools_attach(uvt_registry_t *reg, uvt_tools_t *tools,
   if (err != 0)
     goto fail;
   tools->listener_.data = tools;
-  err = uvt_listener_start(reg, &tools->listener_, tools_done_cb);
+  err = uvt_listener_start(reg, &tools->listener_, uvt__tools_done_cb);
   if (err != 0) {
     uvt_surface_detach(&tools->surface_);
     goto fail;
@@ -1263,36 +745,12 @@ fail:
   return err;
 }
 
-int uvt__tools_attached(const uvt_tools_t *tools) {
-  return tools->state_ == TOOLS_ATTACHED;
-}
-
-static void tools_handle_closed(uv_handle_t *h) {
-  uvt_tools_t *tools = h->data;
-  uvt_tools_detach_cb cb = tools->detach_cb_;
-
-  if (--tools->closing_ > 0)
-    return;
-  uvt__tools_free(tools->cwd_);
-  tools->cwd_ = NULL;
-  uvt__tools_free(tools->workspace_);
-  tools->workspace_ = NULL;
-  uvt__tools_free(tools->spill_dir_);
-  tools->spill_dir_ = NULL;
-  uvt__spill_free(tools);
-  uvt__tools_output_free(tools);
-  tools->state_ = TOOLS_DETACHED;
-  tools->registry = NULL;
-  if (cb != NULL)
-    cb(tools);
-}
-
-static void tools_finish_detach(uvt_tools_t *tools) {
-  if (tools->pending_ != 0 || uv_is_closing((uv_handle_t *)&tools->idle_))
-    return;
-  tools->closing_ = 2;
-  uv_close((uv_handle_t *)&tools->idle_, tools_handle_closed);
-  uv_close((uv_handle_t *)&tools->quiet_, tools_handle_closed);
+/* Stop the wait (or, for task_wait, the waits) of a call. */
+static void tools_wait_abort(uvt_tools_call_t *req) {
+  if (req->tool_ == TOOL_TASK_WAIT)
+    uvt__tool_task_wait_abort(req);
+  else
+    uvt_wait_abort(&req->wait_);
 }
 
 int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
@@ -1319,18 +777,49 @@ int uvt_tools_detach(uvt_tools_t *tools, uvt_tools_detach_cb cb) {
     next = n->next;
     req = uvt__container_of(n, uvt_tools_call_t, link_);
     req->aborted_ = ABORT_DETACH;
-    uvt__tools_wait_abort(req);
+    tools_wait_abort(req);
   }
   /* Nothing pending: close now; the close callback keeps us out of this
    * call.  Otherwise the last delivery closes. */
-  tools_finish_detach(tools);
+  uvt__tools_finish_detach(tools);
   return 0;
+}
+
+/* The dispatch: the function that runs each tool, by the name its row in
+ * schema.c gives.  Here, not in the rows, so that the rows (names and
+ * schemas) call nothing and the tools in other files (wait.c, write.c,
+ * screen's taskscreen.c) need nothing of this file. */
+typedef void (*tools_run_fn)(uvt_tools_call_t *req,
+                             const uvt_tools_args_t *args);
+
+static const struct {
+  const char *name;
+  tools_run_fn run;
+} tools_runs[] = {
+    {"run_in_background", uvt__tool_run_in_background},
+    {"run_command", uvt__tool_run_command},
+    {"task_output", uvt__tool_task_output},
+    {"task_list", uvt__tool_task_list},
+    {"task_kill", uvt__tool_task_kill},
+    {"write_stdin", uvt__tool_write_stdin},
+    {"task_wait", uvt__tool_task_wait},
+    {"task_screen", uvt__tool_task_screen},
+};
+
+static tools_run_fn tools_run(const char *name) {
+  size_t i;
+
+  for (i = 0; i < sizeof(tools_runs) / sizeof(tools_runs[0]); i++)
+    if (strcmp(name, tools_runs[i].name) == 0)
+      return tools_runs[i].run;
+  return NULL;
 }
 
 int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
                    uvt_agent_t *caller, const char *name,
                    const uvt_tools_args_t *args, uvt_tools_call_cb cb) {
   const uvt__tool_def_t *def;
+  tools_run_fn run;
   uvt_tools_args_t own;
   char why[UVT__OPTS_WHY];
 
@@ -1341,7 +830,9 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   /* P-THREAD-1: before anything is touched (the handle says its
    * registry is alive). */
   UVT_LOOP_ONLY(tools->registry);
-  if (!uvt_tools_has(name))
+  def = uvt__tool_find(name);
+  run = def != NULL ? tools_run(def->name) : NULL;
+  if (run == NULL)
     return UV_ENOENT;
   /* A-2: the caller's first args->size bytes over "nothing given", once;
    * from here on only the copy is read. */
@@ -1378,10 +869,10 @@ int uvt_tools_call(uvt_tools_t *tools, uvt_tools_call_t *req,
   req->match_ = NULL;
   tools->pending_++;
 
-  /* The tool's row (schema.c) says how it runs. */
-  def = uvt__tool_find(name);
+  /* The tool's row (schema.c) says what kind of call it is; the
+   * dispatch, which function runs it. */
   req->tool_ = def->kind;
-  def->run(req, args);
+  run(req, args);
   return 0;
 }
 
@@ -1394,7 +885,7 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
     return UV_EINVAL;
   /* P-THREAD-1: before anything is touched. */
   UVT_LOOP_ONLY(req != NULL && req->tools != NULL ? req->tools->registry
-                                                   : NULL);
+                                                  : NULL);
   if (req->aborted_ == ABORT_NONE) {
     req->aborted_ = ABORT_CALLER;
     /* run_command runs in the foreground: a call given up stops it (the
@@ -1404,37 +895,7 @@ int uvt_tools_call_abort(uvt_tools_call_t *req) {
                "call cancelled", NULL);
     /* UV_EINVAL here means the wait's callback is already due; it will
      * see aborted_ and end the call as aborted. */
-    uvt__tools_wait_abort(req);
+    tools_wait_abort(req);
   }
   return 0;
-}
-
-/* ---------------------------------------------------------------------- */
-/* What the tools in other files share (wait.c)                            */
-
-void uvt__tools_ready(uvt_tools_call_t *req, int status) {
-  tools_ready(req, status);
-}
-
-int uvt__tools_timeout(uvt_tools_call_t *req, const uvt_tools_args_t *args,
-                       uint64_t default_ms, uint64_t max_ms, uint64_t *out) {
-  return tools_timeout(req, args, default_ms, max_ms, out);
-}
-
-void uvt__tools_unlink_waiting(uvt_tools_call_t *req) {
-  tools_unlink_waiting(req);
-}
-
-void uvt__tools_notice(uvt_tools_t *tools, const uvt_snapshot_t *snap,
-                       uvt_agent_t *owner) {
-  if (tools->state_ == TOOLS_ATTACHED)
-    tools_notice(tools, snap, owner);
-}
-
-/* Stop the wait (or, for task_wait, the waits) of a call. */
-void uvt__tools_wait_abort(uvt_tools_call_t *req) {
-  if (req->tool_ == TOOL_TASK_WAIT)
-    uvt__tool_task_wait_abort(req);
-  else
-    uvt_wait_abort(&req->wait_);
 }

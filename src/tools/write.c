@@ -269,4 +269,12 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
     return;
   }
   uvt__tools_link_waiting(req);
+  /* M-TOOLS-5: one timer looks at the output of every waiting write_stdin
+   * call; it runs only while there is one (uvt__tools_unlink_waiting
+   * stops it after the last). */
+  if (req->tools->writers_++ == 0) {
+    uv_update_time(uvt_registry_loop(reg)); /* R-TIME-1 */
+    uv_timer_start(&req->tools->quiet_, uvt__tools_quiet_cb,
+                   UVT_TOOLS_WRITE_QUIET_MS, UVT_TOOLS_WRITE_QUIET_MS);
+  }
 }
