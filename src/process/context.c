@@ -33,7 +33,8 @@ static void procs_unhold(uvt__procs_t *ps) {
   if (--ps->handles_closing > 0)
     return;
   done = ps->done;
-  uvt__durable_free(ps);
+  if (ps->dstate_free != NULL)
+    ps->dstate_free(ps); /* D-1 */
   uvt__free(ps->sessions);
   uvt__free(ps->landing);
   if (done != NULL)
@@ -69,7 +70,8 @@ void uvt__procs_maybe_closed(uvt__procs_t *ps) {
   n += (int)uvt__notify_close(ps, procs_handle_closed);
   n += (int)uvt__trim_close(ps, procs_handle_closed);
   n += (int)uvt__spawner_close(ps, procs_handle_closed);
-  n += (int)uvt__durable_close(ps, procs_handle_closed); /* D-1 */
+  if (ps->dstate_close != NULL)
+    n += (int)ps->dstate_close(ps, procs_handle_closed); /* D-1 */
   uvt__env_cache_free(&ps->envc);
   /* Held while the handles are asked to close, so that a context with no
    * handle ends here and one with handles ends in their last callback. */

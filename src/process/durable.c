@@ -1333,6 +1333,8 @@ static int state_open(uvt__procs_t *ps, const char *dir) {
   if ((err = watch_start(ds)) != 0)
     goto fail;
   ps->dstate = ds;
+  ps->dstate_close = uvt__durable_close;
+  ps->dstate_free = uvt__durable_free;
   return 0;
 fail:
   /* Nothing was started: what opened closes, the state goes once its

@@ -255,7 +255,7 @@ typedef struct {
   uv_fs_event_t change; /* its file, watched for a host that wants to
                            hear of output as it comes (durable.c) */
   int watching;
-  int ending; /* its writer is gone: ends where a read finds the end */
+  int ending;       /* its writer is gone: ends where a read finds the end */
   uint64_t punched; /* blocks below this went back (D-6) */
 } uvt__stream_t;
 
@@ -268,9 +268,19 @@ struct uvt__inchunk_s {
   char bytes[];
 };
 
+/* What a task's input tells its owner (process.c), given at
+ * uvt__stdin_open: its poll handle's close callback (the handle's data is
+ * the task), and, for a durable task's FIFO, the host's end of input,
+ * which the FIFO's other writer must hear of too (D-5). */
+typedef struct {
+  uv_close_cb closed;
+  void (*fifo_end)(uvt__proc_t *p);
+} uvt__stdin_cbs_t;
+
 /* The task's input (stdin.c, P-IN-1): our end of its stdin socket, or a
  * copy of its terminal's master side, written from a poll handle. */
 typedef struct {
+  const uvt__stdin_cbs_t *cbs; /* the owner's */
   uv_poll_t poll;
   int fd;         /* -1 when there is none (any more) */
   int enabled;    /* the task takes writes: stdin_pipe or pty */
@@ -359,8 +369,8 @@ struct uvt__proc_s {
    * pass_live is fresh (a quiesce or a kill may be over).  On the proc,
    * not the context: a proc may outlive its context. */
   void (*swept)(uvt__proc_t *p);
-  int cg;                         /* the task has a cgroup (cgroup.c) */
-  uvt__cg_t cgroup;               /* it (L-LIM-1) */
+  int cg;               /* the task has a cgroup (cgroup.c) */
+  uvt__cg_t cgroup;     /* it (L-LIM-1) */
   unsigned pass_groups; /* groups it signalled */
   pid_t pass_group[UVT__PASS_GROUPS];
   /* S-11 without a cgroup: processes that left the session, found by
@@ -373,8 +383,8 @@ struct uvt__proc_s {
   uint64_t max_runtime_ms;
 
   unsigned lingering; /* streams open with `linger` set (P-OUT-6) */
-  unsigned live;    /* UVT__H_* handles initialised, uv_close not called */
-  unsigned closing; /* handles whose close callback has not run */
+  unsigned live;      /* UVT__H_* handles initialised, uv_close not called */
+  unsigned closing;   /* handles whose close callback has not run */
 
   int status;         /* waitpid status of the leader */
   int reaped;         /* the leader's exit was seen and reaped */
@@ -446,9 +456,15 @@ void uvt__proc_on_close(uv_handle_t *h);
  * 0 or a libuv error. */
 int uvt__stdin_socket(int *ours, int *theirs);
 /* Make `fd` (our end of the socket, or a copy of the pty master when
- * `tty`) the task's input, holding up to `cap` pending bytes.  The
- * descriptor is taken over (closed on failure).  0 or a libuv error. */
-int uvt__stdin_open(uvt__proc_t *p, size_t cap, int fd, int tty);
+ * `tty`) the task's input, holding up to `cap` pending bytes; `cbs`
+ * (static) is the owner's.  The descriptor is taken over (closed on
+ * failure).  0 or a libuv error. */
+int uvt__stdin_open(uvt__proc_t *p, size_t cap, int fd, int tty,
+                    const uvt__stdin_cbs_t *cbs);
+/* uvt_process_write() and uvt_process_close_stdin() (write.c) once the
+ * task was found and takes input: 0 or their errors (P-IN-1). */
+int uvt__stdin_write(uvt__proc_t *p, const char *bytes, size_t len);
+int uvt__stdin_end(uvt__proc_t *p);
 /* Close the handle and drop what is queued (the task is ending, or its
  * start is undone); its close callback is uvt__proc_on_close. */
 void uvt__stdin_close(uvt__proc_t *p);
@@ -631,6 +647,11 @@ struct uvt__procs_s {
 
   /* durable.c (D-1..D-7): the registry's state directory, or NULL */
   uvt__dstate_t *dstate;
+  /* Its close and free, set with it by durable.c (uvt__durable_close,
+   * uvt__durable_free), so that the context's close (context.c) calls
+   * nothing of durable.c by name; NULL while there was none. */
+  unsigned (*dstate_close)(uvt__procs_t *ps, uv_close_cb on_closed);
+  void (*dstate_free)(uvt__procs_t *ps);
 
   /* Shutdown (context.c). */
   int closing;
@@ -907,8 +928,8 @@ struct uvt__spawn_s {
                       them */
   int want_pidfd;
   int force_fork;
-  uvt__cg_t cg;     /* the task's cgroup (mask 0: none), L-LIM-1 */
-  long clk_tck;     /* sysconf(_SC_CLK_TCK) */
+  uvt__cg_t cg; /* the task's cgroup (mask 0: none), L-LIM-1 */
+  long clk_tck; /* sysconf(_SC_CLK_TCK) */
   void (*hook)(int phase);
   uvt__env_t *env;      /* loop side: released with the request */
   void *cookie;         /* loop side: the task it is for */

@@ -187,6 +187,11 @@ void uvt__proc_on_close(uv_handle_t *h) {
     closed(h->data, h);
 }
 
+/* The task's input (stdin.c) calls back through these: its poll
+ * handle's close, and a durable task's FIFO ended by the host (D-5). */
+static const uvt__stdin_cbs_t stdin_cbs = {uvt__proc_on_close,
+                                           uvt__durable_stdin_closed};
+
 /* A terminal's read handle: its descriptor is ours to close. */
 static void on_tty_close(uv_handle_t *h) {
   uvt__stream_t *s = h->data;
@@ -1555,7 +1560,7 @@ static int proc_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
     }
   }
   if (err == 0 && in_ours >= 0) {
-    err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty);
+    err = uvt__stdin_open(p, o->stdin_cap_bytes, in_ours, o->pty, &stdin_cbs);
     in_ours = -1;            /* taken, or closed on failure */
     p->in.fifo = o->durable; /* D-5: a FIFO in the state directory */
   }
@@ -1957,7 +1962,8 @@ static int proc_adopt_run(uvt_task_t *t, void *arg, uvt_hooks_t *hooks) {
   }
   if (strchr(e->flags, 'i') != NULL) {
     if (a->in_fd >= 0) {
-      err = uvt__stdin_open(p, UVT_PROCESS_STDIN_CAP_BYTES, a->in_fd, 0);
+      err = uvt__stdin_open(p, UVT_PROCESS_STDIN_CAP_BYTES, a->in_fd, 0,
+                            &stdin_cbs);
       a->in_fd = -1;
       p->in.fifo = 1;
       if (err != 0)

@@ -1,5 +1,8 @@
-/* Input for a running task (P-IN-1): uvt_process_write() and
- * uvt_process_close_stdin().
+/* Input for a running task (P-IN-1): what uvt_process_write() and
+ * uvt_process_close_stdin() (write.c) do once they found the task.  The
+ * owner of a task's input (process.c) gives it its close callback and a
+ * FIFO's end (D-5) in a uvt__stdin_cbs_t: this file calls nothing of
+ * process.c or durable.c by name.
  *
  * A task with stdin_pipe gets a Unix socket pair as its stdin, not a pipe.
  * A write to a pipe whose reader has gone raises SIGPIPE, whose default
@@ -57,10 +60,12 @@ int uvt__stdin_socket(int *ours, int *theirs) {
   return 0;
 }
 
-int uvt__stdin_open(uvt__proc_t *p, size_t cap, int fd, int tty) {
+int uvt__stdin_open(uvt__proc_t *p, size_t cap, int fd, int tty,
+                    const uvt__stdin_cbs_t *cbs) {
   uvt__stdin_t *in = &p->in;
   int err;
 
+  in->cbs = cbs;
   in->fd = -1;
   in->cap = cap;
   in->tty = tty;
@@ -99,7 +104,7 @@ void uvt__stdin_close(uvt__proc_t *p) {
   in->open = 0;
   in->polling = 0;
   p->live &= ~UVT__H_STDIN;
-  uv_close((uv_handle_t *)&in->poll, uvt__proc_on_close);
+  uv_close((uv_handle_t *)&in->poll, in->cbs->closed);
 }
 
 void uvt__stdin_closed(uvt__proc_t *p) {
@@ -187,7 +192,7 @@ static void maybe_end(uvt__proc_t *p) {
    * of file.  A durable task's FIFO has a second writer, its keeper,
    * which is told to close its end too (D-5). */
   if (in->fifo)
-    uvt__durable_stdin_closed(p);
+    in->cbs->fifo_end(p);
   uvt__stdin_close(p);
 }
 
@@ -263,38 +268,13 @@ static void enqueue(uvt__stdin_t *in, uvt__inchunk_t *c, const char *bytes,
   in->pending += len;
 }
 
-/* Can the task take input now?  0 or the error of P-IN-1. */
-static int writable(const uvt__proc_t *p) {
-  const uvt__stdin_t *in = &p->in;
-
-  if (!in->enabled)
-    return UV_EINVAL;
-  if (in->broken || in->host_ended || !in->open || uvt__proc_ending(p))
-    return UV_EPIPE;
-  return 0;
-}
-
-int uvt_process_write(uvt_registry_t *reg, const char *id,
-                      const uvt_agent_t *caller, const char *bytes,
-                      size_t len) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT_LOOP_ONLY(reg);
-  uvt__proc_t *p;
-  uvt__stdin_t *in;
+/* The body of uvt_process_write() once the task takes input (write.c):
+ * whole or nothing. */
+int uvt__stdin_write(uvt__proc_t *p, const char *bytes, size_t len) {
+  uvt__stdin_t *in = &p->in;
   uvt__inchunk_t *c;
-  uvt_task_t *t;
   ssize_t n = 0;
-  int err;
 
-  if (bytes == NULL && len > 0)
-    return UV_EINVAL;
-  err = uvt__proc_lookup(reg, id, caller, &t, &p);
-  if (err != 0)
-    return err;
-  err = writable(p);
-  if (err != 0 || len == 0)
-    return err;
-  in = &p->in;
   /* Whole or nothing: checked, and the queue's room allocated, before a
    * byte goes out. */
   if (len > in->cap - in->pending)
@@ -321,26 +301,12 @@ int uvt_process_write(uvt_registry_t *reg, const char *id,
   return in->broken ? UV_EPIPE : 0;
 }
 
-int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
-                            const uvt_agent_t *caller) {
-  /* P-THREAD-1: before anything is touched. */
-  UVT_LOOP_ONLY(reg);
-  uvt__proc_t *p;
-  uvt__stdin_t *in;
+/* The body of uvt_process_close_stdin() once the task takes input. */
+int uvt__stdin_end(uvt__proc_t *p) {
+  uvt__stdin_t *in = &p->in;
   uvt__inchunk_t *c;
-  uvt_task_t *t;
   char veof;
-  int err;
 
-  err = uvt__proc_lookup(reg, id, caller, &t, &p);
-  if (err != 0)
-    return err;
-  err = writable(p);
-  if (err == UV_EINVAL)
-    return err;
-  if (err != 0)
-    return 0; /* already over: nothing to end */
-  in = &p->in;
   if (in->tty) {
     /* A terminal stays open (it is also the output): its end-of-file
      * character, behind what is queued, whatever the cap. */
@@ -356,13 +322,4 @@ int uvt_process_close_stdin(uvt_registry_t *reg, const char *id,
   in->host_ended = 1;
   maybe_end(p);
   return 0;
-}
-
-size_t uvt__process_stdin_pending(uvt_registry_t *reg, const char *id) {
-  uvt__proc_t *p;
-  uvt_task_t *t;
-
-  if (uvt__proc_lookup(reg, id, NULL, &t, &p) != 0)
-    return 0;
-  return p->in.pending;
 }
