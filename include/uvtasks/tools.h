@@ -90,6 +90,19 @@
 extern "C" {
 #endif
 
+/* The tools' names (M-TOOLS-3), spelled here only: the tool surface's
+ * rows (uvt_tools_schema_json(), uvt_tools_call()) and a host that reads
+ * a call's arguments itself (uvtasks-mcp) use these.
+ * Since: 0.3.0 */
+#define UVT_TOOL_RUN_IN_BACKGROUND "run_in_background"
+#define UVT_TOOL_RUN_COMMAND "run_command"
+#define UVT_TOOL_TASK_OUTPUT "task_output"
+#define UVT_TOOL_TASK_LIST "task_list"
+#define UVT_TOOL_TASK_KILL "task_kill"
+#define UVT_TOOL_WRITE_STDIN "write_stdin"
+#define UVT_TOOL_TASK_WAIT "task_wait"
+#define UVT_TOOL_TASK_SCREEN "task_screen"
+
 /* M-TOOLS-1: the wait of task_output when timeout_ms is not given, and the
  * longest wait it accepts (longer ones are cut to this). */
 #define UVT_TOOLS_WAIT_DEFAULT_MS 30000

@@ -151,7 +151,7 @@ void mcp_durable_describe(const mcp_server_t *server, json_t *tools) {
     const char *name = json_string_value(json_object_get(tool, "name"));
     desc = json_object_get(tool, "description");
     if (name == NULL || !json_is_string(desc) ||
-        strcmp(name, "run_in_background") != 0)
+        strcmp(name, UVT_TOOL_RUN_IN_BACKGROUND) != 0)
       continue;
     json_object_set_new(
         tool, "description",

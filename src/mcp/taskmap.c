@@ -66,7 +66,7 @@ const char *mcp_tool_task_support(const char *tool) {
    * run_command may run as a task. */
   if (tool == NULL || !uvt_tools_has(tool))
     return NULL;
-  return strcmp(tool, "run_command") == 0 ? "optional" : "forbidden";
+  return strcmp(tool, UVT_TOOL_RUN_COMMAND) == 0 ? "optional" : "forbidden";
 }
 
 int mcp_version_has_tasks(const char *version) {

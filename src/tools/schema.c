@@ -9,6 +9,7 @@
 
 /* One row per tool (M-TOOLS-3): its name, what kind of call it is, and
  * its schema's members after "name" (description, inputSchema, ...).
+ * The names are uvtasks/tools.h's UVT_TOOL_* (spelled there only).
  * uvt_tools_has(), uvt_tools_call() and uvt_tools_schema_json() all read
  * this table; the function that runs each tool is the dispatch's
  * (tools.c), so the rows call nothing. */
@@ -27,7 +28,7 @@
   "matched (for example error|warning).\"},"
 
 const uvt__tool_def_t uvt__tool_defs[] = {
-    {"run_in_background", TOOL_OTHER,
+    {UVT_TOOL_RUN_IN_BACKGROUND, TOOL_OTHER,
      "\"description\":\"Start a shell command (bash) in the background and "
      "return its task id at once. The command runs in its own process group "
      "with no input (unless stdin or tty is set); its stdout and stderr are "
@@ -73,7 +74,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "shows them), with no [stderr] part. Default false.\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}}"},
 
-    {"run_command", TOOL_RUN_COMMAND,
+    {UVT_TOOL_RUN_COMMAND, TOOL_RUN_COMMAND,
      "\"description\":\"Run a shell command (bash) and wait until it ends, "
      "then return its output (stdout, then stderr after a [stderr] line) and "
      "its status line, for example [status: completed, exit code: 0]. A "
@@ -129,7 +130,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "least 256 is used.\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}}"},
 
-    {"task_output", TOOL_OTHER,
+    {UVT_TOOL_TASK_OUTPUT, TOOL_OTHER,
      "\"description\":\"Return the output a background task produced since "
      "your last read of it (each read consumes what it returns), then its "
      "status line, last: [status: running], or for example [status: "
@@ -158,13 +159,13 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "least 256 is used.\"}},"
      "\"required\":[\"task_id\"],\"additionalProperties\":false}}"},
 
-    {"task_list", TOOL_OTHER,
+    {UVT_TOOL_TASK_LIST, TOOL_OTHER,
      "\"description\":\"List your background tasks, one line each: id, "
      "kind, status, label. Consumes no output.\","
      "\"inputSchema\":{\"type\":\"object\",\"properties\":{},"
      "\"additionalProperties\":false}}"},
 
-    {"task_kill", TOOL_OTHER,
+    {UVT_TOOL_TASK_KILL, TOOL_OTHER,
      "\"description\":\"Stop a background task: SIGTERM to every process "
      "it started, SIGKILL to whatever is left after a grace period; it ends "
      "only when nothing of it runs. Says whether the stop was requested or "
@@ -184,7 +185,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "stopping it.\"}},"
      "\"required\":[\"task_id\"],\"additionalProperties\":false}}"},
 
-    {"write_stdin", TOOL_WRITE_STDIN,
+    {UVT_TOOL_WRITE_STDIN, TOOL_WRITE_STDIN,
      "\"description\":\"Send input to a background task started with stdin "
      "or tty (run_in_background), then wait up to yield_ms and return what it "
      "printed since your last read, then its status line, as task_output "
@@ -223,7 +224,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "least 256 is used.\"}},"
      "\"required\":[\"task_id\"],\"additionalProperties\":false}}"},
 
-    {"task_wait", TOOL_TASK_WAIT,
+    {UVT_TOOL_TASK_WAIT, TOOL_TASK_WAIT,
      "\"description\":\"Wait for several background tasks at once instead "
      "of polling them one by one: with mode any (the default) the call "
      "returns as soon as one of them has ended, with mode all once every "
@@ -250,7 +251,7 @@ const uvt__tool_def_t uvt__tool_defs[] = {
      "server sets another; at least 256 is used.\"}},"
      "\"required\":[\"task_ids\"],\"additionalProperties\":false}}"},
 
-    {"task_screen", TOOL_OTHER,
+    {UVT_TOOL_TASK_SCREEN, TOOL_OTHER,
      "\"description\":\"Show the current screen of a task started with tty "
      "(run_in_background): a line naming its size, whether the program is on "
      "the alternate screen (full-screen programs such as top, vim, less, "

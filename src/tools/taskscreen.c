@@ -17,7 +17,7 @@ void uvt__tool_task_screen(uvt_tools_call_t *req,
   uvt__text_t scratch;
   int err;
 
-  if (uvt__tools_need_id(req, args, "task_screen") != 0)
+  if (uvt__tools_need_id(req, args, UVT_TOOL_TASK_SCREEN) != 0)
     return;
   uvt__text_init(&t);
   memset(&r, 0, sizeof(r));

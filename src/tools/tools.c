@@ -335,7 +335,7 @@ void uvt__tool_task_output(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (uvt__tools_need_id(req, args, "task_output") != 0)
+  if (uvt__tools_need_id(req, args, UVT_TOOL_TASK_OUTPUT) != 0)
     return;
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
@@ -499,7 +499,7 @@ void uvt__tool_task_kill(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   int err;
 
   uvt__text_init(&t);
-  if (uvt__tools_need_id(req, args, "task_kill") != 0)
+  if (uvt__tools_need_id(req, args, UVT_TOOL_TASK_KILL) != 0)
     return;
   if (args->signal != NULL) {
     uvt__tool_task_signal(req, args); /* M-TOOLS-14 */
@@ -796,14 +796,14 @@ static const struct {
   const char *name;
   tools_run_fn run;
 } tools_runs[] = {
-    {"run_in_background", uvt__tool_run_in_background},
-    {"run_command", uvt__tool_run_command},
-    {"task_output", uvt__tool_task_output},
-    {"task_list", uvt__tool_task_list},
-    {"task_kill", uvt__tool_task_kill},
-    {"write_stdin", uvt__tool_write_stdin},
-    {"task_wait", uvt__tool_task_wait},
-    {"task_screen", uvt__tool_task_screen},
+    {UVT_TOOL_RUN_IN_BACKGROUND, uvt__tool_run_in_background},
+    {UVT_TOOL_RUN_COMMAND, uvt__tool_run_command},
+    {UVT_TOOL_TASK_OUTPUT, uvt__tool_task_output},
+    {UVT_TOOL_TASK_LIST, uvt__tool_task_list},
+    {UVT_TOOL_TASK_KILL, uvt__tool_task_kill},
+    {UVT_TOOL_WRITE_STDIN, uvt__tool_write_stdin},
+    {UVT_TOOL_TASK_WAIT, uvt__tool_task_wait},
+    {UVT_TOOL_TASK_SCREEN, uvt__tool_task_screen},
 };
 
 static tools_run_fn tools_run(const char *name) {

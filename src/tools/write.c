@@ -176,7 +176,7 @@ void uvt__tool_write_stdin(uvt_tools_call_t *req,
   int err;
 
   uvt__text_init(&t);
-  if (uvt__tools_need_id(req, args, "write_stdin") != 0)
+  if (uvt__tools_need_id(req, args, UVT_TOOL_WRITE_STDIN) != 0)
     return;
   if (uvt__tools_max_bytes(req, args) != 0)
     return;
