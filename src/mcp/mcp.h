@@ -422,7 +422,7 @@ void mcp_rpc_call_free(mcp_call_t *call);
 json_t *mcp_rpc_tool_result(mcp_server_t *server, const char *text, size_t len,
                             int is_error, int notices);
 
-/* slurm.c (E-8), built with the Slurm engine (UVT_MCP_SLURM). */
+/* submit.c (E-8), built with the Slurm engine (UVT_MCP_SLURM). */
 int mcp_slurm_init(mcp_server_t *server);
 void mcp_slurm_close(mcp_server_t *server);
 json_t *mcp_slurm_schema(void);
