@@ -267,7 +267,13 @@ typedef struct {
   void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_outcome_t;
 
-typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
+/* A warning or a note of the registry (options.log): `level` one of
+ * UVT_LOG_*, `message` one line without its newline (valid during the
+ * call), `log_data` the options' log_data, last as in every callback of
+ * this API that takes the host's pointer.  Changed in 0.3.0: 0.2.0 had
+ * log_data first.  Thread: the loop thread, or the thread that made the
+ * refused call (P-THREAD-1). */
+typedef void (*uvt_log_cb)(int level, const char *message, void *log_data);
 
 /* Option structs and the ABI (A-2, docs/contract.md §10h).
  *

@@ -19,7 +19,7 @@ static void vlog(const uvt_registry_t *reg, int level, const char *fmt,
   char buf[1024];
   vsnprintf(buf, sizeof(buf), fmt, ap);
   if (reg->options.log != NULL)
-    reg->options.log(reg->options.log_data, level, buf);
+    reg->options.log(level, buf, reg->options.log_data);
   else
     fprintf(stderr, "uvtasks: %s\n", buf);
 }

@@ -18,7 +18,7 @@ typedef struct {
   char last[512];
 } tlog_t;
 
-static void tlog_cb(void *data, int level, const char *message) {
+static void tlog_cb(int level, const char *message, void *data) {
   tlog_t *l = data;
   if (level > UVT_LOG_WARN)
     return;

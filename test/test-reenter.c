@@ -694,7 +694,7 @@ typedef struct {
   int close_err;
 } log_re_t;
 
-static void log_and_close(void *data, int level, const char *message) {
+static void log_and_close(int level, const char *message, void *data) {
   log_re_t *l = data;
   (void)level;
   (void)message;

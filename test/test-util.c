@@ -12,7 +12,7 @@
 /* The spawner's test hook (src/process/spawn.c). */
 extern void (*uvt__process_spawn_hook)(int phase);
 
-void fixture_log(void *log_data, int level, const char *message) {
+void fixture_log(int level, const char *message, void *log_data) {
   fixture_t *f = log_data;
   if (level <= UVT_LOG_WARN) {
     f->warnings++;

@@ -33,7 +33,7 @@ void fixture_close(fixture_t *f);
 /* Run the loop until pred(arg) is true or the loop has nothing left to do. */
 void fixture_run_until(fixture_t *f, int (*pred)(void *arg), void *arg);
 /* Log callback counting warnings into a fixture_t (log_data). */
-void fixture_log(void *log_data, int level, const char *message);
+void fixture_log(int level, const char *message, void *log_data);
 /* /proc/<pid>/<name> into buf, NUL-terminated; its length, or -1. */
 ssize_t proc_file(int pid, const char *name, char *buf, size_t size);
 /* /proc/<pid>/cmdline into buf with its arguments joined by spaces (the

@@ -305,7 +305,7 @@ static void op_log(episode_t *ep, const char *fmt, ...) {
     fprintf(stderr, "%s\n", ep->ops[ep->nops - 1]);
 }
 
-static void quiet_log(void *data, int level, const char *message) {
+static void quiet_log(int level, const char *message, void *data) {
   (void)data;
   (void)level;
   (void)message;

@@ -296,7 +296,7 @@ typedef struct {
   uv_thread_t thread;
 } logger_t;
 
-static void on_log(void *data, int level, const char *message) {
+static void on_log(int level, const char *message, void *data) {
   logger_t *lg = data;
   uv_thread_t self = uv_thread_self();
   log_arg_t a;

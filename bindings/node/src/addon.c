@@ -141,7 +141,7 @@ void uvtn_throw_type(napi_env env, const char *msg) {
 
 /* ---- the library's log lines (N-13) ---------------------------------- */
 
-void uvtn_log(void *data, int level, const char *message) {
+void uvtn_log(int level, const char *message, void *data) {
   uvtn_reg_t *r = data;
   uv_thread_t self = uv_thread_self();
   size_t have, add;

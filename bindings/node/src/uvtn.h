@@ -91,7 +91,7 @@ struct uvtn_reg_s {
 /* N-13: the registry's log hook: one line on stderr ("uvtasks: ..."), as
  * the library's default, except the error lines of a spawn() call in
  * progress, which its error carries instead (uvtn_capture_end()). */
-void uvtn_log(void *data, int level, const char *message);
+void uvtn_log(int level, const char *message, void *data);
 void uvtn_capture_begin(uvtn_reg_t *r);
 /* The captured lines (the caller frees them), or NULL; with `flush` they
  * go to stderr instead and NULL is returned. */
