@@ -668,67 +668,6 @@ typedef struct {
   int completing;
 } uvt__counts_t;
 
-/* Elements in an array_task_str such as "3-9%2" or "1,4,7-8". */
-uint32_t uvt__array_count(const char *s) {
-  uint32_t n = 0;
-  while (s != NULL && *s != '\0') {
-    unsigned long a, b, step = 1;
-    char *end;
-    a = strtoul(s, &end, 10);
-    if (end == s)
-      break;
-    b = a;
-    s = end;
-    if (*s == '-') {
-      b = strtoul(s + 1, &end, 10);
-      s = end;
-      if (*s == ':') {
-        step = strtoul(s + 1, &end, 10);
-        s = end;
-      }
-    }
-    if (b >= a && step > 0)
-      n += (uint32_t)((b - a) / step + 1);
-    if (*s == '%')
-      break;
-    if (*s == ',')
-      s++;
-  }
-  return n;
-}
-
-uint32_t uvt__array_index(const char *s, uint32_t want) {
-  uint32_t n = 0;
-  while (s != NULL && *s != '\0') {
-    unsigned long a, b, step = 1;
-    char *end;
-    a = strtoul(s, &end, 10);
-    if (end == s)
-      break;
-    b = a;
-    s = end;
-    if (*s == '-') {
-      b = strtoul(s + 1, &end, 10);
-      s = end;
-      if (*s == ':') {
-        step = strtoul(s + 1, &end, 10);
-        s = end;
-      }
-    }
-    if (b >= a && step > 0) {
-      uint32_t k = (uint32_t)((b - a) / step + 1);
-      if (want < n + k)
-        return (uint32_t)(a + (want - n) * step);
-      n += k;
-    }
-    if (*s == '%')
-      break;
-    if (*s == ',')
-      s++;
-  }
-  return 0;
-}
-
 static void count_array(const job_info_msg_t *msg, uint32_t job,
                         uvt__counts_t *c, int *found) {
   uint32_t i;

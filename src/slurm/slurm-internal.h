@@ -141,7 +141,7 @@ uvt__sjob_t *uvt__sjob_new(uvt_slurm_engine_t *e);
  * *err (uvt_task_lookup's, or UV_EINVAL: not a Slurm task of e). */
 uvt__sjob_t *uvt__slurm_find(uvt_slurm_engine_t *e, const char *id,
                              const uvt_agent_t *caller, int *err);
-/* engine.c: elements in an array spec such as "0-9%2" or "1,4,7-8". */
+/* array.c: elements in an array spec such as "0-9%2" or "1,4,7-8". */
 uint32_t uvt__array_count(const char *spec);
 /* The i-th element's index of the spec (i < count). */
 uint32_t uvt__array_index(const char *spec, uint32_t i);
