@@ -1,8 +1,14 @@
-/* The model-facing tool surface (contract §5, M-TOOLS-1..6): the tools over
- * the registry's operations and the process producer, completion notices
- * from a listener, and results delivered through the loop.  What a result
- * shows of a task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8);
- * write_stdin lives in write.c (M-TOOLS-5). */
+/* The model-facing tool surface (contract §5, M-TOOLS-1..6): attach and
+ * detach, the dispatch of a call to the function that runs its tool, and
+ * the tools over the registry's operations and the process producer
+ * (run_in_background, run_command, task_output, task_list, task_kill).
+ * Below them: results delivered through the loop (result.c), the shared
+ * arguments (args.c), reads as results (read.c), waiting calls
+ * (waiting.c), completion notices (notice.c); what a result shows of a
+ * task's output is shaped in output.c (M-TOOLS-7, M-TOOLS-8).  The other
+ * tools have files of their own: write_stdin write.c (M-TOOLS-5),
+ * task_wait wait.c, task_screen taskscreen.c, task_kill's signals
+ * signal.c. */
 #define _XOPEN_SOURCE 700 /* realpath(3), also under -D_POSIX_C_SOURCE */
 #include "uvtasks/tools.h"
 
