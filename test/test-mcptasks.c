@@ -76,6 +76,15 @@ static void test_task_support(void **state) {
   assert_null(mcp_tool_task_support("bash"));
   assert_null(mcp_tool_task_support(NULL));
 
+  /* P-LEFT-1, S-4: the tools that start a task (held against --max-tasks,
+   * described with the sandbox and the limits). */
+  assert_true(mcp_tool_starts("run_in_background"));
+  assert_true(mcp_tool_starts("run_command"));
+  assert_false(mcp_tool_starts("task_output"));
+  assert_false(mcp_tool_starts("write_stdin"));
+  assert_false(mcp_tool_starts("submit_job"));
+  assert_false(mcp_tool_starts(NULL));
+
   assert_true(mcp_version_has_tasks("2025-11-25"));
   assert_false(mcp_version_has_tasks("2025-06-18"));
   assert_false(mcp_version_has_tasks("2025-03-26"));

@@ -363,10 +363,10 @@ static int arg_task_ids(mcp_server_t *server, json_t *id, json_t *args,
 
 /* ---------------------------------------------------------------------- */
 /* The tools, one row each: the arguments a call reads, in the order they
- * are checked (the first bad one is the one answered), and whether it
- * starts a task.  An argument no row names is an error (M-TOOLS-16), but
- * for those a host adds to every call (Gemini CLI's wait_for_previous),
- * which are ignored (M-TOOLS-15). */
+ * are checked (the first bad one is the one answered).  Which of them
+ * start a task is taskmap.c's mcp_tool_starts().  An argument no row
+ * names is an error (M-TOOLS-16), but for those a host adds to every
+ * call (Gemini CLI's wait_for_previous), which are ignored (M-TOOLS-15). */
 
 enum {
   ARG_END = 0,
@@ -398,14 +398,11 @@ typedef struct {
 
 typedef struct {
   const char *name;
-  int starts;         /* starts a task: held against --max-tasks (P-LEFT-1), and
-                       * the sandbox's note goes into its description (S-4) */
   mcp_arg_t args[14]; /* ends at the first ARG_END (zero) */
 } mcp_tool_t;
 
 static const mcp_tool_t mcp_tools[] = {
     {UVT_TOOL_RUN_IN_BACKGROUND,
-     1,
      {ARG("command", ARG_STRING, command), ARG("cwd", ARG_STRING, cwd),
       ARG("label", ARG_STRING, label), ARG("stdin", ARG_BOOL, stdin_pipe),
       ARG("tty", ARG_BOOL, tty),
@@ -414,7 +411,6 @@ static const mcp_tool_t mcp_tools[] = {
       ARG("max_processes", ARG_LIMIT, max_processes),
       ARG("cpu_percent", ARG_LIMIT, cpu_percent)}},
     {UVT_TOOL_RUN_COMMAND,
-     1,
      {ARG("command", ARG_STRING, command), ARG("cwd", ARG_STRING, cwd),
       ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
       ARG("yield_ms", ARG_MS, yield_ms),
@@ -429,30 +425,26 @@ static const mcp_tool_t mcp_tools[] = {
       ARG("tail_lines", ARG_LINES, tail_lines),
       ARG("match", ARG_STRING, match)}},
     {UVT_TOOL_TASK_OUTPUT,
-     0,
      {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG("wait", ARG_BOOL, wait),
       ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
       ARG("max_bytes", ARG_MAX_BYTES, max_bytes),
       ARG("head_lines", ARG_LINES, head_lines) /* M-TOOLS-16 */,
       ARG("tail_lines", ARG_LINES, tail_lines),
       ARG("match", ARG_STRING, match)}},
-    {UVT_TOOL_TASK_LIST, 0, {{NULL, ARG_END, 0}}},
+    {UVT_TOOL_TASK_LIST, {{NULL, ARG_END, 0}}},
     {UVT_TOOL_TASK_KILL,
-     0,
      {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG("reason", ARG_STRING, reason),
       ARG("signal", ARG_STRING, signal) /* M-TOOLS-14 */}},
     {UVT_TOOL_WRITE_STDIN,
-     0,
      {ARG_SPECIAL("task_id", ARG_TASK_ID), ARG_SPECIAL("chars", ARG_CHARS),
       ARG("close_stdin", ARG_BOOL, close_stdin),
       ARG("yield_ms", ARG_MS, yield_ms),
       ARG("max_bytes", ARG_MAX_BYTES, max_bytes)}},
     {UVT_TOOL_TASK_WAIT,
-     0,
      {ARG_SPECIAL("task_ids", ARG_TASK_IDS), ARG("mode", ARG_STRING, mode),
       ARG("timeout_ms", ARG_TIMEOUT, timeout_ms),
       ARG("max_bytes", ARG_MAX_BYTES, max_bytes)}},
-    {UVT_TOOL_TASK_SCREEN, 0, {ARG_SPECIAL("task_id", ARG_SCREEN_ID)}},
+    {UVT_TOOL_TASK_SCREEN, {ARG_SPECIAL("task_id", ARG_SCREEN_ID)}},
 };
 
 static const mcp_tool_t *tool_find(const char *name) {
@@ -462,12 +454,6 @@ static const mcp_tool_t *tool_find(const char *name) {
     if (strcmp(name, mcp_tools[i].name) == 0)
       return &mcp_tools[i];
   return NULL;
-}
-
-int mcp_tool_starts(const char *name) {
-  const mcp_tool_t *t = tool_find(name);
-
-  return t != NULL && t->starts;
 }
 
 /* M-TOOLS-15: arguments hosts add to every call that no schema names;
@@ -635,7 +621,7 @@ void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params) {
    * no effect). */
   if (as_task)
     a.yield_ms = 0;
-  if (tool->starts) {
+  if (mcp_tool_starts(tool->name)) {
     size_t held;
     if (rpc_over_max_tasks(server, &held)) {
       snprintf(buf, sizeof(buf),

@@ -411,8 +411,6 @@ void mcp_rpc_free_notices(mcp_server_t *server);
 
 /* call.c: tools/call. */
 void mcp_rpc_tools_call(mcp_server_t *server, json_t *id, json_t *params);
-/* Nonzero if tool `name` starts a task (run_in_background, run_command). */
-int mcp_tool_starts(const char *name);
 void mcp_rpc_call_free(mcp_call_t *call);
 
 /* result.c: a CallToolResult of one text block of `len` bytes (a tool's

@@ -69,6 +69,11 @@ const char *mcp_tool_task_support(const char *tool) {
   return strcmp(tool, UVT_TOOL_RUN_COMMAND) == 0 ? "optional" : "forbidden";
 }
 
+int mcp_tool_starts(const char *tool) {
+  return tool != NULL && (strcmp(tool, UVT_TOOL_RUN_IN_BACKGROUND) == 0 ||
+                          strcmp(tool, UVT_TOOL_RUN_COMMAND) == 0);
+}
+
 int mcp_version_has_tasks(const char *version) {
   return version != NULL && strcmp(version, MCP_TASKS_VERSION) == 0;
 }

@@ -52,6 +52,11 @@ uint64_t mcp_task_ttl(int given, double requested_ms, uint64_t max_ms);
 /* execution.taskSupport of a tool: "optional" for run_command, "forbidden"
  * for the other tools, NULL for a name that is no tool. */
 const char *mcp_tool_task_support(const char *tool);
+/* Nonzero if `tool` (a name of the tool surface) starts a task
+ * (run_in_background, run_command): such a call is held against
+ * --max-tasks (P-LEFT-1), and the sandbox's note and the limits go into
+ * its description (S-4, L-LIM-3). */
+int mcp_tool_starts(const char *tool);
 
 /* Nonzero if the negotiated protocol revision `version` has Tasks. */
 int mcp_version_has_tasks(const char *version);
