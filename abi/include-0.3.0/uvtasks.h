@@ -267,7 +267,13 @@ typedef struct {
   void *reserved_[4]; /* for fields to come without an ABI break */
 } uvt_outcome_t;
 
-typedef void (*uvt_log_cb)(void *log_data, int level, const char *message);
+/* A warning or a note of the registry (options.log): `level` one of
+ * UVT_LOG_*, `message` one line without its newline (valid during the
+ * call), `log_data` the options' log_data, last as in every callback of
+ * this API that takes the host's pointer.  Changed in 0.3.0: 0.2.0 had
+ * log_data first.  Thread: the loop thread, or the thread that made the
+ * refused call (P-THREAD-1). */
+typedef void (*uvt_log_cb)(int level, const char *message, void *log_data);
 
 /* Option structs and the ABI (A-2, docs/contract.md §10h).
  *
@@ -833,11 +839,13 @@ UVT_EXTERN int uvt_list(uvt_registry_t *reg, const uvt_agent_t *caller,
  * ended task also return what its work wrote after the end (a process
  * task's leftovers holding its pipes), after the remainder.
  * Returns 0, UV_EINVAL (NULL reg, id or out), UVT_ENOTASK, UVT_EFOREIGN
- * (the task is owned and `caller` is of another session, or NULL, or a
- * disposed agent: a NULL caller reads unowned tasks only, R-OWN-2;
- * nothing is consumed), UV_EBUSY (from inside this task's own read_output
- * hook, R-REENTER-1), UV_ENOMEM, or the producer's read_output error.  Ownership: *out is the
- * caller's; free with uvt_read_cleanup(). Thread: loop thread.
+ * (the task is owned and `caller` is of another session or a disposed
+ * agent, or `caller` is NULL: a read of an agent's task with no caller is
+ * UVT_EFOREIGN, as a NULL caller reads unowned tasks only, R-OWN-2;
+ * nothing is consumed), UV_EBUSY (from inside this task's own
+ * read_output hook, R-REENTER-1), UV_ENOMEM, or the producer's
+ * read_output error.  Ownership: *out is the caller's; free with
+ * uvt_read_cleanup(). Thread: loop thread.
  * Since: 0.1.0 */
 UVT_EXTERN int uvt_read(uvt_registry_t *reg, const char *id,
                         const uvt_agent_t *caller, uvt_read_t *out);

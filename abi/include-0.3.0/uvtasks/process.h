@@ -328,7 +328,12 @@ typedef struct {
    * .git/hooks (made, empty, when missing), .git/config,
    * .git/config.worktree, the directory core.hooksPath names when it
    * lies in a writable place (husky's .husky), the hooks and config of
-   * each direct submodule (.git/modules/NAME), and a .git that is a file
+   * each submodule (.git/modules/NAME, NAME with '/' in it, and nested
+   * ones, .git/modules/NAME/modules/...: 64 at most, 8 levels), every
+   * file a config includes (include.path, includeIf.*.path, also from
+   * ~/.gitconfig, ~/.config/git/config, /etc/gitconfig: an existing one
+   * read-only, a missing one made an empty read-only file), and a .git
+   * that is a file
    * (a worktree's or submodule's link to its git directory); .git itself
    * cannot be renamed or replaced.  Objects, refs and the index stay
    * writable: `git commit` works inside.  Only each root's own .git is
@@ -437,7 +442,19 @@ typedef struct {
    *    PASSAGE and TOKENIZERS stay, and KEY is never fused (MONKEY stays);
    *  - or the value holds a password in a URL, `scheme://user:password@`
    *    (DATABASE_URL, REDIS_URL=redis://:pw@host, https_proxy); a URL
-   *    with a user and no password (ssh://git@host) stays.
+   *    with a user and no password (ssh://git@host) stays;
+   *  - (v4) or the value is a credential by its form, whatever the name:
+   *    an HTTP authorization ("Bearer x", "Basic x", "Authorization: x",
+   *    "token x"), a private key ("...PRIVATE KEY-----"), a token with a
+   *    well-known prefix (ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat-
+   *    xoxb- xoxp- xoxa- xoxr- xoxs- sk_live_ rk_live_ sk-ant-, an AWS key
+   *    id AKIA + 16), or a connection string's "Password=" or "pwd="
+   *    field; a part SESSIONID or SESSIONKEY;
+   *  - (v4) git's configuration family (GIT_CONFIG_COUNT,
+   *    GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n>, GIT_CONFIG_PARAMETERS)
+   *    goes whole, unless these entries hold GIT_CONFIG_COUNT: then the
+   *    host's members are passed too (a value may be a credential, and a
+   *    family missing a member breaks every git command).
    * PWD, OLDPWD and SSH_AUTH_SOCK (a socket path) always stay, as do
    * KEYBOARD_LAYOUT, MONKEY, TOKENIZERS_PARALLELISM and PATH.  Pass a
    * credential a command needs here (uvtasks-mcp: --pass-env NAME).
@@ -546,7 +563,12 @@ typedef struct {
   /* ---- Limits (L-LIM-1) ---- */
 
   /* Memory, processes and CPU for the whole task (uvt_process_limits_t
-   * above); all 0 (the default) = none. */
+   * above); all 0 (the default) = none.  A durable task's (L-LIM-3) are
+   * enforced by a cgroup that outlives the host, in `uvtasks-durable`
+   * beside the registry's cgroup directory, recorded in the state
+   * directory's journal and found again by the next host's
+   * uvt_process_adopt_all(); its keeper is in the group too and is not
+   * counted against max_processes. */
   uvt_process_limits_t limits;
 
   /* ---- v4: the whole output, once (M-TOOLS-17) ---- */
@@ -596,9 +618,10 @@ typedef struct {
    * kept (up to the cap, as a pipe's ring would).  stdin is /dev/null,
    * stdin_data, or with stdin_pipe a FIFO in the state directory (which
    * a later host writes to as well); not with pty (UV_EINVAL: a terminal
-   * dies with its host) nor sandbox (UV_ENOTSUP).  No cgroup of its own
-   * (uvt_process_cgroups()) and never through the spawn helper.  See
-   * uvt_process_adopt_all() for what a restart keeps. */
+   * dies with its host) nor sandbox (UV_ENOTSUP).  With `limits`, a
+   * cgroup of its own that outlives the host (L-LIM-3, above); without,
+   * none (not even with uvt_process_cgroups()).  Never through the spawn
+   * helper.  See uvt_process_adopt_all() for what a restart keeps. */
   int durable;
 
   /* private */
@@ -930,7 +953,13 @@ UVT_EXTERN int uvt_process_reading(uvt_registry_t *reg, const char *id,
  * -m` jobs) from a pass over /proc made by the call, the task's cgroup
  * too where it has one.  No escalation follows: the task stays live unless
  * the signal ends it, and then it settles as a death by that signal
- * ("signal: NAME", P-END-2).  A kill is still uvt_kill() (SIGTERM, then
+ * ("signal: NAME", P-END-2) when the leader itself died of it.  The
+ * leader of a `command` task is the shell: a shell that ignores the
+ * signal (bash ignores SIGQUIT; one in a sandbox is the library's own
+ * program) outlives the command it ran and exits 128 + N, which reads
+ * "exit code: N" as any exit status does (P-END-3: nothing is guessed
+ * from a status); an `argv` task's leader is the program itself.  A kill
+ * is still uvt_kill() (SIGTERM, then
  * SIGKILL).  Each process gets the signal once, and calls made one after
  * the other arrive in their order (SIGSTOP then SIGCONT leaves the task
  * running); SIGSTOP goes to each process, not to its group.  A SIGTERM,
@@ -1190,7 +1219,11 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  * not yet delivered and whose recorded owner is `owner` (the same agent
  * id and session, D-5; owner NULL: the unowned ones): the same id
  * (R-START-6), kind, label, output cap, grace, drain and runtime limit
- * (counted from the task's own start); reads go on from the offsets the
+ * (counted from the task's own start), and its limits with its cgroup
+ * (L-LIM-3: opened again from the path the journal recorded, by
+ * descriptor and only a cgroup file system's uvtasks-durable/<key>; a
+ * group that is gone is logged and the task taken back without it, so
+ * its outcome cannot name the limit); reads go on from the offsets the
  * last reads consumed, so nothing read is returned again and nothing
  * unread is lost (beyond the cap, as P-OUT-2 says); a kill or runtime
  * limit in progress goes on.  A task whose keeper still runs is a live

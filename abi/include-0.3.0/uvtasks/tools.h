@@ -90,6 +90,19 @@
 extern "C" {
 #endif
 
+/* The tools' names (M-TOOLS-3), spelled here only: the tool surface's
+ * rows (uvt_tools_schema_json(), uvt_tools_call()) and a host that reads
+ * a call's arguments itself (uvtasks-mcp) use these.
+ * Since: 0.3.0 */
+#define UVT_TOOL_RUN_IN_BACKGROUND "run_in_background"
+#define UVT_TOOL_RUN_COMMAND "run_command"
+#define UVT_TOOL_TASK_OUTPUT "task_output"
+#define UVT_TOOL_TASK_LIST "task_list"
+#define UVT_TOOL_TASK_KILL "task_kill"
+#define UVT_TOOL_WRITE_STDIN "write_stdin"
+#define UVT_TOOL_TASK_WAIT "task_wait"
+#define UVT_TOOL_TASK_SCREEN "task_screen"
+
 /* M-TOOLS-1: the wait of task_output when timeout_ms is not given, and the
  * longest wait it accepts (longer ones are cut to this). */
 #define UVT_TOOLS_WAIT_DEFAULT_MS 30000
@@ -579,8 +592,10 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *  - task_output reads what is new (uvt_read()); with `wait` (or a
  *    timeout_ms) it first waits until the task ends or the wait's deadline
  *    passes (default UVT_TOOLS_WAIT_DEFAULT_MS, at most
- *    UVT_TOOLS_WAIT_MAX_MS).  A wait that times out is a success showing
- *    the task's live status line (M-TOOLS-1).
+ *    UVT_TOOLS_WAIT_MAX_MS, and at most the options' yield_ms when it is
+ *    set: v4, M-TOOLS-6).  A wait that times out is a success showing
+ *    the task's live status line (M-TOOLS-1) after "(waited T ms; the
+ *    task has not ended: wait again to wait longer)".
  *  - task_list lists what uvt_list() shows the caller.
  *  - write_stdin (M-TOOLS-5) writes `chars` to the task's stdin pipe or
  *    terminal with uvt_process_write() (the bytes as given: no newline is
@@ -635,8 +650,9 @@ UVT_EXTERN const char *uvt_tools_schema_json(void);
  *    of them, 1 to UVT_TOOLS_WAIT_IDS_MAX, none twice) with one uvt_wait()
  *    each: mode "any" (or NULL) answers when one ended, "all" when every
  *    one did, either once `timeout_ms` passes (default
- *    UVT_TOOLS_WAIT_DEFAULT_MS, at most UVT_TOOLS_WAIT_MAX_MS; a success).
- *    The text: "N of M tasks ended." (with "(waited T ms for any|all)"
+ *    UVT_TOOLS_WAIT_DEFAULT_MS, at most UVT_TOOLS_WAIT_MAX_MS and the
+ *    options' yield_ms when set; a success).  The text: "N of M tasks
+ *    ended." (with "(waited T ms for any|all: wait again to wait longer)"
  *    when the wait ran out), then per task, in the order given, a line
  *    "--- ID ---", for a task that has ended its new output (uvt_read(),
  *    shaped as task_output's, max_bytes shared equally between the tasks
