@@ -307,8 +307,8 @@ static void in_line(mcp_in_t *in, const char *line, size_t len) {
   mcp_rpc_line(in->data, line, len);
 }
 
-static void in_oversized(mcp_in_t *in) {
-  mcp_rpc_oversized(in->data);
+static void in_oversized(mcp_in_t *in, const char *head, size_t len) {
+  mcp_rpc_oversized(in->data, head, len);
 }
 
 static void in_eof(mcp_in_t *in) {

@@ -89,8 +89,10 @@ typedef struct mcp_in_s mcp_in_t;
 typedef struct {
   /* One complete line, without its newline (and its \r). */
   void (*line)(mcp_in_t *in, const char *line, size_t len);
-  /* A line longer than MCP_LINE_MAX was skipped (or could not be kept). */
-  void (*oversized)(mcp_in_t *in);
+  /* A line longer than MCP_LINE_MAX was skipped (or could not be kept);
+   * `head` is its first `len` bytes (at most MCP_HEAD_MAX), where the
+   * request's id usually is. */
+  void (*oversized)(mcp_in_t *in, const char *head, size_t len);
   /* The end of input (or a read error): the client is gone. */
   void (*eof)(mcp_in_t *in);
 } mcp_in_cbs_t;
@@ -395,7 +397,10 @@ void mcp_rpc_batch_release(mcp_server_t *server, mcp_batch_t *b);
 /* One complete line from stdin (without its newline). */
 void mcp_rpc_line(mcp_server_t *server, const char *line, size_t len);
 /* A line longer than MCP_LINE_MAX was skipped. */
-void mcp_rpc_oversized(mcp_server_t *server);
+/* M-MCP-3: the error for a skipped line; its id, when `head` (the line's
+ * first bytes) names one at the top level, else null. */
+#define MCP_HEAD_MAX 4096
+void mcp_rpc_oversized(mcp_server_t *server, const char *head, size_t len);
 
 /* rpc.c: the methods of both protocol eras. */
 /* One parsed message (an object, or an element of a batch). */

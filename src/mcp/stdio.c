@@ -38,7 +38,11 @@ static void in_feed(mcp_in_t *in, const char *p, size_t n) {
       if (nl != NULL)
         in->discarding = 0;
     } else if (in->len + piece > MCP_LINE_MAX) {
-      /* Too long: say so once, drop what was kept, skip to the newline. */
+      /* Too long: say so once (with the line's first bytes, for its id),
+       * drop what was kept, skip to the newline. */
+      const char *head = in->len > 0 ? in->line : p;
+      size_t hlen = in->len > 0 ? in->len : piece;
+      in->cbs->oversized(in, head, hlen < MCP_HEAD_MAX ? hlen : MCP_HEAD_MAX);
       in->len = 0;
       if (in->cap > sizeof(in->chunk)) {
         free(in->line);
@@ -46,7 +50,6 @@ static void in_feed(mcp_in_t *in, const char *p, size_t n) {
         in->cap = 0;
       }
       in->discarding = nl == NULL;
-      in->cbs->oversized(in);
     } else if (nl != NULL && in->len == 0) {
       /* The whole line is in this chunk: no copy. */
       len = piece;
@@ -66,7 +69,7 @@ static void in_feed(mcp_in_t *in, const char *p, size_t n) {
           /* Treat it like an oversized line: answer and resync. */
           in->len = 0;
           in->discarding = nl == NULL;
-          in->cbs->oversized(in);
+          in->cbs->oversized(in, NULL, 0);
           goto next;
         }
         in->line = line;

@@ -163,13 +163,85 @@ void mcp_rpc_batch_release(mcp_server_t *server, mcp_batch_t *b) {
 /* ---------------------------------------------------------------------- */
 /* Lines                                                                   */
 
-void mcp_rpc_oversized(mcp_server_t *server) {
+/* The id of a request from its first bytes alone (the rest was never
+ * kept): the value of an "id" member of the top-level object, a number or
+ * a string without escapes, when it comes before anything is cut.  NULL
+ * when there is none to be sure of (JSON-RPC's null id then). */
+static json_t *head_id(const char *p, size_t n) {
+  size_t i = 0;
+  int depth = 0;
+  int key = 0; /* the next string at depth 1 is a member's name */
+
+  while (i < n) {
+    char c = p[i];
+    if (c == '"') {
+      size_t start = ++i;
+      while (i < n && p[i] != '"') {
+        if (p[i] == '\\')
+          i++;
+        i++;
+      }
+      if (i >= n)
+        return NULL;
+      if (depth == 1 && key && i - start == 2 &&
+          memcmp(p + start, "id", 2) == 0) {
+        size_t v = i + 1;
+        while (v < n && (p[v] == ' ' || p[v] == '\t'))
+          v++;
+        if (v >= n || p[v] != ':')
+          return NULL;
+        v++;
+        while (v < n && (p[v] == ' ' || p[v] == '\t'))
+          v++;
+        if (v < n && p[v] == '"') {
+          size_t e = v + 1;
+          while (e < n && p[e] != '"' && p[e] != '\\')
+            e++;
+          if (e >= n || p[e] != '"')
+            return NULL;
+          return json_stringn(p + v + 1, e - v - 1);
+        }
+        if (v < n && (p[v] == '-' || (p[v] >= '0' && p[v] <= '9'))) {
+          size_t e = v;
+          char num[32];
+          while (e < n && strchr("-+.eE0123456789", p[e]) != NULL)
+            e++;
+          if (e >= n || e - v >= sizeof(num))
+            return NULL;
+          memcpy(num, p + v, e - v);
+          num[e - v] = '\0';
+          if (strpbrk(num, ".eE") == NULL)
+            return json_integer(strtoll(num, NULL, 10));
+          return json_real(strtod(num, NULL));
+        }
+        return NULL;
+      }
+      key = 0;
+      i++;
+      continue;
+    }
+    if (c == '{' || c == '[')
+      depth++;
+    else if (c == '}' || c == ']')
+      depth--;
+    if (depth == 1 && (c == '{' || c == ','))
+      key = 1;
+    else if (c == ':')
+      key = 0;
+    i++;
+  }
+  return NULL;
+}
+
+void mcp_rpc_oversized(mcp_server_t *server, const char *head, size_t len) {
   char buf[160];
+  json_t *id = head != NULL ? head_id(head, len) : NULL;
 
   snprintf(buf, sizeof(buf),
            "Invalid Request: message longer than %u bytes; skipped",
            MCP_LINE_MAX);
-  mcp_rpc_error(server, NULL, RPC_INVALID_REQUEST, buf);
+  mcp_rpc_error(server, id, RPC_INVALID_REQUEST, buf);
+  json_decref(id);
 }
 
 /* A JSON-RPC batch (M-MCP-8): only under 2025-03-26, the revision that had

@@ -146,8 +146,23 @@ big=$(head -c 5242880 /dev/zero | tr '\0' 'x')
 printf '%s\n' "$big" >&"$SRV_IN"
 check "a 5 MiB line is refused" '{"jsonrpc":"2.0","id":20,"method":"ping"}' null '"code":-32600' 'longer than 4194304'
 if expect_id 20; then ok "the server resynchronises after a 5 MiB line"; else bad "resync after a 5 MiB line" "$REPLY_LINE"; fi
+# M-MCP-3: a request too long to keep is answered under its own id when its
+# first bytes name one (the client would otherwise wait for its timeout):
+# a number, a string; an id that comes after the cut is null.
 printf '{"jsonrpc":"2.0","id":21,"method":"ping","pad":"%s"}\n' "$big" >&"$SRV_IN"
-check "a 5 MiB request is refused, not served" '{"jsonrpc":"2.0","id":22,"method":"ping"}' null '"code":-32600'
+if expect_id 21 && [[ $REPLY_LINE == *'"code":-32600'* ]]; then
+  ok "a 5 MiB request is refused under its own id (21), not served"
+else
+  bad "a 5 MiB request is refused under its own id" "$REPLY_LINE"
+fi
+printf '{"method":"tools/call","params":{"id":9,"x":1}, "id" : "big-one","pad":"%s"}\n' "$big" >&"$SRV_IN"
+if expect_id '"big-one"' && [[ $REPLY_LINE == *'"code":-32600'* ]]; then
+  ok "... a string id too, past a nested \"id\" that is not the request's"
+else
+  bad "a 5 MiB request with a string id" "$REPLY_LINE"
+fi
+printf '{"jsonrpc":"2.0","method":"ping","pad":"%s","id":23}\n' "$big" >&"$SRV_IN"
+check "... and one whose id comes after the cut is answered with a null id" '{"jsonrpc":"2.0","id":22,"method":"ping"}' null '"code":-32600'
 if expect_id 22; then ok "the request after it is served"; else bad "the request after a 5 MiB request" "$REPLY_LINE"; fi
 unset big
 
