@@ -135,6 +135,7 @@ int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   uvt__text_t t;
   regex_t *re;
   char why[200];
+  const char *why_not;
   int err;
 
   uvt__text_init(&t);
@@ -151,9 +152,9 @@ int uvt__tools_view(uvt_tools_call_t *req, const uvt_tools_args_t *args) {
   req->tail_lines_ = args->tail_lines;
   if (args->match == NULL)
     return 0;
-  if (match_refused(args->match) != NULL) {
+  if ((why_not = match_refused(args->match)) != NULL) {
     uvt__text_str(&t, "match is refused: ");
-    uvt__text_str(&t, match_refused(args->match));
+    uvt__text_str(&t, why_not);
     uvt__text_str(&t, ". Use a simpler pattern (or grep in the command).");
     uvt__tools_result(req, &t, 1);
     return -1;
