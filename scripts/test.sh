@@ -8,7 +8,9 @@
 # lanes.
 # Works on a fresh Debian 12 machine as root (installs what it needs).
 #   scripts/test.sh            everything
-#   scripts/test.sh --quick    the plain build's suites only
+#   scripts/test.sh --quick    the plain build's suites, the portable lane and
+#                              the Node binding (x64, arm64 under qemu): no
+#                              sanitizer lanes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
