@@ -855,6 +855,92 @@ static void test_reap_fast_leaders_cgroup(void **state) {
   fixture_close(&f);
 }
 
+/* L-LIM-1 with P-SPAWN-4: a limited task's spawn (the clone that enters
+ * the group before it execs, spawn.c) that fails in the child settles
+ * `failed` with the child's own error, as every other spawn does, and
+ * leaves no child, no descriptor and no group; the next limited task
+ * runs.  Siblings: exec refused (ENOEXEC), a working directory gone
+ * between the start and the spawn (ENOENT from chdir), each with every
+ * limit and with one. */
+static void test_lim_spawn_fail(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char dir[64] = "/tmp/uvt-lim-XXXXXX";
+  char path[128];
+  char gone[128];
+  const char *av[2];
+  const char *const ok[] = {"true", NULL};
+  waitres_t w;
+  FILE *fp;
+  int fds;
+  int round;
+  (void)state;
+  if (under_valgrind())
+    skip(); /* the exec's error cannot reach us there */
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/not-a-program", dir);
+  snprintf(gone, sizeof(gone), "%s/gone", dir);
+  fp = fopen(path, "w");
+  assert_non_null(fp);
+  fputs("\x01\x02 not a program\n", fp);
+  assert_int_equal(fclose(fp), 0);
+  assert_int_equal(chmod(path, 0755), 0);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.limits.memory_bytes = 256 * MIB;
+  o.limits.max_processes = 64;
+  need_limits(&f, &o.limits);
+  /* The first start makes the spawner and the registry's groups. */
+  o.argv = ok;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  run_for(&f, 10);
+  fds = count_fds();
+  for (round = 0; round < 4; round++) {
+    o.limits.memory_bytes = round % 2 == 0 ? 256 * MIB : 0;
+    av[0] = path;
+    av[1] = NULL;
+    o.argv = av;
+    o.cwd = NULL;
+    if (round >= 2) {
+      /* A directory there at the start, gone at the spawn: the spawner
+       * is held at its decision until it is removed. */
+      assert_int_equal(mkdir(gone, 0755), 0);
+      o.argv = ok;
+      o.cwd = gone;
+      spawn_gate_close(1);
+    }
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    if (round >= 2) {
+      assert_int_equal(rmdir(gone), 0);
+      spawn_gate_open(1);
+    }
+    wait_task(&f, &w, id, 10000, NULL);
+    if (round >= 2)
+      spawn_gate_remove();
+    assert_outcome(&w.snap, UVT_FAILED,
+                   round < 2 ? "spawn failed: ENOEXEC" : "spawn failed: ENOENT");
+    assert_int_equal(uvt_process_pid(f.reg, id, NULL), UV_ESRCH);
+    assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 0);
+    wait_end(&w);
+  }
+  run_for(&f, 10);
+  assert_int_equal(count_fds(), fds);
+  o.argv = ok;
+  o.cwd = NULL;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  fixture_close(&f);
+  unlink(path);
+  rmdir(dir);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, teardown_children)
 
 int main(int argc, char **argv) {
@@ -869,6 +955,7 @@ int main(int argc, char **argv) {
       T(test_lim_no_controllers),
       T(test_s11_descent),
       T(test_reap_fast_leaders_cgroup),
+      T(test_lim_spawn_fail),
   };
   return process_test_main(argc, argv, "process-limits", tests,
                            sizeof(tests) / sizeof(tests[0]));

@@ -257,7 +257,7 @@ int uvt__cg_make(uvt__cg_t *g) {
     return 0;
   g->oom_base = 0;
   g->pids_base = 0;
-  if (uvt__cg_events(g, &ev) == 0) {
+  if (uvt__cg_events(g, &ev, 0) == 0) {
     g->oom_base = ev.oom_kills;
     g->pids_base = ev.pids_max;
   }
@@ -368,7 +368,7 @@ void uvt__cg_kill(const uvt__cg_t *g) {
   uvt__cg_each(g, kill_pid, NULL);
 }
 
-int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev) {
+int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev, int full) {
   char buf[1024];
   int h;
 
@@ -379,13 +379,13 @@ int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev) {
   if (h == UVT__CG_V2) {
     if (get(g->dir[h], g->name, "memory.events", buf, sizeof(buf)) > 0)
       ev->oom_kills = field(buf, "oom_kill");
-    if (get(g->dir[h], g->name, "memory.peak", buf, sizeof(buf)) > 0)
+    if (full && get(g->dir[h], g->name, "memory.peak", buf, sizeof(buf)) > 0)
       ev->memory_peak = strtoull(buf, NULL, 10);
   } else if (h >= 0) {
     if (get(g->dir[h], g->name, "memory.oom_control", buf, sizeof(buf)) > 0)
       ev->oom_kills = field(buf, "oom_kill");
-    if (get(g->dir[h], g->name, "memory.max_usage_in_bytes", buf, sizeof(buf)) >
-        0)
+    if (full && get(g->dir[h], g->name, "memory.max_usage_in_bytes", buf,
+                    sizeof(buf)) > 0)
       ev->memory_peak = strtoull(buf, NULL, 10);
   }
   h = g->limits.max_processes > 0 ? limit_home(g, UVT__CG_PIDS) : -1;
@@ -394,7 +394,7 @@ int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev) {
   /* CPU time: v2's cpu.stat (there even without the cpu controller), or a
    * v1 cpu hierarchy with cpuacct mounted beside it. */
   ev->cpu_usec = UINT64_MAX;
-  if (g->limits.cpu_percent == 0)
+  if (!full || g->limits.cpu_percent == 0)
     return 0;
   if ((g->mask & UVT__CG_BIT(UVT__CG_V2)) &&
       get(g->dir[UVT__CG_V2], g->name, "cpu.stat", buf, sizeof(buf)) > 0)

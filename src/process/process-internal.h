@@ -178,9 +178,10 @@ typedef struct {
 /* What a group's limits did (uvt__cg_events): counters since the group
  * was made (compare with oom_base and pids_base), its peak memory (bytes,
  * 0 if unknown) and CPU time (microseconds, UINT64_MAX if unknown).  Only
- * what the group limits is read (a file read each): the memory counters
- * with a memory limit, pids_max with a process limit, cpu_usec with a CPU
- * limit; the rest stays 0 (cpu_usec UINT64_MAX). */
+ * what the group limits is read (a file read each): oom_kills with a
+ * memory limit, pids_max with a process limit, and where asked for
+ * (`full`: reports, not a task's end) memory_peak with a memory limit and
+ * cpu_usec with a CPU limit; the rest stays 0 (cpu_usec UINT64_MAX). */
 typedef struct {
   uint64_t oom_kills; /* processes the OOM killer ended in it */
   uint64_t pids_max;  /* forks refused at pids.max */
@@ -813,8 +814,9 @@ int uvt__cg_populated(const uvt__cg_t *g);
 /* SIGKILL to every process of g: cgroup.kill, else each pid (v1; the
  * caller repeats until uvt__cg_populated says 0). */
 void uvt__cg_kill(const uvt__cg_t *g);
-/* 0 and *ev, or UV_EINVAL (g has no directory). */
-int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev);
+/* 0 and *ev, or UV_EINVAL (g has no directory).  `full`: also the peak
+ * memory and the CPU time (two more file reads). */
+int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev, int full);
 /* Remove g's directories (a populated one is killed first), then
  * uvt__cg_close.  0, or the error of a directory that stayed. */
 int uvt__cg_remove(uvt__cg_t *g);

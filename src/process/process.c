@@ -824,7 +824,7 @@ static void limits_detail(uvt__proc_t *p, uvt_outcome_t *o, char *detail,
   char mem[32];
   size_t used;
 
-  if (!p->cg || uvt__cg_events(&p->cgroup, &ev) != 0)
+  if (!p->cg || uvt__cg_events(&p->cgroup, &ev, 0) != 0)
     return;
   p->cgroup.oom_last = ev.oom_kills;
   p->cgroup.pids_last = ev.pids_max;
@@ -2338,7 +2338,7 @@ int uvt__process_cgroup_of(uvt_registry_t *reg, const char *id,
   if (!p->cg)
     return UV_ENOENT;
   if (ev != NULL) {
-    err = uvt__cg_events(&p->cgroup, ev);
+    err = uvt__cg_events(&p->cgroup, ev, 1);
     if (err != 0)
       return err;
     ev->oom_kills -= ev->oom_kills >= p->cgroup.oom_base ? p->cgroup.oom_base

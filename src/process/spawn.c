@@ -220,9 +220,10 @@ static int resolve(uvt__envcache_t *c, const char *name, const char *const *env,
   plen = strlen(path) + 1;
   dlen = strlen(dir) + 1;
   key = c->resolved;
-  if (key != NULL && memcmp(key, name, nlen) == 0 &&
-      memcmp(key + nlen, path, plen) == 0 &&
-      memcmp(key + nlen + plen, dir, dlen) == 0) {
+  /* strcmp, never memcmp by the new lengths: the remembered key may be
+   * shorter than them (each part stops at its own NUL). */
+  if (key != NULL && strcmp(key, name) == 0 && strcmp(key + nlen, path) == 0 &&
+      strcmp(key + nlen + plen, dir) == 0) {
     const char *found = key + nlen + plen + dlen;
     if (stat(found, &st) == 0 && S_ISREG(st.st_mode) &&
         (st.st_mode & 0111) != 0) {
@@ -513,10 +514,12 @@ static int spawn_posix(const uvt__spawn_t *sp, pid_t *pid) {
 #endif
 
 /* The fork path's child: only async-signal-safe calls from here to exec.
- * Any failure is written to `errfd` and the child exits 127.  With the
- * vfork path it shares the spawner thread's memory until exec: it writes
- * nothing but its own stack (and errno, the suspended thread's). */
-NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
+ * Any failure is written to `errfd` (and, on the vfork path, to *shared)
+ * and the child exits 127.  With the vfork path it shares the spawner
+ * thread's memory until exec: it writes nothing but its own stack, errno
+ * (the suspended thread's) and *shared. */
+NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd,
+                              volatile int *shared) {
   struct sigaction dfl;
   sigset_t none;
   struct rlimit rl;
@@ -583,6 +586,8 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd) {
   execve(sp->file, sp->argv, sp->envp);
 fail:
   err = errno;
+  if (shared != NULL)
+    *shared = err;
   while (write(errfd, &err, sizeof(err)) < 0 && errno == EINTR)
     ;
   _exit(127);
@@ -592,13 +597,16 @@ fail:
 typedef struct {
   const uvt__spawn_t *sp;
   int errfd;
-  int other; /* the pipe's read end: closed in the child */
+  int other;            /* the pipe's read end: closed in the child */
+  volatile int started; /* set by the child: it shares our memory */
+  volatile int err;     /* its errno, where it failed before exec */
 } vfork_arg_t;
 
 NO_SAN static int vfork_child(void *arg) {
-  const vfork_arg_t *a = arg;
+  vfork_arg_t *a = arg;
+  a->started = 1;
   close(a->other);
-  fork_child(a->sp, a->errfd);
+  fork_child(a->sp, a->errfd, &a->err);
   return 127;
 }
 
@@ -651,18 +659,32 @@ static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out, int vfork_ok) {
     a.sp = sp;
     a.errfd = errp[1];
     a.other = errp[0];
+    a.started = 0;
+    a.err = 0;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid = clone(vfork_child, vfork_stack + sizeof(vfork_stack),
                 CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
     err = pid < 0 ? UVT__PERR(errno) : 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* This thread runs again once the child has exec'd or exited, so
+     * where the child shared our memory, what it left in `a` is final:
+     * no read of the pipe, whose write end the kernel closes only after
+     * it has resumed us (exec closes descriptors after it releases the
+     * vfork parent, so that read would sleep, a context switch a task).
+     * Where the clone ran as a fork (valgrind), the pipe says it. */
+    if (pid > 0 && a.started) {
+      close(errp[0]);
+      close(errp[1]);
+      child_err = a.err;
+      goto read_done;
+    }
   } else {
     pid = fork();
     err = pid < 0 ? UVT__PERR(errno) : 0;
     if (pid == 0) {
       close(errp[0]);
-      fork_child(sp, errp[1]);
+      fork_child(sp, errp[1], NULL);
     }
   }
   if (pid < 0) {
@@ -675,7 +697,10 @@ static int spawn_fork(const uvt__spawn_t *sp, pid_t *pid_out, int vfork_ok) {
     n = read(errp[0], &child_err, sizeof(child_err));
   while (n < 0 && errno == EINTR);
   close(errp[0]);
-  if (n == (ssize_t)sizeof(child_err)) {
+  if (n != (ssize_t)sizeof(child_err))
+    child_err = 0;
+read_done:
+  if (child_err != 0) {
     /* The child failed before exec: reap it, report its errno. */
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
       ;
