@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -941,6 +942,56 @@ static void test_lim_spawn_fail(void **state) {
   rmdir(dir);
 }
 
+/* L-LIM-1: the files a limited task's group keeps open (cgroup.c: its
+ * cgroup.procs, its limits' events) stay within an eighth of the soft
+ * descriptor limit however many tasks run, the tasks past that budget
+ * run as well, and every kept descriptor is closed when the registry
+ * closes. */
+static void test_lim_kept_files(void **state) {
+  enum { N = 24 };
+  fixture_t f;
+  uvt_process_options_t o;
+  char ids[N][UVT_ID_MAX];
+  struct rlimit old;
+  struct rlimit rl;
+  waitres_t w;
+  int i;
+  (void)state;
+
+  assert_int_equal(uvt__cgroup_fds_held(), 0);
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rl = old;
+  rl.rlim_cur = 256; /* a budget of 32 */
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.limits.memory_bytes = 256 * MIB;
+  o.limits.max_processes = 64;
+  o.command = "read x";
+  o.stdin_pipe = 1;
+  if (uvt_process_limits_check(f.reg, &o.limits, NULL, 0) != 0) {
+    fixture_close(&f);
+    setrlimit(RLIMIT_NOFILE, &old);
+    skip();
+  }
+  for (i = 0; i < N; i++) {
+    assert_int_equal(uvt_process_start(f.reg, &o, ids[i]), 0);
+    (void)task_pid(&f, ids[i], NULL);
+    assert_true(uvt__cgroup_fds_held() <= 32);
+  }
+  /* Some groups kept theirs (the budget is not idle), and all run. */
+  assert_true(uvt__cgroup_fds_held() > 0);
+  for (i = 0; i < N; i++) {
+    assert_int_equal(uvt_process_write(f.reg, ids[i], NULL, "go\n", 3), 0);
+    wait_task(&f, &w, ids[i], 10000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+    wait_end(&w);
+  }
+  fixture_close(&f);
+  assert_int_equal(uvt__cgroup_fds_held(), 0);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, teardown_children)
 
 int main(int argc, char **argv) {
@@ -956,6 +1007,7 @@ int main(int argc, char **argv) {
       T(test_s11_descent),
       T(test_reap_fast_leaders_cgroup),
       T(test_lim_spawn_fail),
+      T(test_lim_kept_files),
   };
   return process_test_main(argc, argv, "process-limits", tests,
                            sizeof(tests) / sizeof(tests[0]));

@@ -39,7 +39,12 @@
  * its task goes is stopped (cgroup.kill, or SIGKILL to each pid in v1) and
  * removed, never reused.  (clone3's CLONE_INTO_CGROUP would spare the
  * migration on v2, but it is the directory that costs, and glibc 2.36 has
- * no clone3 wrapper: measured, it did not win.)
+ * no clone3 wrapper: measured, it did not win.)  A group also keeps its
+ * files open while it lives and while it is pooled (uvt__cg_t.fd, within
+ * a budget of descriptors): the child writes itself into cgroup.procs
+ * through them and the loop reads the limits' events at the task's end
+ * through them, so a task that takes a pooled group opens no file; and
+ * the end reads only the counters its outcome's words need.
  *
  * Limits: where the registry's directory cannot be made (no cgroup v2 mount
  * and no v1 hierarchy, one we may not write, a systemd machine where only a
@@ -55,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -67,6 +73,20 @@ int (*uvt__cgroup_mkdir_hook)(int dirfd, const char *name);
 
 /* Registries of this process that made a directory (its name's <n>). */
 static atomic_uint cgroup_dirs;
+
+/* Descriptors groups keep open on their own files (uvt__cg_t.fd), for the
+ * whole process: opening a cgroup file costs a path walk in kernfs (about
+ * 10 us with its close), and a task with limits used five to seven of
+ * them.  Held at most FD_CAP, and never more than an eighth of the soft
+ * descriptor limit (128 of the usual 1024: about 25 groups of a task with
+ * memory and process limits, 5 files each); a group past the budget opens
+ * its files as needed, as every group did before. */
+#define FD_CAP 1024
+static atomic_int cg_fds_held;
+
+int uvt__cgroup_fds_held(void) {
+  return atomic_load(&cg_fds_held);
+}
 
 static const char *const ctl_name[UVT__CG_N] = {"", "memory", "pids", "cpu"};
 
@@ -157,6 +177,60 @@ void uvt__cg_init(uvt__cg_t *g) {
   memset(g, 0, sizeof(*g));
   for (h = 0; h < UVT__CG_N; h++)
     g->dir[h] = -1;
+  for (h = 0; h < UVT__CG_FDS; h++)
+    g->fd[h] = -1;
+}
+
+/* Open g's file in hierarchy h into slot, if the budget lets it and the
+ * slot is empty.  Best effort: a file left unopened is opened when it is
+ * used, as before. */
+static void keep_open(uvt__cg_t *g, int slot, int h, const char *file,
+                      int flags) {
+  char path[96];
+  struct rlimit rl;
+  int cap = FD_CAP;
+  int fd;
+
+  if (g->fd[slot] >= 0 || h < 0)
+    return;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur / 8 < (rlim_t)cap)
+    cap = (int)(rl.rlim_cur / 8);
+  if (atomic_fetch_add(&cg_fds_held, 1) >= cap)
+    goto refund;
+  if ((size_t)snprintf(path, sizeof(path), "%s/%s", g->name, file) >=
+      sizeof(path))
+    goto refund;
+  fd = openat(g->dir[h], path, flags | O_CLOEXEC);
+  if (fd < 0)
+    goto refund;
+  g->fd[slot] = fd;
+  return;
+
+refund:
+  atomic_fetch_sub(&cg_fds_held, 1);
+}
+
+/* Read g's file in hierarchy h, by its kept descriptor (from the start:
+ * a cgroup file read at offset 0 is made anew) or else by name; as get(). */
+static ssize_t get_kept(const uvt__cg_t *g, int slot, int h, const char *file,
+                        char *buf, size_t size) {
+  ssize_t n;
+
+  if (g->fd[slot] < 0)
+    return get(g->dir[h], g->name, file, buf, size);
+  do
+    n = pread(g->fd[slot], buf, size - 1, 0);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return UVT__PERR(errno);
+  buf[n] = '\0';
+  return n;
+}
+
+/* The file of its memory limit's events in hierarchy h. */
+static const char *mem_events(int h) {
+  return h == UVT__CG_V2 ? "memory.events" : "memory.oom_control";
 }
 
 /* Where each limit is enforced: the hierarchy for controller c. */
@@ -250,6 +324,20 @@ int uvt__cg_make(uvt__cg_t *g) {
   err = g->written && made == 0 ? 0 : write_limits(g);
   if (err != 0)
     goto fail;
+  /* What the child writes and the loop reads, once for the group's life.
+   * The files a task reads are above stdio, or the child's placing of
+   * its stdio would close them (it enters the group first anyway). */
+  for (h = 0; h < UVT__CG_N; h++)
+    if (g->mask & UVT__CG_BIT(h))
+      keep_open(g, h, h, "cgroup.procs", O_RDWR);
+  if (g->mask & UVT__CG_BIT(UVT__CG_V2))
+    keep_open(g, UVT__CG_FD_EVENTS, UVT__CG_V2, "cgroup.events", O_RDONLY);
+  r = limit_home(g, UVT__CG_MEMORY);
+  if (g->limits.memory_bytes > 0 && r >= 0)
+    keep_open(g, UVT__CG_FD_MEM, r, mem_events(r), O_RDONLY);
+  r = limit_home(g, UVT__CG_PIDS);
+  if (g->limits.max_processes > 0 && r >= 0)
+    keep_open(g, UVT__CG_FD_PIDS, r, "pids.events", O_RDONLY);
   /* Counters only grow: what they say now is the base of this task.  A
    * new group's are 0; a pooled one's came with it (its last task's final
    * counts); else they are read. */
@@ -288,6 +376,12 @@ int uvt__cg_enter(const uvt__cg_t *g) {
   for (h = 0; h < UVT__CG_N; h++) {
     if (!(g->mask & UVT__CG_BIT(h)))
       continue;
+    if (g->fd[h] >= 0) {
+      /* At offset 0: a fake tree's plain file (tests) reads as written. */
+      if (pwrite(g->fd[h], "0", 1, 0) != 1)
+        return -errno;
+      continue;
+    }
     fd = openat(g->dir[h], path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
       return -errno;
@@ -340,11 +434,15 @@ int uvt__cg_populated(const uvt__cg_t *g) {
   if (h < 0)
     return 0;
   if (h == UVT__CG_V2) {
-    if (get(g->dir[h], g->name, "cgroup.events", buf, sizeof(buf)) <= 0)
+    if (get_kept(g, UVT__CG_FD_EVENTS, h, "cgroup.events", buf, sizeof(buf)) <=
+        0)
       return 0; /* gone, or nothing to say */
     return strstr(buf, "populated 0") == NULL;
   }
-  /* v1 has no cgroup.events: its list of processes. */
+  /* v1 has no cgroup.events: its list of processes (any pid at all). */
+  if (g->fd[h] >= 0)
+    return get_kept(g, h, h, "cgroup.procs", buf, sizeof(buf)) > 0 &&
+           strpbrk(buf, "0123456789") != NULL;
   return uvt__cg_each(g, count_pid, NULL) > 0;
 }
 
@@ -376,20 +474,20 @@ int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev, int full) {
   if (g->mask == 0)
     return UV_EINVAL;
   h = g->limits.memory_bytes > 0 ? limit_home(g, UVT__CG_MEMORY) : -1;
+  if (h >= 0 &&
+      get_kept(g, UVT__CG_FD_MEM, h, mem_events(h), buf, sizeof(buf)) > 0)
+    ev->oom_kills = field(buf, "oom_kill");
   if (h == UVT__CG_V2) {
-    if (get(g->dir[h], g->name, "memory.events", buf, sizeof(buf)) > 0)
-      ev->oom_kills = field(buf, "oom_kill");
     if (full && get(g->dir[h], g->name, "memory.peak", buf, sizeof(buf)) > 0)
       ev->memory_peak = strtoull(buf, NULL, 10);
   } else if (h >= 0) {
-    if (get(g->dir[h], g->name, "memory.oom_control", buf, sizeof(buf)) > 0)
-      ev->oom_kills = field(buf, "oom_kill");
     if (full && get(g->dir[h], g->name, "memory.max_usage_in_bytes", buf,
                     sizeof(buf)) > 0)
       ev->memory_peak = strtoull(buf, NULL, 10);
   }
   h = g->limits.max_processes > 0 ? limit_home(g, UVT__CG_PIDS) : -1;
-  if (h >= 0 && get(g->dir[h], g->name, "pids.events", buf, sizeof(buf)) > 0)
+  if (h >= 0 &&
+      get_kept(g, UVT__CG_FD_PIDS, h, "pids.events", buf, sizeof(buf)) > 0)
     ev->pids_max = field(buf, "max");
   /* CPU time: v2's cpu.stat (there even without the cpu controller), or a
    * v1 cpu hierarchy with cpuacct mounted beside it. */
@@ -432,8 +530,22 @@ void uvt__cg_close(uvt__cg_t *g) {
       close(g->dir[h]);
     g->dir[h] = -1;
   }
+  for (h = 0; h < UVT__CG_FDS; h++)
+    if (g->fd[h] >= 0) {
+      close(g->fd[h]);
+      g->fd[h] = -1;
+      atomic_fetch_sub(&cg_fds_held, 1);
+    }
   g->own = 0;
   g->mask = 0;
+}
+
+void uvt__cg_move(uvt__cg_t *to, uvt__cg_t *from) {
+  int i;
+  *to = *from;
+  from->own = 0;
+  for (i = 0; i < UVT__CG_FDS; i++)
+    from->fd[i] = -1;
 }
 
 int uvt__cg_open(uvt__cg_t *g, const char *const path[UVT__CG_N],
@@ -851,6 +963,7 @@ int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
     g->oom_base = r->pool[pick].oom;
     g->pids_base = r->pool[pick].pids;
     g->written = same && g->exists == want;
+    memcpy(g->fd, r->pool[pick].fd, sizeof(g->fd));
     r->pool[pick] = r->pool[--r->pool_n];
   } else {
     snprintf(g->name, sizeof(g->name), "%u", r->seq++);
@@ -956,6 +1069,7 @@ int uvt__cgroot_durable(uvt__procs_t *ps, const uvt_process_limits_t *l,
 void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
   uvt__cgroot_t *r = ps != NULL ? &ps->cgroot : NULL;
   uvt__cgfree_t *nb;
+  int h;
 
   if (g->mask == 0)
     return;
@@ -980,6 +1094,9 @@ void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
   r->pool[r->pool_n].based = g->final;
   r->pool[r->pool_n].oom = g->oom_last;
   r->pool[r->pool_n].pids = g->pids_last;
+  memcpy(r->pool[r->pool_n].fd, g->fd, sizeof(g->fd));
+  for (h = 0; h < UVT__CG_FDS; h++)
+    g->fd[h] = -1;
   r->pool_n++;
   uvt__cg_close(g);
 }
@@ -1016,10 +1133,16 @@ void uvt__cgroup_close(uvt__procs_t *ps) {
   for (h = 0; h < UVT__CG_N; h++)
     r->shared[h] = -1;
   uv_mutex_unlock(&ps->spawn_mutex);
-  for (i = 0; i < r->pool_n; i++)
+  for (i = 0; i < r->pool_n; i++) {
+    for (h = 0; h < UVT__CG_FDS; h++)
+      if (r->pool[i].fd[h] >= 0) {
+        close(r->pool[i].fd[h]);
+        atomic_fetch_sub(&cg_fds_held, 1);
+      }
     for (h = 0; h < UVT__CG_N; h++)
       if ((r->pool[i].mask & UVT__CG_BIT(h)) && r->dir[h] >= 0)
         unlinkat(r->dir[h], r->pool[i].name, AT_REMOVEDIR);
+  }
   uvt__free(r->pool);
   r->pool = NULL;
   r->pool_n = r->pool_cap = 0;

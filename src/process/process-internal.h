@@ -153,6 +153,19 @@ enum { UVT__CG_V2, UVT__CG_MEMORY, UVT__CG_PIDS, UVT__CG_CPU, UVT__CG_N };
 /* cpu.max's and cpu.cfs_period_us's period. */
 #define UVT__CG_PERIOD_US 100000u
 
+/* Descriptors a group keeps open on its own files (uvt__cg_t.fd): its
+ * cgroup.procs in each hierarchy (slots 0..UVT__CG_N-1, read and write),
+ * v2's cgroup.events, and the events file of its memory and pids limits.
+ * Opened when the group is made, kept while it is pooled, so a task that
+ * takes a pooled group opens nothing (cgroup.c: at most a few hundred for
+ * the whole process). */
+enum {
+  UVT__CG_FD_EVENTS = UVT__CG_N,
+  UVT__CG_FD_MEM,
+  UVT__CG_FD_PIDS,
+  UVT__CG_FDS
+};
+
 typedef struct {
   int dir[UVT__CG_N]; /* the directory holding the group, per hierarchy
                          (the registry's, borrowed; or opened, see own) */
@@ -173,6 +186,9 @@ typedef struct {
   int empty;       /* seen empty with nothing left to enter it: final */
   int keeper;      /* a durable task's: its keeper is in it too, and
                       pids.max is one above limits.max_processes (D-1) */
+  int fd[UVT__CG_FDS]; /* its files, opened once, or -1 (owned: closed by
+                          uvt__cg_close, handed on by uvt__cg_move and the
+                          pool) */
 } uvt__cg_t;
 
 /* What a group's limits did (uvt__cg_events): counters since the group
@@ -196,6 +212,7 @@ typedef struct {
   uvt_process_limits_t limits; /* what its files hold */
   int based;                   /* its counters are known: */
   uint64_t oom, pids;
+  int fd[UVT__CG_FDS]; /* its open files (uvt__cg_t.fd), owned */
 } uvt__cgfree_t;
 
 /* The registry's directories (in uvt__procs_t). */
@@ -782,7 +799,9 @@ unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
  *   uvt__cg_each       its pids; uvt__cg_populated: anything alive?
  *   uvt__cg_events     what its limits did: OOM kills, fork refusals, CPU
  *   uvt__cg_remove     kill what is left and remove it; uvt__cg_close
- *                      closes what uvt__cg_open opened, removing nothing
+ *                      closes what uvt__cg_open opened and the group's
+ *                      files, removing nothing; uvt__cg_move hands a
+ *                      group (its descriptors too) to another owner
  *
  * Every function of a group is safe on any thread (no allocation, no
  * shared state); the registry's side (uvt__cgroot_*) is the loop's. */
@@ -790,8 +809,10 @@ unsigned uvt__spawner_close(uvt__procs_t *ps, uv_close_cb on_closed);
 /* A group with no directory (mask 0, every dir -1). */
 void uvt__cg_init(uvt__cg_t *g);
 /* Make g's directories where missing (EEXIST is fine: a reused group),
- * write g->limits (what is 0 is written as no limit) and read the event
- * bases.  0 or a libuv error; on error what it made is removed. */
+ * write g->limits (what is 0 is written as no limit), open the files its
+ * task will use where it has none yet (g->fd, within the process's
+ * budget) and read the event bases.  0 or a libuv error; on error what it
+ * made is removed. */
 int uvt__cg_make(uvt__cg_t *g);
 /* An existing group, by its path per hierarchy (NULL: not in it; all
  * with one directory name), with the limits it was made with (NULL:
@@ -821,6 +842,11 @@ int uvt__cg_events(const uvt__cg_t *g, uvt__cg_events_t *ev, int full);
  * uvt__cg_close.  0, or the error of a directory that stayed. */
 int uvt__cg_remove(uvt__cg_t *g);
 void uvt__cg_close(uvt__cg_t *g);
+/* *to = *from, and from no longer owns anything (its descriptors and the
+ * directories uvt__cg_open opened are to's now). */
+void uvt__cg_move(uvt__cg_t *to, uvt__cg_t *from);
+/* Tests: how many descriptors groups keep open now (the whole process). */
+int uvt__cgroup_fds_held(void);
 
 /* Tests: where the readers look (a fake tree), and a mkdir that makes the
  * files a kernel would (dirfd AT_FDCWD with an absolute name for a

@@ -1656,8 +1656,8 @@ void uvt__proc_spawned(uvt__spawn_t *sp) {
   p->start_ticks = sp->start_ticks;
   if (sp->cg.mask != 0 && sp->cg_err == 0) {
     p->cg = 1;
-    p->cgroup = sp->cg;
-    sp->cg.own = 0; /* a durable task's directories are the task's now */
+    /* Its directories (a durable task's) and open files are the task's. */
+    uvt__cg_move(&p->cgroup, &sp->cg);
   } else if (p->dur == NULL && p->procs != NULL && p->procs->cgroot.contain &&
              !p->procs->cgroot.warned) {
     p->procs->cgroot.warned = 1;

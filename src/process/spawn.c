@@ -534,6 +534,19 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd,
     sigaction(sig, &dfl, NULL);
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
+  if (sp->cg.mask != 0) {
+    /* P-KILL-5, L-LIM-1: into the task's cgroup (each hierarchy) before
+     * the command runs, so that nothing it starts is outside and its
+     * limits hold from its first instruction; a group that cannot be
+     * entered is a failed spawn, never a run outside it.  First, while
+     * the group's kept descriptors (cgroup.c) are where they were: the
+     * placing of stdio below may take their numbers. */
+    err = uvt__cg_enter(&sp->cg);
+    if (err != 0) {
+      errno = -err;
+      goto fail;
+    }
+  }
   if (setsid() < 0)
     goto fail;
   if (sp->tty != NULL) {
@@ -562,17 +575,6 @@ NO_SAN static void fork_child(const uvt__spawn_t *sp, int errfd,
     goto fail;
   if (sp->cwd != NULL && chdir(sp->cwd) != 0)
     goto fail;
-  if (sp->cg.mask != 0) {
-    /* P-KILL-5, L-LIM-1: into the task's cgroup (each hierarchy) before
-     * the command runs, so that nothing it starts is outside and its
-     * limits hold from its first instruction; a group that cannot be
-     * entered is a failed spawn, never a run outside it. */
-    err = uvt__cg_enter(&sp->cg);
-    if (err != 0) {
-      errno = -err;
-      goto fail;
-    }
-  }
   /* P-SPAWN-5: every descriptor above stdio closes on exec (the error
    * pipe too, which is how the parent learns that exec succeeded). */
   first = sp->xfd[1] >= 0 ? 5 : sp->xfd[0] >= 0 || sp->extra_fd >= 0 ? 4 : 3;
