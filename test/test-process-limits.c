@@ -992,6 +992,64 @@ static void test_lim_kept_files(void **state) {
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 }
 
+/* L-LIM-1: a pooled group taken by a task that needs fewer hierarchies
+ * than the group is in (a CPU limit's group, then a task with memory and
+ * process limits only) still has its other directories: they go back to
+ * the pool with it, and the registry's close removes every one, so no
+ * directory of ours is left in any hierarchy.  Siblings: the other way
+ * round (a group that must grow), and the same limits again. */
+static void test_lim_pool_mixed(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char path[PATH_MAX];
+  char regdir[UVT__CG_N][PATH_MAX];
+  const char *const ok[] = {"true", NULL};
+  struct stat st;
+  waitres_t w;
+  int round;
+  int h;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.argv = ok;
+  o.limits.memory_bytes = 256 * MIB;
+  o.limits.max_processes = 64;
+  o.limits.cpu_percent = 100;
+  need_limits(&f, &o.limits);
+  for (h = 0; h < UVT__CG_N; h++)
+    regdir[h][0] = '\0';
+  for (round = 0; round < 4; round++) {
+    /* CPU, then none, then CPU again (a group grows), then none. */
+    o.limits.cpu_percent = round % 2 == 0 ? 100 : 0;
+    o.stdin_pipe = 1;
+    o.argv = NULL;
+    o.command = "read x; true";
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    (void)task_pid(&f, id, NULL);
+    for (h = 0; h < UVT__CG_N; h++)
+      if (uvt__process_cgroup(f.reg, id, NULL, h, path, sizeof(path)) == 0) {
+        char *slash = strrchr(path, '/');
+        assert_non_null(slash);
+        *slash = '\0';
+        snprintf(regdir[h], sizeof(regdir[h]), "%s", path);
+      }
+    assert_int_equal(uvt_process_close_stdin(f.reg, id, NULL), 0);
+    wait_task(&f, &w, id, 10000, NULL);
+    assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+    wait_end(&w);
+    assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  }
+  fixture_close(&f);
+  for (h = 0; h < UVT__CG_N; h++)
+    if (regdir[h][0] != '\0') {
+      if (stat(regdir[h], &st) == 0)
+        print_message("left behind: %s\n", regdir[h]);
+      assert_int_not_equal(stat(regdir[h], &st), 0);
+    }
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, teardown_children)
 
 int main(int argc, char **argv) {
@@ -1008,6 +1066,7 @@ int main(int argc, char **argv) {
       T(test_reap_fast_leaders_cgroup),
       T(test_lim_spawn_fail),
       T(test_lim_kept_files),
+      T(test_lim_pool_mixed),
   };
   return process_test_main(argc, argv, "process-limits", tests,
                            sizeof(tests) / sizeof(tests[0]));

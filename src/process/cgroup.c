@@ -509,7 +509,7 @@ int uvt__cg_remove(uvt__cg_t *g) {
   int h;
 
   for (h = 0; h < UVT__CG_N; h++) {
-    if (!(g->mask & UVT__CG_BIT(h)))
+    if (!((g->mask | g->spare) & UVT__CG_BIT(h)))
       continue;
     if (unlinkat(g->dir[h], g->name, AT_REMOVEDIR) != 0 && errno == EBUSY) {
       /* Still populated: stop it; what is left stays for the registry's
@@ -538,6 +538,7 @@ void uvt__cg_close(uvt__cg_t *g) {
     }
   g->own = 0;
   g->mask = 0;
+  g->spare = 0;
 }
 
 void uvt__cg_move(uvt__cg_t *to, uvt__cg_t *from) {
@@ -959,6 +960,7 @@ int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
       }
     memcpy(g->name, r->pool[pick].name, sizeof(g->name));
     g->exists = r->pool[pick].mask & want;
+    g->spare = r->pool[pick].mask & ~want;
     g->based = r->pool[pick].based && same;
     g->oom_base = r->pool[pick].oom;
     g->pids_base = r->pool[pick].pids;
@@ -969,7 +971,7 @@ int uvt__cgroot_assign(uvt__procs_t *ps, const uvt_process_limits_t *l,
     snprintf(g->name, sizeof(g->name), "%u", r->seq++);
   }
   for (h = 0; h < UVT__CG_N; h++)
-    if (want & UVT__CG_BIT(h))
+    if ((want | g->spare) & UVT__CG_BIT(h))
       g->dir[h] = r->dir[h];
   g->mask = want;
   g->v2_ctl = r->v2_ctl;
@@ -1071,7 +1073,7 @@ void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
   uvt__cgfree_t *nb;
   int h;
 
-  if (g->mask == 0)
+  if (g->mask == 0 && g->spare == 0)
     return;
   if (ps == NULL || g->own != 0 || ps->closing ||
       (!g->empty && uvt__cg_populated(g))) {
@@ -1089,7 +1091,7 @@ void uvt__cgroot_release(uvt__procs_t *ps, uvt__cg_t *g) {
     r->pool_cap = cap;
   }
   memcpy(r->pool[r->pool_n].name, g->name, sizeof(g->name));
-  r->pool[r->pool_n].mask = g->mask;
+  r->pool[r->pool_n].mask = g->mask | g->spare;
   r->pool[r->pool_n].limits = g->limits;
   r->pool[r->pool_n].based = g->final;
   r->pool[r->pool_n].oom = g->oom_last;

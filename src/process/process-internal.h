@@ -183,6 +183,8 @@ typedef struct {
   uint64_t oom_last;
   uint64_t pids_last;
   unsigned exists; /* bits: hierarchies a pooled group is known in */
+  unsigned spare;  /* bits: hierarchies a pooled group has a directory in
+                      that this task does not use (kept for the pool) */
   int empty;       /* seen empty with nothing left to enter it: final */
   int keeper;      /* a durable task's: its keeper is in it too, and
                       pids.max is one above limits.max_processes (D-1) */

@@ -746,7 +746,7 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
     if (sp->cg.mask != 0)
       sp->cg_err = uvt__cg_make(&sp->cg);
     if (sp->cg.mask != 0 && sp->cg_err != 0)
-      sp->cg.mask = 0;
+      uvt__cg_remove(&sp->cg); /* a pooled group's directories too */
     in_cg = sp->cg.mask != 0;
     sp->start_ticks = boot_ticks(sp->clk_tck);
     sp->err = UVT__HELPER_NO;
@@ -777,13 +777,10 @@ void uvt__spawn_run(uvt__spawn_t *sp) {
       if (sp->want_pidfd)
         sp->pidfd = uvt__pidfd_open(pid);
     } else if (in_cg) {
-      /* No child: the group is not the task's (not pooled: removed). */
-      int h;
-      for (h = 0; h < UVT__CG_N; h++)
-        if (sp->cg.mask & UVT__CG_BIT(h))
-          unlinkat(sp->cg.dir[h], sp->cg.name, AT_REMOVEDIR);
+      /* No child: the group is not the task's (not pooled: removed, with
+       * the directories it has for other tasks). */
+      uvt__cg_remove(&sp->cg);
       sp->cg_err = UV_ECANCELED;
-      sp->cg.mask = 0;
     }
     if (in_cg && sp->err == 0)
       sp->cg_err = 0;
