@@ -23,6 +23,9 @@
 #                     job, in seconds (default 3600; the suite uses 2)
 #   --message-timeout S  MessageTimeout: how long a client waits for the
 #                     controller (default 10; the suite uses 5)
+# Ended jobs are recorded without a database: the job completion log
+# (JobCompType=jobcomp/filetxt) is S/jobcomp.txt, which `sacct -c` and the
+# engine read once the controller forgot a job (E-14).
 # Each node declares one fake GPU (gres gpu:1 on /dev/null), so that a
 # job asking for --gres=gpu:1 can be shown and tested without a GPU.
 #
@@ -158,6 +161,8 @@ ProctrackType=$plugin
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$state/jobcomp.txt
 MpiDefault=none
 SchedulerType=sched/builtin
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0

@@ -642,6 +642,72 @@ static void slurm_outcome_map(void **state) {
   assert_non_null(strstr(end.detail, "SIGTERM"));
 }
 
+/* E-14, E-9: a forgotten job's accounting record (sacct -P lines:
+ * JobID|JobName|UID|State|ExitCode), mapped as a live state is; the
+ * states this cluster cannot cause are fed here. */
+static void slurm_acct_map(void **state) {
+  uvt__acct_t a;
+  uvt__slurm_end_t end;
+  static const struct {
+    const char *line;
+    int kill_requested;
+    uvt_status_t status;
+    const char *detail;
+  } rows[] = {
+      {"42|uvt-k|7|COMPLETED|0:0\n", 0, UVT_COMPLETED, "exit code: 0"},
+      {"42|uvt-k|7|FAILED|3:0\n", 0, UVT_COMPLETED, "exit code: 3"},
+      {"42|uvt-k|7|FAILED|0:9\n", 0, UVT_KILLED, "signal: SIGKILL"},
+      {"42|uvt-k|7|CANCELLED by 0|0:15\n", 0, UVT_KILLED,
+       "slurm CANCELLED (job 42) by someone else"},
+      {"42|uvt-k|7|CANCELLED|0:0\n", 1, UVT_KILLED, "slurm CANCELLED (job 42)"},
+      {"42|uvt-k|7|TIMEOUT|0:0\n", 0, UVT_FAILED, "slurm TIMEOUT (job 42)"},
+      {"42|uvt-k|7|NODE_FAIL|0:0\n", 0, UVT_FAILED, "slurm NODE_FAIL (job 42)"},
+      {"42|uvt-k|7|OUT_OF_MEMORY|0:125\n", 0, UVT_FAILED,
+       "slurm OUT_OF_MEMORY (job 42)"},
+      {"42|uvt-k|7|PREEMPTED|0:0\n", 0, UVT_FAILED, "slurm PREEMPTED (job 42)"},
+      /* Steps and other ids are not the job's line. */
+      {"42.batch|batch|7|FAILED|9:0\n42|uvt-k|7|COMPLETED|0:0\n", 0,
+       UVT_COMPLETED, "exit code: 0"},
+      /* A reused id: the record of our name and user counts. */
+      {"42|uvt-k|7|COMPLETED|0:0\n42|other|7|FAILED|1:0\n", 0, UVT_COMPLETED,
+       "exit code: 0"},
+  };
+  size_t i;
+  char long_line[700];
+  (void)state;
+  for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+    uvt__acct_parse(rows[i].line, 42, "k", 7, &a);
+    assert_int_equal(a.found, UVT__ACCT_OURS);
+    uvt__slurm_map_end(a.state, a.exit_code, 42, rows[i].kill_requested, &end);
+    assert_int_equal(end.status, rows[i].status);
+    assert_string_equal(end.detail, rows[i].detail);
+  }
+  /* E-9: another name, another user, a name with a '|' in it, a name
+   * longer than a line of ours: not ours. */
+  uvt__acct_parse("42|someone-elses|7|COMPLETED|0:0\n", 42, "k", 7, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  assert_non_null(strstr(a.why, "someone-elses"));
+  uvt__acct_parse("42|uvt-k|8|COMPLETED|0:0\n", 42, "k", 7, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  assert_non_null(strstr(a.why, "user 8"));
+  uvt__acct_parse("42|uvt-k|7|x|7|COMPLETED|0:0\n", 42, "k", 7, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  memset(long_line, 'a', sizeof(long_line) - 1);
+  long_line[sizeof(long_line) - 1] = '\0';
+  memcpy(long_line, "42|", 3);
+  uvt__acct_parse(long_line, 42, "k", 7, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  /* No record, a record still running, nonsense: nothing (the wrapper's
+   * files then). */
+  uvt__acct_parse("", 42, "k", 7, &a);
+  assert_int_equal(a.found, 0);
+  uvt__acct_parse("42|uvt-k|7|RUNNING|0:0\n", 42, "k", 7, &a);
+  assert_int_equal(a.found, 0);
+  uvt__acct_parse("4|uvt-k|7|COMPLETED|0:0\n421|uvt-k|7|FAILED|1:0\n||\n|", 42,
+                  "k", 7, &a);
+  assert_int_equal(a.found, 0);
+}
+
 /* ---- Many at once ------------------------------------------------------- */
 
 static void slurm_fifty(void **state) {
@@ -1417,6 +1483,127 @@ static void slurm_inner_array(void **state) {
   env_close(&v);
 }
 
+/* ---- E-14: outcomes from accounting once the controller forgot ------- */
+
+/* The controller no longer holds `job` in any state (MinJobAge passed;
+ * squeue's default view leaves ended jobs out, scontrol does not). */
+static int job_forgotten(void *arg) {
+  return sh("scontrol -o show job %u 2>&1 | grep -q 'Invalid job id'",
+            *(uint32_t *)arg) == 0;
+}
+
+static int gone_all(void *arg) {
+  uint32_t *jobs = arg;
+  int i;
+  for (i = 0; jobs[i] != 0; i++)
+    if (!job_forgotten(&jobs[i]))
+      return 0;
+  return 1;
+}
+
+/* E-14: three jobs end while no server runs (the journal kept, the
+ * engine detached): one cancelled by someone else (scancel), one that
+ * exits 7 and one killed by a signal, both with the wrapper's exit-code
+ * file gone.  The next server adopts them after the controller forgot
+ * them: the job completion log (jobcomp/filetxt, read with sacct) gives
+ * each its real outcome, mapped as a live state is. */
+static void slurm_forgotten_acct(void **state) {
+  env_t v;
+  char journal[4096], gate[4096], cmd[4300], d[200], want[160];
+  char ids[3][UVT_ID_MAX], keys[3][UVT__SLURM_KEY_MAX];
+  uint32_t jobs[4] = {0, 0, 0, 0};
+  idarg_t a;
+  int i;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  case_path(gate, sizeof(gate), "gate");
+  env_open(&v, journal, 1, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", ids[0]), 0);
+  snprintf(cmd, sizeof(cmd), "while [ ! -e %s ]; do sleep 0.05; done; exit 7",
+           gate);
+  assert_int_equal(start_cmd(&v, cmd, ids[1]), 0);
+  snprintf(cmd, sizeof(cmd),
+           "while [ ! -e %s ]; do sleep 0.05; done; kill -KILL $$", gate);
+  assert_int_equal(start_cmd(&v, cmd, ids[2]), 0);
+  for (i = 0; i < 3; i++) {
+    a.v = &v;
+    a.id = ids[i];
+    run_until(&v, has_job, &a, 60000);
+    assert_int_equal(uvt_slurm_job_id(v.f.reg, ids[i], NULL, &jobs[i]), 0);
+    snprintf(keys[i], sizeof(keys[i]), "%s", key_of(&v, ids[i]));
+  }
+  /* The running job's wrapper is up (it writes the heartbeat). */
+  run_until(&v, hb_exists, keys[0], 60000);
+  env_close(&v); /* detached: the jobs run on, the journal keeps them */
+  assert_int_equal(sh("scancel %u && touch %s", jobs[0], gate), 0);
+  env_open(&v, NULL, 0, 0); /* a loop to wait on, no journal */
+  run_until(&v, gone_all, jobs, 120000);
+  env_close(&v);
+  assert_int_equal(
+      sh("rm -f %s/%s.rc %s/%s.rc", out_dir, keys[1], out_dir, keys[2]), 0);
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 3);
+  for (i = 0; i < 3; i++) {
+    wait_end(&v, ids[i], 60000);
+    status_of(&v, ids[i], d, sizeof(d));
+    print_message("%s (job %u): %s\n", ids[i], jobs[i], d);
+  }
+  assert_int_equal(status_of(&v, ids[0], d, sizeof(d)), UVT_KILLED);
+  snprintf(want, sizeof(want), "slurm CANCELLED (job %u) by someone else",
+           jobs[0]);
+  assert_string_equal(d, want);
+  assert_int_equal(status_of(&v, ids[1], d, sizeof(d)), UVT_COMPLETED);
+  assert_string_equal(d, "exit code: 7");
+  assert_int_equal(status_of(&v, ids[2], d, sizeof(d)), UVT_KILLED);
+  assert_string_equal(d, "signal: SIGKILL");
+  env_close(&v);
+}
+
+/* E-9, E-14: a journal names a job the controller forgot, and the
+ * accounting record of that job id carries another name: not ours.  It
+ * is dropped with a log line, neither adopted nor given that outcome. */
+static void slurm_forgotten_foreign(void **state) {
+  env_t v;
+  char journal[4096], cmd[256], buf[64] = "";
+  uvt_snapshot_t s;
+  uint32_t foreign;
+  FILE *fp;
+  int warnings;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  snprintf(cmd, sizeof(cmd),
+           "sbatch --parsable -J someone-elses -o /dev/null --wrap 'exit 3'");
+  fp = popen(cmd, "r");
+  assert_non_null(fp);
+  if (fgets(buf, sizeof(buf), fp) == NULL)
+    buf[0] = '\0';
+  pclose(fp);
+  foreign = (uint32_t)strtoul(buf, NULL, 10);
+  assert_true(foreign > 0);
+  env_open(&v, NULL, 0, 0);
+  run_until(&v, job_forgotten, &foreign, 120000);
+  env_close(&v);
+  fp = fopen(journal, "w");
+  assert_non_null(fp);
+  fprintf(fp,
+          "U1 J id=slurm-11 key=slurm-0badc0e1 job=%u out=0 err=0 uid=%u "
+          "cluster=- limit=0 array=0\n",
+          foreign, (unsigned)getuid());
+  fclose(fp);
+  env_open(&v, journal, 0, 0);
+  warnings = v.f.warnings;
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 0);
+  assert_int_equal(uvt_get(v.f.reg, "slurm-11", NULL, &s), UVT_ENOTASK);
+  assert_int_equal(v.f.warnings, warnings + 1);
+  assert_non_null(strstr(v.f.last_warning, "dropped"));
+  assert_non_null(strstr(v.f.last_warning, "someone-elses"));
+  env_close(&v);
+  /* The line is gone. */
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 0);
+  env_close(&v);
+}
+
 /* ---- E-7: a node lost under a running job ------------------------------ */
 
 static void slurm_lost_node(void **state) {
@@ -1464,6 +1651,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_kill_all, setup),
       cmocka_unit_test_setup(slurm_kill_early, setup),
       cmocka_unit_test(slurm_outcome_map),
+      cmocka_unit_test(slurm_acct_map),
       cmocka_unit_test_setup(slurm_outcomes, setup),
       cmocka_unit_test_setup(slurm_fifty, setup),
       cmocka_unit_test_setup(slurm_close_cancels, setup),
@@ -1482,6 +1670,8 @@ int main(void) {
       cmocka_unit_test_setup(slurm_timeout_checkpoint, setup),
       cmocka_unit_test_setup(slurm_controller_down, setup),
       cmocka_unit_test_setup(slurm_adopt_silent, setup),
+      cmocka_unit_test_setup(slurm_forgotten_acct, setup),
+      cmocka_unit_test_setup(slurm_forgotten_foreign, setup),
   };
   cluster_dir = getenv("UVT_SLURM_DIR");
   if (cluster_dir != NULL && getenv("SLURM_CONF") != NULL) {

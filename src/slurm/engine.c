@@ -428,6 +428,21 @@ static int verify_one(uvt_slurm_engine_t *e, uvt__sjob_t *j, char *why,
   return answer;
 }
 
+/* Mutex held on entry and exit; dropped around sacct.  E-14, E-9: what
+ * the site's accounting says of a job the controller no longer holds
+ * (asked once a job; nothing to ask without accounting).  `j` stays
+ * referenced meanwhile (by the caller or the poll list). */
+static void acct_look(uvt_slurm_engine_t *e, uvt__sjob_t *j) {
+  uvt__acct_t a;
+  if (j->acct_asked || e->acct_kinds == 0 || j->job == 0)
+    return;
+  j->acct_asked = 1;
+  uv_mutex_unlock(&e->mutex);
+  uvt__acct_read(e->conf, e->acct_kinds, j->job, j->key, e->uid, &a);
+  uv_mutex_lock(&e->mutex);
+  j->acct = a;
+}
+
 /* Without the mutex.  E-13: jobs the task's command submitted itself
  * (sbatch records the session and host it ran in: the wrapper wrote
  * them to <key>.sid) are cancelled with it, arrays included. */
@@ -508,6 +523,17 @@ static void handle_requests(uvt_slurm_engine_t *e) {
           ask ? verify_one(e, j, why, sizeof(why)) : UVT__VERIFY_NOANSWER;
       if (ask)
         e->silent_at = answer == UVT__VERIFY_NOANSWER ? mono_ms() : 0;
+      if (answer == UVT__VERIFY_GONE && j->array == NULL) {
+        /* E-9, E-14: forgotten by the controller; accounting may still
+         * name the job, and a record of another name or user is not
+         * ours: dropped, its outcome never reported as ours. */
+        acct_look(e, j);
+        if (j->acct.found == UVT__ACCT_FOREIGN) {
+          answer = UVT__VERIFY_FOREIGN;
+          snprintf(why, sizeof(why), "it no longer holds the job, and %.125s",
+                   j->acct.why);
+        }
+      }
       j->want_verify = 0;
       j->verify_answer = answer;
       if (answer == UVT__VERIFY_OURS || answer == UVT__VERIFY_GONE)
@@ -646,7 +672,10 @@ static int read_rc(uvt__sjob_t *j, char *buf, size_t size) {
   return n > 0;
 }
 
-/* Mutex held.  E-14: the job left the controller's records. */
+/* Mutex held.  E-14: the job left the controller's records.  Its
+ * outcome, best first: the ended state seen while it was COMPLETING; the
+ * site's accounting record (acct_look() asked already), mapped as a live
+ * state is; the wrapper's exit-code file. */
 static void finish_forgotten(uvt__sjob_t *j) {
   uvt__slurm_end_t end;
   char rc[128];
@@ -654,7 +683,11 @@ static void finish_forgotten(uvt__sjob_t *j) {
     /* Seen ended (COMPLETING) before it went: that is its outcome. */
     uvt__slurm_map_end(j->seen_state, j->seen_exit, j->job, j->kill_requested,
                        &end);
+  } else if (j->acct.found == UVT__ACCT_OURS) {
+    uvt__slurm_map_end(j->acct.state, j->acct.exit_code, j->job,
+                       j->kill_requested, &end);
   } else {
+    /* No record, or one of another name or user (E-9: never ours). */
     uvt__slurm_map_rc(read_rc(j, rc, sizeof(rc)) ? rc : NULL, j->job,
                       j->kill_requested, j->limit_s, &end);
   }
@@ -803,7 +836,14 @@ static void poll_jobs(uvt_slurm_engine_t *e) {
         break;
       }
     if (info == NULL) {
-      /* Past MinJobAge (E-14). */
+      /* Past MinJobAge (E-14).  `j` and `next` stay in the poll list
+       * while accounting is read (only this thread drops jobs from it). */
+      if (j->seen_state == 0) {
+        acct_look(e, j);
+        next = l->next;
+        if (j->settling)
+          continue;
+      }
       finish_forgotten(j);
       continue;
     }
@@ -994,6 +1034,7 @@ static void engine_main(void *arg) {
     e->kill_wait_s = c->kill_wait;
     slurm_conf_unlock();
   }
+  e->acct_kinds = uvt__acct_kinds(); /* E-14 */
   uv_mutex_unlock(&lib_mutex);
 
   uv_mutex_lock(&e->mutex);

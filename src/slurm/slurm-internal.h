@@ -20,6 +20,16 @@
 
 typedef struct uvt__sjob_s uvt__sjob_t;
 
+/* acct.c (E-14): what the site's accounting keeps, and a job's record. */
+enum { UVT__ACCT_DBD = 1, UVT__ACCT_JOBCOMP = 2 };
+enum { UVT__ACCT_OURS = 1, UVT__ACCT_FOREIGN = 2 };
+typedef struct {
+  int found;          /* 0 no record, else UVT__ACCT_* */
+  uint32_t state;     /* OURS: the ended base state (JOB_*) */
+  uint32_t exit_code; /* OURS: a wait status, as job_info_t's exit_code */
+  char why[200];      /* FOREIGN: whose record it is */
+} uvt__acct_t;
+
 struct uvt_slurm_engine_s {
   uvt_registry_t *reg;
   uv_loop_t *loop;
@@ -39,6 +49,7 @@ struct uvt_slurm_engine_s {
   /* Set by the thread after slurm_init, before `ready` (read-only after). */
   char cluster[UVT__SLURM_CLUSTER_MAX]; /* ClusterName (E-9) */
   uint32_t kill_wait_s;                 /* KillWait (E-11) */
+  int acct_kinds; /* E-14: UVT__ACCT_* the site keeps (acct.c) */
   /* journal.c (M): slots of the records (E-15) */
   int64_t slots;       /* records in the file, live or free */
   int64_t *free_slots; /* freed slots to use again */
@@ -113,6 +124,8 @@ struct uvt__sjob_s {
   int verify_answer;   /* E-9: 0 none yet, else a UVT__VERIFY_* */
   uint32_t seen_state; /* E-14: the last ended state seen, 0 none */
   uint32_t seen_exit;
+  int acct_asked;     /* E-14: accounting was read once the job was gone */
+  uvt__acct_t acct;   /* ... and what it said */
   uint64_t submit_t0; /* E-12: the first try (monotonic ms) */
   uint64_t next_try;  /* E-12: when to try again (0 = now) */
   uint32_t tries;
@@ -210,5 +223,22 @@ void uvt__slurm_map_end(uint32_t state, uint32_t exit_code, uint32_t job,
 void uvt__slurm_map_rc(const char *text, uint32_t job, int kill_requested,
                        uint32_t limit_s, uvt__slurm_end_t *end);
 const char *uvt__slurm_state_name(uint32_t state);
+
+/* acct.c (E-14, E-9): a forgotten job's record in Slurm's accounting.
+ * Kinds: what slurm.conf says the site keeps (UVT__ACCT_DBD |
+ * UVT__ACCT_JOBCOMP, 0 none). */
+/* On the engine thread, after slurm_init. */
+int uvt__acct_kinds(void);
+/* `sacct -n -P -X -o JobID,JobName,UID,State,ExitCode` output for `job`:
+ * the record named uvt-<key> of `uid` (OURS), else FOREIGN when the job
+ * id has records and none of them is ours, else nothing. */
+void uvt__acct_parse(const char *text, uint32_t job, const char *key,
+                     uint32_t uid, uvt__acct_t *out);
+/* Runs sacct (slurmdbd's records, then the job completion log's, as
+ * `kinds` says), SLURM_CONF=conf when conf is not NULL.  Without the
+ * engine's mutex, on the engine's thread: waits up to 10 s.  No record,
+ * no sacct, no answer: found 0. */
+void uvt__acct_read(const char *conf, int kinds, uint32_t job, const char *key,
+                    uint32_t uid, uvt__acct_t *out);
 
 #endif
