@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1642,6 +1643,82 @@ static void slurm_lost_node(void **state) {
   env_close(&v);
 }
 
+/* E-11: when the wrapper ends, nothing it started is left in the job:
+ * its heartbeat and the heartbeat's sleep have exited and been reaped.
+ * Slurm ends a batch step when its cgroup is empty and, with
+ * proctrack/cgroup, looks again only a second later, so a heartbeat
+ * killed but not waited for held jobs a second past their end.  The
+ * wrapper runs here under this process as a subreaper: anything it left
+ * behind is re-parented to us.  Siblings: a command that exits 0, one
+ * that exits 3, one that dies of a signal (the wrapper raises it again),
+ * an argv. */
+static void slurm_wrapper_leaves_nothing(void **state) {
+  static const char *const cmds[] = {"true", "exit 3", "kill -TERM $$", NULL};
+  const char *const av[] = {"/bin/true", NULL};
+  char dir[] = "/tmp/uvt-wrap-XXXXXX";
+  char base[64], script[96], rc[96];
+  int k;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(base, sizeof(base), "%s/job", dir);
+  snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
+  snprintf(rc, sizeof(rc), "%s/job.rc", dir);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  for (k = 0; k < 4; k++) {
+    uvt_slurm_options_t o;
+    char *text;
+    FILE *fp;
+    pid_t pid, left;
+    int status;
+    uvt_slurm_options_init(&o);
+    if (cmds[k] != NULL)
+      o.command = cmds[k];
+    else
+      o.argv = av;
+    text = uvt__slurm_wrapper(base, 1, 0, &o);
+    assert_non_null(text);
+    fp = fopen(script, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    assert_int_equal(fclose(fp), 0);
+    uvt__free(text);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      execl("/bin/bash", "bash", script, (char *)NULL);
+      _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (k == 1)
+      assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    else if (k == 2)
+      assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    else
+      assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    /* It wrote its status, and left no process, alive or dead. */
+    assert_int_equal(access(rc, R_OK), 0);
+    left = waitpid(-1, &status, WNOHANG);
+    if (left != -1)
+      print_message("the wrapper left process %d behind (%s)\n", (int)left,
+                    cmds[k] != NULL ? cmds[k] : "argv");
+    assert_int_equal(left, -1);
+    assert_int_equal(errno, ECHILD);
+    unlink(rc);
+  }
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  unlink(script);
+  unlink(base); /* .hb and .sid */
+  {
+    char f[128];
+    snprintf(f, sizeof(f), "%s.hb", base);
+    unlink(f);
+    snprintf(f, sizeof(f), "%s.sid", base);
+    unlink(f);
+  }
+  assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(slurm_start_and_output, setup),
@@ -1652,6 +1729,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_kill_early, setup),
       cmocka_unit_test(slurm_outcome_map),
       cmocka_unit_test(slurm_acct_map),
+      cmocka_unit_test(slurm_wrapper_leaves_nothing),
       cmocka_unit_test_setup(slurm_outcomes, setup),
       cmocka_unit_test_setup(slurm_fifty, setup),
       cmocka_unit_test_setup(slurm_close_cancels, setup),

@@ -217,6 +217,13 @@ typedef struct {
 } uvt__slurm_end_t;
 void uvt__slurm_map_end(uint32_t state, uint32_t exit_code, uint32_t job,
                         int kill_requested, uvt__slurm_end_t *end);
+/* E-7, E-11: the batch script that runs o's command or argv, its files
+ * at `base` (<base>.hb, .rc, .sid), a heartbeat every beat_s seconds;
+ * `array`: each element's files get its index.  Allocated (uvt__free),
+ * or NULL (no memory). */
+char *uvt__slurm_wrapper(const char *base, unsigned beat_s, int array,
+                         const uvt_slurm_options_t *o);
+
 /* E-14: the same from the wrapper's <key>.rc file, once Slurm forgot the
  * job: `text` is its contents (NULL: none), "STATUS [SIGNAL SECONDS]";
  * limit_s the job's time limit (0 unknown). */

@@ -33,8 +33,9 @@ static void put_quoted(FILE *fp, const char *s) {
  * handler runs as under plain sbatch.  The command runs in a process group
  * of its own (set -m: it also keeps SIGINT and SIGQUIT, which a background
  * command without job control would ignore), and so does the heartbeat
- * loop, which goes with one kill of its group the moment the command ends:
- * nothing holds the job past its end.  The command's status goes to
+ * loop, which is stopped the moment the command ends and waited for, its
+ * sleep with it: nothing of the wrapper is left in the job when it exits,
+ * so nothing holds the job past its end.  The command's status goes to
  * <key>.rc with the signal Slurm sent and when (the controller forgets
  * ended jobs after MinJobAge: E-14), and a status from a signal is raised
  * again so Slurm sees the signal (E-4). */
@@ -68,15 +69,19 @@ static const char wrapper_body[] =
     "  trap \"uvt_fwd $uvt_s\" \"$uvt_s\"\n"
     "done\n"
     "set -m\n"
+    /* The heartbeat: its sleep is its own child, waited for, so a TERM
+     * (the wrapper's at the end, or Slurm's to the whole job) ends it
+     * with nothing left behind. */
     "(\n"
-    "  trap - HUP INT QUIT USR1 USR2 ALRM TERM XCPU\n"
+    "  trap - HUP INT QUIT USR1 USR2 ALRM XCPU\n"
+    "  trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
     "  while kill -0 \"$uvt_me\" 2>/dev/null; do\n"
     "    : >\"$uvt_hb\"\n"
-    "    sleep \"$uvt_beat_s\"\n"
+    "    sleep \"$uvt_beat_s\" &\n"
+    "    wait $!\n"
     "  done\n"
     ") </dev/null >/dev/null 2>&1 &\n"
-    "uvt_beat=$!\n"
-    "disown \"$uvt_beat\"\n";
+    "uvt_beat=$!\n";
 
 static const char wrapper_tail[] =
     " </dev/null &\n"
@@ -88,7 +93,12 @@ static const char wrapper_tail[] =
     "  uvt_status=$?\n"
     "  [ -n \"$uvt_int\" ] || break\n"
     "done\n"
-    "kill -KILL -- \"-$uvt_beat\" 2>/dev/null\n"
+    /* Gone, not only signalled, before the wrapper ends: Slurm's step
+     * ends when its cgroup is empty, and a process still dying there
+     * costs the job a whole second (proctrack/cgroup waits 1 s, then 2,
+     * before it looks again). */
+    "kill -TERM \"$uvt_beat\" 2>/dev/null\n"
+    "wait \"$uvt_beat\" 2>/dev/null\n"
     "printf '%s %s %s\\n' \"$uvt_status\" \"${uvt_got:--}\" "
     "\"${uvt_at:--}\" >\"$uvt_rc.tmp\" &&\n"
     "  mv -f \"$uvt_rc.tmp\" \"$uvt_rc\"\n"
@@ -98,11 +108,10 @@ static const char wrapper_tail[] =
     "fi\n"
     "exit \"$uvt_status\"\n";
 
-static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
+char *uvt__slurm_wrapper(const char *base, unsigned beat_s, int array,
                          const uvt_slurm_options_t *o) {
   char *text = NULL;
   size_t len = 0;
-  char path[4096];
   FILE *fp = open_memstream(&text, &len);
   size_t i;
   if (fp == NULL)
@@ -110,13 +119,10 @@ static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
   fputs(wrapper_head, fp);
   /* An array's elements each write files of their own (<key>.<index>.*). */
   fputs("uvt_base=", fp);
-  snprintf(path, sizeof(path), "%s/%s", e->out_dir, j->key);
-  put_quoted(fp, path);
-  fputs(j->array != NULL ? "\nuvt_base=\"$uvt_base.$SLURM_ARRAY_TASK_ID\"" : "",
-        fp);
+  put_quoted(fp, base);
+  fputs(array ? "\nuvt_base=\"$uvt_base.$SLURM_ARRAY_TASK_ID\"" : "", fp);
   fputs("\nuvt_hb=\"$uvt_base.hb\"\nuvt_rc=\"$uvt_base.rc\"", fp);
-  fprintf(fp, "\nuvt_beat_s=%llu\n",
-          (unsigned long long)((e->heartbeat_ms + 999) / 1000));
+  fprintf(fp, "\nuvt_beat_s=%u\n", beat_s);
   fputs(wrapper_body, fp);
   if (o->command != NULL) {
     fputs("/bin/bash -c ", fp);
@@ -139,6 +145,14 @@ static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
     free(text);
     return c;
   }
+}
+
+static char *make_script(const uvt_slurm_engine_t *e, const uvt__sjob_t *j,
+                         const uvt_slurm_options_t *o) {
+  char path[4096];
+  snprintf(path, sizeof(path), "%s/%s", e->out_dir, j->key);
+  return uvt__slurm_wrapper(path, (unsigned)((e->heartbeat_ms + 999) / 1000),
+                            j->array != NULL, o);
 }
 
 /* E-10: a local task's environment: the host's minus credentials, the
