@@ -1050,6 +1050,75 @@ static void test_lim_pool_mixed(void **state) {
     }
 }
 
+/* L-LIM-1: a limited task killed before its spawn ran (its pooled group
+ * taken, never entered) leaves no cgroup directory behind once the
+ * registry closes.  Siblings: a fresh group and a pooled one, a kill and
+ * a registry close with the spawn still queued. */
+static void test_lim_killed_before_spawn(void **state) {
+  fixture_t f;
+  uvt_process_options_t o;
+  char id[UVT_ID_MAX];
+  char path[PATH_MAX];
+  char regdir[UVT__CG_N][PATH_MAX];
+  const char *const ok[] = {"true", NULL};
+  uvt_kill_result_t kr;
+  struct stat st;
+  waitres_t w;
+  int round;
+  int h;
+  (void)state;
+
+  fixture_init(&f, NULL);
+  test_opts(&o);
+  o.limits.memory_bytes = 64 * MIB;
+  o.limits.max_processes = 16;
+  need_limits(&f, &o.limits);
+  for (h = 0; h < UVT__CG_N; h++)
+    regdir[h][0] = '\0';
+  /* A first task makes the registry's directories and pools its group. */
+  o.command = "read x; true";
+  o.stdin_pipe = 1;
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  (void)task_pid(&f, id, NULL);
+  for (h = 0; h < UVT__CG_N; h++)
+    if (uvt__process_cgroup(f.reg, id, NULL, h, path, sizeof(path)) == 0) {
+      char *slash = strrchr(path, '/');
+      assert_non_null(slash);
+      *slash = '\0';
+      snprintf(regdir[h], sizeof(regdir[h]), "%s", path);
+    }
+  assert_int_equal(uvt_process_close_stdin(f.reg, id, NULL), 0);
+  wait_task(&f, &w, id, 10000, NULL);
+  wait_end(&w);
+  assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  o.command = NULL;
+  o.stdin_pipe = 0;
+  o.argv = ok;
+  for (round = 0; round < 3; round++) {
+    /* Held at the spawner until the kill has been asked for. */
+    spawn_gate_close(0);
+    assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+    assert_int_equal(uvt_kill(f.reg, id, NULL, "test", &kr), 0);
+    spawn_gate_open(1);
+    wait_task(&f, &w, id, 10000, NULL);
+    spawn_gate_remove();
+    wait_end(&w);
+    assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
+  }
+  /* And one still queued when the registry closes. */
+  spawn_gate_close(0);
+  assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
+  spawn_gate_open(1);
+  fixture_close(&f);
+  spawn_gate_remove();
+  for (h = 0; h < UVT__CG_N; h++)
+    if (regdir[h][0] != '\0') {
+      if (stat(regdir[h], &st) == 0)
+        print_message("left behind: %s\n", regdir[h]);
+      assert_int_not_equal(stat(regdir[h], &st), 0);
+    }
+}
+
 #define T(fn) cmocka_unit_test_teardown(fn, teardown_children)
 
 int main(int argc, char **argv) {
@@ -1067,6 +1136,7 @@ int main(int argc, char **argv) {
       T(test_lim_spawn_fail),
       T(test_lim_kept_files),
       T(test_lim_pool_mixed),
+      T(test_lim_killed_before_spawn),
   };
   return process_test_main(argc, argv, "process-limits", tests,
                            sizeof(tests) / sizeof(tests[0]));

@@ -1643,6 +1643,49 @@ static void slurm_lost_node(void **state) {
   env_close(&v);
 }
 
+/* E-3: a job's end is seen when its wrapper writes the exit-code file,
+ * not at the engine's next poll: with a poll every ten minutes, a job
+ * that runs `true` settles at once, through the polls the file's
+ * appearance asks for.  Siblings: an exit code, an argv. */
+static void slurm_end_seen_at_once(void **state) {
+  env_t v;
+  uvt_slurm_engine_options_t eo;
+  const char *const av[] = {"/bin/false", NULL};
+  char ids[3][UVT_ID_MAX], detail[160];
+  uvt_slurm_options_t o;
+  int k;
+  (void)state;
+
+  memset(&v, 0, sizeof(v));
+  fixture_init(&v.f, NULL);
+  uvt_slurm_engine_options_init(&eo);
+  eo.out_dir = out_dir;
+  eo.poll_ms = 600000;
+  assert_int_equal(uvt_slurm_engine_new(v.f.reg, &eo, &v.e), 0);
+  v.l.data = &v;
+  assert_int_equal(uvt_listener_start(v.f.reg, &v.l, on_done), 0);
+  assert_int_equal(start_cmd(&v, "true", ids[0]), 0);
+  assert_int_equal(start_cmd(&v, "exit 4", ids[1]), 0);
+  uvt_slurm_options_init(&o);
+  o.argv = av;
+  assert_int_equal(uvt_slurm_start(v.e, &o, ids[2]), 0);
+  for (k = 0; k < 3; k++)
+    wait_end(&v, ids[k], 60000);
+  assert_int_equal(status_of(&v, ids[0], detail, sizeof(detail)),
+                   UVT_COMPLETED);
+  assert_string_equal(detail, "exit code: 0");
+  assert_int_equal(status_of(&v, ids[1], detail, sizeof(detail)),
+                   UVT_COMPLETED);
+  assert_string_equal(detail, "exit code: 4");
+  assert_int_equal(status_of(&v, ids[2], detail, sizeof(detail)),
+                   UVT_COMPLETED);
+  assert_string_equal(detail, "exit code: 1");
+  uv_mutex_lock(&v.e->mutex);
+  assert_true(v.e->fast_polls > 0);
+  uv_mutex_unlock(&v.e->mutex);
+  env_close(&v);
+}
+
 /* E-11: when the wrapper ends, nothing it started is left in the job:
  * its heartbeat and the heartbeat's sleep have exited and been reaped.
  * Slurm ends a batch step when its cgroup is empty and, with
@@ -1750,6 +1793,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_adopt_silent, setup),
       cmocka_unit_test_setup(slurm_forgotten_acct, setup),
       cmocka_unit_test_setup(slurm_forgotten_foreign, setup),
+      cmocka_unit_test_setup(slurm_end_seen_at_once, setup),
   };
   cluster_dir = getenv("UVT_SLURM_DIR");
   if (cluster_dir != NULL && getenv("SLURM_CONF") != NULL) {

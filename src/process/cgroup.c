@@ -545,6 +545,8 @@ void uvt__cg_move(uvt__cg_t *to, uvt__cg_t *from) {
   int i;
   *to = *from;
   from->own = 0;
+  from->mask = 0;
+  from->spare = 0;
   for (i = 0; i < UVT__CG_FDS; i++)
     from->fd[i] = -1;
 }

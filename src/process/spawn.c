@@ -421,8 +421,10 @@ void uvt__spawn_free(uvt__spawn_t *sp) {
   for (i = 0; i < 2; i++)
     if (sp->xfd[i] >= 0)
       close(sp->xfd[i]);
-  /* A durable task's group directories, unless the task took them. */
-  uvt__cg_close(&sp->cg);
+  /* A group no task took (the spawn was dropped, or failed): removed,
+   * with a pooled one's directories (its limits files no longer say what
+   * the pool thinks); a durable task's directories closed. */
+  uvt__cg_remove(&sp->cg);
   uvt__env_unref(sp->env);
   uvt__sandbox_argv_free(sp->sb_argv);
   uvt__sandbox_argv_free(sp->dur_argv);

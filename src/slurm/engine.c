@@ -1022,6 +1022,7 @@ out:
 static void engine_main(void *arg) {
   uvt_slurm_engine_t *e = arg;
   uint64_t next_poll = 0;
+  uint64_t last_poll = 0;
   struct uvt__link *l;
 
   uv_mutex_lock(&lib_mutex);
@@ -1054,9 +1055,16 @@ static void engine_main(void *arg) {
     if (e->stop)
       break;
     now = mono_ms();
+    /* E-3: a wrapper wrote its exit-code file (rc_event): its job ends
+     * now, so look every few milliseconds until it is seen ended. */
+    if (now < e->fast_until && next_poll > last_poll + UVT__SLURM_FAST_MS)
+      next_poll = last_poll + UVT__SLURM_FAST_MS;
     if (now >= next_poll) {
+      if (now < e->fast_until)
+        e->fast_polls++;
       poll_jobs(e);
       now = mono_ms();
+      last_poll = now;
       next_poll = now + e->poll_ms;
     }
     if (!uvt__list_empty(&e->requests) || !uvt__list_empty(&e->infos) ||
@@ -1119,6 +1127,8 @@ static void engine_closed(uv_handle_t *h) {
   void (*cb)(void *) = e->close_cb;
   void *data = e->close_data;
   int last;
+  if (--e->handles > 0)
+    return; /* the other handle's close callback finishes */
   uv_mutex_lock(&e->mutex);
   uvt__journal_close(&e->journal);
   e->closed = 1;
@@ -1128,6 +1138,21 @@ static void engine_closed(uv_handle_t *h) {
     engine_free(e);
   if (cb != NULL)
     cb(data);
+}
+
+/* E-3: a file changed in out_dir; a wrapper's exit-code file (renamed
+ * into place as <key>.rc or <key>.<index>.rc) means a job is ending. */
+static void rc_event(uv_fs_event_t *h, const char *filename, int events,
+                     int status) {
+  uvt_slurm_engine_t *e = h->data;
+  size_t n = filename != NULL ? strlen(filename) : 0;
+  (void)events;
+  if (status < 0 || n < 4 || strcmp(filename + n - 3, ".rc") != 0)
+    return;
+  uv_mutex_lock(&e->mutex);
+  e->fast_until = mono_ms() + UVT__SLURM_FAST_FOR_MS;
+  uv_cond_signal(&e->cond);
+  uv_mutex_unlock(&e->mutex);
 }
 
 static void engine_async(uv_async_t *h) {
@@ -1450,6 +1475,7 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
     goto fail;
   }
   e->async.data = e;
+  e->handles = 1;
   e->watch.data = e;
   if ((err = uvt_watch_start(reg, &e->watch, engine_watch)) != 0 ||
       (err = uv_thread_create(&e->thread, engine_main, e)) != 0) {
@@ -1466,6 +1492,18 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
   while (!e->ready)
     uv_cond_wait(&e->cond, &e->mutex);
   uv_mutex_unlock(&e->mutex);
+  /* E-3: the wrappers' exit-code files, so an end is seen at once, not
+   * at the next poll.  Without it (a file system inotify cannot watch)
+   * the polls alone find ends, as before. */
+  if (uv_fs_event_init(e->loop, &e->rc_watch) == 0) {
+    e->rc_watch.data = e;
+    e->handles++;
+    e->rc_watching = 1;
+    if (uv_fs_event_start(&e->rc_watch, rc_event, e->out_dir, 0) != 0) {
+      e->rc_watching = 0;
+      uv_close((uv_handle_t *)&e->rc_watch, engine_closed);
+    }
+  }
   *out = e;
   return 0;
 fail:
@@ -1487,6 +1525,10 @@ void uvt_slurm_engine_close(uvt_slurm_engine_t *e, void (*cb)(void *),
   e->close_cb = cb;
   e->close_data = data;
   uvt_watch_stop(&e->watch);
+  if (e->rc_watching) {
+    e->rc_watching = 0;
+    uv_close((uv_handle_t *)&e->rc_watch, engine_closed);
+  }
   uv_mutex_lock(&e->mutex);
   e->stop = 1;
   uv_cond_signal(&e->cond);

@@ -30,6 +30,12 @@ typedef struct {
   char why[200];      /* FOREIGN: whose record it is */
 } uvt__acct_t;
 
+/* E-3: how often the engine polls while a job's end is near (its wrapper
+ * wrote the exit-code file: the controller's COMPLETED follows within
+ * milliseconds), and for how long at most. */
+#define UVT__SLURM_FAST_MS 10
+#define UVT__SLURM_FAST_FOR_MS 2000
+
 struct uvt_slurm_engine_s {
   uvt_registry_t *reg;
   uv_loop_t *loop;
@@ -70,10 +76,16 @@ struct uvt_slurm_engine_s {
   int thread_done;
   int journal_sync;   /* the journal has lines to fsync before a submit */
   uint64_t silent_at; /* E-9: when the controller last did not answer */
+  uint64_t fast_until; /* E-3: poll every UVT__SLURM_FAST_MS until then (a
+                          wrapper just wrote its exit-code file) */
+  unsigned long fast_polls; /* polls made for that (tests) */
   size_t jobs;        /* jobs not freed yet */
   int journal_err;    /* a journal write failed: logged on the loop */
   int closed;         /* the async handle closed: free at jobs == 0 */
   /* Loop thread only. */
+  uv_fs_event_t rc_watch; /* E-3: out_dir, for the wrappers' .rc files */
+  int rc_watching;        /* rc_watch is open (uv_close it at close) */
+  int handles;            /* handles not closed yet (async, rc_watch) */
   int closing;
   int thread_joined;
   void (*close_cb)(void *data);
