@@ -643,6 +643,42 @@ static void slurm_outcome_map(void **state) {
   assert_non_null(strstr(end.detail, "SIGTERM"));
 }
 
+/* E-14: what sacct's plain answer (JobID|UID|State|ExitCode) is when
+ * the named one is `named` and no name holds a line break: each complete
+ * line without its name. */
+static void acct1(const char *named, uvt__acct_t *a) {
+  char plain[2048] = "", buf[1024];
+  const char *line = named;
+  while (line != NULL && *line != '\0') {
+    const char *cur = line;
+    const char *end = strchr(line, '\n');
+    size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+    char *f[5], *p, *sep;
+    int n;
+    line = end != NULL ? end + 1 : NULL;
+    if (len >= sizeof(buf))
+      continue;
+    memcpy(buf, cur, len);
+    buf[len] = '\0';
+    if ((sep = strchr(buf, '|')) == NULL)
+      continue;
+    *sep = '\0';
+    f[0] = buf;
+    f[1] = sep + 1;
+    for (n = 4; n >= 2; n--) {
+      if ((p = strrchr(f[1], '|')) == NULL)
+        break;
+      *p = '\0';
+      f[n] = p + 1;
+    }
+    if (n >= 2)
+      continue;
+    snprintf(plain + strlen(plain), sizeof(plain) - strlen(plain),
+             "%s|%s|%s|%s\n", f[0], f[2], f[3], f[4]);
+  }
+  uvt__acct_parse(plain, named, 42, "k", 7, a);
+}
+
 /* E-14, E-9: a forgotten job's accounting record (sacct -P lines:
  * JobID|JobName|UID|State|ExitCode), mapped as a live state is; the
  * states this cluster cannot cause are fed here. */
@@ -677,7 +713,7 @@ static void slurm_acct_map(void **state) {
   char long_line[700];
   (void)state;
   for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-    uvt__acct_parse(rows[i].line, 42, "k", 7, &a);
+    acct1(rows[i].line, &a);
     assert_int_equal(a.found, UVT__ACCT_OURS);
     uvt__slurm_map_end(a.state, a.exit_code, 42, rows[i].kill_requested, &end);
     assert_int_equal(end.status, rows[i].status);
@@ -685,27 +721,44 @@ static void slurm_acct_map(void **state) {
   }
   /* E-9: another name, another user, a name with a '|' in it, a name
    * longer than a line of ours: not ours. */
-  uvt__acct_parse("42|someone-elses|7|COMPLETED|0:0\n", 42, "k", 7, &a);
+  acct1("42|someone-elses|7|COMPLETED|0:0\n", &a);
   assert_int_equal(a.found, UVT__ACCT_FOREIGN);
   assert_non_null(strstr(a.why, "someone-elses"));
-  uvt__acct_parse("42|uvt-k|8|COMPLETED|0:0\n", 42, "k", 7, &a);
+  acct1("42|uvt-k|8|COMPLETED|0:0\n", &a);
   assert_int_equal(a.found, UVT__ACCT_FOREIGN);
   assert_non_null(strstr(a.why, "user 8"));
-  uvt__acct_parse("42|uvt-k|7|x|7|COMPLETED|0:0\n", 42, "k", 7, &a);
+  acct1("42|uvt-k|7|x|7|COMPLETED|0:0\n", &a);
   assert_int_equal(a.found, UVT__ACCT_FOREIGN);
   memset(long_line, 'a', sizeof(long_line) - 1);
   long_line[sizeof(long_line) - 1] = '\0';
   memcpy(long_line, "42|", 3);
-  uvt__acct_parse(long_line, 42, "k", 7, &a);
+  memcpy(long_line + sizeof(long_line) - 17, "|7|COMPLETED|0:0", 16);
+  acct1(long_line, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  /* A name with a line break that makes a line like ours (another
+   * user's job on a reused id): the plain answer has one record, of user
+   * 8; the named one two lines for job 42.  Never ours. */
+  uvt__acct_parse("42|8|FAILED|1:0\n",
+                  "42|a\n42|uvt-k|7|COMPLETED|0:0\nb|8|FAILED|1:0\n", 42, "k",
+                  7, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  uvt__acct_parse("42|8|FAILED|1:0\n",
+                  "42|a|7|COMPLETED|0:0\n42|uvt-k|7|COMPLETED|0:0\n42|z|8|"
+                  "FAILED|1:0\n",
+                  42, "k", 7, &a);
+  assert_int_equal(a.found, UVT__ACCT_FOREIGN);
+  /* Our record beside one whose name breaks: nothing believed. */
+  uvt__acct_parse("42|7|COMPLETED|0:0\n42|8|FAILED|1:0\n",
+                  "42|uvt-k|7|COMPLETED|0:0\n42|x\ny|8|FAILED|1:0\n", 42, "k",
+                  7, &a);
   assert_int_equal(a.found, UVT__ACCT_FOREIGN);
   /* No record, a record still running, nonsense: nothing (the wrapper's
    * files then). */
-  uvt__acct_parse("", 42, "k", 7, &a);
+  acct1("", &a);
   assert_int_equal(a.found, 0);
-  uvt__acct_parse("42|uvt-k|7|RUNNING|0:0\n", 42, "k", 7, &a);
+  acct1("42|uvt-k|7|RUNNING|0:0\n", &a);
   assert_int_equal(a.found, 0);
-  uvt__acct_parse("4|uvt-k|7|COMPLETED|0:0\n421|uvt-k|7|FAILED|1:0\n||\n|", 42,
-                  "k", 7, &a);
+  acct1("4|uvt-k|7|COMPLETED|0:0\n421|uvt-k|7|FAILED|1:0\n||\n|", &a);
   assert_int_equal(a.found, 0);
 }
 

@@ -248,11 +248,14 @@ const char *uvt__slurm_state_name(uint32_t state);
  * UVT__ACCT_JOBCOMP, 0 none). */
 /* On the engine thread, after slurm_init. */
 int uvt__acct_kinds(void);
-/* `sacct -n -P -X -o JobID,JobName,UID,State,ExitCode` output for `job`:
- * the record named uvt-<key> of `uid` (OURS), else FOREIGN when the job
- * id has records and none of them is ours, else nothing. */
-void uvt__acct_parse(const char *text, uint32_t job, const char *key,
-                     uint32_t uid, uvt__acct_t *out);
+/* `sacct -n -P -X -j job` with `-o JobID,UID,State,ExitCode` (plain) and
+ * with `-o JobID,JobName,UID,State,ExitCode` (named): the record named
+ * uvt-<key> of `uid` (OURS), its state and exit code from plain; else
+ * FOREIGN when the job id has records and none is ours, or when the two
+ * answers do not line up record for record (a name with a line break);
+ * else nothing. */
+void uvt__acct_parse(const char *plain, const char *named, uint32_t job,
+                     const char *key, uint32_t uid, uvt__acct_t *out);
 /* Runs sacct (slurmdbd's records, then the job completion log's, as
  * `kinds` says), SLURM_CONF=conf when conf is not NULL.  Without the
  * engine's mutex, on the engine's thread: waits up to 10 s.  No record,

@@ -57,7 +57,10 @@ static const char wrapper_body[] =
     "uvt_got=\n"
     "uvt_at=\n"
     "uvt_int=\n"
+    "uvt_done=\n"
     "uvt_fwd() {\n"
+    /* After the command's end a signal is nobody's: not its outcome. */
+    "  [ -n \"$uvt_done\" ] && return\n"
     "  uvt_int=1\n"
     "  if [ \"$1\" = TERM ] || [ -z \"$uvt_got\" ]; then\n"
     "    uvt_got=$1\n"
@@ -71,9 +74,10 @@ static const char wrapper_body[] =
     "set -m\n"
     /* The heartbeat: its sleep is its own child, waited for, so a TERM
      * (the wrapper's at the end, or Slurm's to the whole job) ends it
-     * with nothing left behind. */
+     * with nothing left behind; the signals a user sends a whole job
+     * (a warning, scancel --full -s USR1) do not stop it, nor its sleep. */
     "(\n"
-    "  trap - HUP INT QUIT USR1 USR2 ALRM XCPU\n"
+    "  trap '' HUP INT QUIT USR1 USR2 ALRM XCPU\n"
     "  trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
     "  while kill -0 \"$uvt_me\" 2>/dev/null; do\n"
     "    : >\"$uvt_hb\"\n"
@@ -97,8 +101,11 @@ static const char wrapper_tail[] =
      * ends when its cgroup is empty, and a process still dying there
      * costs the job a whole second (proctrack/cgroup waits 1 s, then 2,
      * before it looks again). */
+    "uvt_done=1\n"
     "kill -TERM \"$uvt_beat\" 2>/dev/null\n"
-    "wait \"$uvt_beat\" 2>/dev/null\n"
+    "while kill -0 \"$uvt_beat\" 2>/dev/null; do\n"
+    "  wait \"$uvt_beat\" 2>/dev/null\n"
+    "done\n"
     "printf '%s %s %s\\n' \"$uvt_status\" \"${uvt_got:--}\" "
     "\"${uvt_at:--}\" >\"$uvt_rc.tmp\" &&\n"
     "  mv -f \"$uvt_rc.tmp\" \"$uvt_rc\"\n"
