@@ -481,6 +481,12 @@ UVT_EXTERN void uvt_options_init(uvt_options_t *o);
  * tools.h, refuses a call from any other thread with UVT_ETHREAD and a
  * log line, before it touches anything.  uvt_task_settle() and
  * uvt_process_stop_all_now() are for any thread.
+ * Descriptors: the host keeps 0, 1 and 2 open for the registry's life (to
+ * /dev/null if it has nothing else), as libuv itself needs: the handles
+ * and pipes the registry makes would otherwise take those numbers, and
+ * libuv neither closes a descriptor below 3 (a task's pipe would stay
+ * open) nor survives closing its own there (an assertion at
+ * uv_loop_close()).
  * Since: 0.1.0 */
 UVT_EXTERN int uvt_registry_new(uv_loop_t *loop, const uvt_options_t *o,
                                 uvt_registry_t **out);

@@ -992,6 +992,33 @@ static void test_lim_kept_files(void **state) {
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 }
 
+/* The registry's own directory in each hierarchy the task's group is in
+ * (regdir[h] "" where none). */
+static void registry_dirs(fixture_t *f, const char *id,
+                          char regdir[UVT__CG_N][PATH_MAX]) {
+  char path[PATH_MAX];
+  int h;
+  for (h = 0; h < UVT__CG_N; h++)
+    if (uvt__process_cgroup(f->reg, id, NULL, h, path, sizeof(path)) == 0) {
+      char *slash = strrchr(path, '/');
+      assert_non_null(slash);
+      *slash = '\0';
+      snprintf(regdir[h], PATH_MAX, "%s", path);
+    }
+}
+
+/* None of them is left (the registry closed). */
+static void registry_dirs_gone(char regdir[UVT__CG_N][PATH_MAX]) {
+  struct stat st;
+  int h;
+  for (h = 0; h < UVT__CG_N; h++)
+    if (regdir[h][0] != '\0') {
+      if (stat(regdir[h], &st) == 0)
+        print_message("left behind: %s\n", regdir[h]);
+      assert_int_not_equal(stat(regdir[h], &st), 0);
+    }
+}
+
 /* L-LIM-1: a pooled group taken by a task that needs fewer hierarchies
  * than the group is in (a CPU limit's group, then a task with memory and
  * process limits only) still has its other directories: they go back to
@@ -1002,10 +1029,8 @@ static void test_lim_pool_mixed(void **state) {
   fixture_t f;
   uvt_process_options_t o;
   char id[UVT_ID_MAX];
-  char path[PATH_MAX];
   char regdir[UVT__CG_N][PATH_MAX];
   const char *const ok[] = {"true", NULL};
-  struct stat st;
   waitres_t w;
   int round;
   int h;
@@ -1028,13 +1053,7 @@ static void test_lim_pool_mixed(void **state) {
     o.command = "read x; true";
     assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
     (void)task_pid(&f, id, NULL);
-    for (h = 0; h < UVT__CG_N; h++)
-      if (uvt__process_cgroup(f.reg, id, NULL, h, path, sizeof(path)) == 0) {
-        char *slash = strrchr(path, '/');
-        assert_non_null(slash);
-        *slash = '\0';
-        snprintf(regdir[h], sizeof(regdir[h]), "%s", path);
-      }
+    registry_dirs(&f, id, regdir);
     assert_int_equal(uvt_process_close_stdin(f.reg, id, NULL), 0);
     wait_task(&f, &w, id, 10000, NULL);
     assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
@@ -1042,12 +1061,7 @@ static void test_lim_pool_mixed(void **state) {
     assert_int_equal(uvt_forget(f.reg, id, NULL), 0);
   }
   fixture_close(&f);
-  for (h = 0; h < UVT__CG_N; h++)
-    if (regdir[h][0] != '\0') {
-      if (stat(regdir[h], &st) == 0)
-        print_message("left behind: %s\n", regdir[h]);
-      assert_int_not_equal(stat(regdir[h], &st), 0);
-    }
+  registry_dirs_gone(regdir);
 }
 
 /* L-LIM-1: a limited task killed before its spawn ran (its pooled group
@@ -1058,11 +1072,9 @@ static void test_lim_killed_before_spawn(void **state) {
   fixture_t f;
   uvt_process_options_t o;
   char id[UVT_ID_MAX];
-  char path[PATH_MAX];
   char regdir[UVT__CG_N][PATH_MAX];
   const char *const ok[] = {"true", NULL};
   uvt_kill_result_t kr;
-  struct stat st;
   waitres_t w;
   int round;
   int h;
@@ -1080,13 +1092,7 @@ static void test_lim_killed_before_spawn(void **state) {
   o.stdin_pipe = 1;
   assert_int_equal(uvt_process_start(f.reg, &o, id), 0);
   (void)task_pid(&f, id, NULL);
-  for (h = 0; h < UVT__CG_N; h++)
-    if (uvt__process_cgroup(f.reg, id, NULL, h, path, sizeof(path)) == 0) {
-      char *slash = strrchr(path, '/');
-      assert_non_null(slash);
-      *slash = '\0';
-      snprintf(regdir[h], sizeof(regdir[h]), "%s", path);
-    }
+  registry_dirs(&f, id, regdir);
   assert_int_equal(uvt_process_close_stdin(f.reg, id, NULL), 0);
   wait_task(&f, &w, id, 10000, NULL);
   wait_end(&w);
@@ -1111,12 +1117,7 @@ static void test_lim_killed_before_spawn(void **state) {
   spawn_gate_open(1);
   fixture_close(&f);
   spawn_gate_remove();
-  for (h = 0; h < UVT__CG_N; h++)
-    if (regdir[h][0] != '\0') {
-      if (stat(regdir[h], &st) == 0)
-        print_message("left behind: %s\n", regdir[h]);
-      assert_int_not_equal(stat(regdir[h], &st), 0);
-    }
+  registry_dirs_gone(regdir);
 }
 
 #define T(fn) cmocka_unit_test_teardown(fn, teardown_children)

@@ -53,20 +53,26 @@ static void on_done(uvt_listener_t *l, const uvt_snapshot_t *snap,
   snprintf(v->last_notice, sizeof(v->last_notice), "%s", snap->id);
 }
 
-static void env_open(env_t *v, const char *journal, int detach,
-                     uint64_t lost_after_ms) {
+/* An engine polling every poll_ms (the tests' 100 ms when 0). */
+static void env_open_poll(env_t *v, const char *journal, int detach,
+                          uint64_t lost_after_ms, uint64_t poll_ms) {
   uvt_slurm_engine_options_t eo;
   memset(v, 0, sizeof(*v));
   fixture_init(&v->f, NULL);
   uvt_slurm_engine_options_init(&eo);
   eo.out_dir = out_dir;
   eo.journal = journal;
-  eo.poll_ms = 100;
+  eo.poll_ms = poll_ms > 0 ? poll_ms : 100;
   eo.detach_on_close = detach;
   eo.lost_after_ms = lost_after_ms;
   assert_int_equal(uvt_slurm_engine_new(v->f.reg, &eo, &v->e), 0);
   v->l.data = v;
   assert_int_equal(uvt_listener_start(v->f.reg, &v->l, on_done), 0);
+}
+
+static void env_open(env_t *v, const char *journal, int detach,
+                     uint64_t lost_after_ms) {
+  env_open_poll(v, journal, detach, lost_after_ms, 0);
 }
 
 static void engine_closed(void *data) {
@@ -1702,21 +1708,13 @@ static void slurm_lost_node(void **state) {
  * appearance asks for.  Siblings: an exit code, an argv. */
 static void slurm_end_seen_at_once(void **state) {
   env_t v;
-  uvt_slurm_engine_options_t eo;
   const char *const av[] = {"/bin/false", NULL};
   char ids[3][UVT_ID_MAX], detail[160];
   uvt_slurm_options_t o;
   int k;
   (void)state;
 
-  memset(&v, 0, sizeof(v));
-  fixture_init(&v.f, NULL);
-  uvt_slurm_engine_options_init(&eo);
-  eo.out_dir = out_dir;
-  eo.poll_ms = 600000;
-  assert_int_equal(uvt_slurm_engine_new(v.f.reg, &eo, &v.e), 0);
-  v.l.data = &v;
-  assert_int_equal(uvt_listener_start(v.f.reg, &v.l, on_done), 0);
+  env_open_poll(&v, NULL, 0, 0, 600000);
   assert_int_equal(start_cmd(&v, "true", ids[0]), 0);
   assert_int_equal(start_cmd(&v, "exit 4", ids[1]), 0);
   uvt_slurm_options_init(&o);
