@@ -1056,20 +1056,27 @@ static void engine_main(void *arg) {
       break;
     now = mono_ms();
     /* E-3: a wrapper wrote its exit-code file (rc_event): its job ends
-     * now, so look every few milliseconds until it is seen ended. */
-    if (now < e->fast_until && next_poll > last_poll + UVT__SLURM_FAST_MS)
-      next_poll = last_poll + UVT__SLURM_FAST_MS;
+     * now, so look again after 10 ms, 20, 40, ... up to poll_ms (a
+     * loaded controller may take seconds to say so). */
+    if (e->fast_gap > 0 && next_poll > last_poll + e->fast_gap)
+      next_poll = last_poll + e->fast_gap;
     if (now >= next_poll) {
-      if (now < e->fast_until)
+      int fast = e->fast_gap > 0;
+      if (fast)
         e->fast_polls++;
       poll_jobs(e);
       now = mono_ms();
       last_poll = now;
       next_poll = now + e->poll_ms;
+      if (fast && e->fast_gap > 0 && (e->fast_gap *= 2) >= e->poll_ms)
+        e->fast_gap = 0;
     }
     if (!uvt__list_empty(&e->requests) || !uvt__list_empty(&e->infos) ||
         e->stop)
       continue;
+    /* The next poll, the fast one included (E-3). */
+    if (e->fast_gap > 0 && next_poll > last_poll + e->fast_gap)
+      next_poll = last_poll + e->fast_gap;
     wake = next_poll > now ? next_poll - now : 1;
     (void)uv_cond_timedwait(&e->cond, &e->mutex, wake * 1000000u);
   }
@@ -1150,7 +1157,7 @@ static void rc_event(uv_fs_event_t *h, const char *filename, int events,
   if (status < 0 || n < 4 || strcmp(filename + n - 3, ".rc") != 0)
     return;
   uv_mutex_lock(&e->mutex);
-  e->fast_until = mono_ms() + UVT__SLURM_FAST_FOR_MS;
+  e->fast_gap = UVT__SLURM_FAST_MS;
   uv_cond_signal(&e->cond);
   uv_mutex_unlock(&e->mutex);
 }

@@ -30,11 +30,11 @@ typedef struct {
   char why[200];      /* FOREIGN: whose record it is */
 } uvt__acct_t;
 
-/* E-3: how often the engine polls while a job's end is near (its wrapper
- * wrote the exit-code file: the controller's COMPLETED follows within
- * milliseconds), and for how long at most. */
+/* E-3: the first gap between polls once a job's end is near (its wrapper
+ * wrote the exit-code file: the controller's COMPLETED follows, within
+ * milliseconds on a quiet machine, seconds on a loaded one); each poll
+ * doubles it, up to poll_ms. */
 #define UVT__SLURM_FAST_MS 10
-#define UVT__SLURM_FAST_FOR_MS 2000
 
 struct uvt_slurm_engine_s {
   uvt_registry_t *reg;
@@ -76,8 +76,8 @@ struct uvt_slurm_engine_s {
   int thread_done;
   int journal_sync;   /* the journal has lines to fsync before a submit */
   uint64_t silent_at; /* E-9: when the controller last did not answer */
-  uint64_t fast_until; /* E-3: poll every UVT__SLURM_FAST_MS until then (a
-                          wrapper just wrote its exit-code file) */
+  uint64_t fast_gap; /* E-3: the next gap between polls (ms) since a
+                        wrapper wrote its exit-code file, or 0 */
   unsigned long fast_polls; /* polls made for that (tests) */
   size_t jobs;        /* jobs not freed yet */
   int journal_err;    /* a journal write failed: logged on the loop */
