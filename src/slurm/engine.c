@@ -1019,6 +1019,17 @@ out:
     slurm_free_job_info_msg(jobs);
 }
 
+/* Mutex held.  When the next poll is due: at next_poll, or sooner while
+ * a job's end is near (E-3: a wrapper wrote its exit-code file, rc_event;
+ * look again after 10 ms, 20, 40, ... up to poll_ms, since a loaded
+ * controller may take seconds to say the job ended). */
+static uint64_t poll_due(const uvt_slurm_engine_t *e, uint64_t next_poll,
+                         uint64_t last_poll) {
+  if (e->fast_gap > 0 && next_poll > last_poll + e->fast_gap)
+    return last_poll + e->fast_gap;
+  return next_poll;
+}
+
 static void engine_main(void *arg) {
   uvt_slurm_engine_t *e = arg;
   uint64_t next_poll = 0;
@@ -1055,11 +1066,7 @@ static void engine_main(void *arg) {
     if (e->stop)
       break;
     now = mono_ms();
-    /* E-3: a wrapper wrote its exit-code file (rc_event): its job ends
-     * now, so look again after 10 ms, 20, 40, ... up to poll_ms (a
-     * loaded controller may take seconds to say so). */
-    if (e->fast_gap > 0 && next_poll > last_poll + e->fast_gap)
-      next_poll = last_poll + e->fast_gap;
+    next_poll = poll_due(e, next_poll, last_poll);
     if (now >= next_poll) {
       int fast = e->fast_gap > 0;
       if (fast)
@@ -1074,9 +1081,7 @@ static void engine_main(void *arg) {
     if (!uvt__list_empty(&e->requests) || !uvt__list_empty(&e->infos) ||
         e->stop)
       continue;
-    /* The next poll, the fast one included (E-3). */
-    if (e->fast_gap > 0 && next_poll > last_poll + e->fast_gap)
-      next_poll = last_poll + e->fast_gap;
+    next_poll = poll_due(e, next_poll, last_poll);
     wake = next_poll > now ? next_poll - now : 1;
     (void)uv_cond_timedwait(&e->cond, &e->mutex, wake * 1000000u);
   }
