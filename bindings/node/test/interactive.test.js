@@ -280,8 +280,12 @@ test('readProcess(): streams apart as Buffers, dropped counts, exit code or sign
   assert.equal(again.stdout.length + again.stderr.length, 0)
   assert.equal(again.exitCode, 3)
 
-  const killed = tasks.spawn({ command: 'sleep 30' })
-  await pidOf(tasks, killed)
+  // Killed once its shell runs (it printed), not only once its pid is
+  // known: under qemu-user a process that is still starting holds the
+  // TERM until the grace ran out.
+  const kd = driver(tasks, { command: 'echo up; sleep 30; exit 0' })
+  await kd.until('up')
+  const killed = kd.id
   tasks.kill(killed)
   await tasks.wait(killed, 10000)
   const k = tasks.readProcess(killed)
