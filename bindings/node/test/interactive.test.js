@@ -280,10 +280,10 @@ test('readProcess(): streams apart as Buffers, dropped counts, exit code or sign
   assert.equal(again.stdout.length + again.stderr.length, 0)
   assert.equal(again.exitCode, 3)
 
-  // Killed once its shell runs (it printed), not only once its pid is
-  // known: under qemu-user a process that is still starting holds the
-  // TERM until the grace ran out.
-  const kd = driver(tasks, { command: 'echo up; sleep 30; exit 0' })
+  // Killed once its shell runs (it printed), with a grace far beyond the
+  // TERM's effect: on a stalled loop (an arm64 Node under qemu beside busy
+  // CPUs) a 3 s grace could run out before the loop read the exit.
+  const kd = driver(tasks, { command: 'echo up; sleep 30; exit 0', graceMs: 60000 })
   await kd.until('up')
   const killed = kd.id
   tasks.kill(killed)

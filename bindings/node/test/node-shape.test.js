@@ -141,7 +141,10 @@ test('N-13: kill(id, { signal: \'SIGKILL\' }) skips the grace; other signals are
   assert.equal(snap.status, 'killed')
   assert.equal(snap.signal, 'SIGKILL')
   // 'SIGTERM' and 15 are the ordinary kill.
-  const t = tasks.spawn({ command: 'sleep 30' })
+  // A grace far beyond the TERM's effect: on a stalled loop (an arm64 Node
+  // under qemu beside busy CPUs) a 3 s grace could run out before the
+  // loop read the exit, and the escalation would be what the test saw.
+  const t = tasks.spawn({ command: 'sleep 30', graceMs: 60000 })
   await tasks.spawned(t)
   assert.equal(tasks.kill(t, { signal: 15 }), 'requested')
   assert.equal((await tasks.wait(t)).signal, 'SIGTERM')
