@@ -375,6 +375,20 @@ static void test_lim_inside(void **state) {
                    UV_EINVAL);
   assert_int_equal(uvt_process_limits_check(NULL, &o.limits, NULL, 0),
                    UV_EINVAL);
+  /* The refusal says which field and why. */
+  {
+    char why[128];
+    assert_int_equal(
+        uvt_process_limits_check(f.reg, &o.limits, why, sizeof(why)),
+        UV_EINVAL);
+    assert_string_equal(why, "cpu_percent 102401 is above 102400 (1024 cores)");
+    o.limits.cpu_percent = 0;
+    o.limits.memory_bytes = 4096;
+    assert_int_equal(
+        uvt_process_limits_check(f.reg, &o.limits, why, sizeof(why)),
+        UV_EINVAL);
+    assert_string_equal(why, "memory_bytes 4096 is below the minimum, 1 MiB");
+  }
   fixture_close(&f);
 }
 

@@ -636,6 +636,14 @@ static void slurm_outcome_map(void **state) {
   assert_string_equal(end.detail, "signal: SIGINT");
   uvt__slurm_map_rc(NULL, 42, 0, 0, &end);
   assert_int_equal(end.status, UVT_FAILED);
+  /* A line still being written (no newline yet) is not a status: "1" of
+   * "143 TERM 12" would read as exit code 1. */
+  uvt__slurm_map_rc("1", 42, 0, 0, &end);
+  assert_int_equal(end.status, UVT_FAILED);
+  assert_non_null(strstr(end.detail, "left no exit code"));
+  uvt__slurm_map_rc("", 42, 1, 0, &end);
+  assert_int_equal(end.status, UVT_KILLED);
+  assert_non_null(strstr(end.detail, "left no exit code"));
   /* E-14: the wrapper passed Slurm's TERM on: a kill of ours, the time
    * limit (the TERM came at it), or someone else's cancel. */
   uvt__slurm_map_rc("0 TERM 12\n", 42, 1, 60, &end);
@@ -1737,80 +1745,224 @@ static void slurm_end_seen_at_once(void **state) {
   env_close(&v);
 }
 
+/* The wrapper's script for `cmd` (an argv when NULL) written to
+ * <dir>/wrapper.sh, its files under <dir>/job, waiting as bash `mode`
+ * would: 'p' (5.1 and later: wait -n -p), 'n' (4.3 to 5.0: wait -n),
+ * ' ' (older: the beat's sleep alone). */
+static void write_wrapper(const char *dir, const char *cmd, char mode) {
+  const char *const av[] = {"/bin/true", NULL};
+  uvt_slurm_options_t o;
+  char base[128], script[128], *text, *n, *p;
+  FILE *fp;
+  snprintf(base, sizeof(base), "%s/job", dir);
+  snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
+  uvt_slurm_options_init(&o);
+  if (cmd != NULL)
+    o.command = cmd;
+  else
+    o.argv = av;
+  text = uvt__slurm_wrapper(base, 1, 0, &o);
+  assert_non_null(text);
+  n = strstr(text, "&& uvt_wn=n\n");
+  p = strstr(text, "&& uvt_wn=p\n");
+  assert_non_null(n);
+  assert_non_null(p);
+  n[10] = mode == 'p' ? 'n' : mode;
+  p[10] = mode;
+  fp = fopen(script, "w");
+  assert_non_null(fp);
+  fputs(text, fp);
+  assert_int_equal(fclose(fp), 0);
+  uvt__free(text);
+}
+
+static const char wait_modes[] = {'p', 'n', ' '};
+
+static const char *mode_name(char mode) {
+  return mode == 'p' ? "wait -n -p" : mode == 'n' ? "wait -n" : "sleep only";
+}
+
+static pid_t spawn_wrapper(const char *dir) {
+  char script[128];
+  pid_t pid;
+  snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    execl("/bin/bash", "bash", script, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Under this process as a subreaper: nothing the wrapper started is left,
+ * alive or dead. */
+static void assert_nothing_left(const char *what) {
+  int status;
+  pid_t left = waitpid(-1, &status, WNOHANG);
+  if (left != -1)
+    print_message("the wrapper left process %d behind (%s)\n", (int)left,
+                  what);
+  assert_int_equal(left, -1);
+  assert_int_equal(errno, ECHILD);
+}
+
+/* Wait until `path` exists (what the test waits for; 60 s is a fault). */
+static void wait_file(const char *path) {
+  uint64_t t0 = uv_hrtime();
+  while (access(path, F_OK) != 0) {
+    assert_true(uv_hrtime() - t0 < 60 * (uint64_t)1000000000);
+    usleep(10000);
+  }
+}
+
+static void wrapper_dir_remove_files(const char *dir) {
+  static const char *const names[] = {"wrapper.sh", "job.hb", "job.sid",
+                                      "job.rc",     "ready",  "saved",
+                                      "usr1"};
+  char f[160];
+  size_t i;
+  for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    snprintf(f, sizeof(f), "%s/%s", dir, names[i]);
+    unlink(f);
+  }
+}
+
+static void wrapper_dir_remove(const char *dir) {
+  wrapper_dir_remove_files(dir);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 /* E-11: when the wrapper ends, nothing it started is left in the job:
- * its heartbeat and the heartbeat's sleep have exited and been reaped.
- * Slurm ends a batch step when its cgroup is empty and, with
- * proctrack/cgroup, looks again only a second later, so a heartbeat
- * killed but not waited for held jobs a second past their end.  The
- * wrapper runs here under this process as a subreaper: anything it left
- * behind is re-parented to us.  Siblings: a command that exits 0, one
- * that exits 3, one that dies of a signal (the wrapper raises it again),
- * an argv. */
+ * its heartbeat's sleep (or the subshell that beats, under bash before
+ * 5.1) has exited and been reaped.  Slurm ends a batch step when its
+ * cgroup is empty and, with proctrack/cgroup, looks again only a second
+ * later, so a heartbeat killed but not waited for held jobs a second past
+ * their end.  The wrapper runs here under this process as a subreaper:
+ * anything it left behind is re-parented to us.  Siblings: a command
+ * that exits 0, one that exits 3, one that dies of a signal (the wrapper
+ * raises it again), an argv; each under both heartbeats. */
 static void slurm_wrapper_leaves_nothing(void **state) {
   static const char *const cmds[] = {"true", "exit 3", "kill -TERM $$", NULL};
-  const char *const av[] = {"/bin/true", NULL};
   char dir[] = "/tmp/uvt-wrap-XXXXXX";
-  char base[64], script[96], rc[96];
-  int k;
+  char rc[96], line[64], what[64];
+  int k, m;
   (void)state;
 
   assert_non_null(mkdtemp(dir));
-  snprintf(base, sizeof(base), "%s/job", dir);
-  snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
   snprintf(rc, sizeof(rc), "%s/job.rc", dir);
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  for (k = 0; k < 4; k++) {
-    uvt_slurm_options_t o;
-    char *text;
-    FILE *fp;
-    pid_t pid, left;
-    int status;
-    uvt_slurm_options_init(&o);
-    if (cmds[k] != NULL)
-      o.command = cmds[k];
-    else
-      o.argv = av;
-    text = uvt__slurm_wrapper(base, 1, 0, &o);
-    assert_non_null(text);
-    fp = fopen(script, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    assert_int_equal(fclose(fp), 0);
-    uvt__free(text);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      execl("/bin/bash", "bash", script, (char *)NULL);
-      _exit(127);
+  for (m = 0; m < 3; m++) {
+    for (k = 0; k < 4; k++) {
+      pid_t pid;
+      int status;
+      FILE *fp;
+      write_wrapper(dir, cmds[k], wait_modes[m]);
+      pid = spawn_wrapper(dir);
+      assert_int_equal(waitpid(pid, &status, 0), pid);
+      if (k == 1)
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+      else if (k == 2)
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+      else
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      /* It wrote its status, one whole line (E-14). */
+      fp = fopen(rc, "r");
+      assert_non_null(fp);
+      assert_non_null(fgets(line, sizeof(line), fp));
+      fclose(fp);
+      assert_int_equal(atoi(line), k == 1 ? 3 : k == 2 ? 143 : 0);
+      assert_non_null(strchr(line, '\n'));
+      if (cmds[k] == NULL)
+        snprintf(what, sizeof(what), "argv, %s", mode_name(wait_modes[m]));
+      else
+        snprintf(what, sizeof(what), "%s, %s", cmds[k],
+                 mode_name(wait_modes[m]));
+      assert_nothing_left(what);
+      unlink(rc);
     }
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (k == 1)
-      assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
-    else if (k == 2)
-      assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
-    else
-      assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    /* It wrote its status, and left no process, alive or dead. */
-    assert_int_equal(access(rc, R_OK), 0);
-    left = waitpid(-1, &status, WNOHANG);
-    if (left != -1)
-      print_message("the wrapper left process %d behind (%s)\n", (int)left,
-                    cmds[k] != NULL ? cmds[k] : "argv");
-    assert_int_equal(left, -1);
-    assert_int_equal(errno, ECHILD);
-    unlink(rc);
   }
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
-  unlink(script);
-  unlink(base); /* .hb and .sid */
-  {
-    char f[128];
-    snprintf(f, sizeof(f), "%s.hb", base);
-    unlink(f);
-    snprintf(f, sizeof(f), "%s.sid", base);
-    unlink(f);
+  wrapper_dir_remove(dir);
+}
+
+/* E-7: while the command runs, the wrapper touches <key>.hb every beat
+ * (1 s here), under both heartbeats.  The command itself waits until it
+ * has seen the file's time change twice, and exits 1 if that takes 30 s. */
+static void slurm_wrapper_beats(void **state) {
+  char dir[] = "/tmp/uvt-wrap-XXXXXX";
+  char cmd[512];
+  int m;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(cmd, sizeof(cmd),
+           "h=%s/job.hb; a=$(stat -c %%y \"$h\"); n=0; "
+           "for i in $(seq 300); do b=$(stat -c %%y \"$h\"); "
+           "[ \"$b\" != \"$a\" ] && n=$((n + 1)) && a=$b; "
+           "[ $n -ge 2 ] && exit 0; sleep 0.1; done; exit 1",
+           dir);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  for (m = 0; m < 3; m++) {
+    pid_t pid;
+    int status;
+    write_wrapper(dir, cmd, wait_modes[m]);
+    pid = spawn_wrapper(dir);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+      print_message("no two beats seen (%s)\n", mode_name(wait_modes[m]));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_nothing_left(mode_name(wait_modes[m]));
   }
-  assert_int_equal(rmdir(dir), 0);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  wrapper_dir_remove(dir);
+}
+
+/* E-11: signals Slurm sends the batch shell reach the command's process
+ * group, and only TERM (or the first) is the outcome: a USR1 (a warning
+ * signal) runs the command's handler and the wrapper goes on waiting; a
+ * TERM runs its checkpoint handler, which exits 0; the exit-code file
+ * says "0 TERM <s>".  Under both heartbeats. */
+static void slurm_wrapper_signals(void **state) {
+  char dir[] = "/tmp/uvt-wrap-XXXXXX";
+  char cmd[512], path[128], line[64];
+  int m;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(cmd, sizeof(cmd),
+           "d=%s; trap 'echo saved >$d/saved; exit 0' TERM; "
+           "trap 'echo usr1 >$d/usr1' USR1; : >$d/ready; "
+           "while :; do sleep 0.05; done",
+           dir);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  for (m = 0; m < 3; m++) {
+    pid_t pid;
+    int status;
+    FILE *fp;
+    write_wrapper(dir, cmd, wait_modes[m]);
+    pid = spawn_wrapper(dir);
+    snprintf(path, sizeof(path), "%s/ready", dir);
+    wait_file(path);
+    assert_int_equal(kill(pid, SIGUSR1), 0);
+    snprintf(path, sizeof(path), "%s/usr1", dir);
+    wait_file(path);
+    assert_int_equal(kill(pid, SIGTERM), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    snprintf(path, sizeof(path), "%s/saved", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/job.rc", dir);
+    fp = fopen(path, "r");
+    assert_non_null(fp);
+    assert_non_null(fgets(line, sizeof(line), fp));
+    fclose(fp);
+    assert_true(strncmp(line, "0 TERM ", 7) == 0);
+    assert_nothing_left(mode_name(wait_modes[m]));
+    wrapper_dir_remove_files(dir);
+  }
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  wrapper_dir_remove(dir);
 }
 
 int main(void) {
@@ -1824,6 +1976,8 @@ int main(void) {
       cmocka_unit_test(slurm_outcome_map),
       cmocka_unit_test(slurm_acct_map),
       cmocka_unit_test(slurm_wrapper_leaves_nothing),
+      cmocka_unit_test(slurm_wrapper_beats),
+      cmocka_unit_test(slurm_wrapper_signals),
       cmocka_unit_test_setup(slurm_outcomes, setup),
       cmocka_unit_test_setup(slurm_fifty, setup),
       cmocka_unit_test_setup(slurm_close_cancels, setup),

@@ -1782,8 +1782,19 @@ int uvt_process_limits_check(uvt_registry_t *reg,
 
   if (why != NULL && size > 0)
     why[0] = '\0';
-  if (reg == NULL || limits == NULL || !limits_valid(limits))
+  if (reg == NULL || limits == NULL)
     return UV_EINVAL;
+  if (!limits_valid(limits)) {
+    if (why != NULL && size > 0) {
+      if (limits->cpu_percent > UVT_PROCESS_CPU_PERCENT_MAX)
+        snprintf(why, size, "cpu_percent %u is above %u (1024 cores)",
+                 limits->cpu_percent, UVT_PROCESS_CPU_PERCENT_MAX);
+      else
+        snprintf(why, size, "memory_bytes %llu is below the minimum, 1 MiB",
+                 (unsigned long long)limits->memory_bytes);
+    }
+    return UV_EINVAL;
+  }
   err = uvt__procs_get(reg, &ps);
   if (err != 0)
     return err;

@@ -1152,8 +1152,9 @@ static void engine_closed(uv_handle_t *h) {
     cb(data);
 }
 
-/* E-3: a file changed in out_dir; a wrapper's exit-code file (renamed
- * into place as <key>.rc or <key>.<index>.rc) means a job is ending. */
+/* E-3: a file changed in out_dir; a wrapper's exit-code file (<key>.rc
+ * or <key>.<index>.rc, written as the command ends) means a job is
+ * ending. */
 static void rc_event(uv_fs_event_t *h, const char *filename, int events,
                      int status) {
   uvt_slurm_engine_t *e = h->data;

@@ -85,6 +85,10 @@ void uvt__slurm_map_rc(const char *text, uint32_t job, int kill_requested,
   char sig[16] = "-";
   unsigned at = 0;
   memset(end, 0, sizeof(*end));
+  /* The wrapper writes its one line with one write: a text without the
+   * newline is a file still being written (or cut short), not a status. */
+  if (text != NULL && strchr(text, '\n') == NULL)
+    text = NULL;
   n = text != NULL ? sscanf(text, "%d %15s %u", &rc, sig, &at) : 0;
   if (n < 1) {
     end->status = kill_requested ? UVT_KILLED : UVT_FAILED;

@@ -32,18 +32,30 @@ static void put_quoted(FILE *fp, const char *s) {
  * controller's SIGKILL after KillWait ends what is still there), so a TERM
  * handler runs as under plain sbatch.  The command runs in a process group
  * of its own (set -m: it also keeps SIGINT and SIGQUIT, which a background
- * command without job control would ignore), and so does the heartbeat
- * loop, which is stopped the moment the command ends and waited for, its
- * sleep with it: nothing of the wrapper is left in the job when it exits,
- * so nothing holds the job past its end.  The command's status goes to
- * <key>.rc with the signal Slurm sent and when (the controller forgets
- * ended jobs after MinJobAge: E-14), and a status from a signal is raised
- * again so Slurm sees the signal (E-4). */
+ * command without job control would ignore).
+ *
+ * The heartbeat (E-7): the wrapper touches <key>.hb at its start and
+ * whenever its one `sleep` of a beat ends, while it waits for the command
+ * (no subshell: a burst of short jobs pays two bash processes and one
+ * sleep each; docs/slurm.md has the side-by-side numbers).  Which of the
+ * two ended: bash 5.1 and later say it (wait -n -p); bash 4.3 to 5.0
+ * wait for either (wait -n) and the wrapper asks which is gone; older
+ * bash waits for the sleep alone, so there a command's end is seen at
+ * the next beat.  When the command ends the sleep gets SIGKILL (a child
+ * forked but not yet exec'd runs bash's handlers, which would take a TERM
+ * and lose it) and is waited for: nothing of the wrapper is left in the
+ * job when it exits, so nothing holds the job past its end (Slurm's
+ * proctrack/cgroup looks again only a second later).
+ *
+ * The command's status goes to <key>.rc with the signal Slurm sent and
+ * when (the controller forgets ended jobs after MinJobAge: E-14), one
+ * line in one write: a text without its newline is not yet a status
+ * (uvt__slurm_map_rc).  A status from a signal is raised again so Slurm
+ * sees the signal (E-4). */
 static const char wrapper_head[] = "#!/bin/bash\n"
                                    "# uvtasks: a Slurm task's wrapper\n";
 
 static const char wrapper_body[] =
-    "uvt_me=$$\n"
     /* The session and host sbatch records for a job submitted from in
      * here (AllocNode:Sid): a kill of this task cancels such jobs too. */
     "read -r uvt_st </proc/$$/stat\n"
@@ -58,10 +70,11 @@ static const char wrapper_body[] =
     "uvt_at=\n"
     "uvt_int=\n"
     "uvt_done=\n"
+    "uvt_sl=\n"
     "uvt_fwd() {\n"
+    "  uvt_int=1\n"
     /* After the command's end a signal is nobody's: not its outcome. */
     "  [ -n \"$uvt_done\" ] && return\n"
-    "  uvt_int=1\n"
     "  if [ \"$1\" = TERM ] || [ -z \"$uvt_got\" ]; then\n"
     "    uvt_got=$1\n"
     "    uvt_at=$((SECONDS - uvt_t0))\n"
@@ -71,21 +84,12 @@ static const char wrapper_body[] =
     "for uvt_s in HUP INT QUIT USR1 USR2 ALRM TERM XCPU; do\n"
     "  trap \"uvt_fwd $uvt_s\" \"$uvt_s\"\n"
     "done\n"
-    "set -m\n"
-    /* The heartbeat: its sleep is its own child, waited for, so a TERM
-     * (the wrapper's at the end, or Slurm's to the whole job) ends it
-     * with nothing left behind; the signals a user sends a whole job
-     * (a warning, scancel --full -s USR1) do not stop it, nor its sleep. */
-    "(\n"
-    "  trap '' HUP INT QUIT USR1 USR2 ALRM XCPU\n"
-    "  trap 'kill $(jobs -p) 2>/dev/null; wait; exit 0' TERM\n"
-    "  while kill -0 \"$uvt_me\" 2>/dev/null; do\n"
-    "    : >\"$uvt_hb\"\n"
-    "    sleep \"$uvt_beat_s\" &\n"
-    "    wait $!\n"
-    "  done\n"
-    ") </dev/null >/dev/null 2>&1 &\n"
-    "uvt_beat=$!\n";
+    /* p: wait -n -p; n: wait -n; empty: wait for the sleep alone. */
+    "uvt_wn=\n"
+    "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 403)) && uvt_wn=n\n"
+    "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) && uvt_wn=p\n"
+    ": >\"$uvt_hb\"\n"
+    "set -m\n";
 
 static const char wrapper_tail[] =
     " </dev/null &\n"
@@ -93,22 +97,49 @@ static const char wrapper_tail[] =
     "set +m\n"
     "while :; do\n"
     "  uvt_int=\n"
+    "  if [ -z \"$uvt_sl\" ]; then\n"
+    "    sleep \"$uvt_beat_s\" </dev/null >/dev/null 2>&1 &\n"
+    "    uvt_sl=$!\n"
+    "  fi\n"
+    "  uvt_who=\n"
+    "  case $uvt_wn in\n"
+    "  p) wait -n -p uvt_who \"$uvt_cmd\" \"$uvt_sl\" 2>/dev/null ;;\n"
+    "  n) wait -n 2>/dev/null ;;\n"
+    "  *) wait \"$uvt_sl\" 2>/dev/null ;;\n"
+    "  esac\n"
+    "  if [ \"$uvt_wn\" != p ]; then\n"
+    /* Bash reaped what ended: gone means ended. */
+    "    if ! kill -0 \"$uvt_cmd\" 2>/dev/null; then\n"
+    "      uvt_who=$uvt_cmd\n"
+    "    elif ! kill -0 \"$uvt_sl\" 2>/dev/null; then\n"
+    "      uvt_who=$uvt_sl\n"
+    "    fi\n"
+    "  fi\n"
+    "  [ \"$uvt_who\" = \"$uvt_cmd\" ] && break\n"
+    "  if [ \"$uvt_who\" = \"$uvt_sl\" ]; then\n"
+    "    : >\"$uvt_hb\"\n"
+    "    uvt_sl=\n"
+    "  fi\n"
+    "done\n"
+    /* Its status, as bash kept it (a wait a signal cuts short asks
+     * again). */
+    "while :; do\n"
+    "  uvt_int=\n"
     "  wait \"$uvt_cmd\" 2>/dev/null\n"
     "  uvt_status=$?\n"
     "  [ -n \"$uvt_int\" ] || break\n"
     "done\n"
-    /* Gone, not only signalled, before the wrapper ends: Slurm's step
-     * ends when its cgroup is empty, and a process still dying there
-     * costs the job a whole second (proctrack/cgroup waits 1 s, then 2,
-     * before it looks again). */
     "uvt_done=1\n"
-    "kill -TERM \"$uvt_beat\" 2>/dev/null\n"
-    "while kill -0 \"$uvt_beat\" 2>/dev/null; do\n"
-    "  wait \"$uvt_beat\" 2>/dev/null\n"
-    "done\n"
+    "if [ -n \"$uvt_sl\" ]; then\n"
+    "  kill -KILL \"$uvt_sl\" 2>/dev/null\n"
+    "  while :; do\n"
+    "    uvt_int=\n"
+    "    wait \"$uvt_sl\" 2>/dev/null\n"
+    "    [ -n \"$uvt_int\" ] || break\n"
+    "  done\n"
+    "fi\n"
     "printf '%s %s %s\\n' \"$uvt_status\" \"${uvt_got:--}\" "
-    "\"${uvt_at:--}\" >\"$uvt_rc.tmp\" &&\n"
-    "  mv -f \"$uvt_rc.tmp\" \"$uvt_rc\"\n"
+    "\"${uvt_at:--}\" >\"$uvt_rc\"\n"
     "if [ \"$uvt_status\" -gt 128 ] && [ \"$uvt_status\" -lt 193 ]; then\n"
     "  trap - \"$((uvt_status - 128))\" 2>/dev/null\n"
     "  kill -s \"$((uvt_status - 128))\" $$\n"

@@ -831,8 +831,8 @@ UVT_EXTERN int uvt_process_cgroups(uvt_registry_t *reg, const char *parent_dir);
  * Returns 0 (every limit asked for can be enforced), UV_ENOTSUP (one
  * cannot: `why`, when not NULL, gets a sentence naming the controller and
  * what is missing, cut to `size` - 1 bytes), UV_EINVAL (NULL reg or
- * limits, memory_bytes below 1 MiB, cpu_percent above 102400),
- * UVT_ECLOSING, UV_ENOMEM.
+ * limits; memory_bytes below 1 MiB or cpu_percent above 102400, and then
+ * `why` names the field and its bound), UVT_ECLOSING, UV_ENOMEM.
  * Ownership: `why` is the caller's.  Thread: the loop thread.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_process_limits_check(uvt_registry_t *reg,
