@@ -1723,7 +1723,9 @@ static void slurm_end_seen_at_once(void **state) {
   (void)state;
 
   env_open_poll(&v, NULL, 0, 0, 600000);
-  assert_int_equal(start_cmd(&v, "true", ids[0]), 0);
+  /* The engine made the FIFO the wrapper waits on, and the command holds
+   * its write end (E-7, submit.c). */
+  assert_int_equal(start_cmd(&v, "test -p /proc/$$/fd/8", ids[0]), 0);
   assert_int_equal(start_cmd(&v, "exit 4", ids[1]), 0);
   uvt_slurm_options_init(&o);
   o.argv = av;
@@ -1746,16 +1748,18 @@ static void slurm_end_seen_at_once(void **state) {
 }
 
 /* The wrapper's script for `cmd` (an argv when NULL) written to
- * <dir>/wrapper.sh, its files under <dir>/job, waiting as bash `mode`
- * would: 'p' (5.1 and later: wait -n -p), 'n' (4.3 to 5.0: wait -n),
- * ' ' (older: the beat's sleep alone). */
+ * <dir>/wrapper.sh, its files under <dir>/job, waiting as it would with
+ * `mode`: 'f' (the engine's FIFO <dir>/job.t is there), or without it as
+ * bash 'p' (5.1 and later: wait -n -p), 'n' (4.3 to 5.0: wait -n) or ' '
+ * (older: the beat's sleep alone). */
 static void write_wrapper(const char *dir, const char *cmd, char mode) {
   const char *const av[] = {"/bin/true", NULL};
   uvt_slurm_options_t o;
-  char base[128], script[128], *text, *n, *p;
+  char base[128], script[128], fifo[128], *text, *n, *p;
   FILE *fp;
   snprintf(base, sizeof(base), "%s/job", dir);
   snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
+  snprintf(fifo, sizeof(fifo), "%s/job.t", dir);
   uvt_slurm_options_init(&o);
   if (cmd != NULL)
     o.command = cmd;
@@ -1767,8 +1771,13 @@ static void write_wrapper(const char *dir, const char *cmd, char mode) {
   p = strstr(text, "&& uvt_wn=p\n");
   assert_non_null(n);
   assert_non_null(p);
-  n[10] = mode == 'p' ? 'n' : mode;
-  p[10] = mode;
+  unlink(fifo);
+  if (mode == 'f') {
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+  } else {
+    n[10] = mode == 'p' ? 'n' : mode;
+    p[10] = mode;
+  }
   fp = fopen(script, "w");
   assert_non_null(fp);
   fputs(text, fp);
@@ -1776,10 +1785,14 @@ static void write_wrapper(const char *dir, const char *cmd, char mode) {
   uvt__free(text);
 }
 
-static const char wait_modes[] = {'p', 'n', ' '};
+#define WAIT_MODES 4
+static const char wait_modes[WAIT_MODES] = {'f', 'p', 'n', ' '};
 
 static const char *mode_name(char mode) {
-  return mode == 'p' ? "wait -n -p" : mode == 'n' ? "wait -n" : "sleep only";
+  return mode == 'f'   ? "FIFO"
+         : mode == 'p' ? "wait -n -p"
+         : mode == 'n' ? "wait -n"
+                       : "sleep only";
 }
 
 static pid_t spawn_wrapper(const char *dir) {
@@ -1817,9 +1830,9 @@ static void wait_file(const char *path) {
 }
 
 static void wrapper_dir_remove_files(const char *dir) {
-  static const char *const names[] = {"wrapper.sh", "job.hb", "job.sid",
-                                      "job.rc",     "ready",  "saved",
-                                      "usr1"};
+  static const char *const names[] = {
+      "wrapper.sh", "job.hb", "job.sid", "job.rc", "job.t",
+      "ready",      "saved",  "usr1",    "left"};
   char f[160];
   size_t i;
   for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -1852,7 +1865,7 @@ static void slurm_wrapper_leaves_nothing(void **state) {
   assert_non_null(mkdtemp(dir));
   snprintf(rc, sizeof(rc), "%s/job.rc", dir);
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  for (m = 0; m < 3; m++) {
+  for (m = 0; m < WAIT_MODES; m++) {
     for (k = 0; k < 4; k++) {
       pid_t pid;
       int status;
@@ -1887,8 +1900,10 @@ static void slurm_wrapper_leaves_nothing(void **state) {
 }
 
 /* E-7: while the command runs, the wrapper touches <key>.hb every beat
- * (1 s here), under both heartbeats.  The command itself waits until it
- * has seen the file's time change twice, and exits 1 if that takes 30 s. */
+ * (1 s here), in every wait mode, and in FIFO mode also when the command
+ * closes the FIFO's write end (fd 8) at once, so the wrapper goes on with
+ * a sleep.  The command itself waits until it has seen the file's time
+ * change twice, and exits 1 if that takes 30 s. */
 static void slurm_wrapper_beats(void **state) {
   char dir[] = "/tmp/uvt-wrap-XXXXXX";
   char cmd[512];
@@ -1896,23 +1911,67 @@ static void slurm_wrapper_beats(void **state) {
   (void)state;
 
   assert_non_null(mkdtemp(dir));
-  snprintf(cmd, sizeof(cmd),
-           "h=%s/job.hb; a=$(stat -c %%y \"$h\"); n=0; "
-           "for i in $(seq 300); do b=$(stat -c %%y \"$h\"); "
-           "[ \"$b\" != \"$a\" ] && n=$((n + 1)) && a=$b; "
-           "[ $n -ge 2 ] && exit 0; sleep 0.1; done; exit 1",
-           dir);
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  for (m = 0; m < 3; m++) {
+  for (m = 0; m <= WAIT_MODES; m++) {
+    char mode = m < WAIT_MODES ? wait_modes[m] : 'f';
     pid_t pid;
     int status;
-    write_wrapper(dir, cmd, wait_modes[m]);
+    snprintf(cmd, sizeof(cmd),
+             "%sh=%s/job.hb; a=$(stat -c %%y \"$h\"); n=0; "
+             "for i in $(seq 300); do b=$(stat -c %%y \"$h\"); "
+             "[ \"$b\" != \"$a\" ] && n=$((n + 1)) && a=$b; "
+             "[ $n -ge 2 ] && exit 0; sleep 0.1; done; exit 1",
+             m < WAIT_MODES ? "" : "exec 8>&-; ", dir);
+    write_wrapper(dir, cmd, mode);
     pid = spawn_wrapper(dir);
     assert_int_equal(waitpid(pid, &status, 0), pid);
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-      print_message("no two beats seen (%s)\n", mode_name(wait_modes[m]));
+      print_message("no two beats seen (%s%s)\n", mode_name(mode),
+                    m < WAIT_MODES ? "" : ", fd 8 closed");
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_nothing_left(mode_name(mode));
+  }
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  wrapper_dir_remove(dir);
+}
+
+/* E-11: a command that leaves a child running (which holds the FIFO's
+ * write end in FIFO mode, and which Slurm kills when the batch shell
+ * ends) does not hold the wrapper: it ends with the command, the child
+ * still alive.  In FIFO mode the command checks that it got fd 8, the
+ * FIFO (exit 3 if not). */
+static void slurm_wrapper_leftover(void **state) {
+  char dir[] = "/tmp/uvt-wrap-XXXXXX";
+  char cmd[512], path[128];
+  int m;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof(path), "%s/left", dir);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  for (m = 0; m < WAIT_MODES; m++) {
+    pid_t pid, left;
+    int status;
+    FILE *fp;
+    snprintf(cmd, sizeof(cmd),
+             "%ssleep 600 </dev/null >/dev/null 2>&1 & echo $! >%s; exit 0",
+             wait_modes[m] == 'f' ? "[ -p /proc/$$/fd/8 ] || exit 3; " : "",
+             path);
+    write_wrapper(dir, cmd, wait_modes[m]);
+    pid = spawn_wrapper(dir);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    fp = fopen(path, "r");
+    assert_non_null(fp);
+    assert_int_equal(fscanf(fp, "%d", &left), 1);
+    fclose(fp);
+    /* Still running when the wrapper ended: nobody waited for it. */
+    assert_int_equal(kill(left, 0), 0);
+    assert_int_equal(kill(left, SIGKILL), 0);
+    assert_int_equal(waitpid(left, &status, 0), left);
     assert_nothing_left(mode_name(wait_modes[m]));
+    unlink(path);
   }
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
   wrapper_dir_remove(dir);
@@ -1936,7 +1995,7 @@ static void slurm_wrapper_signals(void **state) {
            "while :; do sleep 0.05; done",
            dir);
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
-  for (m = 0; m < 3; m++) {
+  for (m = 0; m < WAIT_MODES; m++) {
     pid_t pid;
     int status;
     FILE *fp;
@@ -1977,6 +2036,7 @@ int main(void) {
       cmocka_unit_test(slurm_acct_map),
       cmocka_unit_test(slurm_wrapper_leaves_nothing),
       cmocka_unit_test(slurm_wrapper_beats),
+      cmocka_unit_test(slurm_wrapper_leftover),
       cmocka_unit_test(slurm_wrapper_signals),
       cmocka_unit_test_setup(slurm_outcomes, setup),
       cmocka_unit_test_setup(slurm_fifty, setup),

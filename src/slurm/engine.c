@@ -295,6 +295,14 @@ static int do_submit(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint32_t *job,
   for (i = 0; i < j->extra_n; i++)
     uvt__sbatch_apply(&d, j->extra[i]);
   d.requeue = 0; /* E-1 */
+  if (j->array == NULL && j->tries == 1) {
+    /* E-7: the wrapper waits on this FIFO (submit.c); without it (an
+     * array's elements, a file system without FIFOs) it waits with a
+     * sleep, so a failure here changes nothing else. */
+    char fifo[4096];
+    uvt__sjob_path(j, "t", fifo, sizeof(fifo));
+    (void)mkfifo(fifo, 0600);
+  }
   if (slurm_submit_batch_job(&d, &resp) != 0) {
     rc = slurm_get_errno();
     snprintf(why, why_size, "%s", slurm_strerror(rc));

@@ -34,18 +34,23 @@ static void put_quoted(FILE *fp, const char *s) {
  * of its own (set -m: it also keeps SIGINT and SIGQUIT, which a background
  * command without job control would ignore).
  *
- * The heartbeat (E-7): the wrapper touches <key>.hb at its start and
- * whenever its one `sleep` of a beat ends, while it waits for the command
- * (no subshell: a burst of short jobs pays two bash processes and one
- * sleep each; docs/slurm.md has the side-by-side numbers).  Which of the
- * two ended: bash 5.1 and later say it (wait -n -p); bash 4.3 to 5.0
- * wait for either (wait -n) and the wrapper asks which is gone; older
- * bash waits for the sleep alone, so there a command's end is seen at
- * the next beat.  When the command ends the sleep gets SIGKILL (a child
- * forked but not yet exec'd runs bash's handlers, which would take a TERM
- * and lose it) and is waited for: nothing of the wrapper is left in the
- * job when it exits, so nothing holds the job past its end (Slurm's
- * proctrack/cgroup looks again only a second later).
+ * Waiting and the heartbeat (E-7: the wrapper touches <key>.hb at its
+ * start and every beat), with no process of the wrapper's own where it
+ * can.  The engine makes <key>.t, a FIFO, before it submits: the command
+ * gets its write end as fd 8, the wrapper keeps the read end, so a read
+ * sees end of file the moment the command and everything it started are
+ * gone, and times out every 0.1 s otherwise (a beat when one is due; a
+ * command whose children outlive it, holding fd 8, is seen gone there).
+ * A command that closes fd 8 itself, an array element (no FIFO of its
+ * own) and a file system without FIFOs fall back to one `sleep` at a
+ * time: bash 5.1 and later say which of the two ended (wait -n -p); 4.3
+ * to 5.0 wait for either (wait -n) and the wrapper asks which is gone;
+ * older bash waits for the sleep alone, so there a command's end is seen
+ * at the next beat.  When the command ends the sleep gets SIGKILL (a
+ * child forked but not yet exec'd runs bash's handlers, which would take
+ * a TERM and lose it) and is waited for: nothing of the wrapper is left
+ * in the job when it exits, so nothing holds the job past its end
+ * (Slurm's proctrack/cgroup looks again only a second later).
  *
  * The command's status goes to <key>.rc with the signal Slurm sent and
  * when (the controller forgets ended jobs after MinJobAge: E-14), one
@@ -81,6 +86,18 @@ static const char wrapper_body[] =
     "  fi\n"
     "  [ -n \"$uvt_cmd\" ] && kill -s \"$1\" -- \"-$uvt_cmd\" 2>/dev/null\n"
     "}\n"
+    /* Has the command ended?  Gone from /proc, a zombie bash has not
+     * reaped yet, or its pid now another process's (its start time, field
+     * 22, recorded by the first call). */
+    "uvt_gone() {\n"
+    "  local s=\n"
+    "  read -r s 2>/dev/null </proc/\"$uvt_cmd\"/stat\n"
+    "  s=${s##*) }\n"
+    "  case $s in ''|Z*|X*) return 0 ;; esac\n"
+    "  set -- $s\n"
+    "  [ -n \"$uvt_born\" ] || uvt_born=${20}\n"
+    "  [ \"${20}\" != \"$uvt_born\" ]\n"
+    "}\n"
     "for uvt_s in HUP INT QUIT USR1 USR2 ALRM TERM XCPU; do\n"
     "  trap \"uvt_fwd $uvt_s\" \"$uvt_s\"\n"
     "done\n"
@@ -89,14 +106,39 @@ static const char wrapper_body[] =
     "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 403)) && uvt_wn=n\n"
     "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) && uvt_wn=p\n"
     ": >\"$uvt_hb\"\n"
+    "uvt_fifo=\n"
+    "if [ -p \"$uvt_base.t\" ] &&\n"
+    "  { exec 8<>\"$uvt_base.t\" 9<\"$uvt_base.t\"; } 2>/dev/null; then\n"
+    "  uvt_fifo=1\n"
+    "else\n"
+    "  exec 8>&- 9<&-\n"
+    "fi\n"
     "set -m\n";
 
 static const char wrapper_tail[] =
-    " </dev/null &\n"
+    " </dev/null 9<&- &\n"
     "uvt_cmd=$!\n"
     "set +m\n"
+    "exec 8>&-\n"
+    "uvt_born=\n"
+    "uvt_gone\n"
+    "uvt_due=$((SECONDS + uvt_beat_s))\n"
     "while :; do\n"
     "  uvt_int=\n"
+    "  if [ -n \"$uvt_fifo\" ]; then\n"
+    "    read -r -t 0.1 -n 1 -u 9 uvt_x\n"
+    "    uvt_rd=$?\n"
+    "    uvt_gone && break\n"
+    "    if [ \"$uvt_rd\" -ge 1 ] && [ \"$uvt_rd\" -le 128 ]; then\n"
+    /* End of file with the command alive: it closed fd 8. */
+    "      exec 9<&-\n"
+    "      uvt_fifo=\n"
+    "    elif [ \"$SECONDS\" -ge \"$uvt_due\" ]; then\n"
+    "      : >\"$uvt_hb\"\n"
+    "      uvt_due=$((SECONDS + uvt_beat_s))\n"
+    "    fi\n"
+    "    continue\n"
+    "  fi\n"
     "  if [ -z \"$uvt_sl\" ]; then\n"
     "    sleep \"$uvt_beat_s\" </dev/null >/dev/null 2>&1 &\n"
     "    uvt_sl=$!\n"
@@ -108,8 +150,7 @@ static const char wrapper_tail[] =
     "  *) wait \"$uvt_sl\" 2>/dev/null ;;\n"
     "  esac\n"
     "  if [ \"$uvt_wn\" != p ]; then\n"
-    /* Bash reaped what ended: gone means ended. */
-    "    if ! kill -0 \"$uvt_cmd\" 2>/dev/null; then\n"
+    "    if uvt_gone; then\n"
     "      uvt_who=$uvt_cmd\n"
     "    elif ! kill -0 \"$uvt_sl\" 2>/dev/null; then\n"
     "      uvt_who=$uvt_sl\n"
@@ -130,6 +171,7 @@ static const char wrapper_tail[] =
     "  [ -n \"$uvt_int\" ] || break\n"
     "done\n"
     "uvt_done=1\n"
+    "exec 9<&-\n"
     "if [ -n \"$uvt_sl\" ]; then\n"
     "  kill -KILL \"$uvt_sl\" 2>/dev/null\n"
     "  while :; do\n"
