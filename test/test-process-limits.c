@@ -938,7 +938,8 @@ static void test_lim_spawn_fail(void **state) {
     if (round >= 2)
       spawn_gate_remove();
     assert_outcome(&w.snap, UVT_FAILED,
-                   round < 2 ? "spawn failed: ENOEXEC" : "spawn failed: ENOENT");
+                   round < 2 ? "spawn failed: ENOEXEC"
+                             : "spawn failed: ENOENT");
     assert_int_equal(uvt_process_pid(f.reg, id, NULL), UV_ESRCH);
     assert_int_equal(uvt_process_leftovers(f.reg, id, NULL), 0);
     wait_end(&w);

@@ -356,6 +356,24 @@ static void slurm_output_cap(void **state) {
   wait_end(&v, id, 60000);
   assert_int_equal(cap_read_all(&c), 1);
   assert_int_equal(c.total, 10000); /* nothing more, nothing twice */
+  /* Ended before any read: the end's read is the last, up to the cap, and
+   * says what it left and where, whole paths (a new user found only the
+   * file's name). */
+  o.command = "head -c 10000 /dev/zero | tr '\\0' y";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  wait_end(&v, id, 60000);
+  {
+    uvt_read_t r;
+    char want[4200];
+    assert_int_equal(uvt_read(v.f.reg, id, NULL, &r), 0);
+    assert_true(r.len > 4096);
+    assert_int_equal(memchr(r.text, 'y', r.len) != NULL, 1);
+    snprintf(want, sizeof(want),
+             "[... not read: 5904 bytes more of stdout, 0 of stderr, in %s/",
+             out_dir);
+    assert_non_null(memmem(r.text, r.len, want, strlen(want)));
+    uvt_read_cleanup(&r);
+  }
   env_close(&v);
 }
 
@@ -384,6 +402,27 @@ static void slurm_start_refused(void **state) {
   o.output_cap_bytes = 3;
   assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_EINVAL);
   assert_int_equal(uvt_slurm_start(NULL, &o, id), UV_EINVAL);
+  o.output_cap_bytes = 0;
+  /* A command line runs as bash -c's one argument: 128 KiB or more could
+   * not run on the node (it was accepted, then failed there, exit 126).
+   * Siblings: one argv string; just below the limit is taken. */
+  {
+    size_t big = 128 * 1024;
+    char *text = malloc(big + 1);
+    const char *av[] = {"echo", NULL, NULL};
+    assert_non_null(text);
+    memset(text, 'x', big);
+    text[big] = '\0';
+    o.argv = NULL;
+    o.command = text;
+    assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_E2BIG);
+    o.command = NULL;
+    av[1] = text;
+    o.argv = av;
+    assert_int_equal(uvt_slurm_start(v.e, &o, id), UV_E2BIG);
+    o.argv = argv;
+    free(text);
+  }
   assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), UV_EINVAL); /* no journal */
   uvt_registry_metrics(v.f.reg, &m);
   assert_int_equal(m.started, 0);
@@ -1717,7 +1756,7 @@ static void slurm_lost_node(void **state) {
 static void slurm_end_seen_at_once(void **state) {
   env_t v;
   const char *const av[] = {"/bin/false", NULL};
-  char ids[3][UVT_ID_MAX], detail[160];
+  char ids[3][UVT_ID_MAX], detail[160], fifo[4096];
   uvt_slurm_options_t o;
   int k;
   (void)state;
@@ -1726,6 +1765,12 @@ static void slurm_end_seen_at_once(void **state) {
   /* The engine made the FIFO the wrapper waits on, and the command holds
    * its write end (E-7, submit.c). */
   assert_int_equal(start_cmd(&v, "test -p /proc/$$/fd/8", ids[0]), 0);
+  {
+    int err;
+    uvt__sjob_t *j = uvt__slurm_find(v.e, ids[0], NULL, &err);
+    assert_non_null(j);
+    snprintf(fifo, sizeof(fifo), "%s/%s.t", out_dir, j->key);
+  }
   assert_int_equal(start_cmd(&v, "exit 4", ids[1]), 0);
   uvt_slurm_options_init(&o);
   o.argv = av;
@@ -1735,6 +1780,8 @@ static void slurm_end_seen_at_once(void **state) {
   assert_int_equal(status_of(&v, ids[0], detail, sizeof(detail)),
                    UVT_COMPLETED);
   assert_string_equal(detail, "exit code: 0");
+  /* Its end removed the FIFO (a reader of out_dir would block on it). */
+  assert_int_equal(access(fifo, F_OK), -1);
   assert_int_equal(status_of(&v, ids[1], detail, sizeof(detail)),
                    UVT_COMPLETED);
   assert_string_equal(detail, "exit code: 4");
@@ -1745,6 +1792,49 @@ static void slurm_end_seen_at_once(void **state) {
   assert_true(v.e->fast_polls > 0);
   uv_mutex_unlock(&v.e->mutex);
   env_close(&v);
+}
+
+/* E-13: option values checked before anything is registered.  A
+ * warning signal by name in any case, with or without SIG, or by number
+ * (as sbatch and task_kill take them); only signals the wrapper passes
+ * on.  A comment is prose; the other sbatch_args values are plain. */
+static void slurm_option_values(void **state) {
+  static const char *const good[] = {"USR1@60",       "usr1@60", "SIGUSR2@1",
+                                     "sigterm@65535", "10@60",   "15@5",
+                                     "xcpu@30"};
+  static const char *const bad[] = {
+      "KILL@60", "9@60",       "0@60",     "65@60", "USR1",
+      "USR1@0",  "USR1@65536", "USR1@60x", "@60",   "USR1@-1"};
+  size_t i;
+  int num;
+  unsigned secs;
+  (void)state;
+  for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    if (uvt__slurm_signal_parse(good[i], &num, &secs) != 0)
+      print_message("refused: %s\n", good[i]);
+    assert_int_equal(uvt__slurm_signal_parse(good[i], &num, &secs), 0);
+  }
+  assert_int_equal(uvt__slurm_signal_parse("usr1@60", &num, &secs), 0);
+  assert_int_equal(num, SIGUSR1);
+  assert_int_equal(secs, 60);
+  assert_int_equal(uvt__slurm_signal_parse("15@5", &num, &secs), 0);
+  assert_int_equal(num, SIGTERM);
+  for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if (uvt__slurm_signal_parse(bad[i], &num, &secs) != UV_EINVAL)
+      print_message("taken: %s\n", bad[i]);
+    assert_int_equal(uvt__slurm_signal_parse(bad[i], &num, &secs), UV_EINVAL);
+  }
+  assert_int_equal(uvt__sbatch_check("comment=hello world"), 0);
+  assert_int_equal(uvt__sbatch_check("comment=it's \"quoted\" $x"), 0);
+  assert_int_equal(uvt__sbatch_check("comment=line\nbreak"), UV_EINVAL);
+  assert_int_equal(uvt__sbatch_check("comment="), UV_EINVAL);
+  assert_int_equal(uvt__sbatch_check("constraint=a b"), UV_EINVAL);
+  assert_int_equal(uvt__sbatch_check("constraint=a;b"), UV_EINVAL);
+  assert_int_equal(uvt__sbatch_check("constraint=avx2"), 0);
+  assert_int_equal(uvt__sbatch_check("nice=-5"), 0);
+  assert_int_equal(uvt__sbatch_check("exclusive"), 0);
+  assert_int_equal(uvt__sbatch_check("exclusive=1"), UV_EINVAL);
+  assert_int_equal(uvt__sbatch_check("unknown=1"), UV_EINVAL);
 }
 
 /* The wrapper's script for `cmd` (an argv when NULL) written to
@@ -1814,8 +1904,7 @@ static void assert_nothing_left(const char *what) {
   int status;
   pid_t left = waitpid(-1, &status, WNOHANG);
   if (left != -1)
-    print_message("the wrapper left process %d behind (%s)\n", (int)left,
-                  what);
+    print_message("the wrapper left process %d behind (%s)\n", (int)left, what);
   assert_int_equal(left, -1);
   assert_int_equal(errno, ECHILD);
 }
@@ -1830,9 +1919,9 @@ static void wait_file(const char *path) {
 }
 
 static void wrapper_dir_remove_files(const char *dir) {
-  static const char *const names[] = {
-      "wrapper.sh", "job.hb", "job.sid", "job.rc", "job.t",
-      "ready",      "saved",  "usr1",    "left"};
+  static const char *const names[] = {"wrapper.sh", "job.hb", "job.sid",
+                                      "job.rc",     "job.t",  "ready",
+                                      "saved",      "usr1",   "left"};
   char f[160];
   size_t i;
   for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -2034,6 +2123,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_kill_early, setup),
       cmocka_unit_test(slurm_outcome_map),
       cmocka_unit_test(slurm_acct_map),
+      cmocka_unit_test(slurm_option_values),
       cmocka_unit_test(slurm_wrapper_leaves_nothing),
       cmocka_unit_test(slurm_wrapper_beats),
       cmocka_unit_test(slurm_wrapper_leftover),

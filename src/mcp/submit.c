@@ -393,11 +393,17 @@ static int submit(mcp_server_t *server, json_t *id, json_t *args) {
   if (err != 0) {
     if (err == UV_EINVAL)
       snprintf(buf, sizeof(buf),
-               "submit_job: not submitted: an argument is not valid (array "
-               "like 0-9 or 1-100%%10; signal like USR1@60 with HUP, INT, "
-               "QUIT, USR1, USR2, ALRM, TERM or XCPU; dependency like "
+               "submit_job: not submitted: an argument is not valid (a "
+               "command that is not empty; array like 0-9 or 1-100%%10; "
+               "signal like USR1@60 with HUP, INT, QUIT, USR1, USR2, ALRM, "
+               "TERM or XCPU, or its number; dependency like "
                "afterok:slurm-2 on your own Slurm tasks; sbatch_args only "
                "the options the server allows, as name=value).");
+    else if (err == UV_E2BIG)
+      snprintf(buf, sizeof(buf),
+               "submit_job: not submitted: the command is 128 KiB or more, "
+               "the most one argument may be on Linux (it runs as bash -c's "
+               "argument); put it in a script file and run that.");
     else if (err == UVT_ENOTASK || err == UVT_EFOREIGN)
       snprintf(buf, sizeof(buf),
                "submit_job: not submitted: a dependency names a task that "

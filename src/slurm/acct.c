@@ -131,8 +131,8 @@ void uvt__acct_parse(const char *plain, const char *named, uint32_t job,
     const char *end = strchr(line, '\n');
     size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
     size_t idlen = strlen(want_id);
-    int for_us = len > idlen && strncmp(line, want_id, idlen) == 0 &&
-                 line[idlen] == '|';
+    int for_us =
+        len > idlen && strncmp(line, want_id, idlen) == 0 && line[idlen] == '|';
     char buf[512], *f[5], *p, *sep;
     int n;
     if (len >= sizeof(buf)) {
@@ -197,8 +197,8 @@ void uvt__acct_parse(const char *plain, const char *named, uint32_t job,
       out->found = UVT__ACCT_OURS;
       out->state = rec[i].state;
       /* As the controller gives it live: a wait status. */
-      out->exit_code = rec[i].sig != 0 ? (rec[i].sig & 0x7f)
-                                       : (rec[i].ex & 0xff) << 8;
+      out->exit_code =
+          rec[i].sig != 0 ? (rec[i].sig & 0x7f) : (rec[i].ex & 0xff) << 8;
     } else if (other_uid == 0 || !name_ok[i]) {
       other_uid = rec[i].uid;
     }
@@ -222,8 +222,8 @@ void uvt__acct_parse(const char *plain, const char *named, uint32_t job,
 static int run_sacct(const char *conf, int jobcomp, uint32_t job,
                      const char *fields, char *buf, size_t size) {
   char jobarg[16], confvar[4200], fieldarg[64];
-  char *argv[] = {"sacct", "-n",   "-P", "-X", "-j",
-                  jobarg,  "-o",   fieldarg,   NULL, NULL};
+  char *argv[] = {"sacct", "-n", "-P",     "-X", "-j",
+                  jobarg,  "-o", fieldarg, NULL, NULL};
   char **envp = NULL;
   size_t n = 0, i, k = 0, got = 0;
   posix_spawn_file_actions_t fa;

@@ -151,6 +151,13 @@ static void finish(uvt__sjob_t *j, uvt_status_t status, const char *detail) {
   o.output_len = b.len;
   (void)uvt_task_settle(j->task, &o);
   uvt__free(b.base);
+  if (j->array == NULL) {
+    /* E-7: the wrapper's FIFO has served (a reader of out_dir's files
+     * would block on it). */
+    char fifo[4096];
+    uvt__sjob_path(j, "t", fifo, sizeof(fifo));
+    (void)unlink(fifo);
+  }
   thread_drop(j);
 }
 
@@ -220,7 +227,7 @@ static int do_submit(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint32_t *job,
   job_desc_msg_t d;
   submit_response_msg_t *resp = NULL;
   char name[UVT__SLURM_KEY_MAX + 8], out[4096], err[4096], dep[1024];
-  char sig[64], tres[512];
+  char tres[512];
   int rc;
   size_t i;
   slurm_init_job_desc_msg(&d);
@@ -269,19 +276,9 @@ static int do_submit(uvt_slurm_engine_t *e, uvt__sjob_t *j, uint32_t *job,
   d.array_inx = j->array;
   if (j->signal != NULL) {
     /* E-11: B: the batch shell (the wrapper), which passes it on. */
-    char signame[32];
+    int num;
     unsigned secs;
-    if (sscanf(j->signal, "%31[^@]@%u", signame, &secs) == 2) {
-      int num = atoi(signame);
-      if (num <= 0) {
-        const char *n = strncmp(signame, "SIG", 3) == 0 ? signame + 3 : signame;
-        for (num = 1; num < 65; num++) {
-          const char *a = sigabbrev_np(num);
-          if (a != NULL && strcmp(a, n) == 0)
-            break;
-        }
-      }
-      snprintf(sig, sizeof(sig), "%d", num);
+    if (uvt__slurm_signal_parse(j->signal, &num, &secs) == 0) {
       d.warn_signal = (uint16_t)num;
       d.warn_time = (uint16_t)secs;
       d.warn_flags = KILL_JOB_BATCH;

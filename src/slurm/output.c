@@ -134,7 +134,7 @@ int uvt__sjob_read(uvt__sjob_t *j, uvt_buf_t *b, int final) {
   char *o = NULL, *e = NULL;
   size_t olen, elen;
   uint64_t oleft, eleft;
-  char note[128];
+  char note[4400];
   int err;
 
   if (j->array != NULL && j->elem_off != NULL)
@@ -157,11 +157,19 @@ int uvt__sjob_read(uvt__sjob_t *j, uvt_buf_t *b, int final) {
       goto done;
   }
   if (final && (oleft > 0 || eleft > 0)) {
-    int n = snprintf(note, sizeof(note),
-                     "\n[... %llu bytes more in %s.out, %llu in %s.err ...]\n",
-                     (unsigned long long)oleft, j->key,
-                     (unsigned long long)eleft, j->key);
-    if ((err = uvt_buf_append(b, note, (size_t)n)) != 0)
+    /* The end's read is the last: say where the rest is, whole paths. */
+    char path[4096];
+    int n;
+    uvt__sjob_path(j, "out", path, sizeof(path));
+    n = snprintf(note, sizeof(note),
+                 "\n[... not read: %llu bytes more of stdout, %llu of "
+                 "stderr, in %.*s.out and .err ...]\n",
+                 (unsigned long long)oleft, (unsigned long long)eleft,
+                 (int)(strlen(path) - 4), path);
+    if ((err = uvt_buf_append(
+             b, note,
+             n > 0 && (size_t)n < sizeof(note) ? (size_t)n : strlen(note))) !=
+        0)
       goto done;
   }
   j->out_off += olen;

@@ -9,7 +9,7 @@
 
 #include "slurm-internal.h"
 
-enum { TEXT, FLAG, NUMBER, MEGABYTES, SIGNED };
+enum { TEXT, PROSE, FLAG, NUMBER, MEGABYTES, SIGNED };
 
 static const struct {
   const char *name;
@@ -17,7 +17,7 @@ static const struct {
 } known[] = {
     {"constraint", TEXT}, {"exclusive", FLAG},  {"reservation", TEXT},
     {"nodelist", TEXT},   {"exclude", TEXT},    {"mem-per-cpu", MEGABYTES},
-    {"tmp", MEGABYTES},   {"comment", TEXT},    {"nice", SIGNED},
+    {"tmp", MEGABYTES},   {"comment", PROSE},   {"nice", SIGNED},
     {"licenses", TEXT},   {"time-min", NUMBER},
 };
 #define KNOWN_N (sizeof(known) / sizeof(known[0]))
@@ -42,6 +42,16 @@ static int plain(const char *v) {
     if ((unsigned char)*v < 0x21 || *v == 0x7f || strchr("'\"`$;|&<>\\", *v))
       return 0;
   return 1;
+}
+
+/* Words a person writes (a comment): spaces and quotes too, never a
+ * control character.  It reaches the job's record, never a shell. */
+static int prose(const char *v) {
+  size_t n = 0;
+  for (; *v != '\0'; v++, n++)
+    if ((unsigned char)*v < 0x20 || *v == 0x7f)
+      return 0;
+  return n > 0 && n <= 1024;
 }
 
 static int number(const char *v, int sign, long long *out) {
@@ -70,6 +80,8 @@ int uvt__sbatch_check(const char *arg) {
   switch (known[k].kind) {
   case TEXT:
     return plain(eq + 1) ? 0 : UV_EINVAL;
+  case PROSE:
+    return prose(eq + 1) ? 0 : UV_EINVAL;
   case NUMBER:
   case MEGABYTES:
     return number(eq + 1, 0, &n) ? 0 : UV_EINVAL;
@@ -86,7 +98,7 @@ void uvt__sbatch_apply(job_desc_msg_t *d, const char *arg) {
   long long n = 0;
   if (k < 0)
     return;
-  if (known[k].kind != TEXT && known[k].kind != FLAG)
+  if (known[k].kind != TEXT && known[k].kind != PROSE && known[k].kind != FLAG)
     (void)number(v, known[k].kind == SIGNED, &n);
   /* The strings stay the job's (arg) until the submission returned. */
   if (strcmp(known[k].name, "constraint") == 0)

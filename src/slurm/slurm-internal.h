@@ -74,14 +74,14 @@ struct uvt_slurm_engine_s {
   int stop;
   int ready; /* the thread's libslurm set-up is done */
   int thread_done;
-  int journal_sync;   /* the journal has lines to fsync before a submit */
-  uint64_t silent_at; /* E-9: when the controller last did not answer */
-  uint64_t fast_gap; /* E-3: the next gap between polls (ms) since a
-                        wrapper wrote its exit-code file, or 0 */
+  int journal_sync;         /* the journal has lines to fsync before a submit */
+  uint64_t silent_at;       /* E-9: when the controller last did not answer */
+  uint64_t fast_gap;        /* E-3: the next gap between polls (ms) since a
+                               wrapper wrote its exit-code file, or 0 */
   unsigned long fast_polls; /* polls made for that (tests) */
-  size_t jobs;        /* jobs not freed yet */
-  int journal_err;    /* a journal write failed: logged on the loop */
-  int closed;         /* the async handle closed: free at jobs == 0 */
+  size_t jobs;              /* jobs not freed yet */
+  int journal_err;          /* a journal write failed: logged on the loop */
+  int closed;               /* the async handle closed: free at jobs == 0 */
   /* Loop thread only. */
   uv_fs_event_t rc_watch; /* E-3: out_dir, for the wrappers' .rc files */
   int rc_watching;        /* rc_watch is open (uv_close it at close) */
@@ -215,6 +215,16 @@ int uvt__sbatch_known(const char *name);
 /* "name=value" or "name": 0, or UV_EINVAL (unknown, a bad value). */
 int uvt__sbatch_check(const char *arg);
 void uvt__sbatch_apply(job_desc_msg_t *d, const char *arg);
+
+/* submit.c (E-13): "SIG@SECONDS", SIG one of the signals the wrapper
+ * passes on, by name in any case (SIG prefix or not) or by number; the
+ * number in *num.  Returns 0 or UV_EINVAL. */
+int uvt__slurm_signal_parse(const char *s, int *num, unsigned *secs);
+
+/* The kernel's limit for one argument or environment string
+ * (MAX_ARG_STRLEN, with its NUL): a command line runs as bash -c's one
+ * argument, so a longer one could not run on the node. */
+#define UVT__SLURM_ARG_MAX (32 * 4096)
 
 /* E-10 (src/process/env.c): a local task's environment (the host's minus
  * credentials, the fixed additions, then `extra`) as a new array of new

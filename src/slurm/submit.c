@@ -275,22 +275,39 @@ static int plain_text(const char *s, const char *extra) {
 static const char *const forwarded[] = {"HUP",  "INT",  "QUIT", "USR1",
                                         "USR2", "ALRM", "TERM", "XCPU"};
 
-static int signal_ok(const char *s) {
+int uvt__slurm_signal_parse(const char *s, int *num, unsigned *secs) {
   char name[32];
-  unsigned secs;
   char tail;
   const char *n;
   size_t i;
-  if (s == NULL)
-    return 1;
-  if (sscanf(s, "%31[^@]@%u%c", name, &secs, &tail) != 2 || secs < 1 ||
-      secs > 65535)
-    return 0;
-  n = strncmp(name, "SIG", 3) == 0 ? name + 3 : name;
+  int k;
+  if (sscanf(s, "%31[^@]@%u%c", name, secs, &tail) != 2 || *secs < 1 ||
+      *secs > 65535)
+    return UV_EINVAL;
+  if (name[strspn(name, "0123456789")] == '\0') {
+    /* A number, as sbatch takes it: one of the signals passed on. */
+    k = atoi(name);
+    n = k > 0 && k < 65 ? sigabbrev_np(k) : NULL;
+    for (i = 0; n != NULL && i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+      if (strcmp(n, forwarded[i]) == 0)
+        return *num = k, 0;
+    return UV_EINVAL;
+  }
+  /* A name in any case, with or without SIG, as task_kill takes it. */
+  n = strncasecmp(name, "SIG", 3) == 0 ? name + 3 : name;
   for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-    if (strcmp(n, forwarded[i]) == 0)
-      return 1;
-  return 0;
+    if (strcasecmp(n, forwarded[i]) == 0)
+      for (k = 1; k < 65; k++)
+        if (sigabbrev_np(k) != NULL &&
+            strcmp(sigabbrev_np(k), forwarded[i]) == 0)
+          return *num = k, 0;
+  return UV_EINVAL;
+}
+
+static int signal_ok(const char *s) {
+  int num;
+  unsigned secs;
+  return s == NULL || uvt__slurm_signal_parse(s, &num, &secs) == 0;
 }
 
 static const char *const dep_types[] = {"after", "afterany", "afterok",
@@ -408,6 +425,11 @@ int uvt_slurm_start(uvt_slurm_engine_t *e, const uvt_slurm_options_t *o_in,
     return UV_EINVAL;
   if (o->argv != NULL && (o->argv[0] == NULL || o->argv[0][0] == '\0'))
     return UV_EINVAL;
+  if (o->command != NULL && strlen(o->command) >= UVT__SLURM_ARG_MAX)
+    return UV_E2BIG;
+  for (i = 0; o->argv != NULL && o->argv[i] != NULL; i++)
+    if (strlen(o->argv[i]) >= UVT__SLURM_ARG_MAX)
+      return UV_E2BIG;
   if (o->output_cap_bytes != 0 && o->output_cap_bytes < 4)
     return UV_EINVAL;
   /* E-13: every value is checked before anything is registered. */

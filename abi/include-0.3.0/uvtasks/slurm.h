@@ -66,8 +66,11 @@ typedef struct {
   size_t size;
   /* slurm.conf of the cluster; NULL = $SLURM_CONF or libslurm's default. */
   const char *conf;
-  /* Required.  A directory shared with the nodes, created if missing: each
-   * task's job script, stdout, stderr, heartbeat and exit-code files. */
+  /* Required.  A directory shared with the nodes, created if missing:
+   * each task's files, <key>.out, .err, .hb (heartbeat), .rc (exit code),
+   * .sid (the job's session) and .t (a FIFO the wrapper waits on, removed
+   * when the task ends); the job script itself goes to the controller.
+   * The engine never removes the others (docs/slurm.md). */
   const char *out_dir;
   /* The journal file (E-5), or NULL for none (jobs then die with the
    * host's registry, or are left running with detach_on_close). */
@@ -177,7 +180,11 @@ typedef struct {
   uint32_t time_limit_min; /* 0 = the partition's limit */
   const char *partition;   /* NULL = the engine's */
   /* The most bytes one read returns per stream (default 1 MiB, at least
-   * 4).  The files keep the rest for the next read: nothing is dropped. */
+   * 4).  While the job runs the files keep the rest for the next read:
+   * nothing is dropped.  The task's end takes the last read (up to this
+   * much of each stream): what is past it then stays in the files only,
+   * and that read ends with a line saying how many bytes and which files
+   * (full paths). */
   size_t output_cap_bytes;
   /* E-13 (v4), as sbatch's options of the same names; NULL / 0 = the
    * cluster's default.  With ntasks or nodes, `cpus` is per task
@@ -197,14 +204,17 @@ typedef struct {
    * output shows each element's lines under "[element N]".  Adopting an
    * array after a restart reads each element's output from the start. */
   const char *array;
-  /* --signal: "SIG@SECONDS" (SIG a name such as USR1, or a number): the
-   * command's process group gets SIG about SECONDS before the time limit
-   * (Slurm may send it up to a minute early). */
+  /* --signal: "SIG@SECONDS" (SIG one of HUP, INT, QUIT, USR1, USR2,
+   * ALRM, TERM, XCPU, in any case, with or without SIG, or its number):
+   * the command's process group gets SIG about SECONDS (1 to 65535)
+   * before the time limit (Slurm may send it up to a minute early). */
   const char *signal;
   /* Extra options "name=value" or "name" (no dashes), each allowed by the
    * engine's sbatch_allow; NULL-terminated.  Known names: constraint,
    * exclusive (no value), reservation, nodelist, exclude, mem-per-cpu
-   * (MB), tmp (MB), comment, nice, licenses, time-min (minutes). */
+   * (MB), tmp (MB), comment (any text without control characters, up to
+   * 1024 bytes; the others take no spaces, quotes or shell characters),
+   * nice, licenses, time-min (minutes). */
   const char *const *sbatch_args;
   /* E-12: told once the controller accepted or refused the job (or while
    * it does not answer); NULL = not told (the snapshot's detail says). */
@@ -240,7 +250,8 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * submitted.  The job: requeue off, name "uvt-<key>" (key: "slurm-" and
  * 8 random hex digits), a wrapper script handed to Slurm that runs the
  * command and writes <out_dir>/<key>.hb (heartbeat) and <key>.rc (exit
- * code); output in <key>.out and <key>.err.  Until the job runs, the
+ * code); output in <key>.out and <key>.err (docs/slurm.md lists every
+ * file).  Until the job runs, the
  * snapshot's detail says why it is pending ("pending: Resources").
  * Returns uvt_start()'s errors, UV_EINVAL (NULL e or o; `o` not made by
  * uvt_slurm_options_init(), size 0, or of a size this library refuses,
@@ -250,6 +261,8 @@ UVT_EXTERN void uvt_slurm_options_init(uvt_slurm_options_t *o);
  * not a Slurm task of this engine, an sbatch_args entry the engine does
  * not allow or know; E-13), UVT_ENOTASK / UVT_EFOREIGN (a dependency's
  * id, behind the owner's fence),
+ * UV_E2BIG (the command, or one argv string, of 128 KiB or more: the
+ * kernel's limit for one argument, so it could not run on the node),
  * UVT_ECLOSING (the engine is closing), UVT_ETHREAD (another thread),
  * UV_ENOMEM, or the error of reading the working directory.  Thread: loop.
  * Since: 0.3.0 */
