@@ -1886,12 +1886,18 @@ static const char *mode_name(char mode) {
 }
 
 static pid_t spawn_wrapper(const char *dir) {
-  char script[128];
+  char script[128], err[128];
   pid_t pid;
   snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
+  snprintf(err, sizeof(err), "%s/job.err", dir);
   pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
+    /* The job's stderr, as Slurm gives it: a file of its own. */
+    int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 2) < 0)
+      _exit(126);
+    close(fd);
     execl("/bin/bash", "bash", script, (char *)NULL);
     _exit(127);
   }
@@ -1919,9 +1925,9 @@ static void wait_file(const char *path) {
 }
 
 static void wrapper_dir_remove_files(const char *dir) {
-  static const char *const names[] = {"wrapper.sh", "job.hb", "job.sid",
-                                      "job.rc",     "job.t",  "ready",
-                                      "saved",      "usr1",   "left"};
+  static const char *const names[] = {
+      "wrapper.sh", "job.hb", "job.sid", "job.rc", "job.t",
+      "ready",      "saved",  "usr1",    "left",   "job.err"};
   char f[160];
   size_t i;
   for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -1936,50 +1942,67 @@ static void wrapper_dir_remove(const char *dir) {
 }
 
 /* E-11: when the wrapper ends, nothing it started is left in the job:
- * its heartbeat's sleep (or the subshell that beats, under bash before
- * 5.1) has exited and been reaped.  Slurm ends a batch step when its
- * cgroup is empty and, with proctrack/cgroup, looks again only a second
- * later, so a heartbeat killed but not waited for held jobs a second past
- * their end.  The wrapper runs here under this process as a subreaper:
- * anything it left behind is re-parented to us.  Siblings: a command
- * that exits 0, one that exits 3, one that dies of a signal (the wrapper
- * raises it again), an argv; each under both heartbeats. */
+ * its heartbeat's sleep has exited and been reaped.  Slurm ends a batch
+ * step when its cgroup is empty and, with proctrack/cgroup, looks again
+ * only a second later, so a heartbeat killed but not waited for held jobs
+ * a second past their end.  The wrapper runs here under this process as
+ * a subreaper: anything it left behind is re-parented to us.  And it
+ * writes nothing of its own to the job's stderr (bash's "Killed
+ * /bin/bash -c ..." note of a command killed by a signal reached the
+ * user's .err, a fresh user's finding).  Siblings: a command that exits
+ * 0, one that exits 3, ones that die of TERM, KILL (at once, and after a
+ * moment) and SEGV (the wrapper raises each again), an argv; in each wait
+ * mode. */
 static void slurm_wrapper_leaves_nothing(void **state) {
-  static const char *const cmds[] = {"true", "exit 3", "kill -TERM $$", NULL};
+  static const struct {
+    const char *cmd; /* NULL: an argv */
+    int code;        /* exit code, or -signal */
+  } runs[] = {{"true", 0},
+              {"exit 3", 3},
+              {"kill -TERM $$", -SIGTERM},
+              {"kill -KILL $$", -SIGKILL},
+              {"sleep 0.2; kill -KILL $$", -SIGKILL},
+              {"sleep 0.1; kill -SEGV $$", -SIGSEGV},
+              {NULL, 0}};
   char dir[] = "/tmp/uvt-wrap-XXXXXX";
-  char rc[96], line[64], what[64];
-  int k, m;
+  char rc[96], err[96], line[64], what[96];
+  size_t k;
+  int m;
   (void)state;
 
   assert_non_null(mkdtemp(dir));
   snprintf(rc, sizeof(rc), "%s/job.rc", dir);
+  snprintf(err, sizeof(err), "%s/job.err", dir);
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   for (m = 0; m < WAIT_MODES; m++) {
-    for (k = 0; k < 4; k++) {
+    for (k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
       pid_t pid;
-      int status;
+      int status, code = runs[k].code;
+      struct stat st;
       FILE *fp;
-      write_wrapper(dir, cmds[k], wait_modes[m]);
+      if (runs[k].cmd == NULL)
+        snprintf(what, sizeof(what), "argv, %s", mode_name(wait_modes[m]));
+      else
+        snprintf(what, sizeof(what), "%s, %s", runs[k].cmd,
+                 mode_name(wait_modes[m]));
+      write_wrapper(dir, runs[k].cmd, wait_modes[m]);
       pid = spawn_wrapper(dir);
       assert_int_equal(waitpid(pid, &status, 0), pid);
-      if (k == 1)
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
-      else if (k == 2)
-        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+      if (code >= 0)
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == code);
       else
-        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == -code);
       /* It wrote its status, one whole line (E-14). */
       fp = fopen(rc, "r");
       assert_non_null(fp);
       assert_non_null(fgets(line, sizeof(line), fp));
       fclose(fp);
-      assert_int_equal(atoi(line), k == 1 ? 3 : k == 2 ? 143 : 0);
+      assert_int_equal(atoi(line), code >= 0 ? code : 128 - code);
       assert_non_null(strchr(line, '\n'));
-      if (cmds[k] == NULL)
-        snprintf(what, sizeof(what), "argv, %s", mode_name(wait_modes[m]));
-      else
-        snprintf(what, sizeof(what), "%s, %s", cmds[k],
-                 mode_name(wait_modes[m]));
+      assert_int_equal(stat(err, &st), 0);
+      if (st.st_size != 0)
+        print_message("the wrapper wrote to stderr (%s)\n", what);
+      assert_int_equal(st.st_size, 0);
       assert_nothing_left(what);
       unlink(rc);
     }

@@ -124,6 +124,11 @@ static const char wrapper_tail[] =
     "uvt_born=\n"
     "uvt_gone\n"
     "uvt_due=$((SECONDS + uvt_beat_s))\n"
+    /* One redirection for the two loops: kill and wait say nothing, nor
+     * does bash's note of a command killed by a signal ("Killed /bin/bash
+     * -c ..."), which it prints at the first command it runs after
+     * reaping one: the outcome says it, not the job's stderr. */
+    "{\n"
     "while :; do\n"
     "  uvt_int=\n"
     "  if [ -n \"$uvt_fifo\" ]; then\n"
@@ -171,16 +176,16 @@ static const char wrapper_tail[] =
     "    : >\"$uvt_hb\"\n"
     "    uvt_sl=\n"
     "  fi\n"
-    /* One redirection for the loop: kill and wait say nothing. */
-    "done 2>/dev/null\n"
+    "done\n"
     /* Its status, as bash kept it (a wait a signal cuts short asks
      * again). */
     "while :; do\n"
     "  uvt_int=\n"
-    "  wait \"$uvt_cmd\" 2>/dev/null\n"
+    "  wait \"$uvt_cmd\"\n"
     "  uvt_status=$?\n"
     "  [ -n \"$uvt_int\" ] || break\n"
     "done\n"
+    "} 2>/dev/null\n"
     "uvt_done=1\n"
     "exec 9<&-\n"
     "if [ -n \"$uvt_sl\" ]; then\n"
