@@ -156,5 +156,18 @@ text, err = s.call("submit_job", {"command": "true", "cpus": 3})
 assert err and "above this server's CPU limit of 150%" in text, text
 text, err = s.call("task_kill", {"task_id": lim})
 assert not err, text
+# A command of 128 KiB or more cannot run as bash -c's argument: refused
+# with the reason, nothing submitted (a fresh user's finding).
+text, err = s.call("submit_job", {"command": "echo " + "x" * (128 * 1024)})
+assert err and "128 KiB or more" in text, text[:300]
 s.stop()
+
+# Start-up failures name the files (a fresh user saw only "no such file
+# or directory").
+r = subprocess.run([mcp, "--slurm", "--slurm-journal",
+                    os.path.join(base, "no-such-dir", "j"), "--no-guardian"],
+                   stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                   text=True, timeout=60)
+assert r.returncode != 0, r
+assert os.path.join(base, "no-such-dir", "j") in r.stderr, r.stderr
 print("slurm-mcp-test: ok")

@@ -182,6 +182,17 @@ int mcp_slurm_init(mcp_server_t *server) {
     fprintf(stderr,
             "uvtasks-mcp: --slurm-sbatch-allow: an option the engine does "
             "not know\n");
+  else if (err != 0) {
+    /* Say which of the files it was: the journal, its output directory
+     * or the cluster's configuration. */
+    const char *conf = getenv("SLURM_CONF");
+    fprintf(stderr,
+            "uvtasks-mcp: --slurm: %s (journal %s, output directory %s, "
+            "slurm.conf %s)\n",
+            uvt_strerror(err), eo.journal != NULL ? eo.journal : "none",
+            eo.out_dir,
+            conf != NULL ? conf : "libslurm's default (no SLURM_CONF)");
+  }
   if (err != 0)
     return err;
   server->slurm = e;
