@@ -1493,6 +1493,67 @@ static void slurm_array(void **state) {
   env_close(&v);
 }
 
+typedef struct {
+  env_t *v;
+  const char *id;
+  const char *want;
+} detailarg_t;
+
+static int detail_has(void *arg) {
+  detailarg_t *a = arg;
+  char d[300];
+  uvt_snapshot_t s;
+  if (uvt_get(a->v->f.reg, a->id, NULL, &s) != 0)
+    return 0;
+  snprintf(d, sizeof(d), "%s", s.detail != NULL ? s.detail : "");
+  uvt_snapshot_cleanup(&s);
+  return strstr(d, a->want) != NULL;
+}
+
+/* E-13: every index a controller record stands for is counted, in every
+ * state: the elements a throttle ("%2") keeps back share one record
+ * ("2-5%2") that is pending, then cancelled by the kill; an array held
+ * back whole (a dependency not met) is one record of all six. */
+static void slurm_array_counts(void **state) {
+  env_t v;
+  char id[UVT_ID_MAX], gate[UVT_ID_MAX], dep[64], d[300];
+  uvt_slurm_options_t o;
+  uvt_kill_result_t kr;
+  (void)state;
+  env_open(&v, NULL, 0, 0);
+  uvt_slurm_options_init(&o);
+  o.command = "sleep 100";
+  o.array = "0-5%2";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  {
+    detailarg_t a = {&v, id, "4 pending, 2 running"};
+    run_until(&v, detail_has, &a, 60000);
+  }
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  wait_end(&v, id, 120000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  assert_non_null(strstr(d, "0 pending, 0 running, 0 completed, 0 failed, "
+                            "6 cancelled"));
+  /* Held back whole: all six pending in one record, then all cancelled. */
+  assert_int_equal(start_cmd(&v, "sleep 300", gate), 0);
+  snprintf(dep, sizeof(dep), "afterok:%s", gate);
+  o.dependency = dep;
+  o.array = "0-5";
+  assert_int_equal(uvt_slurm_start(v.e, &o, id), 0);
+  {
+    detailarg_t a = {&v, id, "6 pending, 0 running"};
+    run_until(&v, detail_has, &a, 60000);
+  }
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  wait_end(&v, id, 120000);
+  assert_int_equal(status_of(&v, id, d, sizeof(d)), UVT_KILLED);
+  assert_non_null(strstr(d, "0 pending, 0 running, 0 completed, 0 failed, "
+                            "6 cancelled"));
+  assert_int_equal(uvt_kill(v.f.reg, gate, NULL, "t", &kr), 0);
+  wait_end(&v, gate, 120000);
+  env_close(&v);
+}
+
 static void slurm_dependency(void **state) {
   env_t v;
   char a[UVT_ID_MAX], b[UVT_ID_MAX], c[UVT_ID_MAX], dep[128], file[4096],
@@ -2163,6 +2224,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_env_scrubbed, setup),
       cmocka_unit_test_setup(slurm_submit_answers, setup),
       cmocka_unit_test_setup(slurm_array, setup),
+      cmocka_unit_test_setup(slurm_array_counts, setup),
       cmocka_unit_test_setup(slurm_dependency, setup),
       cmocka_unit_test_setup(slurm_gres_nodes, setup),
       cmocka_unit_test_setup(slurm_inner_array, setup),

@@ -718,9 +718,13 @@ static void count_array(const job_info_msg_t *msg, uint32_t job,
       continue;
     *found = 1;
     base = info->job_state & JOB_STATE_BASE;
-    n = base == JOB_PENDING && info->array_task_str != NULL
-            ? uvt__array_count(info->array_task_str)
-            : 1;
+    /* A record may stand for several indices in any state: the elements
+     * not started yet share one ("2-5%2"), pending, then cancelled or
+     * failed with it. */
+    n = info->array_task_str != NULL ? uvt__array_count(info->array_task_str)
+                                     : 1;
+    if (n == 0)
+      n = 1;
     if (info->job_state & JOB_COMPLETING)
       c->completing = 1;
     switch (base) {
