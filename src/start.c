@@ -74,6 +74,21 @@ static void write_id_number(uvt_task_t *t, uint64_t n) {
   *p = '\0';
 }
 
+/* R-START-4: the counter moves up only (producer.h). */
+int uvt_reserve_ids(uvt_registry_t *reg, const char *kind, uint64_t n) {
+  UVT_LOOP_ONLY(reg);
+  uvt__kind_t *k;
+  if (reg == NULL || kind == NULL || !valid_kind(kind))
+    return UV_EINVAL;
+  if (n == 0)
+    return 0;
+  if ((k = kind_find_or_add(reg, kind)) == NULL)
+    return UV_ENOMEM;
+  if (k->counter < n)
+    k->counter = n;
+  return 0;
+}
+
 int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
               char id_out[UVT_ID_MAX]) {
   /* P-THREAD-1: before anything is touched. */

@@ -1272,6 +1272,68 @@ static long file_size(const char *path) {
   return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
+/* E-5, R-START-6: an id is never handed out again for a journal's tasks.
+ * After a restart the next new task's id is above every id the journal
+ * named, delivered or live, adopted or not (yet), through compactions
+ * (a journal whose tasks were all delivered, a host that started
+ * nothing) and in v3's form.  A model that remembers slurm-2 must never
+ * read another job's output under that id. */
+static void start_ended(env_t *v, const char *want) {
+  char id[UVT_ID_MAX];
+  assert_int_equal(start_cmd(v, "true", id), 0);
+  assert_string_equal(id, want);
+  wait_end(v, id, 60000);
+}
+
+static void slurm_ids_fresh(void **state) {
+  env_t v;
+  char journal[4096], live[UVT_ID_MAX], done[UVT_ID_MAX];
+  uvt_kill_result_t kr;
+  FILE *fp;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  /* Host 1: slurm-1 runs on (detached at close); slurm-2's end was
+   * delivered. */
+  env_open(&v, journal, 1, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", live), 0);
+  assert_string_equal(live, "slurm-1");
+  assert_int_equal(start_cmd(&v, "true", done), 0);
+  wait_end(&v, done, 60000);
+  assert_int_equal(v.notices, 1);
+  env_close(&v);
+  /* Host 2: the adopted task keeps its id; the next one is not slurm-2. */
+  env_open(&v, journal, 1, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 1);
+  start_ended(&v, "slurm-3");
+  env_close(&v);
+  /* Host 3: a start before the adoption takes no id of the journal's. */
+  env_open(&v, journal, 0, 0);
+  start_ended(&v, "slurm-4");
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 1);
+  assert_int_equal(uvt_kill(v.f.reg, live, NULL, "t", &kr), 0);
+  wait_end(&v, live, 60000);
+  env_close(&v);
+  /* Host 4: every end was delivered (nothing to adopt); host 5 starts
+   * nothing; host 6 still goes on from there. */
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 0);
+  start_ended(&v, "slurm-5");
+  env_close(&v);
+  env_open(&v, journal, 0, 0);
+  env_close(&v);
+  env_open(&v, journal, 0, 0);
+  start_ended(&v, "slurm-6");
+  env_close(&v);
+  /* v3's journal (a line per event) names slurm-41, delivered. */
+  fp = fopen(journal, "w");
+  assert_non_null(fp);
+  fprintf(fp, "T slurm-41 slurm-0badc0de\nD slurm-41\n");
+  fclose(fp);
+  env_open(&v, journal, 0, 0);
+  start_ended(&v, "slurm-42");
+  env_close(&v);
+}
+
 static void slurm_journal_compact(void **state) {
   env_t v;
   char journal[4096], id[UVT_ID_MAX], acc[8192] = "", cmd[512], gate[4096];
@@ -1299,10 +1361,20 @@ static void slurm_journal_compact(void **state) {
   fclose(fp);
   wait_end(&v, id, 60000);
   env_close(&v);
-  /* The delivered task's record is gone at the next open. */
-  env_open(&v, journal, 0, 0);
-  assert_int_equal(file_size(journal), 0);
-  env_close(&v);
+  /* At the next open the delivered task's record is only the mark of
+   * the highest id handed out (E-5, slurm_ids_fresh): one record, and
+   * opens that add nothing do not make it grow. */
+  for (i = 0; i < 2; i++) {
+    char rec[64] = "";
+    env_open(&v, journal, 0, 0);
+    assert_int_equal(file_size(journal), UVT__JOURNAL_REC);
+    fp = fopen(journal, "r");
+    assert_non_null(fp);
+    assert_non_null(fgets(rec, sizeof(rec), fp));
+    fclose(fp);
+    assert_true(strncmp(rec, "U1 D id=slurm-1 ", 16) == 0);
+    env_close(&v);
+  }
 }
 
 /* ---- E-10: the job's environment is scrubbed ---------------------------- */
@@ -2221,6 +2293,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_kill_checkpoint, setup),
       cmocka_unit_test_setup(slurm_journal_foreign, setup),
       cmocka_unit_test_setup(slurm_journal_compact, setup),
+      cmocka_unit_test_setup(slurm_ids_fresh, setup),
       cmocka_unit_test_setup(slurm_env_scrubbed, setup),
       cmocka_unit_test_setup(slurm_submit_answers, setup),
       cmocka_unit_test_setup(slurm_array, setup),

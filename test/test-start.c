@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "test-core.h"
+#include "uvtasks/producer.h"
 
 /* A start with the fake producer, asserting nothing. */
 static int start_kind(fixture_t *f, fake_t *fk, const char *kind,
@@ -753,6 +754,35 @@ static void start_given_id(void **state) {
   fixture_close(&f);
 }
 
+/* R-START-4, R-START-6, E-5: uvt_reserve_ids moves a kind's counter past
+ * a journal's ids (a kind not seen yet too); never down; requested ids
+ * still work below it. */
+static void start_reserve_ids(void **state) {
+  fixture_t f;
+  fake_t fk[4];
+  char id[UVT_ID_MAX];
+  (void)state;
+  fixture_init(&f, NULL);
+  assert_int_equal(uvt_reserve_ids(f.reg, "slurm", 6), 0); /* new kind */
+  assert_int_equal(start_kind(&f, &fk[0], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-7");
+  assert_int_equal(uvt_reserve_ids(f.reg, "slurm", 3), 0); /* not down */
+  assert_int_equal(uvt_reserve_ids(f.reg, "slurm", 0), 0);
+  assert_int_equal(start_kind(&f, &fk[1], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-8");
+  assert_int_equal(uvt_reserve_ids(f.reg, "slurm", 20), 0);
+  assert_int_equal(start_kind(&f, &fk[2], "slurm", "l", NULL, id), 0);
+  assert_string_equal(id, "slurm-21");
+  /* Only that kind's counter moves. */
+  assert_int_equal(start_kind(&f, &fk[3], "other", "l", NULL, id), 0);
+  assert_string_equal(id, "other-1");
+  assert_int_equal(uvt_reserve_ids(NULL, "slurm", 1), UV_EINVAL);
+  assert_int_equal(uvt_reserve_ids(f.reg, NULL, 1), UV_EINVAL);
+  assert_int_equal(uvt_reserve_ids(f.reg, "", 1), UV_EINVAL);
+  assert_int_equal(uvt_reserve_ids(f.reg, "a b", 1), UV_EINVAL);
+  fixture_close(&f);
+}
+
 /* ---------------------------------------------------------------------- */
 /* R-START-5, C-14: the record exists when uvt_start returns; get, read,
  * wait and kill work in the same loop turn (before the first uv_run, and
@@ -1027,6 +1057,7 @@ int main(void) {
       TC_TEST(start_alloc_failures_other_calls),
       TC_TEST(start_ids_per_kind),
       TC_TEST(start_given_id),
+      TC_TEST(start_reserve_ids),
       TC_TEST(start_same_turn),
       TC_TEST(start_limit),
       TC_TEST(start_limit_zero),

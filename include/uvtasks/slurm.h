@@ -126,7 +126,8 @@ UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
   uvt_slurm_engine_options_init_size((o), sizeof *(o))
 
 /* Start an engine for `reg` (its loop).  Creates out_dir (mode 0700 if
- * missing), opens (creates) the journal, starts the engine thread and
+ * missing), opens (creates) the journal (E-5: the next new task's id is
+ * above every id it ever named), starts the engine thread and
  * waits for its libslurm set-up (which reads slurm.conf and writes the
  * process environment, so no thread may read it meanwhile).  The
  * host closes the engine after the registry (see below).
@@ -281,9 +282,10 @@ UVT_EXTERN int uvt_slurm_start(uvt_slurm_engine_t *e,
  * adopted nor cancelled.  If the controller does not answer, the jobs
  * are registered unconfirmed: nothing is sent to them (a kill waits) until
  * it answers, and one it then disowns settles `failed` "not adopted:
- * ..." untouched.  Call it before starting
- * new tasks: a new task may otherwise take a journalled id first (then
- * that job's adoption fails with UV_EEXIST).  Output resumes at the consumed
+ * ..." untouched.  No new task takes a journalled id, before or after
+ * this call: uvt_slurm_engine_new() moved the registry's id counter past
+ * every id the journal ever named, delivered tasks' too, so an id is
+ * never handed out again for another job.  Output resumes at the consumed
  * offsets; a job that ended while no host watched settles from what the
  * controller (or, once the controller forgot it, the job's exit-code file)
  * says.  A job whose end was already delivered to listeners is not registered

@@ -1485,6 +1485,10 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
   }
   if (o->journal != NULL && (err = uvt__sjournal_open(e, o->journal)) != 0)
     goto fail;
+  /* E-5: no id the journal ever named is handed out again, adopted or
+   * not (its delivered tasks are not adopted at all). */
+  if (e->id_high > 0 && (err = uvt_reserve_ids(reg, "slurm", e->id_high)) != 0)
+    goto fail;
   if ((err = uv_mutex_init(&e->mutex)) != 0)
     goto fail;
   if ((err = uv_cond_init(&e->cond)) != 0) {

@@ -16,6 +16,14 @@
  * end was delivered; the slot is free).  uid, cluster and the job name
  * uvt-<key> are what adoption checks with the controller (E-9).
  *
+ * Ids are never handed out again for a journal's tasks (E-5): the open
+ * notes the highest id number any record names, delivered ones too
+ * (e->id_high; the engine raises the registry's counter past it), and
+ * the compaction keeps that number in the file: a D record of it when no
+ * live record has it (its slot free, so the next task, whose id is
+ * higher, writes over it).  A new task's id is above every earlier one,
+ * so the file's highest id stays the highest ever handed out.
+ *
  * The v3 journal (a line per event: "T id key", "J id job",
  * "O id out err", "D id") is read too and rewritten in this form.
  *
@@ -226,16 +234,47 @@ static int parse_v3(const char *line, uvt__journal_entry_t **a, size_t *n,
 typedef struct {
   uvt__journal_entry_t *a;
   size_t n, cap;
+  uint64_t high;            /* the highest id number named (E-5) */
+  char high_id[UVT_ID_MAX]; /* ... that id */
 } load_t;
+
+/* The number of an id "slurm-<n>"; 0 for any other. */
+static uint64_t id_number(const char *id) {
+  uint64_t n = 0;
+  const char *p;
+  if (strncmp(id, "slurm-", 6) != 0 || id[6] < '1' || id[6] > '9')
+    return 0;
+  for (p = id + 6; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
+      return 0;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  return n;
+}
+
+static void note_id(load_t *l, const char *id) {
+  uint64_t n = id_number(id);
+  if (n > l->high) {
+    l->high = n;
+    snprintf(l->high_id, sizeof(l->high_id), "%s", id);
+  }
+}
 
 static int load_line(void *arg, char *line, size_t len) {
   load_t *l = arg;
   uvt__journal_entry_t r, *x;
   (void)len;
-  if (strncmp(line, "U1 ", 3) != 0)
+  if (strncmp(line, "U1 ", 3) != 0) {
+    char id[UVT_ID_MAX];
+    if (sscanf(line, "%*1[TJOD] %63s", id) == 1)
+      note_id(l, id);
     return parse_v3(line, &l->a, &l->n, &l->cap);
+  }
   memset(&r, 0, sizeof(r));
-  if (parse_rec(line, &r) != 0 || r.done)
+  if (parse_rec(line, &r) != 0)
+    return 0;
+  note_id(l, r.id); /* delivered ones too (E-5) */
+  if (r.done)
     return 0;
   /* One record per id: a later slot is a later task. */
   if ((x = find(l->a, l->n, r.id)) == NULL &&
@@ -252,6 +291,8 @@ typedef struct {
   uvt__journal_entry_t *a;
   size_t n;
   int64_t slots;
+  const char *high_id; /* E-5: the highest id, kept as D when not live */
+  int64_t high_slot;   /* ... its slot, or -1 */
 } emit_t;
 
 static int emit_live(void *arg, uvt__journal_t *out) {
@@ -269,6 +310,16 @@ static int emit_live(void *arg, uvt__journal_t *out) {
     if (err == 0)
       err = uvt__journal_append(out, rec, REC - 1);
     x->slot = m->slots++;
+  }
+  if (err == 0 && m->high_id[0] != '\0') {
+    for (i = 0; i < m->n; i++)
+      if (!m->a[i].done && strcmp(m->a[i].id, m->high_id) == 0)
+        return 0; /* a live record keeps it */
+    err = format_rec('D', m->high_id, "-", 0, 0, 0, m->e->uid, m->e->cluster, 0,
+                     0, rec);
+    if (err == 0)
+      err = uvt__journal_append(out, rec, REC - 1);
+    m->high_slot = m->slots++;
   }
   return err;
 }
@@ -292,9 +343,14 @@ int uvt__sjournal_open(uvt_slurm_engine_t *e, const char *path) {
   m.a = l.a;
   m.n = l.n;
   m.slots = 0;
+  m.high_id = l.high_id;
+  m.high_slot = -1;
   if ((err = uvt__journal_compact(&e->journal, emit_live, &m)) != 0)
     goto fail;
   e->slots = m.slots;
+  e->id_high = l.high;
+  if (m.high_slot >= 0)
+    free_slot(e, m.high_slot); /* the next task writes a higher id there */
   /* Only the live ones are kept for adoption. */
   for (i = 0, k = 0; i < l.n; i++)
     if (!l.a[i].done)

@@ -62,6 +62,7 @@ struct uvt_slurm_engine_s {
   size_t free_slots_n, free_slots_cap;
   struct uvt__journal_entry_s *loaded; /* live entries found at open */
   size_t loaded_n;
+  uint64_t id_high; /* E-5: the highest id number the journal named */
   uint64_t heartbeat_ms;
   uint64_t lost_after_ms;
   int detach_on_close;

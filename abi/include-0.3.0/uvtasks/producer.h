@@ -115,6 +115,20 @@ UVT_EXTERN int uvt_task_is_live(const uvt_task_t *t);
  * Since: 0.3.0 */
 UVT_EXTERN const uvt_hooks_t *uvt_task_hooks(const uvt_task_t *t);
 
+/* R-START-4, R-START-6: the id counter of `kind` moves to at least
+ * `upto`, so the registry never hands out "<kind>-1".."<kind>-<upto>" by
+ * itself afterwards (a requested id, R-START-6, may still name one: that
+ * is how work taken back keeps its id).  A producer that takes work back
+ * from a journal calls it with the highest number the journal ever
+ * named, taken back or not, so an id once given to one piece of work is
+ * never given to another (the Slurm engine does, E-5).  The counter
+ * never moves down; upto 0 changes nothing.
+ * Returns 0, UV_EINVAL (NULL reg, a kind uvt_start() would refuse),
+ * UV_ENOMEM, or UVT_ETHREAD (another thread).  Thread: loop thread.
+ * Since: 0.3.0 */
+UVT_EXTERN int uvt_reserve_ids(uvt_registry_t *reg, const char *kind,
+                               uint64_t upto);
+
 /* 1 while the task is being taken down because its registry is closing
  * or its owner agent is being disposed (R-CLOSE-1, R-OWN-4), else 0; a
  * cancel hook uses it to tell a host's leaving from a kill (the Slurm
