@@ -96,6 +96,16 @@ assert "UVT_OK_TOKEN=passed-on-purpose" in text, text
 # E-14: what the cluster offers.
 text, err = s.call("cluster_info", {})
 assert not err and "debug" in text and "gpu" in text, text
+# E-5: a second server on the journal in use says which journal and
+# exits (it would adopt this one's jobs and report their ends too); this
+# one goes on.
+p = subprocess.run([mcp, "--slurm", "--slurm-journal", journal,
+                    "--no-guardian"], stdin=subprocess.DEVNULL,
+                   capture_output=True, env=env, text=True, timeout=120)
+assert p.returncode != 0, p
+assert "--slurm-journal %s is in use" % journal in p.stderr, p.stderr
+text, err = s.call("cluster_info", {})
+assert not err, text
 # A running job outlives the server (journal) ...
 text, err = s.call("submit_job", {"command": "echo started; sleep 300"})
 assert not err and "Submitted as task slurm-" in text, text

@@ -1334,6 +1334,62 @@ static void slurm_ids_fresh(void **state) {
   env_close(&v);
 }
 
+/* E-5: a journal is one engine's at a time.  A second engine on it, in
+ * this process or another, fails with UV_EBUSY and a log line naming the
+ * journal, and touches nothing of it (it would adopt the first's live
+ * jobs and report their ends twice); once the first closed (or its
+ * process died), the next one opens it and adopts. */
+static void slurm_journal_exclusive(void **state) {
+  env_t v, w;
+  char journal[4096], id[UVT_ID_MAX];
+  uvt_slurm_engine_options_t eo;
+  uvt_slurm_engine_t *e2 = NULL;
+  uvt_kill_result_t kr;
+  int warnings, status;
+  pid_t pid;
+  (void)state;
+  case_path(journal, sizeof(journal), "journal");
+  env_open(&v, journal, 1, 0);
+  assert_int_equal(start_cmd(&v, "sleep 300", id), 0);
+  {
+    idarg_t a = {&v, id};
+    run_until(&v, has_job, &a, 60000);
+  }
+  /* The same registry. */
+  uvt_slurm_engine_options_init(&eo);
+  eo.out_dir = out_dir;
+  eo.journal = journal;
+  warnings = v.f.warnings;
+  assert_int_equal(uvt_slurm_engine_new(v.f.reg, &eo, &e2), UV_EBUSY);
+  assert_null(e2);
+  assert_int_equal(v.f.warnings, warnings + 1);
+  assert_non_null(strstr(v.f.last_warning, journal));
+  assert_non_null(strstr(v.f.last_warning, "in use"));
+  /* Another registry of this process, and another process. */
+  fixture_init(&w.f, NULL);
+  assert_int_equal(uvt_slurm_engine_new(w.f.reg, &eo, &e2), UV_EBUSY);
+  fixture_close(&w.f);
+  pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    fixture_t f;
+    int err;
+    fixture_init(&f, NULL);
+    err = uvt_slurm_engine_new(f.reg, &eo, &e2);
+    _exit(err == UV_EBUSY ? 0 : 1);
+  }
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* Untouched: the first engine's job runs on, its record kept. */
+  assert_int_equal(status_of(&v, id, NULL, 0), UVT_RUNNING);
+  env_close(&v); /* detached: the job runs on */
+  env_open(&v, journal, 0, 0);
+  assert_int_equal(uvt_slurm_adopt_all(v.e, NULL), 1);
+  assert_int_equal(uvt_kill(v.f.reg, id, NULL, "t", &kr), 0);
+  wait_end(&v, id, 60000);
+  env_close(&v);
+}
+
 static void slurm_journal_compact(void **state) {
   env_t v;
   char journal[4096], id[UVT_ID_MAX], acc[8192] = "", cmd[512], gate[4096];
@@ -2294,6 +2350,7 @@ int main(void) {
       cmocka_unit_test_setup(slurm_journal_foreign, setup),
       cmocka_unit_test_setup(slurm_journal_compact, setup),
       cmocka_unit_test_setup(slurm_ids_fresh, setup),
+      cmocka_unit_test_setup(slurm_journal_exclusive, setup),
       cmocka_unit_test_setup(slurm_env_scrubbed, setup),
       cmocka_unit_test_setup(slurm_submit_answers, setup),
       cmocka_unit_test_setup(slurm_array, setup),

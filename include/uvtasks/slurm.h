@@ -139,7 +139,11 @@ UVT_EXTERN void uvt_slurm_engine_options_init(uvt_slurm_engine_options_t *o);
  * the error of creating out_dir / opening the journal / starting the
  * thread (the journal: UV_ELOOP for a symlink at the file or its
  * directory, UV_EPERM for a file that is not a regular file of the
- * effective user, UV_EINVAL for a file name over 250 bytes: S-7).
+ * effective user, UV_EINVAL for a file name over 250 bytes: S-7), or
+ * UV_EBUSY: the journal is another engine's, in this process or another
+ * (E-5: one engine per journal; the engine holds an exclusive flock(2) on
+ * "<journal>.lock" until it closes or its process ends; logged at
+ * UVT_LOG_ERROR with the journal's path, nothing of it touched).
  * Thread: loop.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_slurm_engine_new(uvt_registry_t *reg,

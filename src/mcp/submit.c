@@ -182,6 +182,10 @@ int mcp_slurm_init(mcp_server_t *server) {
     fprintf(stderr,
             "uvtasks-mcp: --slurm-sbatch-allow: an option the engine does "
             "not know\n");
+  else if (err == UV_EBUSY && eo.journal != NULL)
+    fprintf(stderr,
+            "uvtasks-mcp: --slurm-journal %s is in use by another server\n",
+            eo.journal);
   else if (err != 0) {
     /* Say which of the files it was: the journal, its output directory
      * or the cluster's configuration. */

@@ -1483,8 +1483,14 @@ int uvt_slurm_engine_new(uvt_registry_t *reg,
     err = UV_ENOMEM;
     goto fail;
   }
-  if (o->journal != NULL && (err = uvt__sjournal_open(e, o->journal)) != 0)
+  if (o->journal != NULL && (err = uvt__sjournal_open(e, o->journal)) != 0) {
+    if (err == UV_EBUSY)
+      uvt_log(reg, UVT_LOG_ERROR,
+              "slurm: journal %s is in use by another engine (this process "
+              "or another): not opened",
+              o->journal);
     goto fail;
+  }
   /* E-5: no id the journal ever named is handed out again, adopted or
    * not (its delivered tasks are not adopted at all). */
   if (e->id_high > 0 && (err = uvt_reserve_ids(reg, "slurm", e->id_high)) != 0)

@@ -27,6 +27,11 @@
  * The v3 journal (a line per event: "T id key", "J id job",
  * "O id out err", "D id") is read too and rewritten in this form.
  *
+ * One engine at a time: the open takes an exclusive flock(2) on
+ * "<journal>.lock" beside it (the journal's own inode changes at each
+ * compaction), held until the engine closes or its process ends; a
+ * second engine on the journal, in any process, fails with UV_EBUSY.
+ *
  * The file itself is src/leaf/journal.h's, shared with the durable tasks
  * of the process producer (D-3): opened relative to its directory's
  * descriptor (O_DIRECTORY|O_NOFOLLOW, then O_NOFOLLOW, a regular file of
@@ -331,7 +336,9 @@ int uvt__sjournal_open(uvt_slurm_engine_t *e, const char *path) {
   int err;
 
   memset(&l, 0, sizeof(l));
-  if ((err = uvt__journal_open_path(&e->journal, path, 0)) != 0)
+  /* One engine at a time (E-5): the lock on <journal>.lock is held while
+   * the engine lives, as a durable tasks' directory's journal.lock is. */
+  if ((err = uvt__journal_open_path(&e->journal, path, 1)) != 0)
     return err;
   if ((err = uvt__journal_slots(&e->journal)) != 0 ||
       (err = uvt__journal_read(&e->journal, load_line, &l)) != 0)
