@@ -1977,6 +1977,196 @@ static void test_durable_restart_delivered(void **state) {
 }
 
 /* ---------------------------------------------------------------------- */
+/* D-3: no id the journal ever named is handed out again                   */
+
+/* Start a durable task of `kind` in `f`, wait for its end (delivered:
+ * D-3) and, with `drop`, forget it (its record dropped).  The id goes to
+ * `id`. */
+static void run_ended(fixture_t *f, uvt_agent_t *a, const char *kind, int drop,
+                      char id[UVT_ID_MAX]) {
+  uvt_process_options_t o;
+  waitres_t w;
+  durable_opts(&o, "echo one");
+  o.owner = a;
+  o.kind = kind;
+  assert_int_equal(uvt_process_start(f->reg, &o, id), 0);
+  wait_task(f, &w, id, 10000, a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  if (drop)
+    assert_int_equal(uvt_forget(f->reg, id, a), 0);
+}
+
+/* A new (durable) task of `kind` must get `want`. */
+static void expect_new(fixture_t *f, uvt_agent_t *a, const char *kind,
+                       const char *want) {
+  char id[UVT_ID_MAX];
+  run_ended(f, a, kind, 1, id);
+  assert_string_equal(id, want);
+}
+
+static int journal_has(const char *dir, const char *text) {
+  char path[PATH_MAX], buf[8192];
+  FILE *fp;
+  size_t n;
+  snprintf(path, sizeof(path), "%s/journal", dir);
+  if ((fp = fopen(path, "r")) == NULL)
+    return -1;
+  n = fread(buf, 1, sizeof(buf) - 1, fp);
+  fclose(fp);
+  buf[n] = '\0';
+  return strstr(buf, text) != NULL;
+}
+
+static void append_journal(const char *dir, const char *text) {
+  char path[PATH_MAX];
+  int fd;
+  snprintf(path, sizeof(path), "%s/journal", dir);
+  fd = open(path, O_WRONLY | O_APPEND);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+}
+
+/* D-3 (a user's finding): tasks whose ends were delivered and whose
+ * records were dropped are not taken back, and their ids were handed out
+ * again after a restart (bash-1 was one command's output, then another's
+ * for a model that remembered it).  Siblings: several kinds, one kind
+ * untouched, a delivered record not dropped, a restart that starts
+ * nothing (the journal compacted to marks alone), the journal of a
+ * version without mark lines (task lines only), marks that are wrong. */
+static void test_durable_ids_fresh(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], id[UVT_ID_MAX];
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  run_ended(&f, &a, "bash", 1, id);
+  assert_string_equal(id, "bash-1");
+  run_ended(&f, &a, "bash", 1, id);
+  assert_string_equal(id, "bash-2");
+  run_ended(&f, &a, "job", 0, id); /* delivered, never dropped */
+  assert_string_equal(id, "job-1");
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  /* No compaction ran: task lines only, as an older version left them. */
+  assert_int_equal(journal_has(dir, "\nN "), 0);
+  assert_true(journal_has(dir, "T ") == 1);
+
+  /* A restart that starts nothing: its compaction keeps the marks. */
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  assert_int_equal(journal_lines(dir), 2);
+  assert_int_equal(journal_has(dir, "N 2 =bash\n"), 1);
+  assert_int_equal(journal_has(dir, "N 1 =job\n"), 1);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+
+  /* Marks alone, and some that are wrong (ignored, nothing else lost). */
+  append_journal(dir, "N 0 =bash\nN x =bash\nN 9\nN 99999999999999999999999 "
+                      "=bash\nN 7 -\nN 8 bash\nN 3 =bad%kind\n");
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  expect_new(&f, &a, "bash", "bash-3");
+  expect_new(&f, &a, "job", "job-2");
+  expect_new(&f, &a, "other", "other-1"); /* a kind never journalled */
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* D-3: a task taken back keeps its id; the delivered ones beside it, of
+ * its kind, higher and lower, are not handed out again either. */
+static void test_durable_ids_fresh_adopted(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], id[UVT_ID_MAX], live[UVT_ID_MAX];
+  uvt_process_options_t o;
+  waitres_t w;
+  (void)state;
+  if (!need_pidfd())
+    skip();
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  run_ended(&f, &a, "bash", 1, id); /* bash-1 */
+  durable_opts(&o, "read x < /dev/stdin; echo late");
+  o.stdin_pipe = 1;
+  o.owner = &a;
+  assert_int_equal(uvt_process_start(f.reg, &o, live), 0);
+  assert_string_equal(live, "bash-2");
+  run_ended(&f, &a, "bash", 1, id);
+  assert_string_equal(id, "bash-3");
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  expect_new(&f, &a, "bash", "bash-4");
+  /* bash-2 taken back keeps its line; bash-3 was kept as a mark. */
+  assert_int_equal(journal_has(dir, "N 3 =bash\n"), 1);
+  assert_int_equal(uvt_process_write(f.reg, live, &a, "go\n", 3), 0);
+  wait_task(&f, &w, live, 10000, &a);
+  assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
+  wait_end(&w);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* D-3: a host that starts a task before uvt_process_adopt_all() (the
+ * registry cannot know the journal yet) gets the counter's next id; from
+ * the adoption on, every new id is above the journal's, and no two tasks
+ * of the registry ever share one. */
+static void test_durable_ids_start_first(void **state) {
+  fixture_t f;
+  uvt_agent_t a;
+  char dir[64], id[UVT_ID_MAX], first[UVT_ID_MAX];
+  uvt_process_options_t o;
+  waitres_t w;
+  (void)state;
+
+  state_dir(dir, sizeof(dir));
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  run_ended(&f, &a, "bash", 1, id);
+  run_ended(&f, &a, "bash", 1, id);
+  run_ended(&f, &a, "bash", 1, id);
+  assert_string_equal(id, "bash-3");
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+
+  fixture_init(&f, NULL);
+  owner_setup(&f, &a);
+  test_opts(&o); /* not durable: no state directory yet */
+  o.command = "echo early";
+  o.owner = &a;
+  assert_int_equal(uvt_process_start(f.reg, &o, first), 0);
+  assert_string_equal(first, "bash-1");
+  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  run_ended(&f, &a, "bash", 1, id);
+  assert_string_equal(id, "bash-4");
+  wait_task(&f, &w, first, 10000, &a);
+  wait_end(&w);
+  uvt_agent_dispose(&a, NULL);
+  fixture_close(&f);
+  reap_keepers();
+  rm_rf(dir);
+}
+
+/* ---------------------------------------------------------------------- */
 
 /* The shared journal (src/leaf/journal.h) on its own, as both producers
  * use it: lines appended whole, a torn last line cut off, words encoded,
@@ -2089,6 +2279,9 @@ int main(int argc, char **argv) {
       T(test_durable_spawn_error),
       T(test_durable_restart_delivered),
       T(test_durable_journal_leaf),
+      T(test_durable_ids_fresh),
+      T(test_durable_ids_fresh_adopted),
+      T(test_durable_ids_start_first),
   };
   /* clang-format on */
   if (argc > 1 && strcmp(argv[1], "--durable-host") == 0)

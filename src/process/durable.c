@@ -27,6 +27,18 @@
  *   C KEY              close_stdin was asked
  *   D KEY              its end reached the listeners: never taken back
  *   F KEY              its record was dropped: its files are gone
+ *   N HIGH KIND        ids: KIND-1..KIND-HIGH were handed out (a
+ *                      compaction writes one per kind whose highest id
+ *                      no task line it writes names)
+ *
+ * No id the journal ever named is handed out again (D-3): loading notes
+ * the highest id number of each kind its T and N lines name, delivered
+ * and dropped tasks' too, and the registry's counter of the kind moves
+ * past it (uvt_reserve_ids) before anything is taken back; a task this
+ * host starts is noted as well, so a compaction, which drops delivered
+ * tasks' lines, keeps the number in an N line.  A journal written before
+ * N lines existed holds every task's T line until its first compaction,
+ * so the number is read from those.
  *
  * Output reaches the ring of each stream (output.c) as pipe bytes do, so
  * every read rule holds unchanged (caps, drops, UTF-8, structured reads,
@@ -96,8 +108,16 @@ struct uvt__dstate_s {
   uvt__proc_t **tailq; /* procs to tail at the next idle */
   size_t tailq_n, tailq_cap;
   int journal_warned;
-  unsigned failed_closes; /* a failed open's handles still closing */
+  unsigned failed_closes;      /* a failed open's handles still closing */
+  struct uvt__idmark_s *marks; /* D-3: the highest id number per kind */
+  size_t marks_n;
 };
+
+/* D-3: KIND-1..KIND-HIGH were handed out by some host of this journal. */
+typedef struct uvt__idmark_s {
+  char *kind;
+  uint64_t high;
+} uvt__idmark_t;
 
 static void free_state(uvt__dstate_t *ds);
 
@@ -181,6 +201,50 @@ static void unlink_files(uvt__dstate_t *ds, const char *key,
   }
 }
 
+/* ---- ids handed out (D-3) --------------------------------------------- */
+
+/* The number of `id` if it is "<kind>-<n>" (n from 1, no leading zero,
+ * as R-START-6 requests it), else 0. */
+static uint64_t id_number(const char *kind, const char *id) {
+  size_t k = strlen(kind);
+  uint64_t n = 0;
+  const char *p;
+  if (strncmp(id, kind, k) != 0 || id[k] != '-' || id[k + 1] < '1' ||
+      id[k + 1] > '9')
+    return 0;
+  for (p = id + k + 1; *p != '\0'; p++) {
+    if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
+      return 0;
+    n = n * 10 + (uint64_t)(*p - '0');
+  }
+  return n;
+}
+
+static int note_high(uvt__dstate_t *ds, const char *kind, uint64_t high) {
+  uvt__idmark_t *m;
+  size_t i;
+  if (high == 0)
+    return 0;
+  for (i = 0; i < ds->marks_n; i++)
+    if (strcmp(ds->marks[i].kind, kind) == 0) {
+      if (ds->marks[i].high < high)
+        ds->marks[i].high = high;
+      return 0;
+    }
+  m = uvt__realloc(ds->marks, (ds->marks_n + 1) * sizeof(*m));
+  if (m == NULL)
+    return UV_ENOMEM;
+  ds->marks = m;
+  if ((m[ds->marks_n].kind = uvt__strdup(kind)) == NULL)
+    return UV_ENOMEM;
+  m[ds->marks_n++].high = high;
+  return 0;
+}
+
+static int note_id(uvt__dstate_t *ds, const char *kind, const char *id) {
+  return note_high(ds, kind, id_number(kind, id));
+}
+
 /* ---- journal lines --------------------------------------------------- */
 
 /* A string field as one word ("-" for NULL); returns a new block. */
@@ -230,10 +294,33 @@ done:
   return err;
 }
 
+/* D-3: a kind's highest id, unless a task line that stays names it. */
+static int write_mark(uvt__journal_t *j, uvt__dstate_t *ds,
+                      const uvt__idmark_t *m) {
+  struct uvt__link *l;
+  char *w;
+  int err;
+  for (l = ds->entries.next; l != &ds->entries; l = l->next) {
+    uvt__dentry_t *e = uvt__container_of(l, uvt__dentry_t, link);
+    if (!e->delivered && strcmp(e->kind, m->kind) == 0 &&
+        id_number(e->kind, e->id) == m->high)
+      return 0;
+  }
+  if ((w = word(m->kind)) == NULL)
+    return UV_ENOMEM;
+  err = uvt__journal_appendf(j, "N %llu %s", (unsigned long long)m->high, w);
+  uvt__free(w);
+  return err;
+}
+
 static int emit_all(void *arg, uvt__journal_t *out) {
   uvt__dstate_t *ds = arg;
   struct uvt__link *l;
+  size_t i;
   int err;
+  for (i = 0; i < ds->marks_n; i++)
+    if ((err = write_mark(out, ds, &ds->marks[i])) != 0)
+      return err;
   for (l = ds->entries.next; l != &ds->entries; l = l->next) {
     uvt__dentry_t *e = uvt__container_of(l, uvt__dentry_t, link);
     if (e->delivered)
@@ -354,7 +441,7 @@ static int load_line(void *arg, char *text, size_t len) {
       entry_free(e);
     }
     entry_link(ds, x);
-    return 0;
+    return note_id(ds, x->kind, x->id); /* D-3 */
   }
   case 'P':
     if (e != NULL && n >= 4) {
@@ -388,6 +475,23 @@ static int load_line(void *arg, char *text, size_t len) {
       entry_free(e);
     }
     return 0;
+  case 'N': { /* D-3 */
+    char *kind = NULL, *end = NULL;
+    uint64_t high;
+    int r;
+    if (n < 3 || w[1][0] < '1' || w[1][0] > '9')
+      return 0;
+    errno = 0;
+    high = strtoull(w[1], &end, 10);
+    if (errno != 0 || *end != '\0' || dec_opt(w[2], &kind) != 0 ||
+        kind == NULL) {
+      uvt__free(kind);
+      return 0;
+    }
+    r = note_high(ds, kind, high);
+    uvt__free(kind);
+    return r;
+  }
   default:
     return 0;
   }
@@ -827,6 +931,9 @@ int uvt__durable_record(uvt__proc_t *p, const uvt_process_options_t *o,
       (e->label = uvt__strdup(label)) == NULL ||
       (o->command != NULL && (e->command = uvt__strdup(o->command)) == NULL))
     return UV_ENOMEM;
+  /* D-3: its id stays taken in the journal after its line goes. */
+  if ((err = note_id(ds, kind, e->id)) != 0)
+    return err;
   hook("record", e->id);
   /* Before the spawn: a keeper never runs unjournalled (D-3). */
   if ((err = write_task_line(&ds->journal, e)) != 0)
@@ -1317,6 +1424,17 @@ static int state_open(uvt__procs_t *ps, const char *dir) {
   /* Compacted at every start (D-6): a line per task. */
   if ((err = uvt__journal_compact(&ds->journal, emit_all, ds)) != 0)
     goto fail;
+  /* D-3: no id the journal named is handed out again, taken back or not
+   * (a kind uvt_start() refuses is never handed out anyway). */
+  {
+    size_t i;
+    for (i = 0; i < ds->marks_n; i++) {
+      err = uvt_reserve_ids(ds->reg, ds->marks[i].kind, ds->marks[i].high);
+      if (err != 0 && err != UV_EINVAL)
+        goto fail;
+    }
+    err = 0;
+  }
   /* Delivered tasks are gone for good now. */
   {
     struct uvt__link *l, *next;
@@ -1388,6 +1506,9 @@ static void free_state(uvt__dstate_t *ds) {
       e->proc->dur = NULL;
     entry_free(e);
   }
+  while (ds->marks_n > 0)
+    uvt__free(ds->marks[--ds->marks_n].kind);
+  uvt__free(ds->marks);
   uvt__free(ds->tailq);
   uvt__free(ds->path);
   uvt__free(ds);

@@ -12,7 +12,9 @@
 #  - a task a call gives limits is durable with them (L-LIM-3): the
 #    server's --limit-memory is taken with --state-dir, and the limit
 #    names the task's end after a restart;
-#  - a second server on the same directory is refused.
+#  - a second server on the same directory is refused;
+#  - a restarted server never hands out an id again (a delivered
+#    task's bash-1 is not the next task's id).
 #
 # UVTASKS_MCP=path/to/uvtasks-mcp bash durable-test.sh
 set -u
@@ -235,4 +237,29 @@ if [ -n "$lim_id" ]; then
   wait "$srv"
   srv=
 fi
+# ---- D-3: an id is never handed out again after a restart ---------------
+# A task whose end was delivered is not taken back; the next server must
+# not give its id to another command (a model that remembers bash-1 would
+# read another command's output under it).
+state=$tmp/state-ids
+start --no-guardian
+call run_in_background '{"command":"echo one"}'
+t=$(text $id)
+case $t in *"Started bash-1"*) ok "ids: started bash-1" ;; *) bad "ids: start" "$t" ;; esac
+call task_output '{"task_id":"bash-1","wait":true,"timeout_ms":20000}'
+t=$(text $id)
+case $t in *one*"exit code: 0"*) ok "ids: bash-1 ended, its end delivered" ;; *) bad "ids: bash-1's end" "$t" ;; esac
+exec {W}>&-
+wait "$srv"
+srv=
+start --no-guardian
+call run_in_background '{"command":"echo two"}'
+t=$(text $id)
+case $t in
+  *"Started bash-2"*) ok "D-3: after a restart the next task is bash-2, not bash-1 again" ;;
+  *) bad "D-3: an id handed out again after a restart" "$t" ;;
+esac
+exec {W}>&-
+wait "$srv"
+srv=
 summary

@@ -1247,8 +1247,13 @@ UVT_EXTERN const char *uvt_process_cgroup_dir(uvt_registry_t *reg);
  * another, gets UV_EBUSY for the same directory (two hosts never both
  * adopt).  Later calls (other owners) take the same directory's tasks
  * of their owner.  It also compacts the journal (D-6) and removes the
- * files of tasks that are gone.  Call it before starting new tasks: an
- * id a new task already took cannot be taken back (logged, skipped).
+ * files of tasks that are gone.  The first call moves each kind's id
+ * counter past every id the journal ever named (D-3: delivered and
+ * dropped tasks' too, uvt_reserve_ids()), so no new task gets an id a
+ * task of the directory had.  Call it before starting new tasks: one
+ * started before may take such an id (the journal is not read yet), and
+ * a journalled task whose id is taken is not taken back (logged,
+ * skipped, kept in the journal); two tasks never share an id either way.
  *
  * Returns the number of tasks taken back (>= 0); UV_EINVAL (NULL reg or
  * state_dir, or another directory than the registry's); UV_EPERM (not a
