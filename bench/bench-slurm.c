@@ -60,6 +60,23 @@ static void sleep10(void) {
   usleep(10000);
 }
 
+/* The next point of a 10 ms grid (*next 0: the grid starts now), slept
+ * to on the monotonic clock: both sides of out_delay read at the same
+ * spacing, whatever a read or a loop turn costs (the row measures how
+ * old a line is when a read returns it, so the spacing must match). */
+static void pace(uint64_t *next) {
+  struct timespec ts;
+  uint64_t now = uv_hrtime();
+  if (*next == 0)
+    *next = now;
+  *next += 10000000;
+  if (*next <= now)
+    return;
+  ts.tv_sec = (time_t)(*next / 1000000000);
+  ts.tv_nsec = (long)(*next % 1000000000);
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
 static int start(const char *cmd, char id[UVT_ID_MAX]) {
   uvt_slurm_options_t o;
   uvt_slurm_options_init(&o);
@@ -188,9 +205,11 @@ static double out_delay_uvt(void) {
   double d[LINES];
   int n = 0;
   size_t pos = 0;
+  uint64_t next = 0;
   start(STAMPS, id);
   while (!terminal(id) || n < LINES) {
-    tick();
+    pace(&next);
+    uv_run(&loop, UV_RUN_NOWAIT);
     read_task(id, acc, sizeof(acc));
     stamp_delays(acc, &pos, d, &n);
     if (terminal(id) && n < LINES)
@@ -206,10 +225,11 @@ static double out_delay_direct(void) {
   int n = 0;
   size_t pos = 0;
   uint32_t job = sbatch(STAMPS, path, sizeof(path));
+  uint64_t next = 0;
   snprintf(args, sizeof(args), "-j %u", job);
   int polls = 0;
   while (n < LINES) {
-    sleep10();
+    pace(&next);
     read_file_from(path, strlen(acc), acc, sizeof(acc));
     stamp_delays(acc, &pos, d, &n);
     /* squeue takes ~100 ms here: ask only now and then, so the reads

@@ -2152,6 +2152,10 @@ static void slurm_wrapper_leaves_nothing(void **state) {
               {"kill -KILL $$", -SIGKILL},
               {"sleep 0.2; kill -KILL $$", -SIGKILL},
               {"sleep 0.1; kill -SEGV $$", -SIGSEGV},
+              /* 128 + SIGTSTP and + SIGTTOU: exit codes, not signals to
+               * raise (raised, they stopped the wrapper for good). */
+              {"exit 148", 148},
+              {"exit 150", 150},
               {NULL, 0}};
   char dir[] = "/tmp/uvt-wrap-XXXXXX";
   char rc[96], err[96], line[64], what[96];
@@ -2195,6 +2199,56 @@ static void slurm_wrapper_leaves_nothing(void **state) {
       assert_nothing_left(what);
       unlink(rc);
     }
+  }
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  wrapper_dir_remove(dir);
+}
+
+/* E-11: the host's environment cannot break the wrapper: bash options
+ * (SHELLOPTS errexit and nounset), exported functions named like the
+ * builtins it uses (kill, wait, read, printf), a PATH without sleep.  The
+ * command still gets its status recorded, nothing is left, in each wait
+ * mode (a fresh attack on the wrapper: errexit ended it at once with the
+ * command still running; a `kill` function stopped its forwarding). */
+static void slurm_wrapper_hostile_env(void **state) {
+  char *const env[] = {"PATH=/nonexistent",
+                       "SHELLOPTS=errexit:nounset",
+                       "BASH_FUNC_kill%%=() { :; }",
+                       "BASH_FUNC_wait%%=() { return 0; }",
+                       "BASH_FUNC_read%%=() { return 1; }",
+                       "BASH_FUNC_printf%%=() { :; }",
+                       NULL};
+  char dir[] = "/tmp/uvt-wrap-XXXXXX";
+  char script[128], rc[128], line[64];
+  int m;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(script, sizeof(script), "%s/wrapper.sh", dir);
+  snprintf(rc, sizeof(rc), "%s/job.rc", dir);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  for (m = 0; m < WAIT_MODES; m++) {
+    pid_t pid;
+    int status;
+    FILE *fp;
+    write_wrapper(dir, "/bin/sleep 0.3; exit 4", wait_modes[m]);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      execle("/bin/bash", "bash", script, (char *)NULL, env);
+      _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 4))
+      print_message("status %#x (%s)\n", status, mode_name(wait_modes[m]));
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 4);
+    fp = fopen(rc, "r");
+    assert_non_null(fp);
+    assert_non_null(fgets(line, sizeof(line), fp));
+    fclose(fp);
+    assert_string_equal(line, "4 - -\n");
+    assert_nothing_left(mode_name(wait_modes[m]));
+    unlink(rc);
   }
   assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
   wrapper_dir_remove(dir);
@@ -2339,6 +2393,7 @@ int main(void) {
       cmocka_unit_test(slurm_wrapper_leaves_nothing),
       cmocka_unit_test(slurm_wrapper_beats),
       cmocka_unit_test(slurm_wrapper_leftover),
+      cmocka_unit_test(slurm_wrapper_hostile_env),
       cmocka_unit_test(slurm_wrapper_signals),
       cmocka_unit_test_setup(slurm_outcomes, setup),
       cmocka_unit_test_setup(slurm_fifty, setup),

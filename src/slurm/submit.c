@@ -39,19 +39,24 @@ static void put_quoted(FILE *fp, const char *s) {
  * can.  The engine makes <key>.t, a FIFO, before it submits: the command
  * gets its write end as fd 8, the wrapper keeps the read end, so a read
  * sees end of file the moment the command and everything it started are
- * gone, and times out every 0.1 s otherwise (a beat when one is due; a
- * command whose children outlive it, holding fd 8, is seen gone there;
- * a tick costs the node about 60 us of CPU).
- * A command that closes fd 8 itself, an array element (no FIFO of its
- * own) and a file system without FIFOs fall back to one `sleep` at a
- * time: bash 5.1 and later say which of the two ended (wait -n -p); 4.3
- * to 5.0 wait for either (wait -n) and the wrapper asks which is gone;
- * older bash waits for the sleep alone, so there a command's end is seen
- * at the next beat.  When the command ends the sleep gets SIGKILL (a
- * child forked but not yet exec'd runs bash's handlers, which would take
- * a TERM and lose it) and is waited for: nothing of the wrapper is left
- * in the job when it exits, so nothing holds the job past its end
- * (Slurm's proctrack/cgroup looks again only a second later).
+ * gone, and times out every 0.1 s otherwise (a beat when a beat's ticks
+ * passed; a command whose children outlive it, holding fd 8, is seen
+ * gone there; a tick costs the node about 60 us of CPU).  An end of file
+ * while the command is not yet a zombie (the kernel closes its files
+ * first) or because it closed fd 8: the wrapper holds a writer itself and
+ * looks every 2 ms for a while, then on the ticks.  An array element (no
+ * FIFO of its own) and a file system without FIFOs wait with one `sleep`
+ * at a time: bash 5.1 patch 10 and later say which of the two ended
+ * (wait -n -p; before that patch a trap that cut one short made every
+ * later one return at once); 4.3 on wait for either (wait -n); older
+ * bash waits for the sleep alone.  Whether the command ended is asked of
+ * /proc (bash may report and drop a job at any command boundary), so in
+ * every mode it is seen within a beat at worst.  When the command ends
+ * the sleep gets SIGKILL (a child forked but not yet exec'd runs bash's
+ * handlers, which would take a TERM and lose it) and is waited for:
+ * nothing of the wrapper is left in the job when it exits, so nothing
+ * holds the job past its end (Slurm's proctrack/cgroup looks again only
+ * a second later).
  *
  * The command's status goes to <key>.rc with the signal Slurm sent and
  * when (the controller forgets ended jobs after MinJobAge: E-14), one
@@ -62,13 +67,17 @@ static const char wrapper_head[] = "#!/bin/bash\n"
                                    "# uvtasks: a Slurm task's wrapper\n";
 
 static const char wrapper_body[] =
+    /* The host's environment may set bash's options (SHELLOPTS, BASH_ENV):
+     * the wrapper's own logic runs without errexit and nounset, and calls
+     * the builtins by name, past any exported function of that name. */
+    "set +eu +o pipefail 2>/dev/null\n"
     /* The session and host sbatch records for a job submitted from in
      * here (AllocNode:Sid): a kill of this task cancels such jobs too. */
-    "read -r uvt_st </proc/$$/stat\n"
+    "builtin read -r uvt_st </proc/$$/stat\n"
     "uvt_st=${uvt_st##*) }\n"
     "set -- $uvt_st\n"
-    "read -r uvt_host </proc/sys/kernel/hostname\n"
-    "printf '%s %s\\n' \"$4\" \"$uvt_host\" >\"$uvt_base.sid\"\n"
+    "builtin read -r uvt_host </proc/sys/kernel/hostname\n"
+    "builtin printf '%s %s\\n' \"$4\" \"$uvt_host\" >\"$uvt_base.sid\"\n"
     "set --\n"
     "uvt_t0=$SECONDS\n"
     "uvt_cmd=\n"
@@ -85,14 +94,16 @@ static const char wrapper_body[] =
     "    uvt_got=$1\n"
     "    uvt_at=$((SECONDS - uvt_t0))\n"
     "  fi\n"
-    "  [ -n \"$uvt_cmd\" ] && kill -s \"$1\" -- \"-$uvt_cmd\" 2>/dev/null\n"
+    "  [ -n \"$uvt_cmd\" ] && builtin kill -s \"$1\" -- \"-$uvt_cmd\" "
+    "2>/dev/null\n"
     "}\n"
     /* Has the command ended?  Gone from /proc, a zombie bash has not
      * reaped yet, or its pid now another process's (its start time, field
-     * 22, recorded by the first call). */
+     * 22, recorded by the first call).  Asked of /proc, not of bash's job
+     * table: bash may report and drop a job at any command boundary. */
     "uvt_gone() {\n"
     "  local s=\n"
-    "  read -r s 2>/dev/null </proc/\"$uvt_cmd\"/stat\n"
+    "  builtin read -r s 2>/dev/null </proc/\"$uvt_cmd\"/stat\n"
     "  s=${s##*) }\n"
     "  case $s in ''|Z*|X*) return 0 ;; esac\n"
     "  set -- $s\n"
@@ -102,10 +113,13 @@ static const char wrapper_body[] =
     "for uvt_s in HUP INT QUIT USR1 USR2 ALRM TERM XCPU; do\n"
     "  trap \"uvt_fwd $uvt_s\" \"$uvt_s\"\n"
     "done\n"
-    /* p: wait -n -p; n: wait -n; empty: wait for the sleep alone. */
+    /* p: wait -n -p (from bash 5.1 patch 10: before it, a trap that cut a
+     * wait -n -p short made every later one return at once); n: wait -n;
+     * empty: wait for the sleep alone. */
     "uvt_wn=\n"
     "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 403)) && uvt_wn=n\n"
-    "((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) && uvt_wn=p\n"
+    "((BASH_VERSINFO[0] * 10000 + BASH_VERSINFO[1] * 100 + "
+    "BASH_VERSINFO[2] >= 50110)) && uvt_wn=p\n"
     ": >\"$uvt_hb\"\n"
     "uvt_fifo=\n"
     "if [ -p \"$uvt_base.t\" ] &&\n"
@@ -120,10 +134,15 @@ static const char wrapper_tail[] =
     " </dev/null 9<&- &\n"
     "uvt_cmd=$!\n"
     "set +m\n"
+    /* A signal that came before the command's group existed. */
+    "[ -n \"$uvt_got\" ] && builtin kill -s \"$uvt_got\" -- \"-$uvt_cmd\" "
+    "2>/dev/null\n"
     "exec 8>&-\n"
     "uvt_born=\n"
     "uvt_gone\n"
-    "uvt_due=$((SECONDS + uvt_beat_s))\n"
+    "uvt_ticks=0\n"
+    "uvt_fast=0\n"
+    "uvt_status=\n"
     /* One redirection for the two loops: kill and wait say nothing, nor
      * does bash's note of a command killed by a signal ("Killed /bin/bash
      * -c ..."), which it prints at the first command it runs after
@@ -132,75 +151,95 @@ static const char wrapper_tail[] =
     "while :; do\n"
     "  uvt_int=\n"
     "  if [ -n \"$uvt_fifo\" ]; then\n"
-    "    read -r -t 0.1 -n 1 -u 9 uvt_x\n"
+    "    if [ \"$uvt_fast\" -gt 0 ]; then\n"
+    "      uvt_fast=$((uvt_fast - 1))\n"
+    "      builtin read -r -t 0.002 -n 1 -u 9 uvt_x\n"
+    "      uvt_rd=$?\n"
+    "      uvt_gone && break\n"
+    "      continue\n"
+    "    fi\n"
+    "    builtin read -r -t 0.1 -n 1 -u 9 uvt_x\n"
     "    uvt_rd=$?\n"
-    /* A tick: kill -0 is cheap (a zombie counts as alive until bash
-     * reaps it, the next tick); the full look once a beat. */
     "    if [ \"$uvt_rd\" -gt 128 ]; then\n"
-    "      if [ \"$SECONDS\" -lt \"$uvt_due\" ]; then\n"
-    "        kill -0 \"$uvt_cmd\" || break\n"
+    /* A tick: kill -0 is cheap (a zombie counts as alive until bash
+     * reaps it); the full look, and a beat, once a beat's ticks passed
+     * (counted, not read from the wall clock, which may step). */
+    "      uvt_ticks=$((uvt_ticks + 1))\n"
+    "      if [ \"$uvt_ticks\" -lt \"$((uvt_beat_s * 10))\" ]; then\n"
+    "        builtin kill -0 \"$uvt_cmd\" || break\n"
     "        continue\n"
     "      fi\n"
     "      uvt_gone && break\n"
     "      : >\"$uvt_hb\"\n"
-    "      uvt_due=$((SECONDS + uvt_beat_s))\n"
+    "      uvt_ticks=0\n"
     "      continue\n"
     "    fi\n"
     "    uvt_gone && break\n"
     "    if [ \"$uvt_rd\" -ne 0 ]; then\n"
-    /* End of file with the command alive: it closed fd 8. */
-    "      exec 9<&-\n"
-    "      uvt_fifo=\n"
+    /* End of file with the command not yet a zombie: it is exiting (the
+     * kernel closes its files first), or it closed fd 8.  Hold a writer
+     * ourselves, so reads wait again, and look every 2 ms for a while,
+     * then on the 0.1 s ticks. */
+    "      exec 8<>\"$uvt_base.t\"\n"
+    "      uvt_fast=50\n"
     "    fi\n"
     "    continue\n"
     "  fi\n"
     "  if [ -z \"$uvt_sl\" ]; then\n"
-    "    sleep \"$uvt_beat_s\" </dev/null >/dev/null 2>&1 &\n"
+    "    command -p sleep \"$uvt_beat_s\" </dev/null >/dev/null 2>&1 &\n"
     "    uvt_sl=$!\n"
     "  fi\n"
     "  uvt_who=\n"
     "  case $uvt_wn in\n"
-    "  p) wait -n -p uvt_who \"$uvt_cmd\" \"$uvt_sl\" ;;\n"
-    "  n) wait -n ;;\n"
-    "  *) wait \"$uvt_sl\" ;;\n"
+    "  p) builtin wait -n -p uvt_who \"$uvt_cmd\" \"$uvt_sl\" ;;\n"
+    "  n) builtin wait -n ;;\n"
+    "  *) builtin wait \"$uvt_sl\" ;;\n"
     "  esac\n"
-    "  if [ \"$uvt_wn\" != p ]; then\n"
-    "    if uvt_gone; then\n"
-    "      uvt_who=$uvt_cmd\n"
-    "    elif ! kill -0 \"$uvt_sl\"; then\n"
-    "      uvt_who=$uvt_sl\n"
-    "    fi\n"
+    "  uvt_rd=$?\n"
+    "  if [ \"$uvt_who\" = \"$uvt_cmd\" ]; then\n"
+    "    uvt_status=$uvt_rd\n"
+    "    break\n"
     "  fi\n"
-    "  [ \"$uvt_who\" = \"$uvt_cmd\" ] && break\n"
-    "  if [ \"$uvt_who\" = \"$uvt_sl\" ]; then\n"
+    "  uvt_gone && break\n"
+    "  if [ \"$uvt_who\" = \"$uvt_sl\" ] || ! builtin kill -0 \"$uvt_sl\"; "
+    "then\n"
     "    : >\"$uvt_hb\"\n"
     "    uvt_sl=\n"
     "  fi\n"
     "done\n"
     /* Its status, as bash kept it (a wait a signal cuts short asks
-     * again). */
-    "while :; do\n"
+     * again); wait -n -p gave it already. */
+    "while [ -z \"$uvt_status\" ]; do\n"
     "  uvt_int=\n"
-    "  wait \"$uvt_cmd\"\n"
-    "  uvt_status=$?\n"
-    "  [ -n \"$uvt_int\" ] || break\n"
+    "  builtin wait \"$uvt_cmd\"\n"
+    "  uvt_rd=$?\n"
+    "  [ -n \"$uvt_int\" ] || uvt_status=$uvt_rd\n"
     "done\n"
     "} 2>/dev/null\n"
     "uvt_done=1\n"
-    "exec 9<&-\n"
+    "exec 8>&- 9<&-\n"
     "if [ -n \"$uvt_sl\" ]; then\n"
-    "  kill -KILL \"$uvt_sl\" 2>/dev/null\n"
+    "  builtin kill -KILL \"$uvt_sl\" 2>/dev/null\n"
     "  while :; do\n"
     "    uvt_int=\n"
-    "    wait \"$uvt_sl\" 2>/dev/null\n"
+    "    builtin wait \"$uvt_sl\" 2>/dev/null\n"
     "    [ -n \"$uvt_int\" ] || break\n"
     "  done\n"
     "fi\n"
-    "printf '%s %s %s\\n' \"$uvt_status\" \"${uvt_got:--}\" "
+    "builtin printf '%s %s %s\\n' \"$uvt_status\" \"${uvt_got:--}\" "
     "\"${uvt_at:--}\" >\"$uvt_rc\"\n"
+    /* Died of a signal: raised again so Slurm sees it (E-4), without a
+     * core of the wrapper's own; not a signal that stops (147 to 150
+     * would stop the wrapper for good). */
     "if [ \"$uvt_status\" -gt 128 ] && [ \"$uvt_status\" -lt 193 ]; then\n"
-    "  trap - \"$((uvt_status - 128))\" 2>/dev/null\n"
-    "  kill -s \"$((uvt_status - 128))\" $$\n"
+    "  case $((uvt_status - 128)) in\n"
+    "  19|20|21|22) ;;\n"
+    "  *)\n"
+    "    ulimit -c 0 2>/dev/null\n"
+    "    trap - \"$((uvt_status - 128))\" 2>/dev/null\n"
+    "    builtin kill -s \"$((uvt_status - 128))\" $$\n"
+    "    ;;\n"
+    "  esac\n"
     "fi\n"
     "exit \"$uvt_status\"\n";
 
