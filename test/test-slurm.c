@@ -2130,6 +2130,17 @@ static void wrapper_dir_remove(const char *dir) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* The first line of <dir>/job.rc, the wrapper's exit-code file. */
+static void rc_line(const char *dir, char *line, size_t size) {
+  char path[128];
+  FILE *fp;
+  snprintf(path, sizeof(path), "%s/job.rc", dir);
+  fp = fopen(path, "r");
+  assert_non_null(fp);
+  assert_non_null(fgets(line, (int)size, fp));
+  fclose(fp);
+}
+
 /* E-11: when the wrapper ends, nothing it started is left in the job:
  * its heartbeat's sleep has exited and been reaped.  Slurm ends a batch
  * step when its cgroup is empty and, with proctrack/cgroup, looks again
@@ -2172,7 +2183,6 @@ static void slurm_wrapper_leaves_nothing(void **state) {
       pid_t pid;
       int status, code = runs[k].code;
       struct stat st;
-      FILE *fp;
       if (runs[k].cmd == NULL)
         snprintf(what, sizeof(what), "argv, %s", mode_name(wait_modes[m]));
       else
@@ -2186,10 +2196,7 @@ static void slurm_wrapper_leaves_nothing(void **state) {
       else
         assert_true(WIFSIGNALED(status) && WTERMSIG(status) == -code);
       /* It wrote its status, one whole line (E-14). */
-      fp = fopen(rc, "r");
-      assert_non_null(fp);
-      assert_non_null(fgets(line, sizeof(line), fp));
-      fclose(fp);
+      rc_line(dir, line, sizeof(line));
       assert_int_equal(atoi(line), code >= 0 ? code : 128 - code);
       assert_non_null(strchr(line, '\n'));
       assert_int_equal(stat(err, &st), 0);
@@ -2230,7 +2237,6 @@ static void slurm_wrapper_hostile_env(void **state) {
   for (m = 0; m < WAIT_MODES; m++) {
     pid_t pid;
     int status;
-    FILE *fp;
     write_wrapper(dir, "/bin/sleep 0.3; exit 4", wait_modes[m]);
     pid = fork();
     assert_true(pid >= 0);
@@ -2242,10 +2248,7 @@ static void slurm_wrapper_hostile_env(void **state) {
     if (!(WIFEXITED(status) && WEXITSTATUS(status) == 4))
       print_message("status %#x (%s)\n", status, mode_name(wait_modes[m]));
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 4);
-    fp = fopen(rc, "r");
-    assert_non_null(fp);
-    assert_non_null(fgets(line, sizeof(line), fp));
-    fclose(fp);
+    rc_line(dir, line, sizeof(line));
     assert_string_equal(line, "4 - -\n");
     assert_nothing_left(mode_name(wait_modes[m]));
     unlink(rc);
@@ -2257,7 +2260,7 @@ static void slurm_wrapper_hostile_env(void **state) {
 /* E-7: while the command runs, the wrapper touches <key>.hb every beat
  * (1 s here), in every wait mode, and in FIFO mode also when the command
  * closes the FIFO's write end (fd 8) at once, so the wrapper goes on with
- * a sleep.  The command itself waits until it has seen the file's time
+ * its ticks.  The command itself waits until it has seen the file's time
  * change twice, and exits 1 if that takes 30 s. */
 static void slurm_wrapper_beats(void **state) {
   char dir[] = "/tmp/uvt-wrap-XXXXXX";
@@ -2336,7 +2339,7 @@ static void slurm_wrapper_leftover(void **state) {
  * group, and only TERM (or the first) is the outcome: a USR1 (a warning
  * signal) runs the command's handler and the wrapper goes on waiting; a
  * TERM runs its checkpoint handler, which exits 0; the exit-code file
- * says "0 TERM <s>".  Under both heartbeats. */
+ * says "0 TERM <s>".  In each wait mode. */
 static void slurm_wrapper_signals(void **state) {
   char dir[] = "/tmp/uvt-wrap-XXXXXX";
   char cmd[512], path[128], line[64];
@@ -2353,7 +2356,6 @@ static void slurm_wrapper_signals(void **state) {
   for (m = 0; m < WAIT_MODES; m++) {
     pid_t pid;
     int status;
-    FILE *fp;
     write_wrapper(dir, cmd, wait_modes[m]);
     pid = spawn_wrapper(dir);
     snprintf(path, sizeof(path), "%s/ready", dir);
@@ -2366,11 +2368,7 @@ static void slurm_wrapper_signals(void **state) {
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     snprintf(path, sizeof(path), "%s/saved", dir);
     assert_int_equal(access(path, F_OK), 0);
-    snprintf(path, sizeof(path), "%s/job.rc", dir);
-    fp = fopen(path, "r");
-    assert_non_null(fp);
-    assert_non_null(fgets(line, sizeof(line), fp));
-    fclose(fp);
+    rc_line(dir, line, sizeof(line));
     assert_true(strncmp(line, "0 TERM ", 7) == 0);
     assert_nothing_left(mode_name(wait_modes[m]));
     wrapper_dir_remove_files(dir);
