@@ -122,6 +122,23 @@ test('N-13: kill(id, { reason, caller }) and wait(id, { timeout, caller }) besid
   assert.throws(() => tasks.wait(q, { timeoutMs: 5 }), codeOf('ERR_INVALID_ARG_VALUE'))
 })
 
+// A task whose shell has printed "up": a signal sent now reaches the
+// program, not the moment of its exec.  qemu-user (the arm64 lane) keeps
+// a signal that arrives while it emulates the child's execve in its own
+// memory, which the exec replaces: the arm64 lane read a sleep's whole
+// 30 s and no signal at all.
+async function spawnUp (tasks, options) {
+  let up
+  const printed = new Promise((resolve) => { up = resolve })
+  const id = tasks.spawn({
+    ...options,
+    command: 'echo up; sleep 30',
+    onData: (chunk) => { if (/up/.test(chunk)) up() },
+  })
+  await printed
+  return id
+}
+
 test('N-13: kill(id, { signal: \'SIGKILL\' }) skips the grace; other signals are EINVAL', async () => {
   const { tasks } = fixture()
   // Deaf to SIGTERM, with an hour of grace: only SIGKILL ends it soon.
@@ -144,8 +161,7 @@ test('N-13: kill(id, { signal: \'SIGKILL\' }) skips the grace; other signals are
   // A grace far beyond the TERM's effect: on a stalled loop (an arm64 Node
   // under qemu beside busy CPUs) a 3 s grace could run out before the
   // loop read the exit, and the escalation would be what the test saw.
-  const t = tasks.spawn({ command: 'sleep 30', graceMs: 60000 })
-  await tasks.spawned(t)
+  const t = await spawnUp(tasks, { graceMs: 60000 })
   assert.equal(tasks.kill(t, { signal: 15 }), 'requested')
   assert.equal((await tasks.wait(t)).signal, 'SIGTERM')
 })
@@ -199,8 +215,7 @@ test('N-13: signal() before the pid is known is queued and sent once it is, in o
   assert.equal(snap.signal, 'SIGTERM')
   assert.equal(snap.killReason, undefined)
   // Once the pid is known, it is sent at once.
-  const t = tasks.spawn({ command: 'sleep 30' })
-  await tasks.spawned(t)
+  const t = await spawnUp(tasks, {})
   assert.equal(tasks.signal(t, 'SIGHUP'), 'sent')
   assert.equal((await tasks.wait(t)).signal, 'SIGHUP')
   // Queued for a task killed before its process existed: dropped, no throw.
