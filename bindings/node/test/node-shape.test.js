@@ -122,11 +122,13 @@ test('N-13: kill(id, { reason, caller }) and wait(id, { timeout, caller }) besid
   assert.throws(() => tasks.wait(q, { timeoutMs: 5 }), codeOf('ERR_INVALID_ARG_VALUE'))
 })
 
-// A task whose shell has printed "up": a signal sent now reaches the
-// program, not the moment of its exec.  qemu-user (the arm64 lane) keeps
-// a signal that arrives while it emulates the child's execve in its own
-// memory, which the exec replaces: the arm64 lane read a sleep's whole
-// 30 s and no signal at all.
+// A task whose pid is known and whose shell has printed "up": a signal
+// sent now goes at once (the pid is known) and reaches the program, not
+// the moment of its exec.  qemu-user (the arm64 lane) keeps a signal that
+// arrives while it emulates the child's execve in its own memory, which
+// the exec replaces: the arm64 lane read a sleep's whole 30 s and no
+// signal at all.  The output may come before the spawn's answer reaches
+// the loop, so both are waited for.
 async function spawnUp (tasks, options) {
   let up
   const printed = new Promise((resolve) => { up = resolve })
@@ -135,7 +137,7 @@ async function spawnUp (tasks, options) {
     command: 'echo up; sleep 30',
     onData: (chunk) => { if (/up/.test(chunk)) up() },
   })
-  await printed
+  await Promise.all([printed, tasks.spawned(id)])
   return id
 }
 
