@@ -2,6 +2,7 @@
  * begun inside `run`.  The record itself is task.c's. */
 #include <string.h>
 
+#include "leaf/ids.h"
 #include "uvt-internal.h"
 
 static int valid_kind(const char *kind) {
@@ -40,25 +41,6 @@ static uvt__kind_t *kind_find_or_add(uvt_registry_t *reg, const char *kind) {
   k->counter = 0;
   uvt__index_insert(&reg->kinds_by_name, &k->hentry, k->name);
   return k;
-}
-
-/* R-START-6: a requested id is "<kind>-<n>" with n from 1, no leading
- * zero, fitting 64 bits.  Returns n, or 0 if the id is not of that form. */
-static uint64_t requested_number(const char *kind, const char *id) {
-  size_t k = strlen(kind);
-  const char *p;
-  uint64_t n = 0;
-  if (strncmp(id, kind, k) != 0 || id[k] != '-')
-    return 0;
-  p = id + k + 1;
-  if (*p < '1' || *p > '9')
-    return 0;
-  for (; *p != '\0'; p++) {
-    if (*p < '0' || *p > '9' || n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-      return 0;
-    n = n * 10 + (uint64_t)(*p - '0');
-  }
-  return n;
 }
 
 static void write_id_number(uvt_task_t *t, uint64_t n) {
@@ -111,7 +93,7 @@ int uvt_start(uvt_registry_t *reg, const uvt_spec_t *spec,
       spec->label[0] == '\0' || spec->run == NULL)
     return UV_EINVAL;
   if (spec->id != NULL) {
-    if ((wanted = requested_number(spec->kind, spec->id)) == 0)
+    if ((wanted = uvt__id_number(spec->kind, spec->id)) == 0)
       return UV_EINVAL;
     if (uvt__index_find(&reg->tasks_by_id, spec->id) != NULL)
       return UV_EEXIST;

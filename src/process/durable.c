@@ -66,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "leaf/ids.h"
 #include "leaf/journal.h"
 #include "process-internal.h"
 
@@ -203,23 +204,6 @@ static void unlink_files(uvt__dstate_t *ds, const char *key,
 
 /* ---- ids handed out (D-3) --------------------------------------------- */
 
-/* The number of `id` if it is "<kind>-<n>" (n from 1, no leading zero,
- * as R-START-6 requests it), else 0. */
-static uint64_t id_number(const char *kind, const char *id) {
-  size_t k = strlen(kind);
-  uint64_t n = 0;
-  const char *p;
-  if (strncmp(id, kind, k) != 0 || id[k] != '-' || id[k + 1] < '1' ||
-      id[k + 1] > '9')
-    return 0;
-  for (p = id + k + 1; *p != '\0'; p++) {
-    if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
-      return 0;
-    n = n * 10 + (uint64_t)(*p - '0');
-  }
-  return n;
-}
-
 static int note_high(uvt__dstate_t *ds, const char *kind, uint64_t high) {
   uvt__idmark_t *m;
   size_t i;
@@ -242,7 +226,7 @@ static int note_high(uvt__dstate_t *ds, const char *kind, uint64_t high) {
 }
 
 static int note_id(uvt__dstate_t *ds, const char *kind, const char *id) {
-  return note_high(ds, kind, id_number(kind, id));
+  return note_high(ds, kind, uvt__id_number(kind, id));
 }
 
 /* ---- journal lines --------------------------------------------------- */
@@ -303,7 +287,7 @@ static int write_mark(uvt__journal_t *j, uvt__dstate_t *ds,
   for (l = ds->entries.next; l != &ds->entries; l = l->next) {
     uvt__dentry_t *e = uvt__container_of(l, uvt__dentry_t, link);
     if (!e->delivered && strcmp(e->kind, m->kind) == 0 &&
-        id_number(e->kind, e->id) == m->high)
+        uvt__id_number(e->kind, e->id) == m->high)
       return 0;
   }
   if ((w = word(m->kind)) == NULL)

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "leaf/ids.h"
 #include "slurm-internal.h"
 
 #define REC UVT__JOURNAL_REC
@@ -243,22 +244,8 @@ typedef struct {
   char high_id[UVT_ID_MAX]; /* ... that id */
 } load_t;
 
-/* The number of an id "slurm-<n>"; 0 for any other. */
-static uint64_t id_number(const char *id) {
-  uint64_t n = 0;
-  const char *p;
-  if (strncmp(id, "slurm-", 6) != 0 || id[6] < '1' || id[6] > '9')
-    return 0;
-  for (p = id + 6; *p != '\0'; p++) {
-    if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
-      return 0;
-    n = n * 10 + (uint64_t)(*p - '0');
-  }
-  return n;
-}
-
 static void note_id(load_t *l, const char *id) {
-  uint64_t n = id_number(id);
+  uint64_t n = uvt__id_number("slurm", id);
   if (n > l->high) {
     l->high = n;
     snprintf(l->high_id, sizeof(l->high_id), "%s", id);
