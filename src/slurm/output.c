@@ -158,18 +158,12 @@ int uvt__sjob_read(uvt__sjob_t *j, uvt_buf_t *b, int final) {
   }
   if (final && (oleft > 0 || eleft > 0)) {
     /* The end's read is the last: say where the rest is, whole paths. */
-    char path[4096];
-    int n;
-    uvt__sjob_path(j, "out", path, sizeof(path));
-    n = snprintf(note, sizeof(note),
-                 "\n[... not read: %llu bytes more of stdout, %llu of "
-                 "stderr, in %.*s.out and .err ...]\n",
-                 (unsigned long long)oleft, (unsigned long long)eleft,
-                 (int)(strlen(path) - 4), path);
-    if ((err = uvt_buf_append(
-             b, note,
-             n > 0 && (size_t)n < sizeof(note) ? (size_t)n : strlen(note))) !=
-        0)
+    snprintf(note, sizeof(note),
+             "\n[... not read: %llu bytes more of stdout, %llu of "
+             "stderr, in %s/%s.out and .err ...]\n",
+             (unsigned long long)oleft, (unsigned long long)eleft,
+             j->e->out_dir, j->key);
+    if ((err = uvt_buf_append(b, note, strlen(note))) != 0)
       goto done;
   }
   j->out_off += olen;
