@@ -2257,6 +2257,36 @@ static void slurm_wrapper_hostile_env(void **state) {
   wrapper_dir_remove(dir);
 }
 
+/* E-7, S-10: the command (any process of the host's user) may replace
+ * <key>.t once the wrapper holds it.  Here it puts a link to a file that
+ * does not exist in its place, then closes fd 8: the wrapper goes on
+ * through the descriptor it holds and never opens the name again, so the
+ * link's target is not made (the wrapper re-opened <key>.t by name, and
+ * `<>` made the file). */
+static void slurm_wrapper_fifo_swapped(void **state) {
+  char dir[] = "/tmp/uvt-wrap-XXXXXX";
+  char cmd[512], victim[128];
+  pid_t pid;
+  int status;
+  (void)state;
+
+  assert_non_null(mkdtemp(dir));
+  snprintf(victim, sizeof(victim), "%s/victim", dir);
+  snprintf(cmd, sizeof(cmd),
+           "rm -f %s/job.t; ln -s %s %s/job.t; exec 8>&-; /bin/sleep 0.3", dir,
+           victim, dir);
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  write_wrapper(dir, cmd, 'f');
+  pid = spawn_wrapper(dir);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(access(victim, F_OK), -1);
+  assert_nothing_left("FIFO swapped");
+  assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+  unlink(victim);
+  wrapper_dir_remove(dir);
+}
+
 /* E-7: while the command runs, the wrapper touches <key>.hb every beat
  * (1 s here), in every wait mode, and in FIFO mode also when the command
  * closes the FIFO's write end (fd 8) at once, so the wrapper goes on with
@@ -2392,6 +2422,7 @@ int main(void) {
       cmocka_unit_test(slurm_wrapper_beats),
       cmocka_unit_test(slurm_wrapper_leftover),
       cmocka_unit_test(slurm_wrapper_hostile_env),
+      cmocka_unit_test(slurm_wrapper_fifo_swapped),
       cmocka_unit_test(slurm_wrapper_signals),
       cmocka_unit_test_setup(slurm_outcomes, setup),
       cmocka_unit_test_setup(slurm_fifty, setup),

@@ -154,7 +154,6 @@ static const char wrapper_tail[] =
     "    if [ \"$uvt_fast\" -gt 0 ]; then\n"
     "      uvt_fast=$((uvt_fast - 1))\n"
     "      builtin read -r -t 0.002 -n 1 -u 9 uvt_x\n"
-    "      uvt_rd=$?\n"
     "      uvt_gone && break\n"
     "      continue\n"
     "    fi\n"
@@ -179,8 +178,10 @@ static const char wrapper_tail[] =
     /* End of file with the command not yet a zombie: it is exiting (the
      * kernel closes its files first), or it closed fd 8.  Hold a writer
      * ourselves, so reads wait again, and look every 2 ms for a while,
-     * then on the 0.1 s ticks. */
-    "      exec 8<>\"$uvt_base.t\"\n"
+     * then on the 0.1 s ticks.  The writer is opened through the read
+     * end's descriptor, not the name: whatever is at <key>.t now is not
+     * the wrapper's business (docs/security.md). */
+    "      exec 8<>/proc/self/fd/9\n"
     "      uvt_fast=50\n"
     "    fi\n"
     "    continue\n"
