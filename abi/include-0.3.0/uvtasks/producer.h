@@ -124,7 +124,8 @@ UVT_EXTERN const uvt_hooks_t *uvt_task_hooks(const uvt_task_t *t);
  * never given to another (the Slurm engine does, E-5).  The counter
  * never moves down; upto 0 changes nothing.
  * Returns 0, UV_EINVAL (NULL reg, a kind uvt_start() would refuse),
- * UV_ENOMEM, or UVT_ETHREAD (another thread).  Thread: loop thread.
+ * UV_ENOMEM, or UVT_ETHREAD (another thread).
+ * Ownership: `kind` is copied; the caller keeps it.  Thread: loop thread.
  * Since: 0.3.0 */
 UVT_EXTERN int uvt_reserve_ids(uvt_registry_t *reg, const char *kind,
                                uint64_t upto);
