@@ -2028,6 +2028,20 @@ static void append_journal(const char *dir, const char *text) {
   close(fd);
 }
 
+/* A host of the state directory `dir` starts and takes back `adopted`
+ * tasks; host_down() is its end. */
+static void host_up(fixture_t *f, uvt_agent_t *a, const char *dir,
+                    int adopted) {
+  fixture_init(f, NULL);
+  owner_setup(f, a);
+  assert_int_equal(uvt_process_adopt_all(f->reg, dir, a), adopted);
+}
+
+static void host_down(fixture_t *f, uvt_agent_t *a) {
+  uvt_agent_dispose(a, NULL);
+  fixture_close(f);
+}
+
 /* D-3 (a user's finding): tasks whose ends were delivered and whose
  * records were dropped are not taken back, and their ids were handed out
  * again after a restart (bash-1 was one command's output, then another's
@@ -2042,42 +2056,33 @@ static void test_durable_ids_fresh(void **state) {
   (void)state;
 
   state_dir(dir, sizeof(dir));
-  fixture_init(&f, NULL);
-  owner_setup(&f, &a);
-  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  host_up(&f, &a, dir, 0);
   run_ended(&f, &a, "bash", 1, id);
   assert_string_equal(id, "bash-1");
   run_ended(&f, &a, "bash", 1, id);
   assert_string_equal(id, "bash-2");
   run_ended(&f, &a, "job", 0, id); /* delivered, never dropped */
   assert_string_equal(id, "job-1");
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
   /* No compaction ran: task lines only, as an older version left them. */
   assert_int_equal(journal_has(dir, "\nN "), 0);
   assert_true(journal_has(dir, "T ") == 1);
 
   /* A restart that starts nothing: its compaction keeps the marks. */
-  fixture_init(&f, NULL);
-  owner_setup(&f, &a);
-  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  host_up(&f, &a, dir, 0);
   assert_int_equal(journal_lines(dir), 2);
   assert_int_equal(journal_has(dir, "N 2 =bash\n"), 1);
   assert_int_equal(journal_has(dir, "N 1 =job\n"), 1);
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
 
   /* Marks alone, and some that are wrong (ignored, nothing else lost). */
   append_journal(dir, "N 0 =bash\nN x =bash\nN 9\nN 99999999999999999999999 "
                       "=bash\nN 7 -\nN 8 bash\nN 3 =bad%kind\n");
-  fixture_init(&f, NULL);
-  owner_setup(&f, &a);
-  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  host_up(&f, &a, dir, 0);
   expect_new(&f, &a, "bash", "bash-3");
   expect_new(&f, &a, "job", "job-2");
   expect_new(&f, &a, "other", "other-1"); /* a kind never journalled */
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
   reap_keepers();
   rm_rf(dir);
 }
@@ -2095,9 +2100,7 @@ static void test_durable_ids_fresh_adopted(void **state) {
     skip();
 
   state_dir(dir, sizeof(dir));
-  fixture_init(&f, NULL);
-  owner_setup(&f, &a);
-  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  host_up(&f, &a, dir, 0);
   run_ended(&f, &a, "bash", 1, id); /* bash-1 */
   durable_opts(&o, "read x < /dev/stdin; echo late");
   o.stdin_pipe = 1;
@@ -2106,12 +2109,9 @@ static void test_durable_ids_fresh_adopted(void **state) {
   assert_string_equal(live, "bash-2");
   run_ended(&f, &a, "bash", 1, id);
   assert_string_equal(id, "bash-3");
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
 
-  fixture_init(&f, NULL);
-  owner_setup(&f, &a);
-  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 1);
+  host_up(&f, &a, dir, 1);
   expect_new(&f, &a, "bash", "bash-4");
   /* bash-2 taken back keeps its line; bash-3 was kept as a mark. */
   assert_int_equal(journal_has(dir, "N 3 =bash\n"), 1);
@@ -2119,8 +2119,7 @@ static void test_durable_ids_fresh_adopted(void **state) {
   wait_task(&f, &w, live, 10000, &a);
   assert_outcome(&w.snap, UVT_COMPLETED, "exit code: 0");
   wait_end(&w);
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
   reap_keepers();
   rm_rf(dir);
 }
@@ -2138,15 +2137,12 @@ static void test_durable_ids_start_first(void **state) {
   (void)state;
 
   state_dir(dir, sizeof(dir));
-  fixture_init(&f, NULL);
-  owner_setup(&f, &a);
-  assert_int_equal(uvt_process_adopt_all(f.reg, dir, &a), 0);
+  host_up(&f, &a, dir, 0);
   run_ended(&f, &a, "bash", 1, id);
   run_ended(&f, &a, "bash", 1, id);
   run_ended(&f, &a, "bash", 1, id);
   assert_string_equal(id, "bash-3");
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
 
   fixture_init(&f, NULL);
   owner_setup(&f, &a);
@@ -2160,8 +2156,7 @@ static void test_durable_ids_start_first(void **state) {
   assert_string_equal(id, "bash-4");
   wait_task(&f, &w, first, 10000, &a);
   wait_end(&w);
-  uvt_agent_dispose(&a, NULL);
-  fixture_close(&f);
+  host_down(&f, &a);
   reap_keepers();
   rm_rf(dir);
 }
